@@ -1,0 +1,85 @@
+//! Errors of the format layer and the SQLSTATE codes every layer reports.
+
+/// A PostgreSQL SQLSTATE code (five characters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SqlState(pub &'static str);
+
+impl SqlState {
+    pub const SUCCESSFUL: SqlState = SqlState("00000");
+    pub const FEATURE_NOT_SUPPORTED: SqlState = SqlState("0A000");
+    pub const CARDINALITY_VIOLATION: SqlState = SqlState("21000");
+    pub const STRING_DATA_RIGHT_TRUNCATION: SqlState = SqlState("22001");
+    pub const NUMERIC_VALUE_OUT_OF_RANGE: SqlState = SqlState("22003");
+    pub const INVALID_DATETIME_FORMAT: SqlState = SqlState("22007");
+    pub const DATETIME_FIELD_OVERFLOW: SqlState = SqlState("22008");
+    pub const DIVISION_BY_ZERO: SqlState = SqlState("22012");
+    pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
+    pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
+    pub const INVALID_ESCAPE_SEQUENCE: SqlState = SqlState("22025");
+    pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
+    pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
+    pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
+    pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
+    pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
+    pub const SERIALIZATION_FAILURE: SqlState = SqlState("40001");
+    pub const DEADLOCK_DETECTED: SqlState = SqlState("40P01");
+    pub const SYNTAX_ERROR: SqlState = SqlState("42601");
+    pub const UNDEFINED_COLUMN: SqlState = SqlState("42703");
+    pub const UNDEFINED_FUNCTION: SqlState = SqlState("42883");
+    pub const UNDEFINED_TABLE: SqlState = SqlState("42P01");
+    pub const DUPLICATE_TABLE: SqlState = SqlState("42P07");
+    pub const AMBIGUOUS_COLUMN: SqlState = SqlState("42702");
+    pub const DATATYPE_MISMATCH: SqlState = SqlState("42804");
+    pub const GROUPING_ERROR: SqlState = SqlState("42803");
+    pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
+    pub const UNDEFINED_OBJECT: SqlState = SqlState("42704");
+    pub const INVALID_COLUMN_REFERENCE: SqlState = SqlState("42P10");
+    pub const LOCK_NOT_AVAILABLE: SqlState = SqlState("55P03");
+    pub const QUERY_CANCELED: SqlState = SqlState("57014");
+    pub const IO_ERROR: SqlState = SqlState("58030");
+    pub const DATA_CORRUPTED: SqlState = SqlState("XX001");
+    pub const INTERNAL_ERROR: SqlState = SqlState("XX000");
+
+    pub fn code(&self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for SqlState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// Errors raised while parsing bytes or evaluating expressions.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Error {
+    /// Bytes did not parse: a corrupt page, record, message or program.
+    #[error("corrupted: {0}")]
+    Corrupted(String),
+    /// A runtime error with a SQLSTATE (division by zero, overflow, bad text...).
+    #[error("{message}")]
+    Sql { code: SqlState, message: String },
+}
+
+impl Error {
+    pub fn corrupted(what: impl Into<String>) -> Error {
+        Error::Corrupted(what.into())
+    }
+
+    pub fn sql(code: SqlState, message: impl Into<String>) -> Error {
+        Error::Sql {
+            code,
+            message: message.into(),
+        }
+    }
+
+    pub fn sqlstate(&self) -> SqlState {
+        match self {
+            Error::Corrupted(_) => SqlState::DATA_CORRUPTED,
+            Error::Sql { code, .. } => *code,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

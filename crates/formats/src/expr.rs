@@ -1,0 +1,945 @@
+//! Portable expression bytecode and its one evaluator (DESIGN.md §5).
+//!
+//! The SQL binder compiles every scalar expression (predicates,
+//! projections, SET expressions) into a [`Program`]: a constant pool plus a
+//! flat list of stack-machine [`Op`]s. Programs serialize to bytes, so the
+//! host can ship them to the device, and both sides run this evaluator —
+//! an offloaded filter computes exactly what the host would.
+//!
+//! ```text
+//!  a + 1 > $1 AND b IS NULL        Column(0) Const(0) Add Param(0) Gt
+//!                                  JumpIfFalseKeep(9) Column(1) IsNull And
+//! ```
+//!
+//! Logic is SQL's three-valued logic; AND/OR short-circuit on FALSE/TRUE.
+
+use std::cmp::Ordering;
+
+use crate::codec::{Reader, Writer};
+use crate::error::{Error, Result, SqlState};
+use crate::types::DataType;
+use crate::value::{Decimal, Value};
+
+/// Built-in scalar functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Abs,
+    Lower,
+    Upper,
+    Length,
+    Coalesce,
+    Round,
+    Floor,
+    Ceil,
+    Substr,
+    NullIf,
+    Greatest,
+    Least,
+    Trim,
+}
+
+impl Func {
+    const ALL: [Func; 13] = [
+        Func::Abs,
+        Func::Lower,
+        Func::Upper,
+        Func::Length,
+        Func::Coalesce,
+        Func::Round,
+        Func::Floor,
+        Func::Ceil,
+        Func::Substr,
+        Func::NullIf,
+        Func::Greatest,
+        Func::Least,
+        Func::Trim,
+    ];
+
+    pub fn by_name(name: &str) -> Option<Func> {
+        Some(match name {
+            "abs" => Func::Abs,
+            "lower" => Func::Lower,
+            "upper" => Func::Upper,
+            "length" | "char_length" | "character_length" => Func::Length,
+            "coalesce" => Func::Coalesce,
+            "round" => Func::Round,
+            "floor" => Func::Floor,
+            "ceil" | "ceiling" => Func::Ceil,
+            "substr" | "substring" => Func::Substr,
+            "nullif" => Func::NullIf,
+            "greatest" => Func::Greatest,
+            "least" => Func::Least,
+            "trim" | "btrim" => Func::Trim,
+            _ => return None,
+        })
+    }
+
+    fn tag(self) -> u8 {
+        Func::ALL.iter().position(|f| *f == self).unwrap_or(0) as u8
+    }
+
+    fn from_tag(t: u8) -> Result<Func> {
+        Func::ALL
+            .get(t as usize)
+            .copied()
+            .ok_or_else(|| Error::corrupted(format!("unknown function tag {t}")))
+    }
+}
+
+/// One bytecode instruction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Op {
+    Const(u32),
+    Column(u32),
+    Param(u32),
+    Neg,
+    Not,
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Mod,
+    Concat,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+    /// If the top of the stack is FALSE, jump (keeping it): AND short-circuit.
+    JumpIfFalseKeep(u32),
+    /// If the top of the stack is TRUE, jump (keeping it): OR short-circuit.
+    JumpIfTrueKeep(u32),
+    /// Pop; jump unless it was TRUE (CASE WHEN).
+    JumpIfNotTrue(u32),
+    Jump(u32),
+    IsNull,
+    IsNotNull,
+    /// Pops pattern then value.
+    Like { negated: bool, case_insensitive: bool },
+    /// Stack: value, item₁ … itemₙ.
+    In { n: u32, negated: bool },
+    Cast(DataType),
+    Call { func: Func, nargs: u8 },
+}
+
+/// A compiled expression.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Program {
+    pub consts: Vec<Value>,
+    pub ops: Vec<Op>,
+}
+
+fn type_error(msg: String) -> Error {
+    Error::sql(SqlState::UNDEFINED_FUNCTION, msg)
+}
+
+fn int_overflow(ty: &str) -> Error {
+    Error::sql(
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+        format!("{ty} out of range"),
+    )
+}
+
+fn div_zero() -> Error {
+    Error::sql(SqlState::DIVISION_BY_ZERO, "division by zero")
+}
+
+impl Program {
+    /// Evaluates against one row and the statement parameters.
+    pub fn eval(&self, row: &[Value], params: &[Value]) -> Result<Value> {
+        let mut stack: Vec<Value> = Vec::with_capacity(8);
+        let mut pc = 0usize;
+        let pop = |s: &mut Vec<Value>| s.pop().ok_or_else(|| Error::corrupted("stack underflow"));
+        while pc < self.ops.len() {
+            let op = &self.ops[pc];
+            pc += 1;
+            match op {
+                Op::Const(i) => stack.push(
+                    self.consts
+                        .get(*i as usize)
+                        .cloned()
+                        .ok_or_else(|| Error::corrupted("constant index out of range"))?,
+                ),
+                Op::Column(i) => stack.push(
+                    row.get(*i as usize)
+                        .cloned()
+                        .ok_or_else(|| Error::corrupted("column index out of range"))?,
+                ),
+                Op::Param(i) => stack.push(params.get(*i as usize).cloned().ok_or_else(|| {
+                    Error::sql(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        format!("there is no parameter ${}", i + 1),
+                    )
+                })?),
+                Op::Neg => {
+                    let v = pop(&mut stack)?;
+                    stack.push(negate(v)?);
+                }
+                Op::Not => {
+                    let v = pop(&mut stack)?;
+                    stack.push(match v {
+                        Value::Null => Value::Null,
+                        Value::Bool(b) => Value::Bool(!b),
+                        v => return Err(type_error(format!("argument of NOT must be type boolean, not {v:?}"))),
+                    });
+                }
+                Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod | Op::Concat => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push(arith(op, a, b)?);
+                }
+                Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge => {
+                    let b = pop(&mut stack)?;
+                    let a = pop(&mut stack)?;
+                    stack.push(compare(op, &a, &b)?);
+                }
+                Op::And | Op::Or => {
+                    let b = truth(pop(&mut stack)?)?;
+                    let a = truth(pop(&mut stack)?)?;
+                    let r = if matches!(op, Op::And) {
+                        match (a, b) {
+                            (Some(false), _) | (_, Some(false)) => Some(false),
+                            (Some(true), Some(true)) => Some(true),
+                            _ => None,
+                        }
+                    } else {
+                        match (a, b) {
+                            (Some(true), _) | (_, Some(true)) => Some(true),
+                            (Some(false), Some(false)) => Some(false),
+                            _ => None,
+                        }
+                    };
+                    stack.push(r.map_or(Value::Null, Value::Bool));
+                }
+                Op::JumpIfFalseKeep(t) => {
+                    if matches!(stack.last(), Some(Value::Bool(false))) {
+                        pc = *t as usize;
+                    }
+                }
+                Op::JumpIfTrueKeep(t) => {
+                    if matches!(stack.last(), Some(Value::Bool(true))) {
+                        pc = *t as usize;
+                    }
+                }
+                Op::JumpIfNotTrue(t) => {
+                    if truth(pop(&mut stack)?)? != Some(true) {
+                        pc = *t as usize;
+                    }
+                }
+                Op::Jump(t) => pc = *t as usize,
+                Op::IsNull => {
+                    let v = pop(&mut stack)?;
+                    stack.push(Value::Bool(v.is_null()));
+                }
+                Op::IsNotNull => {
+                    let v = pop(&mut stack)?;
+                    stack.push(Value::Bool(!v.is_null()));
+                }
+                Op::Like {
+                    negated,
+                    case_insensitive,
+                } => {
+                    let p = pop(&mut stack)?;
+                    let v = pop(&mut stack)?;
+                    stack.push(match (v, p) {
+                        (Value::Null, _) | (_, Value::Null) => Value::Null,
+                        (Value::Text(v), Value::Text(p)) => {
+                            let m = if *case_insensitive {
+                                like(&v.to_lowercase(), &p.to_lowercase())?
+                            } else {
+                                like(&v, &p)?
+                            };
+                            Value::Bool(m != *negated)
+                        }
+                        (v, p) => {
+                            return Err(type_error(format!(
+                                "operator does not exist: {v:?} LIKE {p:?}"
+                            )))
+                        }
+                    });
+                }
+                Op::In { n, negated } => {
+                    let n = *n as usize;
+                    if stack.len() < n + 1 {
+                        return Err(Error::corrupted("stack underflow in IN"));
+                    }
+                    let items = stack.split_off(stack.len() - n);
+                    let v = pop(&mut stack)?;
+                    let mut saw_null = v.is_null();
+                    let mut found = false;
+                    if !v.is_null() {
+                        for it in &items {
+                            match compare(&Op::Eq, &v, it)? {
+                                Value::Bool(true) => {
+                                    found = true;
+                                    break;
+                                }
+                                Value::Null => saw_null = true,
+                                _ => {}
+                            }
+                        }
+                    }
+                    stack.push(if found {
+                        Value::Bool(!negated)
+                    } else if saw_null {
+                        Value::Null
+                    } else {
+                        Value::Bool(*negated)
+                    });
+                }
+                Op::Cast(ty) => {
+                    let v = pop(&mut stack)?;
+                    stack.push(v.cast(ty)?);
+                }
+                Op::Call { func, nargs } => {
+                    let n = *nargs as usize;
+                    if stack.len() < n {
+                        return Err(Error::corrupted("stack underflow in call"));
+                    }
+                    let args = stack.split_off(stack.len() - n);
+                    stack.push(call(*func, args)?);
+                }
+            }
+        }
+        let out = pop(&mut stack)?;
+        if !stack.is_empty() {
+            return Err(Error::corrupted("stack not empty at end of program"));
+        }
+        Ok(out)
+    }
+
+    /// Evaluates a predicate: only TRUE qualifies (NULL and FALSE do not).
+    pub fn eval_predicate(&self, row: &[Value], params: &[Value]) -> Result<bool> {
+        match self.eval(row, params)? {
+            Value::Bool(b) => Ok(b),
+            Value::Null => Ok(false),
+            v => Err(Error::sql(
+                SqlState::DATATYPE_MISMATCH,
+                format!("argument of WHERE must be type boolean, not {v:?}"),
+            )),
+        }
+    }
+
+    pub fn encode(&self, w: &mut Writer) {
+        w.u32(self.consts.len() as u32);
+        for c in &self.consts {
+            encode_value(c, w);
+        }
+        w.u32(self.ops.len() as u32);
+        for op in &self.ops {
+            encode_op(op, w);
+        }
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<Program> {
+        let n = r.count(1)?;
+        let mut consts = Vec::with_capacity(n);
+        for _ in 0..n {
+            consts.push(decode_value(r)?);
+        }
+        let n = r.count(1)?;
+        let mut ops = Vec::with_capacity(n);
+        for _ in 0..n {
+            ops.push(decode_op(r)?);
+        }
+        for (at, op) in ops.iter().enumerate() {
+            let target = match op {
+                Op::JumpIfFalseKeep(t) | Op::JumpIfTrueKeep(t) | Op::JumpIfNotTrue(t) | Op::Jump(t) => *t,
+                _ => continue,
+            };
+            // Jumps only go forward, so every program terminates.
+            if target as usize > ops.len() || target as usize <= at {
+                return Err(Error::corrupted("jump target out of range"));
+            }
+        }
+        Ok(Program { consts, ops })
+    }
+}
+
+fn truth(v: Value) -> Result<Option<bool>> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Bool(b) => Ok(Some(b)),
+        v => Err(Error::sql(
+            SqlState::DATATYPE_MISMATCH,
+            format!("argument of AND/OR must be type boolean, not {v:?}"),
+        )),
+    }
+}
+
+fn negate(v: Value) -> Result<Value> {
+    Ok(match v {
+        Value::Null => Value::Null,
+        Value::Int(x) => Value::Int(x.checked_neg().ok_or_else(|| int_overflow("integer"))?),
+        Value::BigInt(x) => Value::BigInt(x.checked_neg().ok_or_else(|| int_overflow("bigint"))?),
+        Value::Double(x) => Value::Double(-x),
+        Value::Numeric(d) => Value::Numeric(d.neg()?),
+        v => return Err(type_error(format!("operator does not exist: - {v:?}"))),
+    })
+}
+
+/// Numeric promotion class: 0 int, 1 bigint, 2 numeric, 3 double.
+fn num_class(v: &Value) -> Option<u8> {
+    match v {
+        Value::Int(_) => Some(0),
+        Value::BigInt(_) => Some(1),
+        Value::Numeric(_) => Some(2),
+        Value::Double(_) => Some(3),
+        _ => None,
+    }
+}
+
+fn to_decimal(v: &Value) -> Decimal {
+    match v {
+        Value::Int(x) => Decimal::from_i64(*x as i64),
+        Value::BigInt(x) => Decimal::from_i64(*x),
+        Value::Numeric(d) => *d,
+        _ => Decimal::from_i64(0),
+    }
+}
+
+fn arith(op: &Op, a: Value, b: Value) -> Result<Value> {
+    if a.is_null() || b.is_null() {
+        return Ok(Value::Null);
+    }
+    if let Op::Concat = op {
+        let s = |v: &Value| v.to_pg_text().unwrap_or_default();
+        return Ok(Value::Text(s(&a) + &s(&b)));
+    }
+    let opname = match op {
+        Op::Add => "+",
+        Op::Sub => "-",
+        Op::Mul => "*",
+        Op::Div => "/",
+        _ => "%",
+    };
+    // Date arithmetic.
+    match (op, &a, &b) {
+        (Op::Add, Value::Date(d), x) | (Op::Add, x, Value::Date(d)) if x.as_i64().is_some() => {
+            let r = (*d as i64) + x.as_i64().unwrap_or(0);
+            return Ok(Value::Date(i32::try_from(r).map_err(|_| int_overflow("date"))?));
+        }
+        (Op::Sub, Value::Date(d), x) if x.as_i64().is_some() => {
+            let r = (*d as i64) - x.as_i64().unwrap_or(0);
+            return Ok(Value::Date(i32::try_from(r).map_err(|_| int_overflow("date"))?));
+        }
+        (Op::Sub, Value::Date(x), Value::Date(y)) => return Ok(Value::Int(x - y)),
+        _ => {}
+    }
+    let (ca, cb) = match (num_class(&a), num_class(&b)) {
+        (Some(x), Some(y)) => (x, y),
+        _ => {
+            return Err(type_error(format!(
+                "operator does not exist: {} {opname} {}",
+                a.data_type().map(|t| t.sql_name()).unwrap_or_default(),
+                b.data_type().map(|t| t.sql_name()).unwrap_or_default()
+            )))
+        }
+    };
+    match ca.max(cb) {
+        0 => {
+            let (x, y) = (a.as_i64().unwrap_or(0) as i32, b.as_i64().unwrap_or(0) as i32);
+            let r = match op {
+                Op::Add => x.checked_add(y),
+                Op::Sub => x.checked_sub(y),
+                Op::Mul => x.checked_mul(y),
+                Op::Div => {
+                    if y == 0 {
+                        return Err(div_zero());
+                    }
+                    x.checked_div(y)
+                }
+                _ => {
+                    if y == 0 {
+                        return Err(div_zero());
+                    }
+                    Some(x.wrapping_rem(y))
+                }
+            };
+            Ok(Value::Int(r.ok_or_else(|| int_overflow("integer"))?))
+        }
+        1 => {
+            let (x, y) = (a.as_i64().unwrap_or(0), b.as_i64().unwrap_or(0));
+            let r = match op {
+                Op::Add => x.checked_add(y),
+                Op::Sub => x.checked_sub(y),
+                Op::Mul => x.checked_mul(y),
+                Op::Div => {
+                    if y == 0 {
+                        return Err(div_zero());
+                    }
+                    x.checked_div(y)
+                }
+                _ => {
+                    if y == 0 {
+                        return Err(div_zero());
+                    }
+                    Some(x.wrapping_rem(y))
+                }
+            };
+            Ok(Value::BigInt(r.ok_or_else(|| int_overflow("bigint"))?))
+        }
+        2 => {
+            let (x, y) = (to_decimal(&a), to_decimal(&b));
+            Ok(Value::Numeric(match op {
+                Op::Add => x.checked_add(y)?,
+                Op::Sub => x.checked_sub(y)?,
+                Op::Mul => x.checked_mul(y)?,
+                Op::Div => x.checked_div(y)?,
+                _ => {
+                    if y.mantissa == 0 {
+                        return Err(div_zero());
+                    }
+                    let s = x.scale.max(y.scale);
+                    let (xm, ym) = (x.rescale(s)?.mantissa, y.rescale(s)?.mantissa);
+                    Decimal::new(xm % ym, s)
+                }
+            }))
+        }
+        _ => {
+            let (x, y) = (a.as_f64().unwrap_or(0.0), b.as_f64().unwrap_or(0.0));
+            let r = match op {
+                Op::Add => x + y,
+                Op::Sub => x - y,
+                Op::Mul => x * y,
+                Op::Div => {
+                    if y == 0.0 {
+                        return Err(div_zero());
+                    }
+                    x / y
+                }
+                _ => {
+                    if y == 0.0 {
+                        return Err(div_zero());
+                    }
+                    x % y
+                }
+            };
+            if r.is_infinite() && x.is_finite() && y.is_finite() {
+                return Err(Error::sql(
+                    SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+                    "value out of range: overflow",
+                ));
+            }
+            Ok(Value::Double(r))
+        }
+    }
+}
+
+fn compare(op: &Op, a: &Value, b: &Value) -> Result<Value> {
+    if a.is_null() || b.is_null() {
+        return Ok(Value::Null);
+    }
+    let ord = match a.sql_cmp(b) {
+        Some(o) => o,
+        None => {
+            return Err(type_error(format!(
+                "operator does not exist: {} = {}",
+                a.data_type().map(|t| t.sql_name()).unwrap_or_default(),
+                b.data_type().map(|t| t.sql_name()).unwrap_or_default()
+            )))
+        }
+    };
+    Ok(Value::Bool(match op {
+        Op::Eq => ord == Ordering::Equal,
+        Op::Ne => ord != Ordering::Equal,
+        Op::Lt => ord == Ordering::Less,
+        Op::Le => ord != Ordering::Greater,
+        Op::Gt => ord == Ordering::Greater,
+        _ => ord != Ordering::Less,
+    }))
+}
+
+/// SQL LIKE with `%`, `_` and backslash escapes.
+pub fn like(s: &str, pattern: &str) -> Result<bool> {
+    let s: Vec<char> = s.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    // Iterative matcher with backtracking on the last '%'.
+    let (mut si, mut pi) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    loop {
+        if pi < p.len() {
+            match p[pi] {
+                '%' => {
+                    star = Some((pi, si));
+                    pi += 1;
+                    continue;
+                }
+                '_' if si < s.len() => {
+                    si += 1;
+                    pi += 1;
+                    continue;
+                }
+                '\\' => {
+                    let c = *p.get(pi + 1).ok_or_else(|| {
+                        Error::sql(
+                            SqlState::INVALID_ESCAPE_SEQUENCE,
+                            "LIKE pattern must not end with escape character",
+                        )
+                    })?;
+                    if si < s.len() && s[si] == c {
+                        si += 1;
+                        pi += 2;
+                        continue;
+                    }
+                }
+                c if c != '_' && si < s.len() && s[si] == c => {
+                    si += 1;
+                    pi += 1;
+                    continue;
+                }
+                _ => {}
+            }
+        } else if si == s.len() {
+            return Ok(true);
+        }
+        match star {
+            Some((sp, ss)) if ss < s.len() => {
+                star = Some((sp, ss + 1));
+                pi = sp + 1;
+                si = ss + 1;
+            }
+            _ => return Ok(false),
+        }
+    }
+}
+
+fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
+    let arity = |n: usize| -> Result<()> {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(type_error(format!(
+                "function {func:?} takes {n} arguments, got {}",
+                args.len()
+            )))
+        }
+    };
+    match func {
+        Func::Coalesce => return Ok(args.into_iter().find(|v| !v.is_null()).unwrap_or(Value::Null)),
+        Func::Greatest | Func::Least => {
+            let mut best: Option<Value> = None;
+            for a in args.into_iter().filter(|v| !v.is_null()) {
+                best = Some(match best {
+                    None => a,
+                    Some(b) => {
+                        let ord = a.sql_cmp(&b).ok_or_else(|| type_error("incomparable arguments".into()))?;
+                        let take = if func == Func::Greatest { ord == Ordering::Greater } else { ord == Ordering::Less };
+                        if take { a } else { b }
+                    }
+                });
+            }
+            return Ok(best.unwrap_or(Value::Null));
+        }
+        Func::NullIf => {
+            arity(2)?;
+            let b = args.pop().unwrap_or(Value::Null);
+            let a = args.pop().unwrap_or(Value::Null);
+            return Ok(if compare(&Op::Eq, &a, &b)? == Value::Bool(true) { Value::Null } else { a });
+        }
+        _ => {}
+    }
+    if args.iter().any(Value::is_null) {
+        return Ok(Value::Null);
+    }
+    let bad = |v: &Value| type_error(format!("function {func:?} does not exist for argument {v:?}"));
+    match func {
+        Func::Abs => {
+            arity(1)?;
+            Ok(match &args[0] {
+                Value::Int(x) => Value::Int(x.checked_abs().ok_or_else(|| int_overflow("integer"))?),
+                Value::BigInt(x) => Value::BigInt(x.checked_abs().ok_or_else(|| int_overflow("bigint"))?),
+                Value::Double(x) => Value::Double(x.abs()),
+                Value::Numeric(d) => Value::Numeric(Decimal::new(d.mantissa.abs(), d.scale)),
+                v => return Err(bad(v)),
+            })
+        }
+        Func::Lower | Func::Upper | Func::Trim | Func::Length => {
+            arity(1)?;
+            let s = match &args[0] {
+                Value::Text(s) => s,
+                v => return Err(bad(v)),
+            };
+            Ok(match func {
+                Func::Lower => Value::Text(s.to_lowercase()),
+                Func::Upper => Value::Text(s.to_uppercase()),
+                Func::Trim => Value::Text(s.trim_matches(' ').to_string()),
+                _ => Value::Int(s.chars().count() as i32),
+            })
+        }
+        Func::Round | Func::Floor | Func::Ceil => {
+            let digits = if args.len() == 2 && func == Func::Round {
+                args[1].as_i64().ok_or_else(|| bad(&args[1]))?
+            } else {
+                arity(1)?;
+                0
+            };
+            Ok(match &args[0] {
+                Value::Double(x) => Value::Double(match func {
+                    Func::Round => {
+                        let f = 10f64.powi(digits as i32);
+                        (x * f).round() / f
+                    }
+                    Func::Floor => x.floor(),
+                    _ => x.ceil(),
+                }),
+                v @ (Value::Int(_) | Value::BigInt(_) | Value::Numeric(_)) => {
+                    let d = to_decimal(v);
+                    let s = digits.clamp(0, 30) as u8;
+                    Value::Numeric(match func {
+                        Func::Round => d.rescale(s)?,
+                        Func::Floor | Func::Ceil => {
+                            let r = d.rescale(0)?;
+                            let back = r.rescale(d.scale)?;
+                            let adj = match (func, back.mantissa.cmp(&d.mantissa)) {
+                                (Func::Floor, Ordering::Greater) => -1,
+                                (Func::Ceil, Ordering::Less) => 1,
+                                _ => 0,
+                            };
+                            Decimal::new(r.mantissa + adj, 0)
+                        }
+                        _ => d,
+                    })
+                }
+                v => return Err(bad(v)),
+            })
+        }
+        Func::Substr => {
+            let s = match &args[0] {
+                Value::Text(s) => s.clone(),
+                v => return Err(bad(v)),
+            };
+            let start = args.get(1).and_then(Value::as_i64).ok_or_else(|| bad(&args[0]))?;
+            let chars: Vec<char> = s.chars().collect();
+            let len = match args.get(2) {
+                Some(v) => {
+                    let l = v.as_i64().ok_or_else(|| bad(v))?;
+                    if l < 0 {
+                        return Err(Error::sql(SqlState::INVALID_PARAMETER_VALUE, "negative substring length not allowed"));
+                    }
+                    l
+                }
+                None => i64::MAX / 4,
+            };
+            let from = (start - 1).max(0);
+            let to = (start - 1).saturating_add(len).max(0);
+            let out: String = chars
+                .iter()
+                .skip(from as usize)
+                .take((to - from).max(0) as usize)
+                .collect();
+            Ok(Value::Text(out))
+        }
+        _ => Err(bad(&Value::Null)),
+    }
+}
+
+pub fn encode_value(v: &Value, w: &mut Writer) {
+    match v {
+        Value::Null => {
+            w.u8(0);
+        }
+        Value::Bool(b) => {
+            w.u8(1).bool(*b);
+        }
+        Value::Int(x) => {
+            w.u8(2).i32(*x);
+        }
+        Value::BigInt(x) => {
+            w.u8(3).i64(*x);
+        }
+        Value::Double(x) => {
+            w.u8(4).f64(*x);
+        }
+        Value::Numeric(d) => {
+            w.u8(5).i128(d.mantissa).u8(d.scale);
+        }
+        Value::Date(x) => {
+            w.u8(6).i32(*x);
+        }
+        Value::Timestamp(x) => {
+            w.u8(7).i64(*x);
+        }
+        Value::Text(s) => {
+            w.u8(8).str(s);
+        }
+        Value::Bytea(b) => {
+            w.u8(9).bytes(b);
+        }
+    }
+}
+
+pub fn decode_value(r: &mut Reader<'_>) -> Result<Value> {
+    Ok(match r.u8()? {
+        0 => Value::Null,
+        1 => Value::Bool(r.bool()?),
+        2 => Value::Int(r.i32()?),
+        3 => Value::BigInt(r.i64()?),
+        4 => Value::Double(r.f64()?),
+        5 => {
+            let m = r.i128()?;
+            let s = r.u8()?;
+            if s > crate::value::MAX_SCALE {
+                return Err(Error::corrupted("numeric scale out of range"));
+            }
+            Value::Numeric(Decimal::new(m, s))
+        }
+        6 => Value::Date(r.i32()?),
+        7 => Value::Timestamp(r.i64()?),
+        8 => Value::Text(r.str()?.to_string()),
+        9 => Value::Bytea(r.bytes()?.to_vec()),
+        t => return Err(Error::corrupted(format!("unknown value tag {t}"))),
+    })
+}
+
+fn encode_op(op: &Op, w: &mut Writer) {
+    match op {
+        Op::Const(i) => w.u8(1).u32(*i),
+        Op::Column(i) => w.u8(2).u32(*i),
+        Op::Param(i) => w.u8(3).u32(*i),
+        Op::Neg => w.u8(4),
+        Op::Not => w.u8(5),
+        Op::Add => w.u8(6),
+        Op::Sub => w.u8(7),
+        Op::Mul => w.u8(8),
+        Op::Div => w.u8(9),
+        Op::Mod => w.u8(10),
+        Op::Concat => w.u8(11),
+        Op::Eq => w.u8(12),
+        Op::Ne => w.u8(13),
+        Op::Lt => w.u8(14),
+        Op::Le => w.u8(15),
+        Op::Gt => w.u8(16),
+        Op::Ge => w.u8(17),
+        Op::And => w.u8(18),
+        Op::Or => w.u8(19),
+        Op::JumpIfFalseKeep(t) => w.u8(20).u32(*t),
+        Op::JumpIfTrueKeep(t) => w.u8(21).u32(*t),
+        Op::JumpIfNotTrue(t) => w.u8(22).u32(*t),
+        Op::Jump(t) => w.u8(23).u32(*t),
+        Op::IsNull => w.u8(24),
+        Op::IsNotNull => w.u8(25),
+        Op::Like {
+            negated,
+            case_insensitive,
+        } => w.u8(26).bool(*negated).bool(*case_insensitive),
+        Op::In { n, negated } => w.u8(27).u32(*n).bool(*negated),
+        Op::Cast(ty) => {
+            w.u8(28);
+            ty.encode(w);
+            w
+        }
+        Op::Call { func, nargs } => w.u8(29).u8(func.tag()).u8(*nargs),
+    };
+}
+
+fn decode_op(r: &mut Reader<'_>) -> Result<Op> {
+    Ok(match r.u8()? {
+        1 => Op::Const(r.u32()?),
+        2 => Op::Column(r.u32()?),
+        3 => Op::Param(r.u32()?),
+        4 => Op::Neg,
+        5 => Op::Not,
+        6 => Op::Add,
+        7 => Op::Sub,
+        8 => Op::Mul,
+        9 => Op::Div,
+        10 => Op::Mod,
+        11 => Op::Concat,
+        12 => Op::Eq,
+        13 => Op::Ne,
+        14 => Op::Lt,
+        15 => Op::Le,
+        16 => Op::Gt,
+        17 => Op::Ge,
+        18 => Op::And,
+        19 => Op::Or,
+        20 => Op::JumpIfFalseKeep(r.u32()?),
+        21 => Op::JumpIfTrueKeep(r.u32()?),
+        22 => Op::JumpIfNotTrue(r.u32()?),
+        23 => Op::Jump(r.u32()?),
+        24 => Op::IsNull,
+        25 => Op::IsNotNull,
+        26 => Op::Like {
+            negated: r.bool()?,
+            case_insensitive: r.bool()?,
+        },
+        27 => Op::In {
+            n: r.u32()?,
+            negated: r.bool()?,
+        },
+        28 => Op::Cast(DataType::decode(r)?),
+        29 => Op::Call {
+            func: Func::from_tag(r.u8()?)?,
+            nargs: r.u8()?,
+        },
+        t => return Err(Error::corrupted(format!("unknown opcode {t}"))),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn prog(consts: Vec<Value>, ops: Vec<Op>) -> Program {
+        Program { consts, ops }
+    }
+
+    #[test]
+    fn three_valued_and_short_circuit() {
+        // col0 <> 0 AND 10 / col0 > 1  — must not divide by zero when col0 = 0
+        let p = prog(
+            vec![Value::Int(0), Value::Int(10), Value::Int(1)],
+            vec![
+                Op::Column(0),
+                Op::Const(0),
+                Op::Ne,
+                Op::JumpIfFalseKeep(10),
+                Op::Const(1),
+                Op::Column(0),
+                Op::Div,
+                Op::Const(2),
+                Op::Gt,
+                Op::And,
+            ],
+        );
+        assert_eq!(p.eval(&[Value::Int(0)], &[]).unwrap(), Value::Bool(false));
+        assert_eq!(p.eval(&[Value::Int(5)], &[]).unwrap(), Value::Bool(true));
+        assert_eq!(p.eval(&[Value::Null], &[]).unwrap(), Value::Null);
+        let mut w = Writer::new();
+        p.encode(&mut w);
+        let bytes = w.into_inner();
+        assert_eq!(Program::decode(&mut Reader::new(&bytes)).unwrap(), p);
+    }
+
+    #[test]
+    fn errors_carry_sqlstate() {
+        let p = prog(vec![Value::Int(1), Value::Int(0)], vec![Op::Const(0), Op::Const(1), Op::Div]);
+        assert_eq!(p.eval(&[], &[]).unwrap_err().sqlstate(), SqlState::DIVISION_BY_ZERO);
+        let p = prog(vec![Value::Int(i32::MAX), Value::Int(1)], vec![Op::Const(0), Op::Const(1), Op::Add]);
+        assert_eq!(p.eval(&[], &[]).unwrap_err().sqlstate(), SqlState::NUMERIC_VALUE_OUT_OF_RANGE);
+    }
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("hello", "h%o").unwrap());
+        assert!(like("hello", "_ell_").unwrap());
+        assert!(!like("hello", "h%x").unwrap());
+        assert!(like("a%b", "a\\%b").unwrap());
+        assert!(like("", "%").unwrap());
+        assert!(like("abcabc", "%abc").unwrap());
+    }
+
+    #[test]
+    fn garbage_programs_do_not_panic() {
+        for seed in 0u32..2000 {
+            let bytes: Vec<u8> = (0..40).map(|i| (seed.wrapping_mul(2654435761).wrapping_add(i * 97) >> 7) as u8).collect();
+            if let Ok(p) = Program::decode(&mut Reader::new(&bytes)) {
+                let _ = p.eval(&[Value::Int(1)], &[]);
+            }
+        }
+    }
+}

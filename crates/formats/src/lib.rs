@@ -1,0 +1,30 @@
+//! On-storage formats shared by the host and the device (DESIGN.md §2).
+//!
+//! Everything both sides must agree on byte-for-byte lives here, and only
+//! here, so that the host and the device engine parse pages with the *same*
+//! code (the "layout accessors" and "format parsers" of the DANSEN paper):
+//!
+//! - [`ids`]: typed identifiers (`TxId`, `Vid`, `Lpn`, `Ppn`, `RecId`, `Lsn`, `JobId`).
+//! - [`codec`]: little-endian writer and bounds-checked reader.
+//! - [`types`] / [`value`]: SQL types, values, and their text forms.
+//! - [`record`]: version records (header + schema-driven body).
+//! - [`page`]: 8 KiB NSM slotted pages.
+//! - [`expr`]: the portable expression bytecode and its one evaluator.
+//! - [`error`]: SQLSTATE codes and the format-layer error.
+//!
+//! Bytes handed to any parser here are untrusted: every read is bounds
+//! checked and a malformed input yields [`Error::Corrupted`], never a panic.
+
+pub mod codec;
+pub mod error;
+pub mod expr;
+pub mod ids;
+pub mod page;
+pub mod record;
+pub mod types;
+pub mod value;
+
+pub use error::{Error, Result, SqlState};
+pub use ids::{JobId, Lpn, Lsn, Ppn, RecId, TableId, TxId, Vid};
+pub use types::{Column, DataType, Schema};
+pub use value::{Decimal, Value};
