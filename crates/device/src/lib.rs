@@ -1,1 +1,22 @@
+//! The device engine ("in-storage engine", DESIGN.md §1–§2, §4; DANSEN §3).
+//!
+//! The device owns its storage: a PPN-addressed page file and its own,
+//! persisted copies of the L2P map and the per-table VID maps. The host
+//! decides placement (it allocates PPNs) and sends map deltas; the device
+//! applies them atomically and durably. All access arrives as serialized
+//! commands through [`ndpdb_link::CommandHandler`].
+//!
+//! ```text
+//!   command frame ─► engine ─┬─► store  (pages.dat: PPN × 8 KiB)
+//!                            └─► maps   (maps.snap + maps.log: L2P, VID maps)
+//! ```
+//!
+//! - [`store`]: the page file.
+//! - [`maps`]: device maps and their crash-safe persistence.
+//! - [`engine`]: the command handler.
 
+pub mod engine;
+pub mod maps;
+pub mod store;
+
+pub use engine::DeviceEngine;

@@ -1,1 +1,53 @@
+//! The native storage interface between host and device (DESIGN.md §1, §10;
+//! DANSEN §3, the DANSEN/CINDA overview).
+//!
+//! The host reaches the device's storage *only* through serialized commands
+//! carried by a [`Transport`]. Nothing here hands out pointers into device
+//! memory: every page, map entry and status crosses as bytes, and every
+//! byte is counted per plane and direction.
+//!
+//! ```text
+//!   host ── DeviceClient ──► encode ──► Transport ──► CommandHandler (device)
+//!                 ▲                        │  counts bytes/messages
+//!                 └───── decode ◄──────────┘  per plane × direction
+//! ```
+//!
+//! - [`command`]: the command envelope, requests and responses.
+//! - [`transport`]: the transport trait, in-process transport, counters.
+//! - [`client`]: the typed host-side API over any transport.
 
+pub mod client;
+pub mod command;
+pub mod transport;
+
+pub use client::DeviceClient;
+pub use command::{DeviceInfo, Opcode, Request, Response, VidEntry};
+pub use transport::{CommandHandler, Direction, InProcessTransport, LinkStats, Plane, Transport};
+
+/// Errors of the link layer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LinkError {
+    /// The device reported an I/O failure.
+    #[error("device I/O error: {0}")]
+    Io(String),
+    /// The device (or the host) found malformed bytes.
+    #[error("device data corrupted: {0}")]
+    Corrupted(String),
+    /// The device does not implement the command.
+    #[error("device does not support: {0}")]
+    Unsupported(String),
+    /// An address outside the device's store.
+    #[error("out of range: {0}")]
+    OutOfRange(String),
+    /// The transport itself failed (peer gone, closed channel).
+    #[error("link failure: {0}")]
+    Transport(String),
+}
+
+impl From<ndpdb_formats::Error> for LinkError {
+    fn from(e: ndpdb_formats::Error) -> Self {
+        LinkError::Corrupted(e.to_string())
+    }
+}
+
+pub type Result<T, E = LinkError> = std::result::Result<T, E>;

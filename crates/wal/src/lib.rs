@@ -1,1 +1,366 @@
+//! The host write-ahead log (DESIGN.md §8, host part).
+//!
+//! A redo-only log: a transaction's new versions are logged as physical
+//! redo images together with its commit record, in one append, when it
+//! commits (its writes live in a private write set until then). Nothing
+//! uncommitted ever reaches the log or storage, so recovery never undoes.
+//!
+//! ```text
+//! wal/00000000000000000000.seg   ← segment named by the LSN of its first byte
+//! record: len u32 | crc32 u32 | lsn u64 | kind u8 | payload
+//!         └─ crc covers lsn, kind and payload; LSN = byte position in the stream
+//! ```
+//!
+//! **Group commit**: appenders copy records into a shared buffer and then
+//! call [`Wal::sync`]; one of them writes and fsyncs everything buffered so
+//! far, and every committer whose LSN that covered returns without its own
+//! fsync. **Checkpoints** start a new segment with a checkpoint record and
+//! delete the older segments. **Torn tails**: on open, the first record
+//! that is short, has a bad CRC or an unexpected LSN ends the log; the file
+//! is cut there and later segments are removed.
 
+mod record;
+
+pub use record::{CheckpointInfo, WalRecord};
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::Lsn;
+
+#[derive(Debug, thiserror::Error)]
+pub enum WalError {
+    #[error("WAL I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("WAL corrupted: {0}")]
+    Corrupted(String),
+}
+
+pub type Result<T, E = WalError> = std::result::Result<T, E>;
+
+const FRAME_HEADER: usize = 8;
+
+struct Inner {
+    file: Arc<File>,
+    buf: Vec<u8>,
+    next_lsn: u64,
+}
+
+/// Counters of WAL activity since open.
+#[derive(Default, Debug)]
+pub struct WalStats {
+    pub bytes: AtomicU64,
+    pub records: AtomicU64,
+    pub fsyncs: AtomicU64,
+}
+
+pub struct Wal {
+    dir: PathBuf,
+    inner: Mutex<Inner>,
+    sync_lock: Mutex<()>,
+    durable: AtomicU64,
+    pub stats: WalStats,
+}
+
+/// What [`Wal::open`] found: the records from the last checkpoint on.
+pub struct Recovered {
+    pub checkpoint: Option<CheckpointInfo>,
+    pub records: Vec<(Lsn, WalRecord)>,
+    /// Bytes cut from a torn or corrupt tail.
+    pub cut_bytes: u64,
+}
+
+fn segment_name(start: u64) -> String {
+    format!("{start:020}.seg")
+}
+
+fn list_segments(dir: &Path) -> Result<Vec<(u64, PathBuf)>> {
+    let mut segs = Vec::new();
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if let Some(stem) = name.strip_suffix(".seg") {
+            if let Ok(start) = stem.parse::<u64>() {
+                segs.push((start, e.path()));
+            }
+        }
+    }
+    segs.sort();
+    Ok(segs)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)?.sync_all()?;
+    Ok(())
+}
+
+impl Wal {
+    /// Opens the log in `dir`, cutting any torn tail, and returns the
+    /// records from the last checkpoint on.
+    pub fn open(dir: &Path) -> Result<(Wal, Recovered)> {
+        fs::create_dir_all(dir)?;
+        let mut segs = list_segments(dir)?;
+        if segs.is_empty() {
+            File::create(dir.join(segment_name(0)))?;
+            sync_dir(dir)?;
+            segs.push((0, dir.join(segment_name(0))));
+        }
+        let mut all: Vec<(Lsn, WalRecord)> = Vec::new();
+        let mut cut_bytes = 0u64;
+        let mut end_lsn = segs[0].0;
+        let mut last = 0;
+        for (i, (start, path)) in segs.iter().enumerate() {
+            if *start != end_lsn && i > 0 {
+                // A gap between segments: everything from here on is unreachable.
+                break;
+            }
+            last = i;
+            let bytes = fs::read(path)?;
+            let valid = parse_segment(*start, &bytes, &mut all);
+            end_lsn = start + valid as u64;
+            if valid < bytes.len() {
+                cut_bytes += (bytes.len() - valid) as u64;
+                let f = OpenOptions::new().write(true).open(path)?;
+                f.set_len(valid as u64)?;
+                f.sync_all()?;
+                break;
+            }
+        }
+        for (_, path) in segs.iter().skip(last + 1) {
+            cut_bytes += fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            fs::remove_file(path)?;
+        }
+        let file = OpenOptions::new().append(true).open(&segs[last].1)?;
+        let ckpt_at = all
+            .iter()
+            .rposition(|(_, r)| matches!(r, WalRecord::Checkpoint(_)));
+        let (checkpoint, records) = match ckpt_at {
+            Some(i) => {
+                let c = match &all[i].1 {
+                    WalRecord::Checkpoint(c) => Some(c.clone()),
+                    _ => None,
+                };
+                (c, all.split_off(i + 1))
+            }
+            None => (None, all),
+        };
+        let wal = Wal {
+            dir: dir.to_path_buf(),
+            inner: Mutex::new(Inner {
+                file: Arc::new(file),
+                buf: Vec::new(),
+                next_lsn: end_lsn,
+            }),
+            sync_lock: Mutex::new(()),
+            durable: AtomicU64::new(end_lsn),
+            stats: WalStats::default(),
+        };
+        Ok((
+            wal,
+            Recovered {
+                checkpoint,
+                records,
+                cut_bytes,
+            },
+        ))
+    }
+
+    /// Buffers `records` contiguously; returns the LSN just past the last.
+    pub fn append(&self, records: &[WalRecord]) -> Lsn {
+        let mut inner = self.inner.lock();
+        for rec in records {
+            let lsn = inner.next_lsn;
+            let frame = frame(lsn, rec);
+            inner.next_lsn += frame.len() as u64;
+            self.stats.bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);
+            inner.buf.extend_from_slice(&frame);
+        }
+        self.stats.records.fetch_add(records.len() as u64, Ordering::Relaxed);
+        Lsn(inner.next_lsn)
+    }
+
+    pub fn durable_lsn(&self) -> Lsn {
+        Lsn(self.durable.load(Ordering::Acquire))
+    }
+
+    pub fn current_lsn(&self) -> Lsn {
+        Lsn(self.inner.lock().next_lsn)
+    }
+
+    /// Makes everything up to `upto` durable (group commit).
+    pub fn sync(&self, upto: Lsn) -> Result<()> {
+        if self.durable.load(Ordering::Acquire) >= upto.0 {
+            return Ok(());
+        }
+        let _g = self.sync_lock.lock();
+        if self.durable.load(Ordering::Acquire) >= upto.0 {
+            return Ok(());
+        }
+        let (buf, end, file) = {
+            let mut inner = self.inner.lock();
+            (std::mem::take(&mut inner.buf), inner.next_lsn, inner.file.clone())
+        };
+        (&*file).write_all(&buf)?;
+        file.sync_data()?;
+        self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        self.durable.store(end, Ordering::Release);
+        Ok(())
+    }
+
+    /// Starts a new segment whose first record is `checkpoint`, makes it
+    /// durable and deletes all older segments. The caller guarantees that
+    /// everything logged before is reflected in durable storage.
+    pub fn checkpoint(&self, checkpoint: CheckpointInfo) -> Result<Lsn> {
+        let _g = self.sync_lock.lock();
+        let mut inner = self.inner.lock();
+        // Flush what is buffered into the old segment first.
+        let buf = std::mem::take(&mut inner.buf);
+        (&*inner.file).write_all(&buf)?;
+        inner.file.sync_data()?;
+        let start = inner.next_lsn;
+        let path = self.dir.join(segment_name(start));
+        let mut file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let f = frame(start, &WalRecord::Checkpoint(checkpoint));
+        file.write_all(&f)?;
+        file.sync_all()?;
+        sync_dir(&self.dir)?;
+        inner.next_lsn = start + f.len() as u64;
+        inner.file = Arc::new(file);
+        self.durable.store(inner.next_lsn, Ordering::Release);
+        self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
+        for (s, p) in list_segments(&self.dir)? {
+            if s < start {
+                fs::remove_file(p)?;
+            }
+        }
+        sync_dir(&self.dir)?;
+        Ok(Lsn(start))
+    }
+
+    /// Total bytes in the log's segments on disk plus the buffer.
+    pub fn size_bytes(&self) -> u64 {
+        let inner = self.inner.lock();
+        let on_disk: u64 = list_segments(&self.dir)
+            .map(|s| s.iter().filter_map(|(_, p)| fs::metadata(p).ok()).map(|m| m.len()).sum())
+            .unwrap_or(0);
+        on_disk + inner.buf.len() as u64
+    }
+}
+
+fn frame(lsn: u64, rec: &WalRecord) -> Vec<u8> {
+    let mut body = Writer::new();
+    body.u64(lsn);
+    rec.encode(&mut body);
+    let mut w = Writer::with_capacity(body.len() + FRAME_HEADER);
+    w.u32(body.len() as u32)
+        .u32(crc32fast::hash(body.as_slice()))
+        .raw(body.as_slice());
+    w.into_inner()
+}
+
+/// Parses records; returns the length of the valid prefix.
+fn parse_segment(start: u64, bytes: &[u8], out: &mut Vec<(Lsn, WalRecord)>) -> usize {
+    let mut pos = 0usize;
+    loop {
+        let mut r = Reader::new(&bytes[pos..]);
+        let (Ok(len), Ok(crc)) = (r.u32(), r.u32()) else { break };
+        let Ok(body) = r.take(len as usize) else { break };
+        if crc32fast::hash(body) != crc {
+            break;
+        }
+        let mut br = Reader::new(body);
+        let lsn = start + pos as u64;
+        match br.u64() {
+            Ok(l) if l == lsn => {}
+            _ => break,
+        }
+        let Ok(rec) = WalRecord::decode(&mut br) else { break };
+        if br.finish("wal record").is_err() {
+            break;
+        }
+        out.push((Lsn(lsn), rec));
+        pos += FRAME_HEADER + len as usize;
+    }
+    pos
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndpdb_formats::{RecId, TableId, TxId, Lpn};
+
+    fn redo(tx: u64) -> WalRecord {
+        WalRecord::Redo {
+            txid: TxId(tx),
+            table: TableId(1),
+            entries: vec![(RecId::new(Lpn(tx), 0), vec![tx as u8; 40])],
+        }
+    }
+
+    #[test]
+    fn append_sync_reopen_and_cut_torn_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (wal, rec) = Wal::open(dir.path()).unwrap();
+            assert!(rec.records.is_empty());
+            for tx in 1..=5 {
+                let lsn = wal.append(&[redo(tx), WalRecord::Commit { txid: TxId(tx) }]);
+                wal.sync(lsn).unwrap();
+            }
+            // Buffered but never synced: lost, which is fine (not acknowledged).
+            wal.append(&[redo(6)]);
+        }
+        let seg = list_segments(dir.path()).unwrap()[0].1.clone();
+        let len = fs::metadata(&seg).unwrap().len();
+        {
+            let (_, rec) = Wal::open(dir.path()).unwrap();
+            assert_eq!(rec.records.len(), 10);
+            assert_eq!(rec.cut_bytes, 0);
+        }
+        // Tear the last record in half and flip a byte: both are cut.
+        let f = OpenOptions::new().write(true).open(&seg).unwrap();
+        f.set_len(len - 7).unwrap();
+        drop(f);
+        let (wal, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.records.len(), 9);
+        assert!(rec.cut_bytes > 0);
+        // Appends continue after the cut and are readable.
+        let lsn = wal.append(&[WalRecord::Commit { txid: TxId(5) }]);
+        wal.sync(lsn).unwrap();
+        drop(wal);
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.records.len(), 10);
+    }
+
+    #[test]
+    fn checkpoint_starts_new_segment() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (wal, _) = Wal::open(dir.path()).unwrap();
+            let lsn = wal.append(&[redo(1), WalRecord::Commit { txid: TxId(1) }]);
+            wal.sync(lsn).unwrap();
+            wal.checkpoint(CheckpointInfo { next_txid: TxId(2) }).unwrap();
+            let lsn = wal.append(&[redo(2), WalRecord::Commit { txid: TxId(2) }]);
+            wal.sync(lsn).unwrap();
+        }
+        assert_eq!(list_segments(dir.path()).unwrap().len(), 1);
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(2));
+        assert_eq!(rec.records.len(), 2);
+    }
+
+    #[test]
+    fn garbage_is_cut_not_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(segment_name(0)), vec![0xAB; 1000]).unwrap();
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        assert!(rec.records.is_empty());
+        assert_eq!(rec.cut_bytes, 1000);
+    }
+}

@@ -1,0 +1,158 @@
+//! The device's command handler: decodes a request frame, executes it
+//! against the page store and maps, and encodes the response frame.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::{Mutex, RwLock};
+
+use ndpdb_formats::page::PageRef;
+use ndpdb_link::{
+    CommandHandler, DeviceInfo, LinkError, Request, Response, Result,
+};
+
+use crate::maps::{MapStore, Maps};
+use crate::store::PageStore;
+
+/// A software computational storage device.
+pub struct DeviceEngine {
+    store: PageStore,
+    maps: RwLock<Maps>,
+    map_store: Mutex<MapStore>,
+    merges: AtomicU64,
+}
+
+impl DeviceEngine {
+    /// Opens the device's storage in `dir` (created if missing).
+    pub fn open(dir: &Path) -> Result<DeviceEngine> {
+        std::fs::create_dir_all(dir).map_err(|e| LinkError::Io(e.to_string()))?;
+        let store = PageStore::open(&dir.join("pages.dat"))?;
+        let (map_store, maps) = MapStore::open(dir)?;
+        Ok(DeviceEngine {
+            store,
+            maps: RwLock::new(maps),
+            map_store: Mutex::new(map_store),
+            merges: AtomicU64::new(0),
+        })
+    }
+
+    fn execute(&self, req: Request) -> Result<Response> {
+        Ok(match req {
+            Request::ReadPage(ppn) => Response::Page(self.store.read(ppn)?),
+            Request::ReadPages(ppns) => Response::Pages(
+                ppns.into_iter()
+                    .map(|p| self.store.read(p))
+                    .collect::<Result<_>>()?,
+            ),
+            Request::WritePage(ppn, page) => {
+                PageRef::parse_verified(&page)?;
+                self.store.write(ppn, &page)?;
+                Response::Done
+            }
+            Request::WritePages(pages) => {
+                for (_, page) in &pages {
+                    PageRef::parse_verified(page)?;
+                }
+                for (ppn, page) in &pages {
+                    self.store.write(*ppn, page)?;
+                }
+                Response::Done
+            }
+            Request::Sync => {
+                self.store.sync()?;
+                Response::Done
+            }
+            Request::Info => Response::Info(DeviceInfo {
+                page_count: self.store.page_count(),
+                page_size: ndpdb_formats::page::PAGE_SIZE as u32,
+                merges: self.merges.load(Ordering::Relaxed),
+            }),
+            Request::MergeMaps { l2p, vids } => {
+                for (_, ppn) in &l2p {
+                    if ppn.0 >= self.store.page_count() {
+                        return Err(LinkError::OutOfRange(format!(
+                            "ΔL2P maps to unwritten PPN {}",
+                            ppn.0
+                        )));
+                    }
+                }
+                // Pages first, then the maps that point to them.
+                self.store.sync()?;
+                let mut ms = self.map_store.lock();
+                ms.log_merge(&l2p, &vids)?;
+                let mut maps = self.maps.write();
+                maps.apply_merge(&l2p, &vids);
+                self.merges.fetch_add(1, Ordering::Relaxed);
+                if ms.wants_compaction() {
+                    ms.compact(&maps)?;
+                }
+                Response::Done
+            }
+            Request::DumpL2p => {
+                let mut v: Vec<_> = self.maps.read().l2p.iter().map(|(l, p)| (*l, *p)).collect();
+                v.sort();
+                Response::L2p(v)
+            }
+            Request::DumpVidMap(t) => Response::VidMap(self.maps.read().vid_entries(t)),
+            Request::DropVidMap(t) => {
+                let mut ms = self.map_store.lock();
+                ms.log_drop(t)?;
+                self.maps.write().drop_table(t);
+                Response::Done
+            }
+            Request::Ndp(op, _) => {
+                return Err(LinkError::Unsupported(format!("{op:?}")));
+            }
+        })
+    }
+}
+
+impl CommandHandler for DeviceEngine {
+    fn handle(&self, frame: &[u8]) -> Vec<u8> {
+        match Request::decode(frame).and_then(|req| self.execute(req)) {
+            Ok(resp) => resp.encode(),
+            Err(e) => Response::encode_error(&e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndpdb_formats::page::PageBuf;
+    use ndpdb_formats::{Lpn, Ppn, RecId, TableId, Vid};
+    use ndpdb_link::{DeviceClient, InProcessTransport, Plane, Direction, VidEntry};
+    use std::sync::Arc;
+
+    #[test]
+    fn pages_and_maps_through_the_interface() {
+        let dir = tempfile::tempdir().unwrap();
+        let client = |d: &Path| {
+            let dev = Arc::new(DeviceEngine::open(d).unwrap());
+            DeviceClient::new(Arc::new(InProcessTransport::new(dev)))
+        };
+        let c = client(dir.path());
+        let mut page = PageBuf::new(TableId(1), Lpn(5));
+        page.append(b"hello").unwrap();
+        page.seal();
+        c.write_pages(vec![(Ppn(0), page.as_bytes().to_vec())]).unwrap();
+        c.merge_maps(
+            vec![(Lpn(5), Ppn(0))],
+            vec![VidEntry { table: TableId(1), vid: Vid(3), head: RecId::new(Lpn(5), 0) }],
+        )
+        .unwrap();
+        assert_eq!(c.read_page(Ppn(0)).unwrap(), page.as_bytes());
+        assert!(matches!(c.read_page(Ppn(9)), Err(LinkError::OutOfRange(_))));
+        // A corrupt page is refused.
+        let mut bad = page.as_bytes().to_vec();
+        bad[100] ^= 1;
+        assert!(matches!(c.write_page(Ppn(1), bad), Err(LinkError::Corrupted(_))));
+        assert!(c.stats().messages(Plane::Data, Direction::ToDevice) >= 3);
+        assert!(c.stats().bytes(Plane::Data, Direction::ToHost) >= 8192);
+        drop(c);
+        let c = client(dir.path());
+        assert_eq!(c.dump_l2p().unwrap(), vec![(Lpn(5), Ppn(0))]);
+        assert_eq!(c.dump_vid_map(TableId(1)).unwrap(), vec![(Vid(3), RecId::new(Lpn(5), 0))]);
+        assert_eq!(c.info().unwrap().page_count, 1);
+    }
+}

@@ -1,0 +1,75 @@
+//! PPN-addressed page store in one file: page `p` lives at `p × 8 KiB`.
+//!
+//! Writes go to the OS page cache; `sync` makes them durable. The store
+//! assumes a medium that may tear a page on power loss: that is why the
+//! host seals every page with a checksum and only merges maps that point
+//! to pages after a `sync`.
+
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use ndpdb_formats::page::PAGE_SIZE;
+use ndpdb_formats::Ppn;
+use ndpdb_link::{LinkError, Result};
+
+pub struct PageStore {
+    file: File,
+    page_count: AtomicU64,
+}
+
+fn io(e: std::io::Error) -> LinkError {
+    LinkError::Io(e.to_string())
+}
+
+impl PageStore {
+    pub fn open(path: &Path) -> Result<PageStore> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io)?;
+        let len = file.metadata().map_err(io)?.len();
+        Ok(PageStore {
+            file,
+            page_count: AtomicU64::new(len / PAGE_SIZE as u64),
+        })
+    }
+
+    pub fn page_count(&self) -> u64 {
+        self.page_count.load(Ordering::Acquire)
+    }
+
+    pub fn read(&self, ppn: Ppn) -> Result<Vec<u8>> {
+        if ppn.0 >= self.page_count() {
+            return Err(LinkError::OutOfRange(format!(
+                "PPN {} beyond the store's {} pages",
+                ppn.0,
+                self.page_count()
+            )));
+        }
+        let mut buf = vec![0u8; PAGE_SIZE];
+        self.file
+            .read_exact_at(&mut buf, ppn.0 * PAGE_SIZE as u64)
+            .map_err(io)?;
+        Ok(buf)
+    }
+
+    pub fn write(&self, ppn: Ppn, page: &[u8]) -> Result<()> {
+        if page.len() != PAGE_SIZE {
+            return Err(LinkError::Corrupted(format!("page of {} bytes", page.len())));
+        }
+        self.file
+            .write_all_at(page, ppn.0 * PAGE_SIZE as u64)
+            .map_err(io)?;
+        self.page_count.fetch_max(ppn.0 + 1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    pub fn sync(&self) -> Result<()> {
+        self.file.sync_data().map_err(io)
+    }
+}

@@ -1,0 +1,406 @@
+//! Command envelope and the commands of the native storage interface.
+//!
+//! ```text
+//! request : opcode u16 | flags u16 | payload length u32 | payload
+//! response: status u16 | 0 u16     | payload length u32 | payload
+//! ```
+//!
+//! Status 0 is success; otherwise the payload is a UTF-8 message and the
+//! status names the error class. New commands (NDP_CALL, NDP_STATUS,
+//! NDP_ABORT) extend [`Opcode`] without changing the envelope.
+
+use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::page::PAGE_SIZE;
+use ndpdb_formats::{Lpn, Ppn, RecId, TableId, Vid};
+
+use crate::transport::Plane;
+use crate::{LinkError, Result};
+
+pub const ENVELOPE_SIZE: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum Opcode {
+    ReadPage = 0x01,
+    ReadPages = 0x02,
+    WritePage = 0x03,
+    WritePages = 0x04,
+    Sync = 0x05,
+    Info = 0x06,
+    MergeMaps = 0x10,
+    DumpL2p = 0x11,
+    DumpVidMap = 0x12,
+    DropVidMap = 0x13,
+    NdpCall = 0x20,
+    NdpStatus = 0x21,
+    NdpAbort = 0x22,
+}
+
+impl Opcode {
+    pub fn from_u16(v: u16) -> Option<Opcode> {
+        use Opcode::*;
+        [
+            ReadPage, ReadPages, WritePage, WritePages, Sync, Info, MergeMaps, DumpL2p, DumpVidMap,
+            DropVidMap, NdpCall, NdpStatus, NdpAbort,
+        ]
+        .into_iter()
+        .find(|o| *o as u16 == v)
+    }
+
+    /// The plane a command travels on.
+    pub fn plane(self) -> Plane {
+        match self {
+            Opcode::ReadPage
+            | Opcode::ReadPages
+            | Opcode::WritePage
+            | Opcode::WritePages
+            | Opcode::MergeMaps
+            | Opcode::DumpL2p
+            | Opcode::DumpVidMap => Plane::Data,
+            Opcode::Sync
+            | Opcode::Info
+            | Opcode::DropVidMap
+            | Opcode::NdpCall
+            | Opcode::NdpStatus
+            | Opcode::NdpAbort => Plane::Control,
+        }
+    }
+}
+
+/// One ΔVID entry: the new head of a tuple's version chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VidEntry {
+    pub table: TableId,
+    pub vid: Vid,
+    pub head: RecId,
+}
+
+/// What the device reports about itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct DeviceInfo {
+    /// Pages in the store (the next never-written PPN).
+    pub page_count: u64,
+    pub page_size: u32,
+    /// Number of map batches merged since the device opened.
+    pub merges: u64,
+}
+
+/// A command from host to device.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    ReadPage(Ppn),
+    ReadPages(Vec<Ppn>),
+    WritePage(Ppn, Vec<u8>),
+    WritePages(Vec<(Ppn, Vec<u8>)>),
+    Sync,
+    Info,
+    /// Atomically merge ΔL2P and ΔVID into the device maps (after making
+    /// all written pages durable).
+    MergeMaps {
+        l2p: Vec<(Lpn, Ppn)>,
+        vids: Vec<VidEntry>,
+    },
+    DumpL2p,
+    DumpVidMap(TableId),
+    DropVidMap(TableId),
+    /// Generic NDP envelope: the payload is owned by the NDP layer.
+    Ndp(Opcode, Vec<u8>),
+}
+
+/// A device answer.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Response {
+    Done,
+    Page(Vec<u8>),
+    Pages(Vec<Vec<u8>>),
+    Info(DeviceInfo),
+    L2p(Vec<(Lpn, Ppn)>),
+    VidMap(Vec<(Vid, RecId)>),
+    Ndp(Vec<u8>),
+}
+
+fn page_bytes<'a>(r: &mut Reader<'a>) -> Result<&'a [u8]> {
+    Ok(r.take(PAGE_SIZE)?)
+}
+
+impl Request {
+    pub fn opcode(&self) -> Opcode {
+        match self {
+            Request::ReadPage(_) => Opcode::ReadPage,
+            Request::ReadPages(_) => Opcode::ReadPages,
+            Request::WritePage(..) => Opcode::WritePage,
+            Request::WritePages(_) => Opcode::WritePages,
+            Request::Sync => Opcode::Sync,
+            Request::Info => Opcode::Info,
+            Request::MergeMaps { .. } => Opcode::MergeMaps,
+            Request::DumpL2p => Opcode::DumpL2p,
+            Request::DumpVidMap(_) => Opcode::DumpVidMap,
+            Request::DropVidMap(_) => Opcode::DropVidMap,
+            Request::Ndp(op, _) => *op,
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut p = Writer::new();
+        match self {
+            Request::ReadPage(ppn) => {
+                p.u64(ppn.0);
+            }
+            Request::ReadPages(ppns) => {
+                p.u32(ppns.len() as u32);
+                for x in ppns {
+                    p.u64(x.0);
+                }
+            }
+            Request::WritePage(ppn, page) => {
+                p.u64(ppn.0).raw(page);
+            }
+            Request::WritePages(pages) => {
+                p.u32(pages.len() as u32);
+                for (ppn, page) in pages {
+                    p.u64(ppn.0).raw(page);
+                }
+            }
+            Request::Sync | Request::Info | Request::DumpL2p => {}
+            Request::MergeMaps { l2p, vids } => {
+                p.u32(l2p.len() as u32);
+                for (l, ph) in l2p {
+                    p.u64(l.0).u64(ph.0);
+                }
+                p.u32(vids.len() as u32);
+                for e in vids {
+                    p.u32(e.table.0).u64(e.vid.0).u64(e.head.raw());
+                }
+            }
+            Request::DumpVidMap(t) | Request::DropVidMap(t) => {
+                p.u32(t.0);
+            }
+            Request::Ndp(_, payload) => {
+                p.raw(payload);
+            }
+        }
+        envelope(self.opcode() as u16, p.as_slice())
+    }
+
+    pub fn decode(frame: &[u8]) -> Result<Request> {
+        let (code, payload) = open_envelope(frame)?;
+        let op = Opcode::from_u16(code)
+            .ok_or_else(|| LinkError::Unsupported(format!("opcode {code:#x}")))?;
+        let mut r = Reader::new(payload);
+        let req = match op {
+            Opcode::ReadPage => Request::ReadPage(Ppn(r.u64()?)),
+            Opcode::ReadPages => {
+                let n = r.count(8)?;
+                Request::ReadPages((0..n).map(|_| r.u64().map(Ppn)).collect::<Result<_, _>>()?)
+            }
+            Opcode::WritePage => {
+                let ppn = Ppn(r.u64()?);
+                Request::WritePage(ppn, page_bytes(&mut r)?.to_vec())
+            }
+            Opcode::WritePages => {
+                let n = r.count(8 + PAGE_SIZE)?;
+                let mut pages = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let ppn = Ppn(r.u64()?);
+                    pages.push((ppn, page_bytes(&mut r)?.to_vec()));
+                }
+                Request::WritePages(pages)
+            }
+            Opcode::Sync => Request::Sync,
+            Opcode::Info => Request::Info,
+            Opcode::DumpL2p => Request::DumpL2p,
+            Opcode::MergeMaps => {
+                let n = r.count(16)?;
+                let mut l2p = Vec::with_capacity(n);
+                for _ in 0..n {
+                    l2p.push((Lpn(r.u64()?), Ppn(r.u64()?)));
+                }
+                let n = r.count(20)?;
+                let mut vids = Vec::with_capacity(n);
+                for _ in 0..n {
+                    vids.push(VidEntry {
+                        table: TableId(r.u32()?),
+                        vid: Vid(r.u64()?),
+                        head: RecId::from_raw(r.u64()?),
+                    });
+                }
+                Request::MergeMaps { l2p, vids }
+            }
+            Opcode::DumpVidMap => Request::DumpVidMap(TableId(r.u32()?)),
+            Opcode::DropVidMap => Request::DropVidMap(TableId(r.u32()?)),
+            Opcode::NdpCall | Opcode::NdpStatus | Opcode::NdpAbort => {
+                let all = r.take(r.remaining())?;
+                Request::Ndp(op, all.to_vec())
+            }
+        };
+        r.finish("request")?;
+        Ok(req)
+    }
+}
+
+fn envelope(code: u16, payload: &[u8]) -> Vec<u8> {
+    let mut w = Writer::with_capacity(ENVELOPE_SIZE + payload.len());
+    w.u16(code).u16(0).u32(payload.len() as u32).raw(payload);
+    w.into_inner()
+}
+
+fn open_envelope(frame: &[u8]) -> Result<(u16, &[u8])> {
+    let mut r = Reader::new(frame);
+    let code = r.u16()?;
+    let _flags = r.u16()?;
+    let len = r.u32()? as usize;
+    let payload = r.take(len)?;
+    r.finish("envelope")?;
+    Ok((code, payload))
+}
+
+const STATUS_IO: u16 = 1;
+const STATUS_CORRUPTED: u16 = 2;
+const STATUS_UNSUPPORTED: u16 = 3;
+const STATUS_OUT_OF_RANGE: u16 = 4;
+
+impl Response {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut p = Writer::new();
+        match self {
+            Response::Done => {}
+            Response::Page(b) => {
+                p.raw(b);
+            }
+            Response::Pages(pages) => {
+                p.u32(pages.len() as u32);
+                for b in pages {
+                    p.raw(b);
+                }
+            }
+            Response::Info(i) => {
+                p.u64(i.page_count).u32(i.page_size).u64(i.merges);
+            }
+            Response::L2p(entries) => {
+                p.u32(entries.len() as u32);
+                for (l, ph) in entries {
+                    p.u64(l.0).u64(ph.0);
+                }
+            }
+            Response::VidMap(entries) => {
+                p.u32(entries.len() as u32);
+                for (v, r) in entries {
+                    p.u64(v.0).u64(r.raw());
+                }
+            }
+            Response::Ndp(b) => {
+                p.raw(b);
+            }
+        }
+        envelope(0, p.as_slice())
+    }
+
+    pub fn encode_error(e: &LinkError) -> Vec<u8> {
+        let (status, msg) = match e {
+            LinkError::Io(m) | LinkError::Transport(m) => (STATUS_IO, m),
+            LinkError::Corrupted(m) => (STATUS_CORRUPTED, m),
+            LinkError::Unsupported(m) => (STATUS_UNSUPPORTED, m),
+            LinkError::OutOfRange(m) => (STATUS_OUT_OF_RANGE, m),
+        };
+        envelope(status, msg.as_bytes())
+    }
+
+    /// Decodes the answer to a request with opcode `op`.
+    pub fn decode(op: Opcode, frame: &[u8]) -> Result<Response> {
+        let (status, payload) = open_envelope(frame)?;
+        if status != 0 {
+            let msg = String::from_utf8_lossy(payload).into_owned();
+            return Err(match status {
+                STATUS_IO => LinkError::Io(msg),
+                STATUS_CORRUPTED => LinkError::Corrupted(msg),
+                STATUS_UNSUPPORTED => LinkError::Unsupported(msg),
+                STATUS_OUT_OF_RANGE => LinkError::OutOfRange(msg),
+                s => LinkError::Corrupted(format!("unknown status {s}: {msg}")),
+            });
+        }
+        let mut r = Reader::new(payload);
+        let resp = match op {
+            Opcode::ReadPage => Response::Page(page_bytes(&mut r)?.to_vec()),
+            Opcode::ReadPages => {
+                let n = r.count(PAGE_SIZE)?;
+                Response::Pages(
+                    (0..n)
+                        .map(|_| page_bytes(&mut r).map(<[u8]>::to_vec))
+                        .collect::<Result<_, _>>()?,
+                )
+            }
+            Opcode::Info => Response::Info(DeviceInfo {
+                page_count: r.u64()?,
+                page_size: r.u32()?,
+                merges: r.u64()?,
+            }),
+            Opcode::DumpL2p => {
+                let n = r.count(16)?;
+                let mut v = Vec::with_capacity(n);
+                for _ in 0..n {
+                    v.push((Lpn(r.u64()?), Ppn(r.u64()?)));
+                }
+                Response::L2p(v)
+            }
+            Opcode::DumpVidMap => {
+                let n = r.count(16)?;
+                let mut v = Vec::with_capacity(n);
+                for _ in 0..n {
+                    v.push((Vid(r.u64()?), RecId::from_raw(r.u64()?)));
+                }
+                Response::VidMap(v)
+            }
+            Opcode::NdpCall | Opcode::NdpStatus | Opcode::NdpAbort => {
+                Response::Ndp(r.take(r.remaining())?.to_vec())
+            }
+            _ => Response::Done,
+        };
+        r.finish("response")?;
+        Ok(resp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_round_trip() {
+        let page = vec![7u8; PAGE_SIZE];
+        let reqs = vec![
+            Request::ReadPage(Ppn(9)),
+            Request::ReadPages(vec![Ppn(1), Ppn(2)]),
+            Request::WritePage(Ppn(3), page.clone()),
+            Request::WritePages(vec![(Ppn(4), page.clone()), (Ppn(5), page)]),
+            Request::Sync,
+            Request::Info,
+            Request::MergeMaps {
+                l2p: vec![(Lpn(1), Ppn(2))],
+                vids: vec![VidEntry {
+                    table: TableId(3),
+                    vid: Vid(4),
+                    head: RecId::new(Lpn(1), 0),
+                }],
+            },
+            Request::DumpL2p,
+            Request::DumpVidMap(TableId(2)),
+            Request::DropVidMap(TableId(2)),
+            Request::Ndp(Opcode::NdpCall, vec![1, 2, 3]),
+        ];
+        for req in reqs {
+            let bytes = req.encode();
+            assert_eq!(Request::decode(&bytes).unwrap(), req);
+            // Every truncation is an error, never a panic.
+            for cut in 0..bytes.len().min(64) {
+                assert!(Request::decode(&bytes[..cut]).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn errors_round_trip() {
+        let e = LinkError::Corrupted("bad page".into());
+        let bytes = Response::encode_error(&e);
+        assert_eq!(Response::decode(Opcode::ReadPage, &bytes), Err(e));
+    }
+}

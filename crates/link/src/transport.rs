@@ -1,0 +1,137 @@
+//! Transports and the per-plane link counters (DESIGN.md §10).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::Result;
+
+/// The three planes of the hybrid host–device protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Plane {
+    /// Pages, shared state, results, ΔMaps (bandwidth-limited).
+    Data,
+    /// Invocations and status (small messages).
+    Control,
+    /// Shared-memory synchronization (SLT operations).
+    Sync,
+}
+
+impl Plane {
+    pub const ALL: [Plane; 3] = [Plane::Data, Plane::Control, Plane::Sync];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Plane::Data => "data",
+            Plane::Control => "control",
+            Plane::Sync => "sync",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Direction {
+    ToDevice,
+    ToHost,
+}
+
+impl Direction {
+    pub const ALL: [Direction; 2] = [Direction::ToDevice, Direction::ToHost];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::ToDevice => "to_device",
+            Direction::ToHost => "to_host",
+        }
+    }
+}
+
+/// Bytes and messages per plane and direction, since the link was created.
+#[derive(Default, Debug)]
+pub struct LinkStats {
+    counters: [[(AtomicU64, AtomicU64); 2]; 3],
+}
+
+impl LinkStats {
+    fn slot(&self, plane: Plane, dir: Direction) -> &(AtomicU64, AtomicU64) {
+        let p = match plane {
+            Plane::Data => 0,
+            Plane::Control => 1,
+            Plane::Sync => 2,
+        };
+        let d = match dir {
+            Direction::ToDevice => 0,
+            Direction::ToHost => 1,
+        };
+        &self.counters[p][d]
+    }
+
+    pub fn record(&self, plane: Plane, dir: Direction, bytes: usize) {
+        let (b, m) = self.slot(plane, dir);
+        b.fetch_add(bytes as u64, Ordering::Relaxed);
+        m.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn bytes(&self, plane: Plane, dir: Direction) -> u64 {
+        self.slot(plane, dir).0.load(Ordering::Relaxed)
+    }
+
+    pub fn messages(&self, plane: Plane, dir: Direction) -> u64 {
+        self.slot(plane, dir).1.load(Ordering::Relaxed)
+    }
+
+    /// `(name, value)` rows: `link.<plane>.<direction>.bytes|messages`.
+    pub fn rows(&self) -> Vec<(String, u64)> {
+        let mut out = Vec::new();
+        for p in Plane::ALL {
+            for d in Direction::ALL {
+                out.push((format!("link.{}.{}.bytes", p.name(), d.name()), self.bytes(p, d)));
+                out.push((
+                    format!("link.{}.{}.messages", p.name(), d.name()),
+                    self.messages(p, d),
+                ));
+            }
+        }
+        out
+    }
+}
+
+/// Something that executes serialized commands: the device side.
+pub trait CommandHandler: Send + Sync {
+    /// Executes one request frame and returns the response frame.
+    fn handle(&self, request: &[u8]) -> Vec<u8>;
+}
+
+/// Carries one request frame to the device and its response back.
+pub trait Transport: Send + Sync {
+    fn roundtrip(&self, plane: Plane, request: Vec<u8>) -> Result<Vec<u8>>;
+    fn stats(&self) -> &LinkStats;
+}
+
+/// The embedded default: the device engine runs in this process, and the
+/// transport hands it byte frames (never references to host memory).
+pub struct InProcessTransport {
+    device: Arc<dyn CommandHandler>,
+    stats: LinkStats,
+}
+
+impl InProcessTransport {
+    pub fn new(device: Arc<dyn CommandHandler>) -> InProcessTransport {
+        InProcessTransport {
+            device,
+            stats: LinkStats::default(),
+        }
+    }
+}
+
+impl Transport for InProcessTransport {
+    fn roundtrip(&self, plane: Plane, request: Vec<u8>) -> Result<Vec<u8>> {
+        self.stats.record(plane, Direction::ToDevice, request.len());
+        let response = self.device.handle(&request);
+        self.stats.record(plane, Direction::ToHost, response.len());
+        Ok(response)
+    }
+
+    fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+}
