@@ -1,1 +1,9 @@
+//! Benchmark workloads and reporting (DESIGN.md §12).
+//!
+//! - [`zipf`]: YCSB's scrambled Zipfian key chooser.
+//! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
+//! - [`report`]: latency histograms and the figures every run prints.
 
+pub mod report;
+pub mod ycsb;
+pub mod zipf;

@@ -1,1 +1,36 @@
+//! The host engine (DESIGN.md §1–§4, §8).
+//!
+//! Modules in the order a write travels through them:
+//!
+//! - [`config`]: settings (buffer-pool budget, delta-buffer limit, lock timeout…).
+//! - [`error`]: the host error, always carrying a PostgreSQL SQLSTATE.
+//! - [`catalog`]: tables and schemas, persisted on the host.
+//! - [`txn`]: TxIds, snapshots and the visibility rule.
+//! - [`locks`]: the host lock table (HLT): FIFO queues, sleep/wake, deadlocks.
+//! - [`maps`]: the host's authoritative L2P map and per-table VID maps.
+//! - [`pk_index`]: primary-key index (key → VID).
+//! - [`shared_state`]: the delta buffer (new versions not yet on the device).
+//! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
+//! - [`database`]: opening, recovery, commit, flush & append, checkpoints.
+//! - [`transaction`]: the transaction API used by SQL (reads, writes, commit).
+//! - [`stats`]: counters shown by `SHOW STATS`.
 
+pub mod buffer_pool;
+pub mod catalog;
+pub mod config;
+pub mod database;
+pub mod error;
+pub mod locks;
+pub mod maps;
+pub mod pk_index;
+pub mod shared_state;
+pub mod stats;
+pub mod transaction;
+pub mod txn;
+
+pub use catalog::TableMeta;
+pub use config::Config;
+pub use database::Database;
+pub use error::{Error, Result};
+pub use transaction::{Isolation, Transaction, WriteOutcome};
+pub use txn::Snapshot;

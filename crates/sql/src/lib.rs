@@ -1,1 +1,26 @@
+//! The SQL front end (DESIGN.md §11), in pipeline order:
+//!
+//! - [`session`]: statement dispatch and PostgreSQL transaction-block rules.
+//! - [`ddl`]: CREATE TABLE / DROP TABLE and SQL type names.
+//! - [`scope`]: name resolution of columns over one or more tables.
+//! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
+//!   with static types and literal coercion.
+//! - [`query`]: SELECT planning and execution (access path, joins,
+//!   aggregation, ordering, limits, FOR UPDATE).
+//! - [`dml`]: INSERT / UPDATE / DELETE.
+//! - [`output`]: result sets, command tags and their text renderings.
+//!
+//! The sqlparser AST stays at this edge: it is turned into bytecode
+//! programs and plans here and never reaches the host engine.
 
+pub mod compile;
+pub mod ddl;
+pub mod dml;
+pub mod output;
+pub mod query;
+pub mod scope;
+pub mod session;
+
+pub use ndpdb_host::{Error, Result};
+pub use output::{Output, ResultColumn};
+pub use session::Session;

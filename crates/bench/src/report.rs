@@ -1,0 +1,79 @@
+//! Latency histograms and the figures a run reports.
+
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+use ndpdb_host::Database;
+
+/// Microsecond latency histogram (1 µs … 60 s, 3 significant digits).
+pub fn histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
+}
+
+/// A counter snapshot to report differences over a phase.
+#[derive(Clone, Debug, Default)]
+pub struct StatsDelta {
+    before: Vec<(String, i64)>,
+}
+
+impl StatsDelta {
+    pub fn start(db: &Database) -> StatsDelta {
+        StatsDelta { before: db.stats() }
+    }
+
+    /// `(name, after - before)` for every counter.
+    pub fn finish(&self, db: &Database) -> Vec<(String, i64)> {
+        db.stats()
+            .into_iter()
+            .map(|(k, v)| {
+                let b = self.before.iter().find(|(n, _)| *n == k).map_or(0, |(_, x)| *x);
+                (k, v - b)
+            })
+            .collect()
+    }
+}
+
+pub fn get(rows: &[(String, i64)], name: &str) -> i64 {
+    rows.iter().find(|(k, _)| k == name).map_or(0, |(_, v)| *v)
+}
+
+pub fn human_bytes(b: i64) -> String {
+    let b = b as f64;
+    if b >= 1e9 {
+        format!("{:.2} GB", b / 1e9)
+    } else if b >= 1e6 {
+        format!("{:.2} MB", b / 1e6)
+    } else if b >= 1e3 {
+        format!("{:.1} kB", b / 1e3)
+    } else {
+        format!("{b} B")
+    }
+}
+
+/// Buffer hit rate and link traffic over a phase, one line each.
+pub fn engine_lines(delta: &[(String, i64)]) -> Vec<String> {
+    let hits = get(delta, "buffer.hits");
+    let misses = get(delta, "buffer.misses");
+    let rate = if hits + misses > 0 {
+        100.0 * hits as f64 / (hits + misses) as f64
+    } else {
+        100.0
+    };
+    let mut lines = vec![format!(
+        "buffer pool: {hits} hits, {misses} misses, hit rate {rate:.2}%"
+    )];
+    for plane in ["data", "control", "sync"] {
+        lines.push(format!(
+            "link {plane:<7}: to device {} in {} msgs, to host {} in {} msgs",
+            human_bytes(get(delta, &format!("link.{plane}.to_device.bytes"))),
+            get(delta, &format!("link.{plane}.to_device.messages")),
+            human_bytes(get(delta, &format!("link.{plane}.to_host.bytes"))),
+            get(delta, &format!("link.{plane}.to_host.messages")),
+        ));
+    }
+    lines
+}
+
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

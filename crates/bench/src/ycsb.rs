@@ -1,0 +1,228 @@
+//! YCSB: the `usertable` (BIGINT key, ten 100-byte text fields), a loader
+//! and the core workloads A (50 % reads / 50 % updates), B (95 / 5) and
+//! C (read only), with Zipfian key choice. Every operation is one
+//! autocommit statement through a prepared SQL statement, as a client
+//! would issue it; sessions run at READ COMMITTED (PostgreSQL's default,
+//! so a hot-key update waits and re-checks instead of failing).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::distributions::Alphanumeric;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use ndpdb_formats::{Column, DataType, Schema, Value};
+use ndpdb_host::{Database, Isolation, Result};
+use ndpdb_sql::Session;
+
+use crate::report::{histogram, StatsDelta};
+use crate::zipf::Zipfian;
+
+pub const TABLE: &str = "usertable";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    A,
+    B,
+    C,
+}
+
+impl Workload {
+    pub fn read_fraction(self) -> f64 {
+        match self {
+            Workload::A => 0.5,
+            Workload::B => 0.95,
+            Workload::C => 1.0,
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Workload> {
+        match s.to_ascii_lowercase().as_str() {
+            "a" => Some(Workload::A),
+            "b" => Some(Workload::B),
+            "c" => Some(Workload::C),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    pub workload: Workload,
+    pub records: u64,
+    pub threads: usize,
+    pub duration: Duration,
+    pub theta: f64,
+    pub field_count: usize,
+    pub field_len: usize,
+    pub seed: u64,
+}
+
+pub struct RunReport {
+    pub elapsed: Duration,
+    pub reads: Histogram<u64>,
+    pub updates: Histogram<u64>,
+    pub errors: u64,
+    pub engine: Vec<(String, i64)>,
+}
+
+impl RunReport {
+    pub fn ops(&self) -> u64 {
+        self.reads.len() + self.updates.len()
+    }
+
+    pub fn throughput(&self) -> f64 {
+        self.ops() as f64 / self.elapsed.as_secs_f64()
+    }
+}
+
+fn random_field(rng: &mut SmallRng, len: usize) -> String {
+    rng.sample_iter(&Alphanumeric).take(len).map(char::from).collect()
+}
+
+/// Creates `usertable` and loads `records` rows in batches of 1,000 rows
+/// per transaction; returns the load time.
+pub fn load(db: &Database, records: u64, field_count: usize, field_len: usize, progress: bool) -> Result<Duration> {
+    let mut columns = vec![Column {
+        name: "ycsb_key".into(),
+        ty: DataType::BigInt,
+        nullable: false,
+    }];
+    for i in 0..field_count {
+        columns.push(Column {
+            name: format!("field{i}"),
+            ty: DataType::Text,
+            nullable: true,
+        });
+    }
+    db.create_table(TABLE, Schema::new(columns, vec![0]))?;
+    let table = db.table(TABLE)?;
+    let bar = if progress {
+        let b = ProgressBar::new(records);
+        b.set_style(
+            ProgressStyle::with_template("loading {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let start = Instant::now();
+    let mut rng = SmallRng::seed_from_u64(42);
+    let mut key = 0u64;
+    while key < records {
+        let mut tx = db.begin(Isolation::Snapshot)?;
+        tx.begin_statement();
+        let end = (key + 1000).min(records);
+        for k in key..end {
+            let mut row = Vec::with_capacity(field_count + 1);
+            row.push(Value::BigInt(k as i64));
+            for _ in 0..field_count {
+                row.push(Value::Text(random_field(&mut rng, field_len)));
+            }
+            tx.insert(&table, row)?;
+        }
+        tx.commit()?;
+        bar.inc(end - key);
+        key = end;
+    }
+    bar.finish_and_clear();
+    Ok(start.elapsed())
+}
+
+/// Runs a workload for the configured time on `threads` sessions.
+pub fn run(db: &Database, cfg: &RunConfig) -> Result<RunReport> {
+    let zipf = Arc::new(Zipfian::new(cfg.records, cfg.theta));
+    let stop = Arc::new(AtomicBool::new(false));
+    let delta = StatsDelta::start(db);
+    let start = Instant::now();
+    let mut handles = Vec::new();
+    for t in 0..cfg.threads {
+        let (db, zipf, stop, cfg) = (db.clone(), zipf.clone(), stop.clone(), cfg.clone());
+        handles.push(std::thread::spawn(move || -> Result<(Histogram<u64>, Histogram<u64>, u64)> {
+            let mut session = Session::new(db);
+            session.execute("SET default_transaction_isolation = 'read committed'")?;
+            let read = session.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
+            let updates: Vec<_> = (0..cfg.field_count)
+                .map(|f| session.prepare(&format!("UPDATE {TABLE} SET field{f} = $1 WHERE ycsb_key = $2")))
+                .collect::<Result<_>>()?;
+            let mut rng = SmallRng::seed_from_u64(cfg.seed.wrapping_add(t as u64 * 7919));
+            let (mut rh, mut uh, mut errors) = (histogram(), histogram(), 0u64);
+            while !stop.load(Ordering::Relaxed) {
+                let key = Value::BigInt(zipf.next_key(&mut rng) as i64);
+                let is_read = rng.gen::<f64>() < cfg.workload.read_fraction();
+                let t0 = Instant::now();
+                let r = if is_read {
+                    session.execute_prepared(&read, &[key])
+                } else {
+                    let f = rng.gen_range(0..updates.len());
+                    let v = Value::Text(random_field(&mut rng, cfg.field_len));
+                    session.execute_prepared(&updates[f], &[v, key])
+                };
+                let us = (t0.elapsed().as_micros() as u64).max(1);
+                match r {
+                    Ok(_) if is_read => rh.saturating_record(us),
+                    Ok(_) => uh.saturating_record(us),
+                    Err(_) => errors += 1,
+                }
+            }
+            Ok((rh, uh, errors))
+        }));
+    }
+    std::thread::sleep(cfg.duration);
+    stop.store(true, Ordering::Relaxed);
+    let (mut reads, mut updates, mut errors) = (histogram(), histogram(), 0);
+    for h in handles {
+        let (r, u, e) = h
+            .join()
+            .map_err(|_| ndpdb_host::Error::new(ndpdb_formats::SqlState::INTERNAL_ERROR, "benchmark thread panicked"))??;
+        reads.add(&r).ok();
+        updates.add(&u).ok();
+        errors += e;
+    }
+    Ok(RunReport {
+        elapsed: start.elapsed(),
+        reads,
+        updates,
+        errors,
+        engine: delta.finish(db),
+    })
+}
+
+/// The report lines of one run.
+pub fn describe(name: &str, r: &RunReport) -> Vec<String> {
+    let q = |h: &Histogram<u64>, p: f64| {
+        if h.is_empty() {
+            "-".to_string()
+        } else {
+            format!("{:.1}", h.value_at_quantile(p) as f64)
+        }
+    };
+    let mut lines = vec![format!(
+        "{name}: {:.0} ops/s ({} ops in {:.1} s, {} errors)",
+        r.throughput(),
+        r.ops(),
+        r.elapsed.as_secs_f64(),
+        r.errors
+    )];
+    lines.push(format!(
+        "  read   latency µs: p50 {}  p99 {}  ({} ops)",
+        q(&r.reads, 0.5),
+        q(&r.reads, 0.99),
+        r.reads.len()
+    ));
+    lines.push(format!(
+        "  update latency µs: p50 {}  p99 {}  ({} ops)",
+        q(&r.updates, 0.5),
+        q(&r.updates, 0.99),
+        r.updates.len()
+    ));
+    for l in crate::report::engine_lines(&r.engine) {
+        lines.push(format!("  {l}"));
+    }
+    lines
+}

@@ -1,0 +1,141 @@
+//! `ndpdb demo` and `ndpdb bench …`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Subcommand;
+
+use ndpdb_bench::report::{engine_lines, StatsDelta};
+use ndpdb_bench::ycsb::{self, RunConfig, Workload};
+use ndpdb_formats::SqlState;
+use ndpdb_host::{Config, Database, Error, Result};
+
+#[derive(Subcommand)]
+pub enum Bench {
+    /// YCSB on the embedded engine.
+    Ycsb {
+        /// Rows in usertable.
+        #[arg(long, default_value_t = 200_000)]
+        records: u64,
+        /// Workload: a (50/50 read/update), b (95/5), c (read only).
+        #[arg(long, default_value = "a")]
+        workload: String,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+        /// Zipfian skew.
+        #[arg(long, default_value_t = 0.99)]
+        zipf: f64,
+        /// Buffer-pool budget in MiB.
+        #[arg(long, default_value_t = 64)]
+        buffer_pool_mib: usize,
+        /// Database directory (default: a fresh temporary one).
+        #[arg(long)]
+        db: Option<PathBuf>,
+    },
+}
+
+fn machine_line() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+        })
+        .map_or("?".into(), |kb| format!("{:.0} GiB", kb as f64 / 1048576.0));
+    format!("machine: {cpus} CPUs, {mem} RAM; link preset: unthrottled (in-process device)")
+}
+
+pub fn demo(records: u64, seconds: u64, threads: usize) -> Result<ExitCode> {
+    let started = Instant::now();
+    let dir = tempfile::tempdir()?;
+    println!("ndpdb demo — embedded engine in {}", dir.path().display());
+    println!("{}", machine_line());
+    let db = Database::open(dir.path())?;
+    println!(
+        "settings: buffer pool {} MiB, delta buffer {} KiB, {records} rows × 10 fields × 100 B",
+        db.config().buffer_pool_bytes >> 20,
+        db.config().delta_buffer_bytes >> 10
+    );
+    let delta = StatsDelta::start(&db);
+    let load = ycsb::load(&db, records, 10, 100, true)?;
+    println!(
+        "loaded {records} rows in {:.1} s ({:.0} rows/s)",
+        load.as_secs_f64(),
+        records as f64 / load.as_secs_f64()
+    );
+    for l in engine_lines(&delta.finish(&db)) {
+        println!("  {l}");
+    }
+    for (name, w) in [("YCSB-A", Workload::A), ("YCSB-C", Workload::C)] {
+        let cfg = RunConfig {
+            workload: w,
+            records,
+            threads,
+            duration: Duration::from_secs(seconds),
+            theta: 0.99,
+            field_count: 10,
+            field_len: 100,
+            seed: 7,
+        };
+        let r = ycsb::run(&db, &cfg)?;
+        for l in ycsb::describe(&format!("{name} ({threads} threads, zipf 0.99)"), &r) {
+            println!("{l}");
+        }
+    }
+    println!("demo finished in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn bench(which: Bench) -> Result<ExitCode> {
+    match which {
+        Bench::Ycsb {
+            records,
+            workload,
+            threads,
+            seconds,
+            zipf,
+            buffer_pool_mib,
+            db,
+        } => {
+            let w = Workload::parse(&workload).ok_or_else(|| {
+                Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("unknown workload {workload}"))
+            })?;
+            let tmp = tempfile::tempdir()?;
+            let dir = db.unwrap_or_else(|| tmp.path().to_path_buf());
+            let config = Config {
+                buffer_pool_bytes: buffer_pool_mib << 20,
+                ..Config::default()
+            };
+            let db = Database::open_with(&dir, config)?;
+            println!("{}", machine_line());
+            println!(
+                "settings: buffer pool {buffer_pool_mib} MiB, {records} records, workload {}, {threads} threads, {seconds} s, zipf {zipf}",
+                workload.to_uppercase()
+            );
+            if db.table(ycsb::TABLE).is_err() {
+                let t = ycsb::load(&db, records, 10, 100, true)?;
+                println!("loaded in {:.1} s", t.as_secs_f64());
+            }
+            let cfg = RunConfig {
+                workload: w,
+                records,
+                threads,
+                duration: Duration::from_secs(seconds),
+                theta: zipf,
+                field_count: 10,
+                field_len: 100,
+                seed: 11,
+            };
+            let r = ycsb::run(&db, &cfg)?;
+            for l in ycsb::describe(&format!("YCSB-{}", workload.to_uppercase()), &r) {
+                println!("{l}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! The catalog: tables, their ids and schemas.
+//!
+//! Persisted as `catalog.bin` (`"NDPC" | crc32 | len u64 | payload`),
+//! replaced atomically (write temporary file, fsync, rename, fsync the
+//! directory) on every DDL statement. Table ids are never reused, so a
+//! WAL record of a dropped table is recognised and skipped.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::{Schema, SqlState, TableId};
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableMeta {
+    pub id: TableId,
+    pub name: String,
+    pub schema: Schema,
+}
+
+impl TableMeta {
+    pub fn pk_constraint_name(&self) -> String {
+        format!("{}_pkey", self.name)
+    }
+}
+
+#[derive(Debug)]
+pub struct Catalog {
+    path: PathBuf,
+    next_id: u32,
+    tables: BTreeMap<String, Arc<TableMeta>>,
+}
+
+const MAGIC: &[u8; 4] = b"NDPC";
+
+impl Catalog {
+    pub fn open(dir: &Path) -> Result<Catalog> {
+        let path = dir.join("catalog.bin");
+        let mut cat = Catalog {
+            path: path.clone(),
+            next_id: 1,
+            tables: BTreeMap::new(),
+        };
+        if path.exists() {
+            let bytes = fs::read(&path)?;
+            cat.decode(&bytes).map_err(|e| {
+                Error::new(SqlState::DATA_CORRUPTED, format!("catalog: {e}"))
+            })?;
+        }
+        Ok(cat)
+    }
+
+    fn decode(&mut self, bytes: &[u8]) -> ndpdb_formats::Result<()> {
+        let mut r = Reader::new(bytes);
+        if r.take(4)? != MAGIC {
+            return Err(ndpdb_formats::Error::corrupted("bad catalog magic"));
+        }
+        let crc = r.u32()?;
+        let len = r.u64()? as usize;
+        let payload = r.take(len)?;
+        if crc32fast::hash(payload) != crc {
+            return Err(ndpdb_formats::Error::corrupted("catalog checksum mismatch"));
+        }
+        let mut r = Reader::new(payload);
+        self.next_id = r.u32()?;
+        let n = r.count(8)?;
+        for _ in 0..n {
+            let id = TableId(r.u32()?);
+            let name = r.str()?.to_string();
+            let schema = Schema::decode(&mut r)?;
+            self.tables
+                .insert(name.clone(), Arc::new(TableMeta { id, name, schema }));
+        }
+        r.finish("catalog")
+    }
+
+    fn persist(&self) -> Result<()> {
+        let mut p = Writer::new();
+        p.u32(self.next_id).u32(self.tables.len() as u32);
+        for t in self.tables.values() {
+            p.u32(t.id.0).str(&t.name);
+            t.schema.encode(&mut p);
+        }
+        let mut w = Writer::new();
+        w.raw(MAGIC)
+            .u32(crc32fast::hash(p.as_slice()))
+            .u64(p.len() as u64)
+            .raw(p.as_slice());
+        let tmp = self.path.with_extension("tmp");
+        {
+            let mut f = File::create(&tmp)?;
+            f.write_all(w.as_slice())?;
+            f.sync_all()?;
+        }
+        fs::rename(&tmp, &self.path)?;
+        if let Some(dir) = self.path.parent() {
+            File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<TableMeta>> {
+        self.tables.get(name).cloned()
+    }
+
+    pub fn by_id(&self, id: TableId) -> Option<Arc<TableMeta>> {
+        self.tables.values().find(|t| t.id == id).cloned()
+    }
+
+    pub fn tables(&self) -> Vec<Arc<TableMeta>> {
+        self.tables.values().cloned().collect()
+    }
+
+    pub fn create(&mut self, name: &str, schema: Schema) -> Result<Arc<TableMeta>> {
+        if self.tables.contains_key(name) {
+            return Err(Error::new(
+                SqlState::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ));
+        }
+        let meta = Arc::new(TableMeta {
+            id: TableId(self.next_id),
+            name: name.to_string(),
+            schema,
+        });
+        self.next_id += 1;
+        self.tables.insert(name.to_string(), meta.clone());
+        if let Err(e) = self.persist() {
+            self.tables.remove(name);
+            return Err(e);
+        }
+        Ok(meta)
+    }
+
+    pub fn remove(&mut self, name: &str) -> Result<Arc<TableMeta>> {
+        let meta = self
+            .tables
+            .remove(name)
+            .ok_or_else(|| Error::undefined_table(name))?;
+        if let Err(e) = self.persist() {
+            self.tables.insert(name.to_string(), meta);
+            return Err(e);
+        }
+        Ok(meta)
+    }
+}

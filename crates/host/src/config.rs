@@ -1,0 +1,27 @@
+//! Engine settings.
+
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Byte budget of the host buffer pool (default 64 MiB).
+    pub buffer_pool_bytes: usize,
+    /// Delta-buffer size that triggers a flush & append (default 1 MiB).
+    pub delta_buffer_bytes: usize,
+    /// How long a lock request may wait; `None` waits until granted or a
+    /// deadlock is found (PostgreSQL's `lock_timeout = 0`).
+    pub lock_timeout: Option<Duration>,
+    /// WAL size that triggers a checkpoint (default 64 MiB).
+    pub checkpoint_wal_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            buffer_pool_bytes: 64 << 20,
+            delta_buffer_bytes: 1 << 20,
+            lock_timeout: None,
+            checkpoint_wal_bytes: 64 << 20,
+        }
+    }
+}

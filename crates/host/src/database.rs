@@ -1,0 +1,605 @@
+//! Opening, recovery, commit, flush & append and checkpoints.
+//!
+//! ```text
+//!  DIR/catalog.bin        host catalog
+//!  DIR/wal/*.seg          host WAL
+//!  DIR/device/…           the embedded device's storage (pages, maps)
+//! ```
+//!
+//! **Commit** (in one critical section, so WAL order equals page order):
+//! place the write set's encoded versions in the delta buffer, move the VID
+//! heads, append redo images and the commit record to the WAL buffer. Then
+//! group-commit fsync, and only then is the transaction removed from the
+//! in-flight set (new snapshots see it) and its locks released.
+//!
+//! **Flush & append** makes the WAL durable first (no page reaches the
+//! device before its log records), then writes the sealed pages, then
+//! merges ΔL2P/ΔVID into the device maps (the device fsyncs pages before
+//! logging the merge).
+//!
+//! **Recovery**: load the catalog, the device's L2P and VID maps, then replay
+//! the redo records of committed transactions after the last checkpoint
+//! into the delta buffer at their original RecIds, rebuild the PK indexes,
+//! and take a checkpoint. Uncommitted work never reached storage, so there
+//! is nothing to undo.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+
+use ndpdb_device::DeviceEngine;
+use ndpdb_formats::page::PageRef;
+use ndpdb_formats::record::{RecordHeader, RecordView};
+use ndpdb_formats::{DataType, Lpn, Ppn, RecId, Schema, SqlState, TableId, TxId, Value, Vid};
+use ndpdb_link::{DeviceClient, InProcessTransport, Transport, VidEntry};
+use ndpdb_wal::{CheckpointInfo, Wal, WalRecord};
+
+use crate::buffer_pool::BufferPool;
+use crate::catalog::{Catalog, TableMeta};
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::locks::LockTable;
+use crate::maps::{L2pMap, VidMap};
+use crate::pk_index::{encode_key, PkIndex};
+use crate::shared_state::DeltaBuffer;
+use crate::stats::{get, EngineCounters};
+use crate::txn::{find_visible, Snapshot, TxManager, Visible};
+
+/// Runtime state of one table.
+pub struct TableState {
+    pub meta: Arc<TableMeta>,
+    pub types: Vec<DataType>,
+    pub vids: VidMap,
+    pub pk: Option<PkIndex>,
+}
+
+impl TableState {
+    fn new(meta: Arc<TableMeta>, vids: VidMap) -> TableState {
+        TableState {
+            types: meta.schema.types(),
+            pk: (!meta.schema.primary_key.is_empty()).then(PkIndex::default),
+            meta,
+            vids,
+        }
+    }
+
+    pub fn pk_key(&self, row: &[Value]) -> Option<Vec<u8>> {
+        let pk = &self.meta.schema.primary_key;
+        if pk.is_empty() {
+            return None;
+        }
+        let vals: Vec<&Value> = pk.iter().map(|&i| &row[i]).collect();
+        Some(encode_key(&vals))
+    }
+}
+
+/// A record's bytes: borrowed from a cached page or copied from the delta buffer.
+pub enum RecordBytes {
+    Cached(crate::buffer_pool::Page, usize, usize),
+    Owned(Vec<u8>),
+}
+
+impl std::ops::Deref for RecordBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            RecordBytes::Cached(p, a, b) => &p[*a..*b],
+            RecordBytes::Owned(v) => v,
+        }
+    }
+}
+
+/// One encoded version of a committing transaction.
+pub(crate) struct PendingVersion {
+    pub table: TableId,
+    pub vid: Vid,
+    pub record: Vec<u8>,
+}
+
+pub(crate) struct DbInner {
+    pub dir: PathBuf,
+    pub config: Config,
+    pub device: DeviceClient,
+    catalog: Mutex<Catalog>,
+    tables: RwLock<HashMap<TableId, Arc<TableState>>>,
+    l2p: L2pMap,
+    delta: RwLock<DeltaBuffer>,
+    pub pool: BufferPool,
+    pub wal: Wal,
+    pub txm: TxManager,
+    pub locks: LockTable,
+    next_lpn: AtomicU64,
+    next_ppn: AtomicU64,
+    flush_lock: Mutex<()>,
+    checkpoint_gate: RwLock<()>,
+    failed: AtomicBool,
+    pub counters: EngineCounters,
+    pub recovery: RecoveryReport,
+}
+
+/// What the last open had to recover.
+#[derive(Clone, Debug, Default)]
+pub struct RecoveryReport {
+    pub replayed_transactions: u64,
+    pub replayed_versions: u64,
+    pub wal_bytes_cut: u64,
+}
+
+/// An open database. Cheap to clone; all clones share one engine.
+#[derive(Clone)]
+pub struct Database {
+    pub(crate) inner: Arc<DbInner>,
+}
+
+impl Database {
+    /// Opens (or creates) the database in `dir` with the embedded device.
+    pub fn open(dir: &Path) -> Result<Database> {
+        Database::open_with(dir, Config::default())
+    }
+
+    pub fn open_with(dir: &Path, config: Config) -> Result<Database> {
+        std::fs::create_dir_all(dir)?;
+        let engine = DeviceEngine::open(&dir.join("device"))?;
+        let transport: Arc<dyn Transport> = Arc::new(InProcessTransport::new(Arc::new(engine)));
+        Database::open_on(dir, config, DeviceClient::new(transport))
+    }
+
+    /// Opens the host side on an already connected device.
+    pub fn open_on(dir: &Path, config: Config, device: DeviceClient) -> Result<Database> {
+        std::fs::create_dir_all(dir)?;
+        let catalog = Catalog::open(dir)?;
+        let info = device.info()?;
+        let l2p = L2pMap::from_entries(&device.dump_l2p()?);
+        let mut tables = HashMap::new();
+        for meta in catalog.tables() {
+            let vids = VidMap::from_entries(&device.dump_vid_map(meta.id)?);
+            tables.insert(meta.id, Arc::new(TableState::new(meta, vids)));
+        }
+        let (wal, recovered) = Wal::open(&dir.join("wal"))?;
+        let mut next_txid = recovered
+            .checkpoint
+            .as_ref()
+            .map_or(TxId(1), |c| c.next_txid);
+        let committed: HashSet<TxId> = recovered
+            .records
+            .iter()
+            .filter_map(|(_, r)| match r {
+                WalRecord::Commit { txid } => Some(*txid),
+                _ => None,
+            })
+            .collect();
+        let mut delta = DeltaBuffer::default();
+        let mut report = RecoveryReport {
+            replayed_transactions: committed.len() as u64,
+            wal_bytes_cut: recovered.cut_bytes,
+            ..RecoveryReport::default()
+        };
+        let mut max_lpn = l2p.max_lpn();
+        for (_, rec) in &recovered.records {
+            match rec {
+                WalRecord::Redo {
+                    txid,
+                    table,
+                    entries,
+                } => {
+                    next_txid = next_txid.max(TxId(txid.0 + 1));
+                    if !committed.contains(txid) {
+                        continue;
+                    }
+                    let Some(ts) = tables.get(table) else { continue };
+                    for (rid, bytes) in entries {
+                        let h = RecordHeader::parse(bytes)?;
+                        delta.place(*table, *rid, bytes)?;
+                        ts.vids.set(h.vid, *rid);
+                        delta.push_delta_vid(VidEntry {
+                            table: *table,
+                            vid: h.vid,
+                            head: *rid,
+                        });
+                        max_lpn = max_lpn.max(Some(rid.lpn()));
+                        report.replayed_versions += 1;
+                    }
+                }
+                WalRecord::Commit { txid } => next_txid = next_txid.max(TxId(txid.0 + 1)),
+                WalRecord::Checkpoint(c) => next_txid = next_txid.max(c.next_txid),
+            }
+        }
+        let inner = DbInner {
+            dir: dir.to_path_buf(),
+            pool: BufferPool::new(config.buffer_pool_bytes),
+            config,
+            device,
+            catalog: Mutex::new(catalog),
+            tables: RwLock::new(tables),
+            l2p,
+            delta: RwLock::new(delta),
+            wal,
+            txm: TxManager::new(next_txid),
+            locks: LockTable::new(),
+            next_lpn: AtomicU64::new(max_lpn.map_or(0, |l| l.0 + 1)),
+            next_ppn: AtomicU64::new(info.page_count),
+            flush_lock: Mutex::new(()),
+            checkpoint_gate: RwLock::new(()),
+            failed: AtomicBool::new(false),
+            counters: EngineCounters::default(),
+            recovery: report,
+        };
+        let db = Database {
+            inner: Arc::new(inner),
+        };
+        db.inner.rebuild_pk_indexes()?;
+        db.checkpoint()?;
+        Ok(db)
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    pub fn recovery_report(&self) -> RecoveryReport {
+        self.inner.recovery.clone()
+    }
+
+    pub fn table(&self, name: &str) -> Result<Arc<TableState>> {
+        let meta = self
+            .inner
+            .catalog
+            .lock()
+            .get(name)
+            .ok_or_else(|| Error::undefined_table(name))?;
+        self.inner.table_state(meta.id)
+    }
+
+    pub fn tables(&self) -> Vec<Arc<TableMeta>> {
+        self.inner.catalog.lock().tables()
+    }
+
+    pub fn create_table(&self, name: &str, mut schema: Schema) -> Result<Arc<TableMeta>> {
+        self.inner.check_ok()?;
+        for &k in &schema.primary_key {
+            if k >= schema.columns.len() {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_COLUMN,
+                    "primary key column does not exist",
+                ));
+            }
+            schema.columns[k].nullable = false;
+        }
+        let mut seen = HashSet::new();
+        for c in &schema.columns {
+            if !seen.insert(c.name.as_str()) {
+                return Err(Error::new(
+                    SqlState("42701"),
+                    format!("column \"{}\" specified more than once", c.name),
+                ));
+            }
+        }
+        let meta = self.inner.catalog.lock().create(name, schema)?;
+        self.inner.tables.write().insert(
+            meta.id,
+            Arc::new(TableState::new(meta.clone(), VidMap::default())),
+        );
+        Ok(meta)
+    }
+
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.inner.check_ok()?;
+        let meta = self.inner.catalog.lock().remove(name)?;
+        self.inner.tables.write().remove(&meta.id);
+        self.inner.delta.write().forget_table(meta.id);
+        self.inner.device.drop_vid_map(meta.id)?;
+        Ok(())
+    }
+
+    /// Writes the delta buffer to the device (flush & append).
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Flushes everything and starts a new WAL segment.
+    pub fn checkpoint(&self) -> Result<()> {
+        self.inner.checkpoint()
+    }
+
+    /// `(name, value)` rows for `SHOW STATS`.
+    pub fn stats(&self) -> Vec<(String, i64)> {
+        let i = &self.inner;
+        let mut rows: Vec<(String, i64)> = i
+            .device
+            .stats()
+            .rows()
+            .into_iter()
+            .map(|(k, v)| (k, v as i64))
+            .collect();
+        let (delta_bytes, delta_vids) = {
+            let d = i.delta.read();
+            (d.bytes(), d.delta_vid_len())
+        };
+        let c = &i.counters;
+        let hits = get(&i.pool.hits);
+        let misses = get(&i.pool.misses);
+        rows.extend([
+            ("buffer.hits".to_string(), hits as i64),
+            ("buffer.misses".into(), misses as i64),
+            ("buffer.evictions".into(), get(&i.pool.evictions) as i64),
+            ("buffer.resident_pages".into(), i.pool.resident_pages() as i64),
+            ("buffer.capacity_pages".into(), i.pool.capacity_pages() as i64),
+            ("delta_buffer.bytes".into(), delta_bytes as i64),
+            ("delta_buffer.vid_entries".into(), delta_vids as i64),
+            ("delta_buffer.flushes".into(), get(&c.delta_flushes) as i64),
+            ("delta_buffer.pages_flushed".into(), get(&c.pages_flushed) as i64),
+            ("wal.bytes".into(), get(&i.wal.stats.bytes) as i64),
+            ("wal.fsyncs".into(), get(&i.wal.stats.fsyncs) as i64),
+            ("wal.checkpoints".into(), get(&c.checkpoints) as i64),
+            ("txn.commits".into(), get(&c.commits) as i64),
+            ("txn.aborts".into(), get(&c.aborts) as i64),
+            ("txn.serialization_failures".into(), get(&c.serialization_failures) as i64),
+            ("txn.deadlocks".into(), get(&c.deadlocks) as i64),
+            ("txn.lock_waits".into(), get(&c.lock_waits) as i64),
+            ("txn.active".into(), i.txm.active_count() as i64),
+        ]);
+        rows
+    }
+
+    /// A single named counter (0 if unknown).
+    pub fn stat(&self, name: &str) -> i64 {
+        self.stats()
+            .into_iter()
+            .find(|(k, _)| k == name)
+            .map_or(0, |(_, v)| v)
+    }
+
+    /// Checks that every PK index entry names a VID whose newest version
+    /// carries that key, and that every live tuple is indexed.
+    pub fn verify_pk_indexes(&self) -> Result<()> {
+        let tables: Vec<Arc<TableState>> = self.inner.tables.read().values().cloned().collect();
+        for ts in tables {
+            let Some(pk) = &ts.pk else { continue };
+            let mut indexed: HashMap<Vid, Vec<u8>> = HashMap::new();
+            for (key, vid) in pk.entries() {
+                indexed.insert(vid, key);
+            }
+            for (vid, head) in ts.vids.entries() {
+                let rec = self.inner.fetch(head)?;
+                let view = RecordView::parse(&rec)?;
+                let row = view.decode(&ts.types)?;
+                let key = ts.pk_key(&row).unwrap_or_default();
+                if indexed.get(&vid) != Some(&key) {
+                    return Err(Error::new(
+                        SqlState::DATA_CORRUPTED,
+                        format!("PK index disagrees with VID map for {} vid {}", ts.meta.name, vid.0),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl DbInner {
+    pub fn check_ok(&self) -> Result<()> {
+        if self.failed.load(Ordering::Acquire) {
+            return Err(Error::new(
+                SqlState::IO_ERROR,
+                "the database hit an I/O error and must be reopened",
+            ));
+        }
+        Ok(())
+    }
+
+    fn fail(&self) {
+        self.failed.store(true, Ordering::Release);
+    }
+
+    pub fn table_state(&self, id: TableId) -> Result<Arc<TableState>> {
+        self.tables
+            .read()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| Error::new(SqlState::UNDEFINED_TABLE, format!("table {} was dropped", id.0)))
+    }
+
+    fn alloc_lpn(&self) -> Lpn {
+        Lpn(self.next_lpn.fetch_add(1, Ordering::AcqRel))
+    }
+
+    /// The bytes of the record at `rid`: delta buffer first, then
+    /// L2P → buffer pool (→ READ_PAGE on a miss).
+    pub fn fetch(&self, rid: RecId) -> Result<RecordBytes> {
+        if let Some(r) = self.delta.read().record(rid) {
+            return r.map(RecordBytes::Owned);
+        }
+        let ppn = self.l2p.get(rid.lpn()).ok_or_else(|| {
+            Error::from(ndpdb_formats::Error::corrupted(format!(
+                "{rid} points to an unmapped page"
+            )))
+        })?;
+        let page = self.pool.get(ppn, &self.device)?;
+        let (start, end) = {
+            let view = PageRef::parse(&page)?;
+            let rec = view.record(rid.slot())?.ok_or_else(|| {
+                Error::from(ndpdb_formats::Error::corrupted(format!("{rid} is an empty slot")))
+            })?;
+            let start = rec.as_ptr() as usize - page.as_ptr() as usize;
+            (start, start + rec.len())
+        };
+        Ok(RecordBytes::Cached(page, start, end))
+    }
+
+    /// The version of the chain starting at `head` visible to `snapshot`.
+    pub fn read_visible(&self, head: RecId, snapshot: &Snapshot) -> Result<Visible<RecordBytes>> {
+        find_visible(head, snapshot, |rid| {
+            let bytes = self.fetch(rid)?;
+            let h = RecordHeader::parse(&bytes)?;
+            Ok((h, bytes))
+        })
+    }
+
+    fn rebuild_pk_indexes(&self) -> Result<()> {
+        let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
+        for ts in tables {
+            let Some(pk) = &ts.pk else { continue };
+            for (vid, head) in ts.vids.entries() {
+                let rec = self.fetch(head)?;
+                let row = RecordView::parse(&rec)?.decode(&ts.types)?;
+                if let Some(key) = ts.pk_key(&row) {
+                    pk.insert(key, vid);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Places a committing transaction's versions, moves the VID heads and
+    /// logs them; returns once the commit record is durable.
+    pub(crate) fn commit_versions(&self, txid: TxId, versions: &[PendingVersion]) -> Result<()> {
+        self.check_ok()?;
+        if versions.is_empty() {
+            return Ok(());
+        }
+        let gate = self.checkpoint_gate.read();
+        let lsn = {
+            let mut delta = self.delta.write();
+            let tables = self.tables.read();
+            for v in versions {
+                if !tables.contains_key(&v.table) {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_TABLE,
+                        "a table written by this transaction was dropped",
+                    ));
+                }
+            }
+            let mut records: Vec<WalRecord> = Vec::new();
+            let mut chunk_bytes = 0usize;
+            for v in versions {
+                let ts = &tables[&v.table];
+                let rid = delta.append(v.table, &v.record, || self.alloc_lpn())?;
+                ts.vids.set(v.vid, rid);
+                delta.push_delta_vid(VidEntry {
+                    table: v.table,
+                    vid: v.vid,
+                    head: rid,
+                });
+                let start_new = match records.last() {
+                    Some(WalRecord::Redo { table, .. }) => *table != v.table || chunk_bytes > 1 << 20,
+                    _ => true,
+                };
+                if start_new {
+                    records.push(WalRecord::Redo {
+                        txid,
+                        table: v.table,
+                        entries: Vec::new(),
+                    });
+                    chunk_bytes = 0;
+                }
+                if let Some(WalRecord::Redo { entries, .. }) = records.last_mut() {
+                    entries.push((rid, v.record.clone()));
+                }
+                chunk_bytes += v.record.len();
+            }
+            records.push(WalRecord::Commit { txid });
+            self.wal.append(&records)
+        };
+        drop(gate);
+        if let Err(e) = self.wal.sync(lsn) {
+            // The versions are in the delta buffer but not durable: stop.
+            self.fail();
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Background-style maintenance after a commit.
+    pub(crate) fn after_commit(&self) -> Result<()> {
+        if self.delta.read().bytes() >= self.config.delta_buffer_bytes {
+            if let Some(_g) = self.flush_lock.try_lock() {
+                drop(_g);
+                self.flush()?;
+            }
+        }
+        if self.wal.size_bytes() >= self.config.checkpoint_wal_bytes {
+            self.checkpoint()?;
+        }
+        Ok(())
+    }
+
+    pub fn flush(&self) -> Result<()> {
+        self.check_ok()?;
+        let _f = self.flush_lock.lock();
+        let batch = self.delta.write().take_for_flush();
+        if batch.pages.is_empty() && batch.delta_vid.is_empty() {
+            return Ok(());
+        }
+        let result = (|| -> Result<Vec<(Lpn, Ppn)>> {
+            // WAL before data.
+            self.wal.sync(self.wal.current_lsn())?;
+            let n = batch.pages.len() as u64;
+            let first = self.next_ppn.fetch_add(n, Ordering::AcqRel);
+            let l2p: Vec<(Lpn, Ppn)> = batch
+                .pages
+                .iter()
+                .enumerate()
+                .map(|(i, (lpn, _))| (*lpn, Ppn(first + i as u64)))
+                .collect();
+            for chunk in batch.pages.chunks(64).zip(l2p.chunks(64)) {
+                let pages = chunk
+                    .0
+                    .iter()
+                    .zip(chunk.1)
+                    .map(|((_, bytes), (_, ppn))| (*ppn, bytes.clone()))
+                    .collect();
+                self.device.write_pages(pages)?;
+            }
+            let live: HashSet<TableId> = self.tables.read().keys().copied().collect();
+            let vids: Vec<VidEntry> = batch
+                .delta_vid
+                .iter()
+                .filter(|e| live.contains(&e.table))
+                .copied()
+                .collect();
+            self.device.merge_maps(l2p.clone(), vids)?;
+            Ok(l2p)
+        })();
+        let l2p = match result {
+            Ok(l) => l,
+            Err(e) => {
+                self.fail();
+                return Err(e);
+            }
+        };
+        {
+            let mut d = self.delta.write();
+            self.l2p.insert_all(&l2p);
+            for ((_, bytes), (_, ppn)) in batch.pages.into_iter().zip(&l2p) {
+                self.pool.insert(*ppn, Arc::new(bytes));
+            }
+            let lpns: Vec<Lpn> = l2p.iter().map(|(l, _)| *l).collect();
+            d.complete_flush(&lpns, batch.delta_vid.len());
+        }
+        EngineCounters::inc(&self.counters.delta_flushes);
+        self.counters
+            .pages_flushed
+            .fetch_add(l2p.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    pub fn checkpoint(&self) -> Result<()> {
+        self.check_ok()?;
+        let _g = self.checkpoint_gate.write();
+        self.flush()?;
+        let next_txid = self.txm.next_txid();
+        if let Err(e) = self.wal.checkpoint(CheckpointInfo { next_txid }) {
+            self.fail();
+            return Err(e.into());
+        }
+        EngineCounters::inc(&self.counters.checkpoints);
+        Ok(())
+    }
+}

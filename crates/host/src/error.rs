@@ -1,0 +1,89 @@
+//! The host error: a SQLSTATE, a message and an optional detail line.
+
+use ndpdb_formats::SqlState;
+use ndpdb_link::LinkError;
+use ndpdb_wal::WalError;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    pub code: SqlState,
+    pub message: String,
+    pub detail: Option<String>,
+}
+
+impl Error {
+    pub fn new(code: SqlState, message: impl Into<String>) -> Error {
+        Error {
+            code,
+            message: message.into(),
+            detail: None,
+        }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Error {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn serialization() -> Error {
+        Error::new(
+            SqlState::SERIALIZATION_FAILURE,
+            "could not serialize access due to concurrent update",
+        )
+    }
+
+    pub fn undefined_table(name: &str) -> Error {
+        Error::new(
+            SqlState::UNDEFINED_TABLE,
+            format!("relation \"{name}\" does not exist"),
+        )
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.message)?;
+        if let Some(d) = &self.detail {
+            write!(f, " ({d})")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ndpdb_formats::Error> for Error {
+    fn from(e: ndpdb_formats::Error) -> Error {
+        Error::new(
+            e.sqlstate(),
+            match e {
+                ndpdb_formats::Error::Sql { message, .. } => message,
+                other => other.to_string(),
+            },
+        )
+    }
+}
+
+impl From<LinkError> for Error {
+    fn from(e: LinkError) -> Error {
+        let code = match e {
+            LinkError::Corrupted(_) => SqlState::DATA_CORRUPTED,
+            _ => SqlState::IO_ERROR,
+        };
+        Error::new(code, e.to_string())
+    }
+}
+
+impl From<WalError> for Error {
+    fn from(e: WalError) -> Error {
+        Error::new(SqlState::IO_ERROR, e.to_string())
+    }
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Error {
+        Error::new(SqlState::IO_ERROR, e.to_string())
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

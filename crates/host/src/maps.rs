@@ -1,0 +1,119 @@
+//! The host's authoritative address maps (DESIGN.md §2).
+//!
+//! - L2P: LPN → PPN for every page already on the device (pages still in
+//!   the delta buffer have no PPN yet).
+//! - One VID map per table: VID → RecId of the newest committed version.
+//!
+//! ```text
+//!  VID map            L2P             device store
+//!  vid 0 ─► (7:2) ─►  lpn 7 ─► ppn 31 ─► page 31, slot 2 ─► version
+//!  vid 1 ─► (9:0) ─►  lpn 9 (delta buffer, no PPN yet)
+//! ```
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+
+use ndpdb_formats::{Lpn, Ppn, RecId, Vid};
+
+/// VID → head RecId for one table, plus the VID allocator.
+#[derive(Default)]
+pub struct VidMap {
+    heads: RwLock<Vec<u64>>,
+    next_vid: AtomicU64,
+}
+
+impl VidMap {
+    pub fn from_entries(entries: &[(Vid, RecId)]) -> VidMap {
+        let m = VidMap::default();
+        for (v, r) in entries {
+            m.set(*v, *r);
+        }
+        m
+    }
+
+    pub fn head(&self, vid: Vid) -> RecId {
+        self.heads
+            .read()
+            .get(vid.0 as usize)
+            .map_or(RecId::NULL, |r| RecId::from_raw(*r))
+    }
+
+    /// Copies the heads of `[from, to)` into `out` (one read-lock).
+    pub fn heads_range(&self, from: u64, to: u64, out: &mut Vec<RecId>) {
+        out.clear();
+        let h = self.heads.read();
+        for v in from..to {
+            out.push(h.get(v as usize).map_or(RecId::NULL, |r| RecId::from_raw(*r)));
+        }
+    }
+
+    pub fn set(&self, vid: Vid, head: RecId) {
+        let mut h = self.heads.write();
+        let i = vid.0 as usize;
+        if h.len() <= i {
+            h.resize(i + 1, RecId::NULL.raw());
+        }
+        h[i] = head.raw();
+        drop(h);
+        self.next_vid.fetch_max(vid.0 + 1, Ordering::AcqRel);
+    }
+
+    pub fn allocate(&self) -> Vid {
+        Vid(self.next_vid.fetch_add(1, Ordering::AcqRel))
+    }
+
+    /// VIDs handed out so far (scans walk `0..vid_count`).
+    pub fn vid_count(&self) -> u64 {
+        self.next_vid.load(Ordering::Acquire)
+    }
+
+    /// Non-empty entries, for rebuilding indexes.
+    pub fn entries(&self) -> Vec<(Vid, RecId)> {
+        self.heads
+            .read()
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r != RecId::NULL.raw())
+            .map(|(v, r)| (Vid(v as u64), RecId::from_raw(*r)))
+            .collect()
+    }
+}
+
+/// LPN → PPN.
+#[derive(Default)]
+pub struct L2pMap {
+    map: RwLock<HashMap<Lpn, Ppn>>,
+}
+
+impl L2pMap {
+    pub fn from_entries(entries: &[(Lpn, Ppn)]) -> L2pMap {
+        L2pMap {
+            map: RwLock::new(entries.iter().copied().collect()),
+        }
+    }
+
+    pub fn get(&self, lpn: Lpn) -> Option<Ppn> {
+        self.map.read().get(&lpn).copied()
+    }
+
+    pub fn insert_all(&self, entries: &[(Lpn, Ppn)]) {
+        let mut m = self.map.write();
+        for (l, p) in entries {
+            m.insert(*l, *p);
+        }
+    }
+
+    pub fn max_lpn(&self) -> Option<Lpn> {
+        self.map.read().keys().max().copied()
+    }
+
+    pub fn len(&self) -> usize {
+        self.map.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,147 @@
+//! The delta buffer: the host's part of the shared state (DESIGN.md §4).
+//!
+//! Committed versions are appended to delta-buffer pages (one open page per
+//! table) under fresh LPNs; every append also records a ΔVID entry (the
+//! tuple's new head). The pages have no PPN yet: readers find them here
+//! first. **Flush & append** seals the pages, writes them to
+//! host-allocated PPNs in one batched WRITE_PAGES, and merges ΔL2P + ΔVID
+//! into the device maps with one MERGE_MAPS; only then are the pages
+//! dropped from here (and handed to the buffer pool).
+//!
+//! ```text
+//!  commit ─► open page (table 3, lpn 41) ─┐  flush: seal ─► WRITE_PAGES ─► MERGE_MAPS
+//!            full page  (table 3, lpn 40) ─┤         (lpn→ppn, vid→recid)   then drop here
+//!            ΔVID [(3, vid 7, 41:2), …]   ─┘
+//! ```
+
+use std::collections::HashMap;
+
+use ndpdb_formats::page::{PageBuf, PAGE_SIZE};
+use ndpdb_formats::{Lpn, RecId, TableId};
+use ndpdb_link::VidEntry;
+
+use crate::error::{Error, Result};
+
+#[derive(Default)]
+pub struct DeltaBuffer {
+    pages: HashMap<Lpn, PageBuf>,
+    open: HashMap<TableId, Lpn>,
+    delta_vid: Vec<VidEntry>,
+}
+
+/// What a flush takes: sealed page images and the ΔVID entries so far.
+pub struct FlushBatch {
+    pub pages: Vec<(Lpn, Vec<u8>)>,
+    pub delta_vid: Vec<VidEntry>,
+}
+
+impl DeltaBuffer {
+    pub fn bytes(&self) -> usize {
+        self.pages.len() * PAGE_SIZE
+    }
+
+    pub fn page_count(&self) -> usize {
+        self.pages.len()
+    }
+
+    pub fn delta_vid_len(&self) -> usize {
+        self.delta_vid.len()
+    }
+
+    /// Appends a record to the table's open page (opening a new page with
+    /// `alloc_lpn` when it is full) and records the ΔVID entry.
+    pub fn append(
+        &mut self,
+        table: TableId,
+        record: &[u8],
+        alloc_lpn: impl FnOnce() -> Lpn,
+    ) -> Result<RecId> {
+        if let Some(lpn) = self.open.get(&table).copied() {
+            if let Some(page) = self.pages.get_mut(&lpn) {
+                if page.fits(record.len()) {
+                    if let Some(slot) = page.append(record) {
+                        return Ok(RecId::new(lpn, slot));
+                    }
+                }
+            }
+        }
+        let lpn = alloc_lpn();
+        let mut page = PageBuf::new(table, lpn);
+        let slot = page.append(record).ok_or_else(|| {
+            Error::new(
+                ndpdb_formats::SqlState("54000"),
+                format!("row is too big: size {}", record.len()),
+            )
+        })?;
+        self.pages.insert(lpn, page);
+        self.open.insert(table, lpn);
+        Ok(RecId::new(lpn, slot))
+    }
+
+    pub fn push_delta_vid(&mut self, e: VidEntry) {
+        self.delta_vid.push(e);
+    }
+
+    /// Places a record at an exact RecId (WAL replay).
+    pub fn place(&mut self, table: TableId, rid: RecId, record: &[u8]) -> Result<()> {
+        let page = self
+            .pages
+            .entry(rid.lpn())
+            .or_insert_with(|| PageBuf::new(table, rid.lpn()));
+        page.place(rid.slot(), record)?;
+        Ok(())
+    }
+
+    /// The record at `rid` if its page is here: `None` if the page is not
+    /// in the delta buffer.
+    pub fn record(&self, rid: RecId) -> Option<Result<Vec<u8>>> {
+        let page = self.pages.get(&rid.lpn())?;
+        Some(match page.view().record(rid.slot()) {
+            Ok(Some(r)) => Ok(r.to_vec()),
+            Ok(None) => Err(Error::from(ndpdb_formats::Error::corrupted(format!(
+                "{rid} is an empty slot"
+            )))),
+            Err(e) => Err(e.into()),
+        })
+    }
+
+    /// Seals every page and returns copies of them plus the ΔVID entries.
+    /// New appends go to new pages from here on. Nothing is removed until
+    /// [`DeltaBuffer::complete_flush`], so a failed flush is retried whole.
+    pub fn take_for_flush(&mut self) -> FlushBatch {
+        self.open.clear();
+        let mut pages: Vec<(Lpn, Vec<u8>)> = self
+            .pages
+            .iter_mut()
+            .map(|(lpn, p)| {
+                if !p.is_sealed() {
+                    p.seal();
+                }
+                (*lpn, p.as_bytes().to_vec())
+            })
+            .collect();
+        pages.sort_by_key(|(l, _)| *l);
+        FlushBatch {
+            pages,
+            delta_vid: self.delta_vid.clone(),
+        }
+    }
+
+    /// Drops the flushed pages and the first `n_vid` ΔVID entries.
+    pub fn complete_flush(&mut self, lpns: &[Lpn], n_vid: usize) {
+        for l in lpns {
+            self.pages.remove(l);
+        }
+        self.delta_vid.drain(..n_vid.min(self.delta_vid.len()));
+    }
+
+    /// Drops pending ΔVID entries of a dropped table.
+    pub fn forget_table(&mut self, table: TableId) {
+        self.delta_vid.retain(|e| e.table != table);
+        self.open.remove(&table);
+    }
+
+    pub fn max_lpn(&self) -> Option<Lpn> {
+        self.pages.keys().max().copied()
+    }
+}

@@ -1,0 +1,25 @@
+//! Engine counters shown by `SHOW STATS` (since the database was opened).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Default, Debug)]
+pub struct EngineCounters {
+    pub commits: AtomicU64,
+    pub aborts: AtomicU64,
+    pub delta_flushes: AtomicU64,
+    pub pages_flushed: AtomicU64,
+    pub checkpoints: AtomicU64,
+    pub serialization_failures: AtomicU64,
+    pub deadlocks: AtomicU64,
+    pub lock_waits: AtomicU64,
+}
+
+impl EngineCounters {
+    pub fn inc(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+pub fn get(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}

@@ -1,0 +1,484 @@
+//! Transactions: reads at a snapshot, writes into a private write set,
+//! tuple locks, certification, commit and abort (DESIGN.md §3).
+//!
+//! A write locks the tuple in the HLT first, then *certifies* that the
+//! version the statement read is still the VID-map head:
+//!
+//! ```text
+//!   lock (table, vid) ──► head == version read? ──yes──► write new version
+//!                                │ no (a newer version committed meanwhile)
+//!                   SNAPSHOT ────┴──── READ COMMITTED
+//!             40001 serialization      re-read the newest committed version,
+//!             failure                  re-evaluate WHERE on it, write or skip
+//! ```
+//!
+//! New versions stay in the write set until commit (own reads see them);
+//! an abort simply drops the set and releases the locks.
+
+use std::collections::HashMap;
+
+use ndpdb_formats::codec::Writer;
+use ndpdb_formats::page::MAX_RECORD_SIZE;
+use ndpdb_formats::record::{encode_record, RecordHeader, RecordView, FLAG_TOMBSTONE};
+use ndpdb_formats::{RecId, SqlState, TableId, TxId, Value, Vid};
+
+use crate::database::{Database, PendingVersion, TableState};
+use crate::error::{Error, Result};
+use crate::locks::{Acquired, LockKey};
+use crate::stats::EngineCounters;
+use crate::txn::{Snapshot, Visible};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isolation {
+    /// One snapshot for the whole transaction (REPEATABLE READ is the same).
+    Snapshot,
+    /// A fresh snapshot for every statement.
+    ReadCommitted,
+}
+
+/// What a write did.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteOutcome {
+    /// The tuple was written (or locked); carries the row it was applied to.
+    Done(Vec<Value>),
+    /// The tuple vanished or no longer qualifies (READ COMMITTED re-check).
+    Skipped,
+}
+
+struct WriteEntry {
+    pred: RecId,
+    row: Vec<Value>,
+    tombstone: bool,
+    record: Vec<u8>,
+}
+
+/// The current state of a locked tuple.
+enum Current {
+    Own(Vec<Value>),
+    Committed(RecId, Vec<Value>),
+    Gone,
+}
+
+pub struct Transaction {
+    db: Database,
+    id: TxId,
+    isolation: Isolation,
+    snapshot: Snapshot,
+    writes: HashMap<(TableId, Vid), WriteEntry>,
+    order: Vec<(TableId, Vid)>,
+    locks: Vec<LockKey>,
+    statements: u64,
+    finished: bool,
+}
+
+impl Database {
+    pub fn begin(&self, isolation: Isolation) -> Result<Transaction> {
+        self.inner.check_ok()?;
+        let id = self.inner.txm.begin();
+        let snapshot = self.inner.txm.snapshot(id);
+        Ok(Transaction {
+            db: self.clone(),
+            id,
+            isolation,
+            snapshot,
+            writes: HashMap::new(),
+            order: Vec::new(),
+            locks: Vec::new(),
+            statements: 0,
+            finished: false,
+        })
+    }
+}
+
+impl Transaction {
+    pub fn id(&self) -> TxId {
+        self.id
+    }
+
+    pub fn isolation(&self) -> Isolation {
+        self.isolation
+    }
+
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    pub fn has_writes(&self) -> bool {
+        !self.writes.is_empty()
+    }
+
+    /// Called at the start of every statement. As in PostgreSQL, the
+    /// snapshot is taken by the first statement (not at BEGIN); READ
+    /// COMMITTED takes a new one for every statement.
+    pub fn begin_statement(&mut self) {
+        if self.statements == 0 || self.isolation == Isolation::ReadCommitted {
+            self.snapshot = self.db.inner.txm.snapshot(self.id);
+        }
+        self.statements += 1;
+    }
+
+    /// Statements run so far.
+    pub fn statements(&self) -> u64 {
+        self.statements
+    }
+
+    /// Sets the isolation level; PostgreSQL allows this only before the
+    /// first statement, which the caller enforces.
+    pub fn set_isolation(&mut self, isolation: Isolation) {
+        self.isolation = isolation;
+    }
+
+    fn decode(ts: &TableState, bytes: &[u8]) -> Result<(RecordHeader, Vec<Value>)> {
+        let view = RecordView::parse(bytes)?;
+        Ok((view.header, view.decode(&ts.types)?))
+    }
+
+    /// The visible version of a tuple: `(version RecId, row)`. Rows written
+    /// by this transaction come back with `RecId::NULL`.
+    pub fn get(&self, ts: &TableState, vid: Vid) -> Result<Option<(RecId, Vec<Value>)>> {
+        if let Some(e) = self.writes.get(&(ts.meta.id, vid)) {
+            return Ok((!e.tombstone).then(|| (RecId::NULL, e.row.clone())));
+        }
+        let head = ts.vids.head(vid);
+        if head.is_null() {
+            return Ok(None);
+        }
+        match self.db.inner.read_visible(head, &self.snapshot)? {
+            Visible::Version(rid, bytes) => Ok(Some((rid, Self::decode(ts, &bytes)?.1))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Point lookup through the primary-key index.
+    pub fn get_by_key(&self, ts: &TableState, key: &[Value]) -> Result<Option<(Vid, RecId, Vec<Value>)>> {
+        let Some(pk) = &ts.pk else {
+            return Err(Error::new(SqlState::INTERNAL_ERROR, "table has no primary key"));
+        };
+        let refs: Vec<&Value> = key.iter().collect();
+        let Some(vid) = pk.get(&crate::pk_index::encode_key(&refs)) else {
+            return Ok(None);
+        };
+        Ok(self.get(ts, vid)?.map(|(rid, row)| (vid, rid, row)))
+    }
+
+    /// Visits every tuple visible to this transaction, in VID order;
+    /// `visit` returns `false` to stop.
+    pub fn scan(
+        &self,
+        ts: &TableState,
+        mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
+    ) -> Result<()> {
+        let n = ts.vids.vid_count();
+        let table = ts.meta.id;
+        let mut heads = Vec::with_capacity(1024);
+        let mut from = 0;
+        while from < n {
+            let to = (from + 1024).min(n);
+            ts.vids.heads_range(from, to, &mut heads);
+            for (i, head) in heads.iter().enumerate() {
+                let vid = Vid(from + i as u64);
+                if !self.writes.is_empty() {
+                    if let Some(e) = self.writes.get(&(table, vid)) {
+                        if !e.tombstone && !visit(vid, RecId::NULL, e.row.clone())? {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                }
+                if head.is_null() {
+                    continue;
+                }
+                if let Visible::Version(rid, bytes) = self.db.inner.read_visible(*head, &self.snapshot)? {
+                    let (_, row) = Self::decode(ts, &bytes)?;
+                    if !visit(vid, rid, row)? {
+                        return Ok(());
+                    }
+                }
+            }
+            from = to;
+        }
+        Ok(())
+    }
+
+    fn lock(&mut self, key: LockKey) -> Result<()> {
+        let inner = &self.db.inner;
+        match inner.locks.acquire(self.id, key, inner.config.lock_timeout) {
+            Ok(Acquired::Immediately) => {}
+            Ok(Acquired::AfterWait) => EngineCounters::inc(&inner.counters.lock_waits),
+            Err(e) => {
+                if e.code == SqlState::DEADLOCK_DETECTED {
+                    EngineCounters::inc(&inner.counters.deadlocks);
+                }
+                return Err(e);
+            }
+        }
+        if !self.locks.contains(&key) {
+            self.locks.push(key);
+        }
+        Ok(())
+    }
+
+    /// Locks a tuple read at version `seen` and certifies it (see module docs).
+    fn lock_and_certify(&mut self, ts: &TableState, vid: Vid, seen: RecId) -> Result<Current> {
+        let key = (ts.meta.id, vid);
+        if let Some(e) = self.writes.get(&key) {
+            return Ok(if e.tombstone { Current::Gone } else { Current::Own(e.row.clone()) });
+        }
+        self.lock(key)?;
+        let head = ts.vids.head(vid);
+        if head == seen {
+            let bytes = self.db.inner.fetch(head)?;
+            let (_, row) = Self::decode(ts, &bytes)?;
+            return Ok(Current::Committed(head, row));
+        }
+        match self.isolation {
+            Isolation::Snapshot => {
+                EngineCounters::inc(&self.db.inner.counters.serialization_failures);
+                Err(Error::serialization())
+            }
+            Isolation::ReadCommitted => {
+                if head.is_null() {
+                    return Ok(Current::Gone);
+                }
+                let bytes = self.db.inner.fetch(head)?;
+                let (h, row) = Self::decode(ts, &bytes)?;
+                Ok(if h.is_tombstone() { Current::Gone } else { Current::Committed(head, row) })
+            }
+        }
+    }
+
+    fn check_row(&self, ts: &TableState, row: &[Value]) -> Result<()> {
+        let cols = &ts.meta.schema.columns;
+        if row.len() != cols.len() {
+            return Err(Error::new(
+                SqlState::SYNTAX_ERROR,
+                format!("row has {} values for {} columns", row.len(), cols.len()),
+            ));
+        }
+        for (c, v) in cols.iter().zip(row) {
+            if v.is_null() && !c.nullable {
+                return Err(Error::new(
+                    SqlState::NOT_NULL_VIOLATION,
+                    format!(
+                        "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
+                        c.name, ts.meta.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn put(&mut self, ts: &TableState, vid: Vid, pred: RecId, row: Vec<Value>, tombstone: bool) -> Result<()> {
+        let key = (ts.meta.id, vid);
+        let pred = self.writes.get(&key).map_or(pred, |e| e.pred);
+        if tombstone && pred.is_null() {
+            // Inserted and deleted by this transaction: nothing to write.
+            self.writes.remove(&key);
+            return Ok(());
+        }
+        let header = RecordHeader {
+            creator: self.id,
+            pred,
+            vid,
+            flags: if tombstone { FLAG_TOMBSTONE } else { 0 },
+        };
+        let mut w = Writer::new();
+        encode_record(&header, &ts.types, &row, &mut w)?;
+        let record = w.into_inner();
+        if record.len() > MAX_RECORD_SIZE {
+            return Err(Error::new(
+                SqlState("54000"),
+                format!("row is too big: size {}, maximum size {MAX_RECORD_SIZE}", record.len()),
+            ));
+        }
+        if !self.writes.contains_key(&key) {
+            self.order.push(key);
+        }
+        self.writes.insert(
+            key,
+            WriteEntry {
+                pred,
+                row,
+                tombstone,
+                record,
+            },
+        );
+        Ok(())
+    }
+
+    fn duplicate_key(ts: &TableState, row: &[Value]) -> Error {
+        let pk = &ts.meta.schema.primary_key;
+        let names: Vec<&str> = pk.iter().map(|&i| ts.meta.schema.columns[i].name.as_str()).collect();
+        let vals: Vec<String> = pk
+            .iter()
+            .map(|&i| row[i].to_pg_text().unwrap_or_else(|| "null".into()))
+            .collect();
+        Error::new(
+            SqlState::UNIQUE_VIOLATION,
+            format!(
+                "duplicate key value violates unique constraint \"{}\"",
+                ts.meta.pk_constraint_name()
+            ),
+        )
+        .with_detail(format!("Key ({})=({}) already exists.", names.join(", "), vals.join(", ")))
+    }
+
+    /// Inserts a row (values already of the column types).
+    pub fn insert(&mut self, ts: &TableState, row: Vec<Value>) -> Result<Vid> {
+        self.check_row(ts, &row)?;
+        let Some(pk) = &ts.pk else {
+            let vid = ts.vids.allocate();
+            self.put(ts, vid, RecId::NULL, row, false)?;
+            return Ok(vid);
+        };
+        let key = ts.pk_key(&row).unwrap_or_default();
+        let (vid, _) = pk.get_or_insert(key, || ts.vids.allocate());
+        let lock_key = (ts.meta.id, vid);
+        if let Some(e) = self.writes.get(&lock_key) {
+            if !e.tombstone {
+                return Err(Self::duplicate_key(ts, &row));
+            }
+            let pred = e.pred;
+            self.put(ts, vid, pred, row, false)?;
+            return Ok(vid);
+        }
+        self.lock(lock_key)?;
+        let head = ts.vids.head(vid);
+        if !head.is_null() {
+            let bytes = self.db.inner.fetch(head)?;
+            if !RecordHeader::parse(&bytes)?.is_tombstone() {
+                return Err(Self::duplicate_key(ts, &row));
+            }
+        }
+        self.put(ts, vid, head, row, false)?;
+        Ok(vid)
+    }
+
+    /// Updates the tuple read at version `seen`. `apply` gets the row the
+    /// update applies to (under READ COMMITTED possibly a newer one) and
+    /// returns the new row, or `None` if the row no longer qualifies.
+    pub fn update(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        seen: RecId,
+        apply: &mut dyn FnMut(&[Value]) -> Result<Option<Vec<Value>>>,
+    ) -> Result<WriteOutcome> {
+        let (pred, row) = match self.lock_and_certify(ts, vid, seen)? {
+            Current::Gone => return Ok(WriteOutcome::Skipped),
+            Current::Own(row) => (RecId::NULL, row),
+            Current::Committed(head, row) => (head, row),
+        };
+        let Some(new_row) = apply(&row)? else {
+            return Ok(WriteOutcome::Skipped);
+        };
+        self.check_row(ts, &new_row)?;
+        if ts.pk.is_some() && ts.pk_key(&row) != ts.pk_key(&new_row) {
+            // The key names the VID: a key change is delete + insert.
+            self.put(ts, vid, pred, row, true)?;
+            self.insert(ts, new_row.clone())?;
+        } else {
+            self.put(ts, vid, pred, new_row.clone(), false)?;
+        }
+        Ok(WriteOutcome::Done(new_row))
+    }
+
+    /// Deletes the tuple read at version `seen` (writes a tombstone).
+    /// `recheck` re-evaluates the predicate on a newer version (READ COMMITTED).
+    pub fn delete(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        seen: RecId,
+        recheck: &mut dyn FnMut(&[Value]) -> Result<bool>,
+    ) -> Result<WriteOutcome> {
+        let (pred, row) = match self.lock_and_certify(ts, vid, seen)? {
+            Current::Gone => return Ok(WriteOutcome::Skipped),
+            Current::Own(row) => (RecId::NULL, row),
+            Current::Committed(head, row) => (head, row),
+        };
+        if !recheck(&row)? {
+            return Ok(WriteOutcome::Skipped);
+        }
+        self.put(ts, vid, pred, row.clone(), true)?;
+        Ok(WriteOutcome::Done(row))
+    }
+
+    /// SELECT … FOR UPDATE: locks and certifies the tuple; returns the row
+    /// as locked.
+    pub fn lock_row(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        seen: RecId,
+        recheck: &mut dyn FnMut(&[Value]) -> Result<bool>,
+    ) -> Result<WriteOutcome> {
+        let row = match self.lock_and_certify(ts, vid, seen)? {
+            Current::Gone => return Ok(WriteOutcome::Skipped),
+            Current::Own(row) | Current::Committed(_, row) => row,
+        };
+        Ok(if recheck(&row)? { WriteOutcome::Done(row) } else { WriteOutcome::Skipped })
+    }
+
+    fn end(&mut self) {
+        let inner = &self.db.inner;
+        inner.txm.finish(self.id);
+        inner.locks.release_all(self.id, &self.locks);
+        self.locks.clear();
+        self.writes.clear();
+        self.order.clear();
+        self.finished = true;
+    }
+
+    /// Commits: returns once the commit is durable.
+    pub fn commit(mut self) -> Result<()> {
+        let versions: Vec<PendingVersion> = self
+            .order
+            .iter()
+            .filter_map(|k| {
+                self.writes.get(k).map(|e| PendingVersion {
+                    table: k.0,
+                    vid: k.1,
+                    record: e.record.clone(),
+                })
+            })
+            .collect();
+        let result = self.db.inner.commit_versions(self.id, &versions);
+        self.end();
+        let counters = &self.db.inner.counters;
+        match result {
+            Ok(()) => {
+                EngineCounters::inc(&counters.commits);
+                // Maintenance failures poison the engine; the commit stands.
+                let _ = self.db.inner.after_commit();
+                Ok(())
+            }
+            Err(e) => {
+                EngineCounters::inc(&counters.aborts);
+                Err(e)
+            }
+        }
+    }
+
+    pub fn rollback(mut self) {
+        self.abort_in_place();
+    }
+
+    fn abort_in_place(&mut self) {
+        if !self.finished {
+            self.end();
+            EngineCounters::inc(&self.db.inner.counters.aborts);
+        }
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        self.abort_in_place();
+    }
+}

@@ -1,0 +1,248 @@
+//! TxIds, snapshots and the visibility rule (DESIGN.md §3).
+//!
+//! ```text
+//!            xmin                        xmax
+//!   ─────────────┼──────────────────────────┼──────────▶ TxId
+//!   committed    │ committed unless in the  │ started after the
+//!   (visible)    │ in-flight set            │ snapshot (invisible)
+//! ```
+//!
+//! A version is visible to a snapshot iff its creator is the reader
+//! itself, or the creator is below `xmax` and not in the in-flight set.
+//! Only committed (or committing) transactions ever place versions in
+//! storage, so "not in flight and below xmax" means "committed before".
+//! A tuple is read by walking its new-to-old chain from the VID-map head
+//! until the first visible version; a visible tombstone means "deleted".
+
+use std::collections::BTreeSet;
+
+use parking_lot::Mutex;
+
+use ndpdb_formats::record::RecordHeader;
+use ndpdb_formats::{RecId, TxId};
+
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    /// The reading transaction.
+    pub txid: TxId,
+    /// Every TxId below this is finished.
+    pub xmin: TxId,
+    /// Every TxId at or above this started after the snapshot.
+    pub xmax: TxId,
+    /// Transactions running when the snapshot was taken (sorted).
+    pub in_flight: Vec<TxId>,
+}
+
+impl Snapshot {
+    pub fn sees(&self, creator: TxId) -> bool {
+        if creator == self.txid {
+            return true;
+        }
+        if creator >= self.xmax {
+            return false;
+        }
+        creator < self.xmin || self.in_flight.binary_search(&creator).is_err()
+    }
+}
+
+/// Result of a visibility walk.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Visible<R> {
+    /// No version of the chain is visible (created after the snapshot).
+    None,
+    /// The visible version is a tombstone: the tuple is deleted.
+    Deleted(RecId),
+    /// The visible version.
+    Version(RecId, R),
+}
+
+/// Walks a new-to-old chain from `head`; `fetch` returns the header and a
+/// payload for a RecId. Chains longer than `max_hops` are reported as
+/// corrupt (a cycle would otherwise never end).
+pub fn find_visible<R>(
+    head: RecId,
+    snapshot: &Snapshot,
+    mut fetch: impl FnMut(RecId) -> Result<(RecordHeader, R)>,
+) -> Result<Visible<R>> {
+    let mut rid = head;
+    let mut hops = 0u64;
+    while !rid.is_null() {
+        let (h, payload) = fetch(rid)?;
+        if snapshot.sees(h.creator) {
+            return Ok(if h.is_tombstone() {
+                Visible::Deleted(rid)
+            } else {
+                Visible::Version(rid, payload)
+            });
+        }
+        rid = h.pred;
+        hops += 1;
+        if hops > 1 << 32 {
+            return Err(Error::new(
+                ndpdb_formats::SqlState::DATA_CORRUPTED,
+                "version chain does not end",
+            ));
+        }
+    }
+    Ok(Visible::None)
+}
+
+/// Hands out TxIds and tracks running transactions.
+pub struct TxManager {
+    inner: Mutex<TxInner>,
+}
+
+struct TxInner {
+    next: u64,
+    active: BTreeSet<TxId>,
+}
+
+impl TxManager {
+    pub fn new(next: TxId) -> TxManager {
+        TxManager {
+            inner: Mutex::new(TxInner {
+                next: next.0.max(1),
+                active: BTreeSet::new(),
+            }),
+        }
+    }
+
+    pub fn begin(&self) -> TxId {
+        let mut g = self.inner.lock();
+        let id = TxId(g.next);
+        g.next += 1;
+        g.active.insert(id);
+        id
+    }
+
+    pub fn snapshot(&self, me: TxId) -> Snapshot {
+        let g = self.inner.lock();
+        let in_flight: Vec<TxId> = g.active.iter().copied().filter(|t| *t != me).collect();
+        let xmax = TxId(g.next);
+        Snapshot {
+            txid: me,
+            xmin: in_flight.first().copied().unwrap_or(xmax),
+            xmax,
+            in_flight,
+        }
+    }
+
+    /// Removes a finished transaction (committed durably, or aborted).
+    pub fn finish(&self, id: TxId) {
+        self.inner.lock().active.remove(&id);
+    }
+
+    pub fn next_txid(&self) -> TxId {
+        TxId(self.inner.lock().next)
+    }
+
+    pub fn active_count(&self) -> usize {
+        self.inner.lock().active.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndpdb_formats::record::FLAG_TOMBSTONE;
+    use ndpdb_formats::{Lpn, Vid};
+    use std::collections::HashMap;
+
+    /// A hand-built chain: rid → (creator, pred, tombstone, payload).
+    struct Chain(HashMap<RecId, (RecordHeader, &'static str)>);
+
+    impl Chain {
+        fn new(versions: &[(u64, u64, bool, &'static str)]) -> (Chain, RecId) {
+            // versions are listed old → new; creator, slot, tombstone, payload
+            let mut map = HashMap::new();
+            let mut pred = RecId::NULL;
+            for &(creator, slot, tomb, payload) in versions {
+                let rid = RecId::new(Lpn(1), slot as u16);
+                map.insert(
+                    rid,
+                    (
+                        RecordHeader {
+                            creator: TxId(creator),
+                            pred,
+                            vid: Vid(0),
+                            flags: if tomb { FLAG_TOMBSTONE } else { 0 },
+                        },
+                        payload,
+                    ),
+                );
+                pred = rid;
+            }
+            (Chain(map), pred)
+        }
+
+        fn read(&self, head: RecId, s: &Snapshot) -> Visible<&'static str> {
+            find_visible(head, s, |r| Ok(self.0[&r])).unwrap()
+        }
+    }
+
+    fn snap(me: u64, xmax: u64, in_flight: &[u64]) -> Snapshot {
+        let in_flight: Vec<TxId> = in_flight.iter().map(|t| TxId(*t)).collect();
+        Snapshot {
+            txid: TxId(me),
+            xmin: in_flight.first().copied().unwrap_or(TxId(xmax)),
+            xmax: TxId(xmax),
+            in_flight,
+        }
+    }
+
+    #[test]
+    fn committed_before_is_visible_committed_after_is_not() {
+        let (c, head) = Chain::new(&[(2, 0, false, "v2"), (5, 1, false, "v5")]);
+        // Reader 4 started before 5: sees v2.
+        assert_eq!(c.read(head, &snap(4, 5, &[])), Visible::Version(RecId::new(Lpn(1), 0), "v2"));
+        // Reader 7 sees the newest.
+        assert_eq!(c.read(head, &snap(7, 8, &[])), Visible::Version(RecId::new(Lpn(1), 1), "v5"));
+        // Reader 1 sees nothing: the tuple did not exist yet.
+        assert_eq!(c.read(head, &snap(1, 2, &[])), Visible::None);
+    }
+
+    #[test]
+    fn in_flight_creators_are_invisible() {
+        let (c, head) = Chain::new(&[(2, 0, false, "v2"), (5, 1, false, "v5")]);
+        // 5 was running when reader 8 took its snapshot.
+        assert_eq!(c.read(head, &snap(8, 9, &[5])), Visible::Version(RecId::new(Lpn(1), 0), "v2"));
+    }
+
+    #[test]
+    fn own_writes_are_visible() {
+        let (c, head) = Chain::new(&[(2, 0, false, "v2"), (9, 1, false, "mine")]);
+        // Reader 9 has 9 ≥ xmax of an older snapshot, but it is its own version.
+        assert_eq!(c.read(head, &snap(9, 9, &[])), Visible::Version(RecId::new(Lpn(1), 1), "mine"));
+    }
+
+    #[test]
+    fn tombstones_delete() {
+        let (c, head) = Chain::new(&[(2, 0, false, "v2"), (4, 1, true, "gone")]);
+        assert_eq!(c.read(head, &snap(6, 6, &[])), Visible::Deleted(RecId::new(Lpn(1), 1)));
+        // Before the delete committed, the row is still there.
+        assert_eq!(c.read(head, &snap(3, 4, &[])), Visible::Version(RecId::new(Lpn(1), 0), "v2"));
+        assert_eq!(c.read(head, &snap(6, 6, &[4])), Visible::Version(RecId::new(Lpn(1), 0), "v2"));
+        // Re-inserted after the delete.
+        let (c, head) = Chain::new(&[(2, 0, false, "a"), (4, 1, true, "x"), (6, 2, false, "b")]);
+        assert_eq!(c.read(head, &snap(5, 5, &[])), Visible::Deleted(RecId::new(Lpn(1), 1)));
+        assert_eq!(c.read(head, &snap(7, 7, &[])), Visible::Version(RecId::new(Lpn(1), 2), "b"));
+    }
+
+    #[test]
+    fn manager_snapshots() {
+        let m = TxManager::new(TxId(10));
+        let a = m.begin();
+        let b = m.begin();
+        let s = m.snapshot(b);
+        assert!(!s.sees(a));
+        assert!(s.sees(b));
+        assert!(s.sees(TxId(9)));
+        m.finish(a);
+        let s2 = m.snapshot(b);
+        assert!(s2.sees(a));
+        let c = m.begin();
+        assert!(!s2.sees(c));
+    }
+}

@@ -1,0 +1,860 @@
+//! Expressions → bytecode (`ndpdb_formats::expr::Program`).
+//!
+//! The compiler resolves names against a [`Scope`], infers a static type
+//! for every sub-expression, and coerces untyped literals the way
+//! PostgreSQL does (`date_col > '2024-01-01'` compares dates, the literal
+//! is converted once at compile time). Parameters (`$1`) get their type
+//! from the context they appear in; the session casts parameter values to
+//! those types before execution.
+//!
+//! In *aggregate mode* the program runs over the aggregated row
+//! `[group keys…, aggregate results…]`: a sub-expression equal to a GROUP
+//! BY expression becomes a column of that row, an aggregate call becomes
+//! the column of its (deduplicated) accumulator, and any other column
+//! reference is a grouping error (42803).
+
+use ndpdb_formats::expr::{Func, Op, Program};
+use ndpdb_formats::{DataType, Decimal, SqlState, Value};
+use sqlparser::ast::{
+    BinaryOperator, CastKind, DataType as AstType, Expr, FunctionArg, FunctionArgExpr,
+    FunctionArguments, UnaryOperator, Value as AstValue,
+};
+
+use crate::ddl::convert_type;
+use crate::scope::{ident_name, Scope};
+use crate::{Error, Result};
+
+/// Static type of a compiled sub-expression.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Ty {
+    Known(DataType),
+    /// An untyped string literal at constant `idx` (PostgreSQL's `unknown`).
+    Literal(u32),
+    /// A parameter whose type comes from context.
+    Param(u32),
+    Null,
+}
+
+impl Ty {
+    pub fn data_type(self) -> Option<DataType> {
+        match self {
+            Ty::Known(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The type a result column reports (unknown literals are text).
+    pub fn output_type(self) -> DataType {
+        self.data_type().unwrap_or(DataType::Text)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+/// One aggregate of a query: its function, argument program and types.
+#[derive(Clone, Debug)]
+pub struct AggCall {
+    pub func: AggFunc,
+    pub distinct: bool,
+    pub arg: Option<Program>,
+    pub arg_ty: Option<DataType>,
+    pub result_ty: DataType,
+    ast: Expr,
+}
+
+/// The grouping context of an aggregate query.
+pub struct AggContext {
+    pub input: Scope,
+    pub group_exprs: Vec<Expr>,
+    pub group_programs: Vec<Program>,
+    pub group_types: Vec<DataType>,
+    pub aggregates: Vec<AggCall>,
+}
+
+impl AggContext {
+    pub fn new(input: Scope, group_exprs: Vec<Expr>, params: &mut Vec<Option<DataType>>) -> Result<AggContext> {
+        let mut group_programs = Vec::new();
+        let mut group_types = Vec::new();
+        for e in &group_exprs {
+            let (p, ty) = compile(e, &input, params)?;
+            group_programs.push(p);
+            group_types.push(ty.output_type());
+        }
+        Ok(AggContext {
+            input,
+            group_exprs,
+            group_programs,
+            group_types,
+            aggregates: Vec::new(),
+        })
+    }
+}
+
+pub struct Compiler<'a> {
+    scope: &'a Scope,
+    pub program: Program,
+    params: &'a mut Vec<Option<DataType>>,
+    agg: Option<&'a mut AggContext>,
+}
+
+fn unsupported(what: impl std::fmt::Display) -> Error {
+    Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("{what} is not supported"))
+}
+
+fn type_name(t: Option<DataType>) -> String {
+    t.map_or("unknown".into(), |t| t.sql_name())
+}
+
+/// Compiles `e` over `scope`.
+pub fn compile(e: &Expr, scope: &Scope, params: &mut Vec<Option<DataType>>) -> Result<(Program, Ty)> {
+    let mut c = Compiler {
+        scope,
+        program: Program::default(),
+        params,
+        agg: None,
+    };
+    let ty = c.expr(e)?;
+    Ok((c.program, ty))
+}
+
+/// Compiles `e` over the aggregated row of `agg`.
+pub fn compile_aggregated(
+    e: &Expr,
+    agg: &mut AggContext,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(Program, Ty)> {
+    let empty = Scope::default();
+    let mut c = Compiler {
+        scope: &empty,
+        program: Program::default(),
+        params,
+        agg: Some(agg),
+    };
+    let ty = c.expr(e)?;
+    Ok((c.program, ty))
+}
+
+/// Compiles a predicate and checks it is boolean.
+pub fn compile_predicate(e: &Expr, scope: &Scope, params: &mut Vec<Option<DataType>>) -> Result<Program> {
+    let (p, ty) = compile(e, scope, params)?;
+    expect_bool(ty, "WHERE")?;
+    Ok(p)
+}
+
+pub fn expect_bool(ty: Ty, clause: &str) -> Result<()> {
+    match ty {
+        Ty::Known(DataType::Bool) | Ty::Null | Ty::Param(_) => Ok(()),
+        Ty::Literal(_) => Ok(()),
+        Ty::Known(t) => Err(Error::new(
+            SqlState::DATATYPE_MISMATCH,
+            format!("argument of {clause} must be type boolean, not type {}", t.sql_name()),
+        )),
+    }
+}
+
+/// Whether `e` contains an aggregate call.
+pub fn contains_aggregate(e: &Expr) -> bool {
+    match e {
+        Expr::Function(f) => {
+            let name = f.name.to_string().to_lowercase();
+            if matches!(name.as_str(), "count" | "sum" | "min" | "max" | "avg") {
+                return true;
+            }
+            match &f.args {
+                FunctionArguments::List(l) => l.args.iter().any(|a| match a {
+                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => contains_aggregate(e),
+                    _ => false,
+                }),
+                _ => false,
+            }
+        }
+        Expr::BinaryOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        Expr::UnaryOp { expr, .. }
+        | Expr::Nested(expr)
+        | Expr::Cast { expr, .. }
+        | Expr::IsNull(expr)
+        | Expr::IsNotNull(expr) => contains_aggregate(expr),
+        Expr::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(contains_aggregate)
+                || conditions
+                    .iter()
+                    .any(|w| contains_aggregate(&w.condition) || contains_aggregate(&w.result))
+                || else_result.as_deref().is_some_and(contains_aggregate)
+        }
+        _ => false,
+    }
+}
+
+/// The result type of a numeric operation on two known types.
+fn numeric_result(a: DataType, b: DataType) -> Option<DataType> {
+    use DataType::*;
+    let rank = |t: DataType| match t {
+        Int => Some(0),
+        BigInt => Some(1),
+        Numeric { .. } => Some(2),
+        Double => Some(3),
+        _ => None,
+    };
+    Some(match rank(a)?.max(rank(b)?) {
+        0 => Int,
+        1 => BigInt,
+        2 => Numeric {
+            precision: 0,
+            scale: 0,
+        },
+        _ => Double,
+    })
+}
+
+/// Whether two types can be compared.
+fn comparable(a: DataType, b: DataType) -> bool {
+    (a.is_numeric() && b.is_numeric())
+        || (a.is_textual() && b.is_textual())
+        || matches!(
+            (a, b),
+            (DataType::Date | DataType::Timestamp, DataType::Date | DataType::Timestamp)
+        )
+        || a == b
+}
+
+pub fn parse_number(s: &str) -> Result<Value> {
+    if !s.contains(['.', 'e', 'E']) {
+        if let Ok(v) = s.parse::<i32>() {
+            return Ok(Value::Int(v));
+        }
+        if let Ok(v) = s.parse::<i64>() {
+            return Ok(Value::BigInt(v));
+        }
+    }
+    Ok(Value::Numeric(Decimal::parse(s)?))
+}
+
+impl Compiler<'_> {
+    fn emit(&mut self, op: Op) -> usize {
+        self.program.ops.push(op);
+        self.program.ops.len() - 1
+    }
+
+    fn constant(&mut self, v: Value) -> u32 {
+        self.program.consts.push(v);
+        (self.program.consts.len() - 1) as u32
+    }
+
+    fn push_const(&mut self, v: Value) -> Ty {
+        let ty = match v.data_type() {
+            Some(t) => Ty::Known(t),
+            None => Ty::Null,
+        };
+        let i = self.constant(v);
+        self.emit(Op::Const(i));
+        ty
+    }
+
+    /// Gives an untyped literal or parameter the type `target`.
+    fn coerce(&mut self, ty: Ty, target: Option<DataType>) -> Result<Ty> {
+        let Some(target) = target else { return Ok(ty) };
+        match ty {
+            Ty::Literal(i) => {
+                let v = self.program.consts[i as usize].cast(&target)?;
+                self.program.consts[i as usize] = v;
+                Ok(Ty::Known(target))
+            }
+            Ty::Param(i) => {
+                let slot = &mut self.params[i as usize];
+                if slot.is_none() {
+                    *slot = Some(target);
+                }
+                Ok(Ty::Known(target))
+            }
+            t => Ok(t),
+        }
+    }
+
+    fn patch_jump(&mut self, at: usize) {
+        let target = self.program.ops.len() as u32;
+        match &mut self.program.ops[at] {
+            Op::JumpIfFalseKeep(t) | Op::JumpIfTrueKeep(t) | Op::JumpIfNotTrue(t) | Op::Jump(t) => *t = target,
+            _ => {}
+        }
+    }
+
+    fn group_index(&self, e: &Expr) -> Option<usize> {
+        let agg = self.agg.as_ref()?;
+        agg.group_exprs.iter().position(|g| g == e || strip_nested(g) == strip_nested(e))
+    }
+
+    pub fn expr(&mut self, e: &Expr) -> Result<Ty> {
+        if self.agg.is_some() {
+            if let Some(i) = self.group_index(e) {
+                let ty = self.agg.as_ref().map(|a| a.group_types[i]).unwrap_or(DataType::Text);
+                self.emit(Op::Column(i as u32));
+                return Ok(Ty::Known(ty));
+            }
+        }
+        match e {
+            Expr::Identifier(id) => self.column(None, &ident_name(id)),
+            Expr::CompoundIdentifier(ids) => match ids.as_slice() {
+                [t, c] => self.column(Some(&ident_name(t)), &ident_name(c)),
+                [_, t, c] => self.column(Some(&ident_name(t)), &ident_name(c)),
+                _ => Err(unsupported(format!("name {e}"))),
+            },
+            Expr::Value(v) => self.value(&v.value),
+            Expr::TypedString(ts) => {
+                let ty = convert_type(&ts.data_type)?;
+                let s = match &ts.value.value {
+                    AstValue::SingleQuotedString(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                Ok(self.push_const(Value::Text(s).cast(&ty)?))
+            }
+            Expr::Nested(e) => self.expr(e),
+            Expr::UnaryOp { op, expr } => match op {
+                UnaryOperator::Minus => {
+                    if let Expr::Value(v) = expr.as_ref() {
+                        if let AstValue::Number(s, _) = &v.value {
+                            return Ok(self.push_const(parse_number(&format!("-{s}"))?));
+                        }
+                    }
+                    let ty = self.expr(expr)?;
+                    match ty {
+                        Ty::Known(t) if !t.is_numeric() => {
+                            return Err(Error::new(
+                                SqlState::UNDEFINED_FUNCTION,
+                                format!("operator does not exist: - {}", t.sql_name()),
+                            ))
+                        }
+                        _ => {}
+                    }
+                    let ty = self.coerce(ty, Some(DataType::Double))?;
+                    self.emit(Op::Neg);
+                    Ok(ty)
+                }
+                UnaryOperator::Plus => self.expr(expr),
+                UnaryOperator::Not => {
+                    let ty = self.expr(expr)?;
+                    self.coerce(ty, Some(DataType::Bool))?;
+                    expect_bool(ty, "NOT")?;
+                    self.emit(Op::Not);
+                    Ok(Ty::Known(DataType::Bool))
+                }
+                op => Err(unsupported(format!("operator {op}"))),
+            },
+            Expr::BinaryOp { left, op, right } => self.binary(left, op, right),
+            Expr::IsNull(inner) => {
+                self.expr(inner)?;
+                self.emit(Op::IsNull);
+                Ok(Ty::Known(DataType::Bool))
+            }
+            Expr::IsNotNull(inner) => {
+                self.expr(inner)?;
+                self.emit(Op::IsNotNull);
+                Ok(Ty::Known(DataType::Bool))
+            }
+            _ => self.expr_rest(e),
+        }
+    }
+}
+
+fn strip_nested(e: &Expr) -> &Expr {
+    match e {
+        Expr::Nested(inner) => strip_nested(inner),
+        e => e,
+    }
+}
+
+impl Compiler<'_> {
+    fn column(&mut self, table: Option<&str>, name: &str) -> Result<Ty> {
+        if self.agg.is_some() {
+            let input = &self.agg.as_ref().map(|a| &a.input).cloned().unwrap_or_default();
+            // Resolve to give the right error for unknown columns first.
+            input.resolve(table, name)?;
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                format!(
+                    "column \"{}\" must appear in the GROUP BY clause or be used in an aggregate function",
+                    table.map_or(name.to_string(), |t| format!("{t}.{name}"))
+                ),
+            ));
+        }
+        let i = self.scope.resolve(table, name)?;
+        let ty = self.scope.columns[i].ty;
+        self.emit(Op::Column(i as u32));
+        Ok(Ty::Known(ty))
+    }
+
+    fn value(&mut self, v: &AstValue) -> Result<Ty> {
+        match v {
+            AstValue::Number(s, _) => Ok(self.push_const(parse_number(s)?)),
+            AstValue::SingleQuotedString(s) | AstValue::EscapedStringLiteral(s) => {
+                let i = self.constant(Value::Text(s.clone()));
+                self.emit(Op::Const(i));
+                Ok(Ty::Literal(i))
+            }
+            AstValue::Boolean(b) => Ok(self.push_const(Value::Bool(*b))),
+            AstValue::Null => Ok(self.push_const(Value::Null)),
+            AstValue::Placeholder(p) => {
+                let n: usize = p
+                    .trim_start_matches('$')
+                    .parse()
+                    .ok()
+                    .filter(|n| *n >= 1 && *n <= 65535)
+                    .ok_or_else(|| Error::new(SqlState::SYNTAX_ERROR, format!("invalid parameter {p}")))?;
+                if self.params.len() < n {
+                    self.params.resize(n, None);
+                }
+                self.emit(Op::Param((n - 1) as u32));
+                Ok(match self.params[n - 1] {
+                    Some(t) => Ty::Known(t),
+                    None => Ty::Param((n - 1) as u32),
+                })
+            }
+            v => Err(unsupported(format!("literal {v}"))),
+        }
+    }
+
+    fn binary(&mut self, left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Ty> {
+        match op {
+            BinaryOperator::And | BinaryOperator::Or => {
+                let lt = self.expr(left)?;
+                self.coerce(lt, Some(DataType::Bool))?;
+                expect_bool(lt, if *op == BinaryOperator::And { "AND" } else { "OR" })?;
+                let jump = self.emit(if *op == BinaryOperator::And {
+                    Op::JumpIfFalseKeep(0)
+                } else {
+                    Op::JumpIfTrueKeep(0)
+                });
+                let rt = self.expr(right)?;
+                self.coerce(rt, Some(DataType::Bool))?;
+                expect_bool(rt, if *op == BinaryOperator::And { "AND" } else { "OR" })?;
+                self.emit(if *op == BinaryOperator::And { Op::And } else { Op::Or });
+                self.patch_jump(jump);
+                return Ok(Ty::Known(DataType::Bool));
+            }
+            _ => {}
+        }
+        let lt = self.expr(left)?;
+        let rt = self.expr(right)?;
+        let (lt, rt) = match (lt, rt) {
+            (Ty::Known(a), other) => (lt, self.coerce(other, Some(a))?),
+            (other, Ty::Known(b)) => (self.coerce(other, Some(b))?, rt),
+            _ => (lt, rt),
+        };
+        let opname = op.to_string();
+        let mismatch = |a: Ty, b: Ty| {
+            Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {opname} {}",
+                    type_name(a.data_type()),
+                    type_name(b.data_type())
+                ),
+            )
+        };
+        let (code, result) = match op {
+            BinaryOperator::Eq
+            | BinaryOperator::NotEq
+            | BinaryOperator::Lt
+            | BinaryOperator::LtEq
+            | BinaryOperator::Gt
+            | BinaryOperator::GtEq => {
+                if let (Ty::Known(a), Ty::Known(b)) = (lt, rt) {
+                    if !comparable(a, b) {
+                        return Err(mismatch(lt, rt));
+                    }
+                }
+                let code = match op {
+                    BinaryOperator::Eq => Op::Eq,
+                    BinaryOperator::NotEq => Op::Ne,
+                    BinaryOperator::Lt => Op::Lt,
+                    BinaryOperator::LtEq => Op::Le,
+                    BinaryOperator::Gt => Op::Gt,
+                    _ => Op::Ge,
+                };
+                (code, Ty::Known(DataType::Bool))
+            }
+            BinaryOperator::StringConcat => (Op::Concat, Ty::Known(DataType::Text)),
+            BinaryOperator::Plus
+            | BinaryOperator::Minus
+            | BinaryOperator::Multiply
+            | BinaryOperator::Divide
+            | BinaryOperator::Modulo => {
+                let code = match op {
+                    BinaryOperator::Plus => Op::Add,
+                    BinaryOperator::Minus => Op::Sub,
+                    BinaryOperator::Multiply => Op::Mul,
+                    BinaryOperator::Divide => Op::Div,
+                    _ => Op::Mod,
+                };
+                let result = match (lt.data_type(), rt.data_type()) {
+                    (Some(DataType::Date), Some(t)) if t.is_numeric() && matches!(code, Op::Add | Op::Sub) => {
+                        Ty::Known(DataType::Date)
+                    }
+                    (Some(t), Some(DataType::Date)) if t.is_numeric() && matches!(code, Op::Add) => {
+                        Ty::Known(DataType::Date)
+                    }
+                    (Some(DataType::Date), Some(DataType::Date)) if matches!(code, Op::Sub) => {
+                        Ty::Known(DataType::Int)
+                    }
+                    (Some(a), Some(b)) => Ty::Known(numeric_result(a, b).ok_or_else(|| mismatch(lt, rt))?),
+                    (Some(a), None) | (None, Some(a)) if a.is_numeric() => Ty::Known(a),
+                    (None, None) => Ty::Known(DataType::Int),
+                    _ => return Err(mismatch(lt, rt)),
+                };
+                (code, result)
+            }
+            op => return Err(unsupported(format!("operator {op}"))),
+        };
+        self.emit(code);
+        Ok(result)
+    }
+
+    fn expr_rest(&mut self, e: &Expr) -> Result<Ty> {
+        match e {
+            Expr::IsTrue(inner) | Expr::IsFalse(inner) | Expr::IsNotTrue(inner) | Expr::IsNotFalse(inner) => {
+                // x IS TRUE  ==  COALESCE(x = TRUE, FALSE)
+                let want = matches!(e, Expr::IsTrue(_) | Expr::IsNotTrue(_));
+                let negate = matches!(e, Expr::IsNotTrue(_) | Expr::IsNotFalse(_));
+                self.expr(inner)?;
+                self.push_const(Value::Bool(want));
+                self.emit(Op::Eq);
+                self.push_const(Value::Bool(false));
+                self.emit(Op::Call { func: Func::Coalesce, nargs: 2 });
+                if negate {
+                    self.emit(Op::Not);
+                }
+                Ok(Ty::Known(DataType::Bool))
+            }
+            Expr::InList { expr, list, negated } => {
+                let t = self.expr(expr)?;
+                let mut target = t.data_type();
+                for item in list {
+                    let it = self.expr(item)?;
+                    let it = self.coerce(it, target)?;
+                    if target.is_none() {
+                        target = it.data_type();
+                    }
+                    if let (Some(a), Some(b)) = (target, it.data_type()) {
+                        if !comparable(a, b) {
+                            return Err(Error::new(
+                                SqlState::UNDEFINED_FUNCTION,
+                                format!("operator does not exist: {} = {}", a.sql_name(), b.sql_name()),
+                            ));
+                        }
+                    }
+                }
+                self.coerce(t, target)?;
+                self.emit(Op::In { n: list.len() as u32, negated: *negated });
+                Ok(Ty::Known(DataType::Bool))
+            }
+            Expr::Between { expr, negated, low, high } => {
+                let ge = Expr::BinaryOp {
+                    left: expr.clone(),
+                    op: BinaryOperator::GtEq,
+                    right: low.clone(),
+                };
+                let le = Expr::BinaryOp {
+                    left: expr.clone(),
+                    op: BinaryOperator::LtEq,
+                    right: high.clone(),
+                };
+                self.binary(&ge, &BinaryOperator::And, &le)?;
+                if *negated {
+                    self.emit(Op::Not);
+                }
+                Ok(Ty::Known(DataType::Bool))
+            }
+            Expr::Like { negated, expr, pattern, escape_char, any, .. }
+            | Expr::ILike { negated, expr, pattern, escape_char, any, .. } => {
+                if *any || escape_char.is_some() {
+                    return Err(unsupported("LIKE ANY / ESCAPE"));
+                }
+                let t = self.expr(expr)?;
+                let t = self.coerce(t, Some(DataType::Text))?;
+                let p = self.expr(pattern)?;
+                let p = self.coerce(p, Some(DataType::Text))?;
+                for x in [t, p] {
+                    if let Some(ty) = x.data_type() {
+                        if !ty.is_textual() {
+                            return Err(Error::new(
+                                SqlState::UNDEFINED_FUNCTION,
+                                format!("operator does not exist: {} ~~ text", ty.sql_name()),
+                            ));
+                        }
+                    }
+                }
+                self.emit(Op::Like {
+                    negated: *negated,
+                    case_insensitive: matches!(e, Expr::ILike { .. }),
+                });
+                Ok(Ty::Known(DataType::Bool))
+            }
+            Expr::Cast { kind, expr, data_type, .. } => {
+                if !matches!(kind, CastKind::Cast | CastKind::DoubleColon) {
+                    return Err(unsupported("TRY_CAST"));
+                }
+                let target = convert_type(data_type)?;
+                let t = self.expr(expr)?;
+                match t {
+                    Ty::Literal(_) | Ty::Param(_) => {
+                        self.coerce(t, Some(target))?;
+                    }
+                    _ => {
+                        self.emit(Op::Cast(target));
+                    }
+                }
+                Ok(Ty::Known(target))
+            }
+            Expr::Function(f) => self.function(e, f),
+            Expr::Case { operand, conditions, else_result, .. } => {
+                let mut end_jumps = Vec::new();
+                let mut result_ty: Option<DataType> = None;
+                let mut literal_results = Vec::new();
+                for w in conditions {
+                    match operand {
+                        Some(op) => {
+                            let eq = Expr::BinaryOp {
+                                left: op.clone(),
+                                op: BinaryOperator::Eq,
+                                right: Box::new(w.condition.clone()),
+                            };
+                            self.expr(&eq)?;
+                        }
+                        None => {
+                            let ct = self.expr(&w.condition)?;
+                            self.coerce(ct, Some(DataType::Bool))?;
+                            expect_bool(ct, "CASE/WHEN")?;
+                        }
+                    }
+                    let skip = self.emit(Op::JumpIfNotTrue(0));
+                    let rt = self.expr(&w.result)?;
+                    match rt {
+                        Ty::Known(t) => result_ty = result_ty.or(Some(t)),
+                        Ty::Literal(i) => literal_results.push(i),
+                        _ => {}
+                    }
+                    end_jumps.push(self.emit(Op::Jump(0)));
+                    self.patch_jump(skip);
+                }
+                match else_result {
+                    Some(e) => match self.expr(e)? {
+                        Ty::Known(t) => result_ty = result_ty.or(Some(t)),
+                        Ty::Literal(i) => literal_results.push(i),
+                        _ => {}
+                    },
+                    None => {
+                        self.push_const(Value::Null);
+                    }
+                }
+                for j in end_jumps {
+                    self.patch_jump(j);
+                }
+                let target = result_ty.unwrap_or(DataType::Text);
+                for i in literal_results {
+                    self.coerce(Ty::Literal(i), Some(target))?;
+                }
+                Ok(Ty::Known(target))
+            }
+            Expr::Substring { expr, substring_from, substring_for, .. } => {
+                let t = self.expr(expr)?;
+                self.coerce(t, Some(DataType::Text))?;
+                let mut n = 1;
+                for x in [substring_from, substring_for].into_iter().flatten() {
+                    let t = self.expr(x)?;
+                    self.coerce(t, Some(DataType::Int))?;
+                    n += 1;
+                }
+                if n == 1 {
+                    self.push_const(Value::Int(1));
+                    n = 2;
+                }
+                self.emit(Op::Call { func: Func::Substr, nargs: n });
+                Ok(Ty::Known(DataType::Text))
+            }
+            Expr::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
+                let t = self.expr(expr)?;
+                self.coerce(t, Some(DataType::Text))?;
+                self.emit(Op::Call { func: Func::Trim, nargs: 1 });
+                Ok(Ty::Known(DataType::Text))
+            }
+            Expr::Ceil { expr, .. } | Expr::Floor { expr, .. } => {
+                let t = self.expr(expr)?;
+                let t = self.coerce(t, Some(DataType::Double))?;
+                let func = if matches!(e, Expr::Ceil { .. }) { Func::Ceil } else { Func::Floor };
+                self.emit(Op::Call { func, nargs: 1 });
+                Ok(match t.data_type() {
+                    Some(DataType::Double) => Ty::Known(DataType::Double),
+                    _ => Ty::Known(DataType::Numeric { precision: 0, scale: 0 }),
+                })
+            }
+            Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => Err(unsupported("subqueries")),
+            e => Err(unsupported(format!("expression {e}"))),
+        }
+    }
+
+    fn function_args<'e>(&self, f: &'e sqlparser::ast::Function) -> Result<(Vec<&'e Expr>, bool, bool)> {
+        match &f.args {
+            FunctionArguments::None => Ok((vec![], false, false)),
+            FunctionArguments::List(l) => {
+                let distinct = matches!(l.duplicate_treatment, Some(sqlparser::ast::DuplicateTreatment::Distinct));
+                let mut out = Vec::new();
+                let mut star = false;
+                for a in &l.args {
+                    match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => out.push(e),
+                        FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => star = true,
+                        _ => return Err(unsupported("named function arguments")),
+                    }
+                }
+                Ok((out, distinct, star))
+            }
+            FunctionArguments::Subquery(_) => Err(unsupported("subqueries")),
+        }
+    }
+
+    fn function(&mut self, whole: &Expr, f: &sqlparser::ast::Function) -> Result<Ty> {
+        let name = f.name.to_string().to_lowercase();
+        if f.over.is_some() || f.filter.is_some() {
+            return Err(unsupported("window functions and FILTER"));
+        }
+        let (args, distinct, star) = self.function_args(f)?;
+        let agg_func = match name.as_str() {
+            "count" if star => Some(AggFunc::CountStar),
+            "count" => Some(AggFunc::Count),
+            "sum" => Some(AggFunc::Sum),
+            "min" => Some(AggFunc::Min),
+            "max" => Some(AggFunc::Max),
+            "avg" => Some(AggFunc::Avg),
+            _ => None,
+        };
+        if let Some(func) = agg_func {
+            return self.aggregate(whole, func, &args, distinct);
+        }
+        let func = Func::by_name(&name).ok_or_else(|| {
+            Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name} does not exist"))
+        })?;
+        let mut tys = Vec::new();
+        for a in &args {
+            tys.push(self.expr(a)?);
+        }
+        let first = tys.iter().find_map(|t| t.data_type());
+        let result = match func {
+            Func::Lower | Func::Upper | Func::Trim | Func::Substr => {
+                if let Some(t) = tys.first() {
+                    self.coerce(*t, Some(DataType::Text))?;
+                }
+                DataType::Text
+            }
+            Func::Length => {
+                if let Some(t) = tys.first() {
+                    self.coerce(*t, Some(DataType::Text))?;
+                }
+                DataType::Int
+            }
+            Func::Round | Func::Floor | Func::Ceil => match first {
+                Some(DataType::Double) => DataType::Double,
+                _ => DataType::Numeric { precision: 0, scale: 0 },
+            },
+            _ => {
+                for t in &tys {
+                    self.coerce(*t, first)?;
+                }
+                first.unwrap_or(DataType::Text)
+            }
+        };
+        self.emit(Op::Call { func, nargs: args.len() as u8 });
+        Ok(Ty::Known(result))
+    }
+
+    fn aggregate(&mut self, whole: &Expr, func: AggFunc, args: &[&Expr], distinct: bool) -> Result<Ty> {
+        let Some(agg) = self.agg.as_deref_mut() else {
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                "aggregate functions are not allowed here",
+            ));
+        };
+        if let Some(j) = agg.aggregates.iter().position(|a| &a.ast == whole) {
+            let ty = agg.aggregates[j].result_ty;
+            let col = agg.group_exprs.len() + j;
+            self.emit(Op::Column(col as u32));
+            return Ok(Ty::Known(ty));
+        }
+        let (arg, arg_ty) = match (func, args) {
+            (AggFunc::CountStar, []) => (None, None),
+            (_, [a]) => {
+                if contains_aggregate(a) {
+                    return Err(Error::new(
+                        SqlState::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
+                }
+                let input = agg.input.clone();
+                let (p, t) = compile(a, &input, self.params)?;
+                (Some(p), t.data_type())
+            }
+            _ => {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    "aggregate takes exactly one argument",
+                ))
+            }
+        };
+        let numeric = DataType::Numeric { precision: 0, scale: 0 };
+        let result_ty = match func {
+            AggFunc::CountStar | AggFunc::Count => DataType::BigInt,
+            AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(DataType::Text),
+            AggFunc::Sum => match arg_ty {
+                Some(DataType::Int) => DataType::BigInt,
+                Some(DataType::Double) => DataType::Double,
+                Some(t) if t.is_numeric() => numeric,
+                Some(t) => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!("function sum({}) does not exist", t.sql_name()),
+                    ))
+                }
+                None => numeric,
+            },
+            AggFunc::Avg => match arg_ty {
+                Some(DataType::Double) => DataType::Double,
+                Some(t) if t.is_numeric() => numeric,
+                Some(t) => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!("function avg({}) does not exist", t.sql_name()),
+                    ))
+                }
+                None => numeric,
+            },
+        };
+        let agg = self.agg.as_deref_mut().ok_or_else(|| unsupported("aggregate"))?;
+        agg.aggregates.push(AggCall {
+            func,
+            distinct,
+            arg,
+            arg_ty,
+            result_ty,
+            ast: whole.clone(),
+        });
+        let col = agg.group_exprs.len() + agg.aggregates.len() - 1;
+        self.emit(Op::Column(col as u32));
+        Ok(Ty::Known(result_ty))
+    }
+}
+
+/// Converts a sqlparser type name; re-exported for CAST.
+pub fn sql_type(t: &AstType) -> Result<DataType> {
+    convert_type(t)
+}

@@ -1,0 +1,216 @@
+//! CREATE TABLE / DROP TABLE and SQL type names.
+//!
+//! DDL takes effect immediately and durably (the catalog file is replaced
+//! atomically), also inside a transaction block; it is not rolled back by
+//! ROLLBACK.
+
+use ndpdb_formats::types::MAX_NUMERIC_PRECISION;
+use ndpdb_formats::{Column, DataType, Schema, SqlState};
+use sqlparser::ast::{
+    CharacterLength, ColumnOption, CreateTable, DataType as AstType, ExactNumberInfo, Expr, TimezoneInfo,
+    ObjectName, ObjectType, TableConstraint,
+};
+
+use crate::output::Output;
+use crate::scope::ident_name;
+use crate::{Error, Result};
+use ndpdb_host::Database;
+
+fn unsupported_type(t: &AstType) -> Error {
+    Error::new(
+        SqlState::UNDEFINED_OBJECT,
+        format!("type \"{t}\" is not supported"),
+    )
+}
+
+/// Maps a SQL type name to an ndpdb type.
+pub fn convert_type(t: &AstType) -> Result<DataType> {
+    Ok(match t {
+        AstType::Int(_) | AstType::Integer(_) | AstType::Int4(_) | AstType::SmallInt(_) | AstType::Int2(_) => {
+            DataType::Int
+        }
+        AstType::BigInt(_) | AstType::Int8(_) => DataType::BigInt,
+        AstType::Double(_) | AstType::DoublePrecision | AstType::Float8 | AstType::Real | AstType::Float(_) => {
+            DataType::Double
+        }
+        AstType::Numeric(info) | AstType::Decimal(info) => match info {
+            ExactNumberInfo::None => DataType::Numeric { precision: 0, scale: 0 },
+            ExactNumberInfo::Precision(p) => numeric(*p, 0)?,
+            ExactNumberInfo::PrecisionAndScale(p, s) => {
+                if *s < 0 {
+                    return Err(unsupported_type(t));
+                }
+                numeric(*p, *s as u64)?
+            }
+        },
+        AstType::Bool | AstType::Boolean => DataType::Bool,
+        AstType::Date => DataType::Date,
+        AstType::Timestamp(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => {
+            DataType::Timestamp
+        }
+        AstType::Text | AstType::String(None) => DataType::Text,
+        AstType::Varchar(len) | AstType::CharacterVarying(len) => match len {
+            None => DataType::Text,
+            Some(CharacterLength::IntegerLength { length, .. }) => {
+                DataType::Varchar(u32::try_from(*length).map_err(|_| unsupported_type(t))?.max(1))
+            }
+            Some(CharacterLength::Max) => DataType::Text,
+        },
+        AstType::Bytea => DataType::Bytea,
+        AstType::Custom(name, args) if args.is_empty() => match name.to_string().to_lowercase().as_str() {
+            "int4" | "int" | "integer" => DataType::Int,
+            "int8" | "bigint" => DataType::BigInt,
+            "float8" => DataType::Double,
+            "bool" => DataType::Bool,
+            "text" => DataType::Text,
+            _ => return Err(unsupported_type(t)),
+        },
+        _ => return Err(unsupported_type(t)),
+    })
+}
+
+fn numeric(p: u64, s: u64) -> Result<DataType> {
+    if p == 0 || p > MAX_NUMERIC_PRECISION as u64 {
+        return Err(Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("NUMERIC precision {p} must be between 1 and {MAX_NUMERIC_PRECISION}"),
+        ));
+    }
+    if s > p {
+        return Err(Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("NUMERIC scale {s} must be between 0 and precision {p}"),
+        ));
+    }
+    Ok(DataType::Numeric {
+        precision: p as u8,
+        scale: s as u8,
+    })
+}
+
+/// The unqualified, folded name of a table (`public.t` → `t`).
+pub fn table_name(name: &ObjectName) -> Result<String> {
+    let parts: Vec<String> = name
+        .0
+        .iter()
+        .map(|p| match p {
+            sqlparser::ast::ObjectNamePart::Identifier(id) => Ok(ident_name(id)),
+            _ => Err(Error::new(SqlState::SYNTAX_ERROR, format!("invalid name {name}"))),
+        })
+        .collect::<Result<_>>()?;
+    match parts.as_slice() {
+        [t] => Ok(t.clone()),
+        [schema, t] if schema == "public" => Ok(t.clone()),
+        _ => Err(Error::new(
+            SqlState("3F000"),
+            format!("schema of \"{name}\" does not exist"),
+        )),
+    }
+}
+
+fn pk_columns(cols: &[sqlparser::ast::IndexColumn]) -> Result<Vec<String>> {
+    cols.iter()
+        .map(|c| match &c.column.expr {
+            Expr::Identifier(id) => Ok(ident_name(id)),
+            e => Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                format!("primary key on expression {e} is not supported"),
+            )),
+        })
+        .collect()
+}
+
+pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
+    let name = table_name(&ct.name)?;
+    if ct.query.is_some() {
+        return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "CREATE TABLE AS is not supported"));
+    }
+    if ct.if_not_exists && db.table(&name).is_ok() {
+        return Ok(Output::command("CREATE TABLE"));
+    }
+    let mut columns = Vec::new();
+    let mut pk_names: Vec<String> = Vec::new();
+    for c in &ct.columns {
+        let ty = convert_type(&c.data_type)?;
+        let mut nullable = true;
+        for o in &c.options {
+            match &o.option {
+                ColumnOption::NotNull => nullable = false,
+                ColumnOption::Null => nullable = true,
+                ColumnOption::PrimaryKey(_) => {
+                    if !pk_names.is_empty() {
+                        return Err(Error::new(
+                            SqlState::INVALID_TABLE_DEFINITION,
+                            format!("multiple primary keys for table \"{name}\" are not allowed"),
+                        ));
+                    }
+                    pk_names.push(ident_name(&c.name));
+                    nullable = false;
+                }
+                other => {
+                    return Err(Error::new(
+                        SqlState::FEATURE_NOT_SUPPORTED,
+                        format!("column option {other} is not supported"),
+                    ))
+                }
+            }
+        }
+        columns.push(Column {
+            name: ident_name(&c.name),
+            ty,
+            nullable,
+        });
+    }
+    for tc in &ct.constraints {
+        match tc {
+            TableConstraint::PrimaryKey(pk) => {
+                if !pk_names.is_empty() {
+                    return Err(Error::new(
+                        SqlState::INVALID_TABLE_DEFINITION,
+                        format!("multiple primary keys for table \"{name}\" are not allowed"),
+                    ));
+                }
+                pk_names = pk_columns(&pk.columns)?;
+            }
+            other => {
+                return Err(Error::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    format!("constraint {other} is not supported"),
+                ))
+            }
+        }
+    }
+    let mut primary_key = Vec::new();
+    for n in &pk_names {
+        let i = columns.iter().position(|c| &c.name == n).ok_or_else(|| {
+            Error::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!("column \"{n}\" named in key does not exist"),
+            )
+        })?;
+        primary_key.push(i);
+    }
+    if columns.is_empty() {
+        return Err(Error::new(SqlState::SYNTAX_ERROR, "a table needs at least one column"));
+    }
+    db.create_table(&name, Schema::new(columns, primary_key))?;
+    Ok(Output::command("CREATE TABLE"))
+}
+
+pub fn drop(db: &Database, object_type: &ObjectType, if_exists: bool, names: &[ObjectName]) -> Result<Output> {
+    if *object_type != ObjectType::Table {
+        return Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            format!("DROP {object_type} is not supported"),
+        ));
+    }
+    for n in names {
+        let name = table_name(n)?;
+        match db.drop_table(&name) {
+            Ok(()) => {}
+            Err(e) if if_exists && e.code == SqlState::UNDEFINED_TABLE => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Output::command("DROP TABLE"))
+}

@@ -1,0 +1,277 @@
+//! INSERT, UPDATE and DELETE plans.
+//!
+//! Values are converted to the column types on assignment (PostgreSQL's
+//! assignment casts): `'2024-01-01'` into a DATE column, `10.5` into
+//! NUMERIC(10,2) as `10.50`, a too-long string into VARCHAR(n) is 22001.
+//! UPDATE and DELETE first collect the matching rows at the statement's
+//! snapshot, then write them one by one through the transaction, which
+//! locks and certifies each (see `ndpdb_host::transaction`).
+
+use std::sync::Arc;
+
+use ndpdb_formats::expr::Program;
+use ndpdb_formats::{DataType, SqlState, Value};
+use ndpdb_host::database::TableState;
+use ndpdb_host::{Database, Transaction, WriteOutcome};
+use sqlparser::ast::{
+    AssignmentTarget, Delete, FromTable, Insert, ObjectName, SetExpr, TableObject, Update,
+};
+
+use crate::compile::compile;
+use crate::ddl::table_name;
+use crate::output::Output;
+use crate::query::{plan_filter, plan_query, SelectPlan};
+use crate::scope::{ident_name, Scope};
+use crate::{Error, Result};
+
+fn unsupported(what: &str) -> Error {
+    Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("{what} is not supported"))
+}
+
+enum InsertSource {
+    /// One program per target column, per row.
+    Values(Vec<Vec<Program>>),
+    Query(Box<SelectPlan>),
+}
+
+pub struct InsertPlan {
+    table: Arc<TableState>,
+    /// Column position of each supplied value.
+    targets: Vec<usize>,
+    source: InsertSource,
+}
+
+pub struct UpdatePlan {
+    filter: SelectPlan,
+    sets: Vec<(usize, Program)>,
+}
+
+pub struct DeletePlan {
+    filter: SelectPlan,
+}
+
+fn column_position(ts: &TableState, name: &ObjectName) -> Result<usize> {
+    let col = name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(ident_name)
+        .unwrap_or_default();
+    ts.meta.schema.column_index(&col).ok_or_else(|| {
+        Error::new(
+            SqlState::UNDEFINED_COLUMN,
+            format!("column \"{col}\" of relation \"{}\" does not exist", ts.meta.name),
+        )
+    })
+}
+
+fn assign(v: Value, ty: &DataType, col: &str) -> Result<Value> {
+    let mismatch = |v: &Value| {
+        Error::new(
+            SqlState::DATATYPE_MISMATCH,
+            format!(
+                "column \"{col}\" is of type {} but expression is of type {}",
+                ty.sql_name(),
+                v.data_type().map(|t| t.sql_name()).unwrap_or_default()
+            ),
+        )
+    };
+    match (&v, ty) {
+        (Value::Bool(_), t) if *t != DataType::Bool && !t.is_textual() => Err(mismatch(&v)),
+        (Value::Date(_) | Value::Timestamp(_), t) if t.is_numeric() => Err(mismatch(&v)),
+        (Value::Int(_) | Value::BigInt(_) | Value::Double(_) | Value::Numeric(_), DataType::Date | DataType::Timestamp | DataType::Bool | DataType::Bytea) => {
+            Err(mismatch(&v))
+        }
+        _ => Ok(v.cast(ty)?),
+    }
+}
+
+pub fn plan_insert(db: &Database, ins: &Insert, params: &mut Vec<Option<DataType>>) -> Result<InsertPlan> {
+    if ins.on.is_some() {
+        return Err(unsupported("ON CONFLICT"));
+    }
+    if ins.returning.is_some() {
+        return Err(unsupported("RETURNING"));
+    }
+    let name = match &ins.table {
+        TableObject::TableName(n) => table_name(n)?,
+        _ => return Err(unsupported("INSERT into a table function")),
+    };
+    let table = db.table(&name)?;
+    let targets: Vec<usize> = if ins.columns.is_empty() {
+        (0..table.meta.schema.len()).collect()
+    } else {
+        ins.columns
+            .iter()
+            .map(|c| column_position(&table, c))
+            .collect::<Result<_>>()?
+    };
+    let source = ins
+        .source
+        .as_ref()
+        .ok_or_else(|| unsupported("INSERT without VALUES or SELECT"))?;
+    let source = match source.body.as_ref() {
+        SetExpr::Values(values) => {
+            let empty = Scope::default();
+            let mut rows = Vec::new();
+            for row in &values.rows {
+                if row.content.len() != targets.len() {
+                    return Err(Error::new(
+                        SqlState::SYNTAX_ERROR,
+                        if row.content.len() > targets.len() {
+                            "INSERT has more expressions than target columns"
+                        } else {
+                            "INSERT has more target columns than expressions"
+                        },
+                    ));
+                }
+                let mut progs = Vec::new();
+                for (e, &col) in row.content.iter().zip(&targets) {
+                    let (p, ty) = compile(e, &empty, params)?;
+                    if let crate::compile::Ty::Param(i) = ty {
+                        params[i as usize].get_or_insert(table.meta.schema.columns[col].ty);
+                    }
+                    progs.push(p);
+                }
+                rows.push(progs);
+            }
+            InsertSource::Values(rows)
+        }
+        _ => {
+            let plan = plan_query(db, source, params)?;
+            if plan.columns.len() != targets.len() {
+                return Err(Error::new(
+                    SqlState::SYNTAX_ERROR,
+                    "INSERT has a different number of target columns than the SELECT returns",
+                ));
+            }
+            InsertSource::Query(Box::new(plan))
+        }
+    };
+    Ok(InsertPlan {
+        table,
+        targets,
+        source,
+    })
+}
+
+impl InsertPlan {
+    pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        let schema = &self.table.meta.schema;
+        let mut n = 0u64;
+        let mut insert_row = |tx: &mut Transaction, values: Vec<Value>| -> Result<()> {
+            let mut row = vec![Value::Null; schema.len()];
+            for (v, &col) in values.into_iter().zip(&self.targets) {
+                let c = &schema.columns[col];
+                row[col] = assign(v, &c.ty, &c.name)?;
+            }
+            tx.insert(&self.table, row)?;
+            n += 1;
+            Ok(())
+        };
+        match &self.source {
+            InsertSource::Values(rows) => {
+                for progs in rows {
+                    let values = progs.iter().map(|p| p.eval(&[], params)).collect::<Result<Vec<_>, _>>()?;
+                    insert_row(tx, values)?;
+                }
+            }
+            InsertSource::Query(plan) => {
+                if let Output::Rows { rows, .. } = plan.execute(tx, params)? {
+                    for r in rows {
+                        insert_row(tx, r)?;
+                    }
+                }
+            }
+        }
+        Ok(Output::command(format!("INSERT 0 {n}")))
+    }
+}
+
+pub fn plan_update(db: &Database, up: &Update, params: &mut Vec<Option<DataType>>) -> Result<UpdatePlan> {
+    if up.from.is_some() || up.returning.is_some() || up.limit.is_some() {
+        return Err(unsupported("UPDATE … FROM / RETURNING / LIMIT"));
+    }
+    let filter = plan_filter(db, &up.table, up.selection.as_ref(), params)?;
+    let ts = filter.sources[0].table.clone();
+    let mut scope = Scope::default();
+    scope.add_table(
+        &filter.sources[0].alias,
+        ts.meta.schema.columns.iter().map(|c| (c.name.clone(), c.ty)),
+    );
+    let mut sets = Vec::new();
+    for a in &up.assignments {
+        let col = match &a.target {
+            AssignmentTarget::ColumnName(n) => column_position(&ts, n)?,
+            AssignmentTarget::Tuple(_) => return Err(unsupported("tuple assignment")),
+        };
+        if sets.iter().any(|(c, _)| *c == col) {
+            return Err(Error::new(
+                SqlState("42601"),
+                format!("multiple assignments to same column \"{}\"", ts.meta.schema.columns[col].name),
+            ));
+        }
+        let (p, ty) = compile(&a.value, &scope, params)?;
+        if let crate::compile::Ty::Param(i) = ty {
+            params[i as usize].get_or_insert(ts.meta.schema.columns[col].ty);
+        }
+        sets.push((col, p));
+    }
+    Ok(UpdatePlan { filter, sets })
+}
+
+impl UpdatePlan {
+    pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        let ts = self.filter.sources[0].table.clone();
+        let schema = &ts.meta.schema;
+        let rows = self.filter.matching(tx, params)?;
+        let mut n = 0u64;
+        for (vid, seen, _) in rows {
+            let mut apply = |row: &[Value]| -> Result<Option<Vec<Value>>> {
+                if !self.filter.recheck(row, params)? {
+                    return Ok(None);
+                }
+                let mut new_row = row.to_vec();
+                for (col, p) in &self.sets {
+                    let c = &schema.columns[*col];
+                    new_row[*col] = assign(p.eval(row, params)?, &c.ty, &c.name)?;
+                }
+                Ok(Some(new_row))
+            };
+            if let WriteOutcome::Done(_) = tx.update(&ts, vid, seen, &mut apply)? {
+                n += 1;
+            }
+        }
+        Ok(Output::command(format!("UPDATE {n}")))
+    }
+}
+
+pub fn plan_delete(db: &Database, del: &Delete, params: &mut Vec<Option<DataType>>) -> Result<DeletePlan> {
+    if del.using.is_some() || del.returning.is_some() || del.limit.is_some() || !del.tables.is_empty() {
+        return Err(unsupported("DELETE … USING / RETURNING / LIMIT"));
+    }
+    let from = match &del.from {
+        FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
+    };
+    let [table] = from.as_slice() else {
+        return Err(unsupported("DELETE from several tables"));
+    };
+    Ok(DeletePlan {
+        filter: plan_filter(db, table, del.selection.as_ref(), params)?,
+    })
+}
+
+impl DeletePlan {
+    pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        let ts = self.filter.sources[0].table.clone();
+        let rows = self.filter.matching(tx, params)?;
+        let mut n = 0u64;
+        for (vid, seen, _) in rows {
+            let mut recheck = |row: &[Value]| self.filter.recheck(row, params);
+            if let WriteOutcome::Done(_) = tx.delete(&ts, vid, seen, &mut recheck)? {
+                n += 1;
+            }
+        }
+        Ok(Output::command(format!("DELETE {n}")))
+    }
+}

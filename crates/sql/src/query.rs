@@ -1,0 +1,987 @@
+//! SELECT: planning and execution.
+//!
+//! ```text
+//!  sources (PK lookup or scan + pushed-down filter, per table)
+//!     └─► hash joins on equi-conditions (left-deep, FROM order) ─► residual WHERE
+//!           └─► FOR UPDATE locks (single table) ─► GROUP BY / aggregates ─► HAVING
+//!                 └─► projection ─► DISTINCT ─► ORDER BY ─► OFFSET / LIMIT
+//! ```
+//!
+//! WHERE and ON are split into conjuncts. A conjunct that only names one
+//! table's columns filters that table's scan; `a.x = b.y` between the
+//! tables joined so far and the next one becomes a hash-join key; the rest
+//! is evaluated on the joined rows. Equality on every primary-key column
+//! with constants or parameters turns a scan into an index lookup.
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use ndpdb_formats::codec::Writer;
+use ndpdb_formats::expr::Program;
+use ndpdb_formats::{DataType, Decimal, RecId, SqlState, Value, Vid};
+use ndpdb_host::database::TableState;
+use ndpdb_host::{Database, Transaction, WriteOutcome};
+use sqlparser::ast::{
+    BinaryOperator, Distinct, Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause,
+    LockType, OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr,
+    TableFactor, TableWithJoins, Value as AstValue,
+};
+
+use crate::compile::{
+    compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggCall,
+    AggContext, AggFunc,
+};
+use crate::ddl::table_name;
+use crate::output::{Output, ResultColumn};
+use crate::scope::{ident_name, Scope};
+use crate::{Error, Result};
+
+fn unsupported(what: impl std::fmt::Display) -> Error {
+    Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("{what} is not supported"))
+}
+
+/// How a table is read.
+pub enum Access {
+    Scan,
+    /// Equality on every primary-key column (programs over no columns).
+    PrimaryKey(Vec<Program>),
+}
+
+pub struct Source {
+    pub table: Arc<TableState>,
+    pub alias: String,
+    pub access: Access,
+    pub filter: Option<Program>,
+}
+
+struct JoinStep {
+    /// Key programs over the rows joined so far / over the new table's row.
+    left_keys: Vec<Program>,
+    right_keys: Vec<Program>,
+}
+
+enum SortKey {
+    Output(usize),
+    Expr(Program),
+}
+
+struct OrderItem {
+    key: SortKey,
+    desc: bool,
+    nulls_first: bool,
+}
+
+/// A planned SELECT; reusable across executions with different parameters.
+pub struct SelectPlan {
+    pub sources: Vec<Source>,
+    joins: Vec<JoinStep>,
+    filter: Option<Program>,
+    /// The grouping context and HAVING, for aggregate queries.
+    agg: Option<(AggContext, Option<Program>)>,
+    /// The joined row's columns (ORDER BY of non-aggregate queries).
+    input_scope: Scope,
+    projection: Vec<Program>,
+    pub columns: Vec<ResultColumn>,
+    order: Vec<OrderItem>,
+    distinct: bool,
+    limit: Option<Program>,
+    offset: Option<Program>,
+    pub for_update: bool,
+}
+
+/// A source row: table rows concatenated, plus (vid, version) per table.
+struct Joined {
+    values: Vec<Value>,
+    ids: Vec<(Vid, RecId)>,
+}
+
+fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+    match e {
+        Expr::BinaryOp {
+            left,
+            op: BinaryOperator::And,
+            right,
+        } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::And, .. }) => {
+            conjuncts(inner, out)
+        }
+        e => out.push(e.clone()),
+    }
+}
+
+fn and_all(mut es: Vec<Expr>) -> Option<Expr> {
+    let first = es.pop()?;
+    Some(es.into_iter().rev().fold(first, |acc, e| Expr::BinaryOp {
+        left: Box::new(e),
+        op: BinaryOperator::And,
+        right: Box::new(acc),
+    }))
+}
+
+fn table_scope(ts: &TableState, alias: &str) -> Scope {
+    let mut s = Scope::default();
+    s.add_table(
+        alias,
+        ts.meta.schema.columns.iter().map(|c| (c.name.clone(), c.ty)),
+    );
+    s
+}
+
+fn compiles(e: &Expr, scope: &Scope) -> bool {
+    let mut p = Vec::new();
+    compile(e, scope, &mut p).is_ok()
+}
+
+fn output_name(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(id) => ident_name(id),
+        Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
+        Expr::Function(f) => f
+            .name
+            .0
+            .last()
+            .map(|p| p.to_string().to_lowercase())
+            .unwrap_or_default(),
+        Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
+            Expr::Value(_) => crate::compile::sql_type(data_type)
+                .map(|t| match t {
+                    DataType::Int => "int4".to_string(),
+                    DataType::BigInt => "int8".into(),
+                    DataType::Double => "float8".into(),
+                    DataType::Bool => "bool".into(),
+                    DataType::Numeric { .. } => "numeric".into(),
+                    DataType::Text => "text".into(),
+                    DataType::Varchar(_) => "varchar".into(),
+                    DataType::Date => "date".into(),
+                    DataType::Timestamp => "timestamp".into(),
+                    DataType::Bytea => "bytea".into(),
+                })
+                .unwrap_or_else(|_| "?column?".into()),
+            e => output_name(e),
+        },
+        Expr::Nested(e) => output_name(e),
+        Expr::Substring { .. } => "substring".into(),
+        Expr::Case { .. } => "case".into(),
+        _ => "?column?".into(),
+    }
+}
+
+/// Plans a query. `params` collects parameter types.
+pub fn plan_query(db: &Database, q: &Query, params: &mut Vec<Option<DataType>>) -> Result<SelectPlan> {
+    if q.with.is_some() {
+        return Err(unsupported("WITH"));
+    }
+    if q.fetch.is_some() {
+        return Err(unsupported("FETCH"));
+    }
+    let select = match q.body.as_ref() {
+        SetExpr::Select(s) => s.as_ref(),
+        SetExpr::Values(_) => return Err(unsupported("VALUES as a query")),
+        SetExpr::SetOperation { .. } => return Err(unsupported("UNION / INTERSECT / EXCEPT")),
+        SetExpr::Query(_) => return Err(unsupported("parenthesized queries")),
+        _ => return Err(unsupported("this query form")),
+    };
+    let for_update = match q.locks.as_slice() {
+        [] => false,
+        [l] if l.lock_type == LockType::Update && l.nonblock.is_none() => true,
+        _ => return Err(unsupported("this locking clause")),
+    };
+    let mut plan = plan_select(db, select, params)?;
+    plan.for_update = for_update;
+    if for_update {
+        if plan.sources.len() != 1 {
+            return Err(unsupported("FOR UPDATE with joins"));
+        }
+        if plan.agg.is_some() || plan.distinct {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "FOR UPDATE is not allowed with GROUP BY clause, DISTINCT clause or aggregate functions",
+            ));
+        }
+    }
+    // ORDER BY
+    if let Some(ob) = &q.order_by {
+        let exprs = match &ob.kind {
+            OrderByKind::Expressions(e) => e,
+            OrderByKind::All(_) => return Err(unsupported("ORDER BY ALL")),
+        };
+        for o in exprs {
+            let desc = matches!(o.options.sort, Some(sqlparser::ast::OrderBySort::Desc));
+            let nulls_first = o.options.nulls_first.unwrap_or(desc);
+            let key = resolve_output_ref(&o.expr, &plan.columns, select)?;
+            let key = match key {
+                Some(i) => SortKey::Output(i),
+                None => SortKey::Expr(plan.compile_post(&o.expr, params)?),
+            };
+            plan.order.push(OrderItem { key, desc, nulls_first });
+        }
+    }
+    match &q.limit_clause {
+        None => {}
+        Some(LimitClause::LimitOffset { limit, offset, limit_by }) => {
+            if !limit_by.is_empty() {
+                return Err(unsupported("LIMIT BY"));
+            }
+            let empty = Scope::default();
+            if let Some(l) = limit {
+                plan.limit = Some(compile(l, &empty, params)?.0);
+            }
+            if let Some(o) = offset {
+                plan.offset = Some(compile(&o.value, &empty, params)?.0);
+            }
+        }
+        Some(LimitClause::OffsetCommaLimit { .. }) => return Err(unsupported("LIMIT a, b")),
+    }
+    Ok(plan)
+}
+
+/// `ORDER BY 2` or `ORDER BY alias` → output column index.
+fn resolve_output_ref(e: &Expr, columns: &[ResultColumn], select: &Select) -> Result<Option<usize>> {
+    match e {
+        Expr::Value(v) => {
+            if let AstValue::Number(n, _) = &v.value {
+                let i: usize = n.parse().unwrap_or(0);
+                if i == 0 || i > columns.len() {
+                    return Err(Error::new(
+                        SqlState::INVALID_COLUMN_REFERENCE,
+                        format!("ORDER BY position {n} is not in select list"),
+                    ));
+                }
+                return Ok(Some(i - 1));
+            }
+            Ok(None)
+        }
+        Expr::Identifier(id) => {
+            let name = ident_name(id);
+            for (i, item) in select.projection.iter().enumerate() {
+                if let SelectItem::ExprWithAlias { alias, .. } = item {
+                    if ident_name(alias) == name {
+                        return Ok(Some(i.min(columns.len().saturating_sub(1))));
+                    }
+                }
+            }
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Plans the FROM list: sources in order plus the combined scope.
+fn plan_from(db: &Database, from: &[TableWithJoins], on_conds: &mut Vec<Expr>) -> Result<Vec<(Arc<TableState>, String)>> {
+    let mut out = Vec::new();
+    let add = |tf: &TableFactor, out: &mut Vec<(Arc<TableState>, String)>| -> Result<()> {
+        match tf {
+            TableFactor::Table { name, alias, args: None, .. } => {
+                let tname = table_name(name)?;
+                let ts = db.table(&tname)?;
+                let alias = alias.as_ref().map_or(tname, |a| ident_name(&a.name));
+                if out.iter().any(|(_, a)| *a == alias) {
+                    return Err(Error::new(
+                        SqlState("42712"),
+                        format!("table name \"{alias}\" specified more than once"),
+                    ));
+                }
+                out.push((ts, alias));
+                Ok(())
+            }
+            TableFactor::Derived { .. } => Err(unsupported("subqueries in FROM")),
+            other => Err(unsupported(format!("FROM item {other}"))),
+        }
+    };
+    for twj in from {
+        add(&twj.relation, &mut out)?;
+        for j in &twj.joins {
+            let constraint = match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => c,
+                JoinOperator::CrossJoin(c) => c,
+                other => return Err(unsupported(format!("join type {other:?}").split('(').next().unwrap_or("join").to_string())),
+            };
+            add(&j.relation, &mut out)?;
+            match constraint {
+                JoinConstraint::On(e) => conjuncts(e, on_conds),
+                JoinConstraint::None => {}
+                JoinConstraint::Using(_) | JoinConstraint::Natural => return Err(unsupported("JOIN USING / NATURAL")),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn plan_select(db: &Database, s: &Select, params: &mut Vec<Option<DataType>>) -> Result<SelectPlan> {
+    let mut conds = Vec::new();
+    let tables = plan_from(db, &s.from, &mut conds)?;
+    if let Some(w) = &s.selection {
+        conjuncts(w, &mut conds);
+    }
+    let mut scope = Scope::default();
+    let mut scopes = Vec::new();
+    for (ts, alias) in &tables {
+        let ts_scope = table_scope(ts, alias);
+        scope.columns.extend(ts_scope.columns.iter().cloned());
+        scopes.push(ts_scope);
+    }
+    // Surface errors (unknown or ambiguous columns, types) against the full scope.
+    for c in &conds {
+        if contains_aggregate(c) {
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                "aggregate functions are not allowed in WHERE",
+            ));
+        }
+        compile_predicate(c, &scope, params)?;
+    }
+    // Push single-table conjuncts down; find equi-join keys.
+    let mut pushed: Vec<Vec<Expr>> = vec![Vec::new(); tables.len()];
+    let mut rest = Vec::new();
+    for c in conds {
+        match (0..tables.len()).find(|&i| compiles(&c, &scopes[i])) {
+            Some(i) => pushed[i].push(c),
+            None => rest.push(c),
+        }
+    }
+    let mut joins = Vec::new();
+    let mut left_scope = scopes.first().cloned().unwrap_or_default();
+    for k in 1..tables.len() {
+        let mut step = JoinStep {
+            left_keys: Vec::new(),
+            right_keys: Vec::new(),
+        };
+        let mut remaining = Vec::new();
+        for c in rest {
+            if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = &c {
+                let pair = if compiles(left, &left_scope) && compiles(right, &scopes[k]) {
+                    Some((left, right))
+                } else if compiles(right, &left_scope) && compiles(left, &scopes[k]) {
+                    Some((right, left))
+                } else {
+                    None
+                };
+                if let Some((l, r)) = pair {
+                    step.left_keys.push(compile(l, &left_scope, params)?.0);
+                    step.right_keys.push(compile(r, &scopes[k], params)?.0);
+                    continue;
+                }
+            }
+            remaining.push(c);
+        }
+        rest = remaining;
+        left_scope.columns.extend(scopes[k].columns.iter().cloned());
+        joins.push(step);
+    }
+    let mut sources = Vec::new();
+    for (i, (ts, alias)) in tables.iter().enumerate() {
+        let access = pk_access(ts, &pushed[i], &scopes[i], params)?;
+        let filter = match and_all(pushed[i].clone()) {
+            Some(e) => Some(compile_predicate(&e, &scopes[i], params)?),
+            None => None,
+        };
+        sources.push(Source {
+            table: ts.clone(),
+            alias: alias.clone(),
+            access,
+            filter,
+        });
+    }
+    let filter = match and_all(rest) {
+        Some(e) => Some(compile_predicate(&e, &scope, params)?),
+        None => None,
+    };
+    // Projection items (expanding wildcards).
+    let mut items: Vec<(Expr, String)> = Vec::new();
+    for item in &s.projection {
+        match item {
+            SelectItem::UnnamedExpr(e) => items.push((e.clone(), output_name(e))),
+            SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident_name(alias))),
+            SelectItem::Wildcard(_) => {
+                if scope.is_empty() {
+                    return Err(Error::new(SqlState::SYNTAX_ERROR, "SELECT * with no tables specified is not valid"));
+                }
+                for c in &scope.columns {
+                    items.push((column_expr(&c.table, &c.name), c.name.clone()));
+                }
+            }
+            SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(t), _) => {
+                let t = table_name(t)?;
+                if !scope.has_table(&t) {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_TABLE,
+                        format!("missing FROM-clause entry for table \"{t}\""),
+                    ));
+                }
+                for c in scope.columns.iter().filter(|c| c.table == t) {
+                    items.push((column_expr(&c.table, &c.name), c.name.clone()));
+                }
+            }
+            other => return Err(unsupported(format!("select item {other}"))),
+        }
+    }
+    let group_exprs: Vec<Expr> = match &s.group_by {
+        GroupByExpr::Expressions(es, mods) if mods.is_empty() => es
+            .iter()
+            .map(|e| resolve_group_ref(e, &items, &scope))
+            .collect::<Result<_>>()?,
+        _ => return Err(unsupported("this GROUP BY form")),
+    };
+    let aggregated = !group_exprs.is_empty()
+        || items.iter().any(|(e, _)| contains_aggregate(e))
+        || s.having.is_some();
+    let mut columns = Vec::new();
+    let mut projection = Vec::new();
+    let mut agg = None;
+    if aggregated {
+        let mut ctx = AggContext::new(scope.clone(), group_exprs, params)?;
+        for (e, name) in &items {
+            let (p, ty) = compile_aggregated(e, &mut ctx, params)?;
+            projection.push(p);
+            columns.push(ResultColumn { name: name.clone(), ty: ty.output_type() });
+        }
+        let having = match &s.having {
+            Some(h) => {
+                let (p, ty) = compile_aggregated(h, &mut ctx, params)?;
+                expect_bool(ty, "HAVING")?;
+                Some(p)
+            }
+            None => None,
+        };
+        agg = Some((ctx, having));
+    } else {
+        for (e, name) in &items {
+            let (p, ty) = compile(e, &scope, params)?;
+            projection.push(p);
+            columns.push(ResultColumn { name: name.clone(), ty: ty.output_type() });
+        }
+    }
+    let distinct = match &s.distinct {
+        None | Some(Distinct::All) => false,
+        Some(Distinct::Distinct) => true,
+        Some(Distinct::On(_)) => return Err(unsupported("DISTINCT ON")),
+    };
+    Ok(SelectPlan {
+        sources,
+        joins,
+        filter,
+        agg,
+        input_scope: scope,
+        projection,
+        columns,
+        order: Vec::new(),
+        distinct,
+        limit: None,
+        offset: None,
+        for_update: false,
+    })
+}
+
+fn column_expr(table: &str, name: &str) -> Expr {
+    Expr::CompoundIdentifier(vec![
+        sqlparser::ast::Ident::with_quote('"', table),
+        sqlparser::ast::Ident::with_quote('"', name),
+    ])
+}
+
+/// `GROUP BY 1` / `GROUP BY alias` refer to select-list items.
+fn resolve_group_ref(e: &Expr, items: &[(Expr, String)], scope: &Scope) -> Result<Expr> {
+    match e {
+        Expr::Value(v) => {
+            if let AstValue::Number(n, _) = &v.value {
+                let i: usize = n.parse().unwrap_or(0);
+                return items.get(i.wrapping_sub(1)).map(|(e, _)| e.clone()).ok_or_else(|| {
+                    Error::new(
+                        SqlState::INVALID_COLUMN_REFERENCE,
+                        format!("GROUP BY position {n} is not in select list"),
+                    )
+                });
+            }
+            Ok(e.clone())
+        }
+        Expr::Identifier(id) => {
+            let name = ident_name(id);
+            if scope.resolve(None, &name).is_err() {
+                if let Some((e, _)) = items.iter().find(|(_, n)| *n == name) {
+                    return Ok(e.clone());
+                }
+            }
+            Ok(e.clone())
+        }
+        e => Ok(e.clone()),
+    }
+}
+
+fn pk_access(ts: &TableState, conds: &[Expr], scope: &Scope, params: &mut Vec<Option<DataType>>) -> Result<Access> {
+    let pk = &ts.meta.schema.primary_key;
+    if pk.is_empty() {
+        return Ok(Access::Scan);
+    }
+    let empty = Scope::default();
+    let mut keys: Vec<Option<Program>> = vec![None; pk.len()];
+    for c in conds {
+        let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = c else { continue };
+        for (col, val) in [(left, right), (right, left)] {
+            let name = match col.as_ref() {
+                Expr::Identifier(id) => ident_name(id),
+                Expr::CompoundIdentifier(ids) if ids.len() == 2 => ident_name(&ids[1]),
+                _ => continue,
+            };
+            let Ok(ci) = scope.resolve(None, &name) else { continue };
+            let Some(k) = pk.iter().position(|&p| p == ci) else { continue };
+            if !compiles(val, &empty) {
+                continue;
+            }
+            // Cast the key to the column's type so the index key matches.
+            let ty = ts.meta.schema.columns[ci].ty;
+            let cast = Expr::Cast {
+                kind: sqlparser::ast::CastKind::Cast,
+                expr: val.clone(),
+                data_type: ast_type_of(ty),
+                format: None,
+            };
+            keys[k] = Some(compile(&cast, &empty, params)?.0);
+            break;
+        }
+    }
+    if keys.iter().all(Option::is_some) {
+        Ok(Access::PrimaryKey(keys.into_iter().flatten().collect()))
+    } else {
+        Ok(Access::Scan)
+    }
+}
+
+fn ast_type_of(t: DataType) -> sqlparser::ast::DataType {
+    use sqlparser::ast::{CharacterLength, DataType as A, ExactNumberInfo, TimezoneInfo};
+    match t {
+        DataType::Bool => A::Boolean,
+        DataType::Int => A::Int(None),
+        DataType::BigInt => A::BigInt(None),
+        DataType::Double => A::DoublePrecision,
+        DataType::Numeric { precision: 0, .. } => A::Numeric(ExactNumberInfo::None),
+        DataType::Numeric { precision, scale } => {
+            A::Numeric(ExactNumberInfo::PrecisionAndScale(precision as u64, scale as i64))
+        }
+        DataType::Date => A::Date,
+        DataType::Timestamp => A::Timestamp(None, TimezoneInfo::None),
+        DataType::Text => A::Text,
+        DataType::Varchar(n) => A::Varchar(Some(CharacterLength::IntegerLength { length: n as u64, unit: None })),
+        DataType::Bytea => A::Bytea,
+    }
+}
+
+fn key_of(values: &[Value]) -> Vec<u8> {
+    let mut w = Writer::new();
+    for v in values {
+        v.key_bytes(&mut w);
+    }
+    w.into_inner()
+}
+
+/// One accumulator of an aggregate.
+#[derive(Clone, Default)]
+struct Acc {
+    count: i64,
+    int_sum: i128,
+    dec_sum: Option<Decimal>,
+    dbl_sum: f64,
+    best: Option<Value>,
+    seen: Option<HashSet<Vec<u8>>>,
+}
+
+impl Acc {
+    fn new(call: &AggCall) -> Acc {
+        Acc {
+            seen: call.distinct.then(HashSet::new),
+            ..Acc::default()
+        }
+    }
+
+    fn add(&mut self, call: &AggCall, v: Value) -> Result<()> {
+        if call.func == AggFunc::CountStar {
+            self.count += 1;
+            return Ok(());
+        }
+        if v.is_null() {
+            return Ok(());
+        }
+        if let Some(seen) = &mut self.seen {
+            if !seen.insert(key_of(std::slice::from_ref(&v))) {
+                return Ok(());
+            }
+        }
+        self.count += 1;
+        match call.func {
+            AggFunc::Count | AggFunc::CountStar => {}
+            AggFunc::Min | AggFunc::Max => {
+                let replace = match &self.best {
+                    None => true,
+                    Some(b) => {
+                        let o = v.sort_cmp(b);
+                        if call.func == AggFunc::Min { o == Ordering::Less } else { o == Ordering::Greater }
+                    }
+                };
+                if replace {
+                    self.best = Some(v);
+                }
+            }
+            AggFunc::Sum | AggFunc::Avg => match v {
+                Value::Int(x) => self.int_sum += x as i128,
+                Value::BigInt(x) => {
+                    self.int_sum = self.int_sum.checked_add(x as i128).ok_or_else(|| {
+                        Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "numeric value out of range")
+                    })?
+                }
+                Value::Double(x) => self.dbl_sum += x,
+                Value::Numeric(d) => {
+                    self.dec_sum = Some(match self.dec_sum {
+                        None => d,
+                        Some(s) => s.checked_add(d)?,
+                    })
+                }
+                other => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!("cannot sum value {other:?}"),
+                    ))
+                }
+            },
+        }
+        Ok(())
+    }
+
+    fn finish(&self, call: &AggCall) -> Result<Value> {
+        let exact = || -> Result<Decimal> {
+            let base = Decimal::new(self.int_sum, 0);
+            match self.dec_sum {
+                Some(d) => Ok(base.checked_add(d)?),
+                None => Ok(base),
+            }
+        };
+        Ok(match call.func {
+            AggFunc::CountStar | AggFunc::Count => Value::BigInt(self.count),
+            _ if self.count == 0 => Value::Null,
+            AggFunc::Min | AggFunc::Max => self.best.clone().unwrap_or(Value::Null),
+            AggFunc::Sum => match call.result_ty {
+                DataType::Double => Value::Double(self.dbl_sum),
+                DataType::BigInt => Value::BigInt(i64::try_from(self.int_sum).map_err(|_| {
+                    Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "bigint out of range")
+                })?),
+                _ => Value::Numeric(exact()?),
+            },
+            AggFunc::Avg => match call.result_ty {
+                DataType::Double => Value::Double(self.dbl_sum / self.count as f64),
+                _ => Value::Numeric(exact()?.checked_div(Decimal::from_i64(self.count))?),
+            },
+        })
+    }
+}
+
+impl SelectPlan {
+    /// Compiles an ORDER BY expression over the projection's input.
+    fn compile_post(&mut self, e: &Expr, params: &mut Vec<Option<DataType>>) -> Result<Program> {
+        match &mut self.agg {
+            Some((ctx, _)) => Ok(compile_aggregated(e, ctx, params)?.0),
+            None => Ok(compile(e, &self.input_scope, params)?.0),
+        }
+    }
+
+    fn read_source(&self, tx: &Transaction, src: &Source, params: &[Value]) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
+        let mut out = Vec::new();
+        let keep = |row: &[Value]| -> Result<bool> {
+            match &src.filter {
+                Some(f) => Ok(f.eval_predicate(row, params)?),
+                None => Ok(true),
+            }
+        };
+        match &src.access {
+            Access::PrimaryKey(keys) => {
+                let key: Vec<Value> = keys.iter().map(|k| k.eval(&[], params)).collect::<Result<_, _>>()?;
+                if key.iter().any(Value::is_null) {
+                    return Ok(out);
+                }
+                if let Some((vid, rid, row)) = tx.get_by_key(&src.table, &key)? {
+                    if keep(&row)? {
+                        out.push((vid, rid, row));
+                    }
+                }
+            }
+            Access::Scan => tx.scan(&src.table, |vid, rid, row| {
+                if keep(&row)? {
+                    out.push((vid, rid, row));
+                }
+                Ok(true)
+            })?,
+        }
+        Ok(out)
+    }
+
+    /// Rows after FROM, WHERE and FOR UPDATE.
+    fn joined_rows(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Joined>> {
+        let Some(first) = self.sources.first() else {
+            return Ok(vec![Joined { values: Vec::new(), ids: Vec::new() }]);
+        };
+        let mut rows: Vec<Joined> = self
+            .read_source(tx, first, params)?
+            .into_iter()
+            .map(|(vid, rid, values)| Joined { values, ids: vec![(vid, rid)] })
+            .collect();
+        for (k, step) in self.joins.iter().enumerate() {
+            let right = self.read_source(tx, &self.sources[k + 1], params)?;
+            let mut next = Vec::new();
+            if step.right_keys.is_empty() {
+                for l in &rows {
+                    for (vid, rid, r) in &right {
+                        let mut values = l.values.clone();
+                        values.extend(r.iter().cloned());
+                        let mut ids = l.ids.clone();
+                        ids.push((*vid, *rid));
+                        next.push(Joined { values, ids });
+                    }
+                }
+            } else {
+                let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+                for (i, (_, _, r)) in right.iter().enumerate() {
+                    let key: Vec<Value> = step.right_keys.iter().map(|p| p.eval(r, params)).collect::<Result<_, _>>()?;
+                    if key.iter().any(Value::is_null) {
+                        continue;
+                    }
+                    table.entry(key_of(&key)).or_default().push(i);
+                }
+                for l in &rows {
+                    let key: Vec<Value> = step.left_keys.iter().map(|p| p.eval(&l.values, params)).collect::<Result<_, _>>()?;
+                    if key.iter().any(Value::is_null) {
+                        continue;
+                    }
+                    if let Some(matches) = table.get(&key_of(&key)) {
+                        for &i in matches {
+                            let (vid, rid, r) = &right[i];
+                            let mut values = l.values.clone();
+                            values.extend(r.iter().cloned());
+                            let mut ids = l.ids.clone();
+                            ids.push((*vid, *rid));
+                            next.push(Joined { values, ids });
+                        }
+                    }
+                }
+            }
+            rows = next;
+        }
+        if let Some(f) = &self.filter {
+            let mut kept = Vec::with_capacity(rows.len());
+            for r in rows {
+                if f.eval_predicate(&r.values, params)? {
+                    kept.push(r);
+                }
+            }
+            rows = kept;
+        }
+        if self.for_update {
+            let src = &self.sources[0];
+            let mut locked = Vec::with_capacity(rows.len());
+            for r in rows {
+                let (vid, seen) = r.ids[0];
+                let mut recheck = |row: &[Value]| -> Result<bool> {
+                    let a = match &src.filter {
+                        Some(f) => f.eval_predicate(row, params)?,
+                        None => true,
+                    };
+                    let b = match &self.filter {
+                        Some(f) => f.eval_predicate(row, params)?,
+                        None => true,
+                    };
+                    Ok(a && b)
+                };
+                if let WriteOutcome::Done(row) = tx.lock_row(&src.table, vid, seen, &mut recheck)? {
+                    locked.push(Joined { values: row, ids: r.ids });
+                }
+            }
+            rows = locked;
+        }
+        Ok(rows)
+    }
+
+    /// Rows of `(output values, sort keys)` before DISTINCT/ORDER/LIMIT.
+    fn project(&self, rows: Vec<Joined>, params: &[Value]) -> Result<Vec<(Vec<Value>, Vec<Value>)>> {
+        let sort_exprs: Vec<&Program> = self
+            .order
+            .iter()
+            .filter_map(|o| match &o.key {
+                SortKey::Expr(p) => Some(p),
+                SortKey::Output(_) => None,
+            })
+            .collect();
+        let emit = |input: &[Value]| -> Result<(Vec<Value>, Vec<Value>)> {
+            let out = self.projection.iter().map(|p| p.eval(input, params)).collect::<Result<Vec<_>, _>>()?;
+            let keys = sort_exprs.iter().map(|p| p.eval(input, params)).collect::<Result<Vec<_>, _>>()?;
+            Ok((out, keys))
+        };
+        let Some((ctx, having)) = &self.agg else {
+            return rows.iter().map(|r| emit(&r.values)).collect();
+        };
+        let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut states: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
+        for r in &rows {
+            let gv: Vec<Value> = ctx.group_programs.iter().map(|p| p.eval(&r.values, params)).collect::<Result<_, _>>()?;
+            let idx = *groups.entry(key_of(&gv)).or_insert_with(|| {
+                states.push((gv, ctx.aggregates.iter().map(Acc::new).collect()));
+                states.len() - 1
+            });
+            let accs = &mut states[idx].1;
+            for (acc, call) in accs.iter_mut().zip(&ctx.aggregates) {
+                let v = match &call.arg {
+                    Some(p) => p.eval(&r.values, params)?,
+                    None => Value::Null,
+                };
+                acc.add(call, v)?;
+            }
+        }
+        if states.is_empty() && ctx.group_programs.is_empty() {
+            states.push((Vec::new(), ctx.aggregates.iter().map(Acc::new).collect()));
+        }
+        let mut out = Vec::with_capacity(states.len());
+        for (gv, accs) in states {
+            let mut row = gv;
+            for (acc, call) in accs.iter().zip(&ctx.aggregates) {
+                row.push(acc.finish(call)?);
+            }
+            if let Some(h) = having {
+                if !h.eval_predicate(&row, params)? {
+                    continue;
+                }
+            }
+            out.push(emit(&row)?);
+        }
+        Ok(out)
+    }
+
+    pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        let rows = self.joined_rows(tx, params)?;
+        let mut rows = self.project(rows, params)?;
+        if self.distinct {
+            let mut seen = HashSet::new();
+            rows.retain(|(out, _)| seen.insert(key_of(out)));
+        }
+        if !self.order.is_empty() {
+            let mut err = None;
+            rows.sort_by(|a, b| {
+                let mut e = 0;
+                for o in &self.order {
+                    let (x, y) = match o.key {
+                        SortKey::Output(i) => (&a.0[i], &b.0[i]),
+                        SortKey::Expr(_) => {
+                            let r = (&a.1[e], &b.1[e]);
+                            e += 1;
+                            r
+                        }
+                    };
+                    let ord = match (x.is_null(), y.is_null()) {
+                        (true, true) => Ordering::Equal,
+                        (true, false) => if o.nulls_first { Ordering::Less } else { Ordering::Greater },
+                        (false, true) => if o.nulls_first { Ordering::Greater } else { Ordering::Less },
+                        _ => {
+                            let c = x.sql_cmp(y).unwrap_or_else(|| {
+                                err.get_or_insert(());
+                                Ordering::Equal
+                            });
+                            if o.desc { c.reverse() } else { c }
+                        }
+                    };
+                    if ord != Ordering::Equal {
+                        return ord;
+                    }
+                }
+                Ordering::Equal
+            });
+        }
+        let count = |p: &Option<Program>, what: &str| -> Result<Option<usize>> {
+            let Some(p) = p else { return Ok(None) };
+            match p.eval(&[], params)? {
+                Value::Null => Ok(None),
+                v => match v.as_i64() {
+                    Some(n) if n >= 0 => Ok(Some(n as usize)),
+                    Some(_) => Err(Error::new(SqlState("2201W"), format!("{what} must not be negative"))),
+                    None => Err(Error::new(SqlState::DATATYPE_MISMATCH, format!("argument of {what} must be an integer"))),
+                },
+            }
+        };
+        let offset = count(&self.offset, "OFFSET")?.unwrap_or(0);
+        let limit = count(&self.limit, "LIMIT")?;
+        let rows: Vec<Vec<Value>> = rows
+            .into_iter()
+            .skip(offset)
+            .take(limit.unwrap_or(usize::MAX))
+            .map(|(out, _)| out)
+            .collect();
+        Ok(Output::Rows {
+            columns: self.columns.clone(),
+            rows,
+        })
+    }
+
+    /// Rows matching FROM + WHERE of a single-table plan, with their ids
+    /// (used by UPDATE and DELETE).
+    pub fn matching(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
+        Ok(self
+            .joined_rows(tx, params)?
+            .into_iter()
+            .map(|j| (j.ids[0].0, j.ids[0].1, j.values))
+            .collect())
+    }
+
+    /// Re-checks WHERE on a newer version of a row (READ COMMITTED).
+    pub fn recheck(&self, row: &[Value], params: &[Value]) -> Result<bool> {
+        let a = match &self.sources[0].filter {
+            Some(f) => f.eval_predicate(row, params)?,
+            None => true,
+        };
+        let b = match &self.filter {
+            Some(f) => f.eval_predicate(row, params)?,
+            None => true,
+        };
+        Ok(a && b)
+    }
+}
+
+/// Plans `SELECT * FROM table WHERE selection` for UPDATE / DELETE.
+pub fn plan_filter(
+    db: &Database,
+    table: &TableWithJoins,
+    selection: Option<&Expr>,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<SelectPlan> {
+    if !table.joins.is_empty() {
+        return Err(unsupported("joins in UPDATE / DELETE"));
+    }
+    let mut conds = Vec::new();
+    let tables = plan_from(db, std::slice::from_ref(table), &mut conds)?;
+    let (ts, alias) = tables.into_iter().next().ok_or_else(|| unsupported("empty FROM"))?;
+    let scope = table_scope(&ts, &alias);
+    if let Some(w) = selection {
+        if contains_aggregate(w) {
+            return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
+        }
+        conjuncts(w, &mut conds);
+    }
+    for c in &conds {
+        compile_predicate(c, &scope, params)?;
+    }
+    let access = pk_access(&ts, &conds, &scope, params)?;
+    let filter = match and_all(conds) {
+        Some(e) => Some(compile_predicate(&e, &scope, params)?),
+        None => None,
+    };
+    Ok(SelectPlan {
+        sources: vec![Source { table: ts, alias, access, filter }],
+        joins: Vec::new(),
+        filter: None,
+        agg: None,
+        input_scope: scope,
+        projection: Vec::new(),
+        columns: Vec::new(),
+        order: Vec::new(),
+        distinct: false,
+        limit: None,
+        offset: None,
+        for_update: false,
+    })
+}

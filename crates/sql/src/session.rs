@@ -1,0 +1,475 @@
+//! Sessions: statement dispatch and PostgreSQL's transaction-block rules.
+//!
+//! ```text
+//!            BEGIN                 error
+//!   idle ───────────► in block ───────────► failed ──ROLLBACK/COMMIT──► idle
+//!    ▲  (autocommit:      │ COMMIT / ROLLBACK    (every statement: 25P02)
+//!    │   one statement)   ▼
+//!    └────────────────── idle
+//! ```
+//!
+//! Outside a block every statement runs in its own transaction. Inside a
+//! block an error aborts the transaction at once (its locks are released)
+//! and the session refuses further statements until ROLLBACK (or COMMIT,
+//! which then reports ROLLBACK), exactly like PostgreSQL.
+
+use std::collections::BTreeMap;
+
+use ndpdb_formats::{DataType, SqlState, Value};
+use ndpdb_host::{Database, Isolation, Transaction};
+use sqlparser::ast::{
+    Expr, Set, Statement, TransactionIsolationLevel, TransactionMode,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::ddl;
+use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
+use crate::output::{Output, ResultColumn};
+use crate::query::{plan_query, SelectPlan};
+use crate::{Error, Result};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Block {
+    None,
+    Active,
+    Failed,
+}
+
+/// A statement planned once and executable many times with parameters.
+pub struct Prepared {
+    kind: PreparedKind,
+    /// Types of `$1…$n` as inferred from context (`None`: unknown).
+    pub param_types: Vec<Option<DataType>>,
+}
+
+enum PreparedKind {
+    Select(Box<SelectPlan>),
+    Insert(InsertPlan),
+    Update(UpdatePlan),
+    Delete(DeletePlan),
+    Other(Box<Statement>),
+}
+
+impl Prepared {
+    /// Result columns of a query (empty for commands).
+    pub fn columns(&self) -> Vec<ResultColumn> {
+        match &self.kind {
+            PreparedKind::Select(p) => p.columns.clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+pub struct Session {
+    db: Database,
+    tx: Option<Transaction>,
+    block: Block,
+    default_isolation: Isolation,
+    settings: BTreeMap<String, String>,
+    /// Notices for the client (e.g. "there is no transaction in progress").
+    pub notices: Vec<String>,
+}
+
+fn parse_error(e: sqlparser::parser::ParserError) -> Error {
+    let msg = e.to_string();
+    let msg = msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string();
+    Error::new(SqlState::SYNTAX_ERROR, format!("syntax error: {msg}"))
+}
+
+/// Parses SQL text into statements (PostgreSQL dialect).
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(parse_error)
+}
+
+fn isolation_of(modes: &[TransactionMode]) -> Result<Option<Isolation>> {
+    let mut out = None;
+    for m in modes {
+        if let TransactionMode::IsolationLevel(l) = m {
+            out = Some(match l {
+                TransactionIsolationLevel::ReadCommitted | TransactionIsolationLevel::ReadUncommitted => {
+                    Isolation::ReadCommitted
+                }
+                TransactionIsolationLevel::RepeatableRead | TransactionIsolationLevel::Snapshot => Isolation::Snapshot,
+                TransactionIsolationLevel::Serializable => {
+                    return Err(Error::new(
+                        SqlState::FEATURE_NOT_SUPPORTED,
+                        "SERIALIZABLE isolation is not supported yet; use REPEATABLE READ (snapshot isolation)",
+                    ))
+                }
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn isolation_name(i: Isolation) -> &'static str {
+    match i {
+        Isolation::Snapshot => "repeatable read",
+        Isolation::ReadCommitted => "read committed",
+    }
+}
+
+fn parse_isolation_name(s: &str) -> Result<Isolation> {
+    match s.trim().to_lowercase().as_str() {
+        "read committed" | "read uncommitted" => Ok(Isolation::ReadCommitted),
+        "repeatable read" | "snapshot" => Ok(Isolation::Snapshot),
+        "serializable" => isolation_of(&[TransactionMode::IsolationLevel(TransactionIsolationLevel::Serializable)])
+            .map(|i| i.unwrap_or(Isolation::Snapshot)),
+        other => Err(Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("invalid value for parameter \"default_transaction_isolation\": \"{other}\""),
+        )),
+    }
+}
+
+fn expr_text(e: &Expr) -> String {
+    match e {
+        Expr::Value(v) => match &v.value {
+            sqlparser::ast::Value::SingleQuotedString(s) => s.clone(),
+            v => v.to_string(),
+        },
+        Expr::Identifier(id) => id.value.clone(),
+        e => e.to_string(),
+    }
+}
+
+impl Session {
+    pub fn new(db: Database) -> Session {
+        Session {
+            db,
+            tx: None,
+            block: Block::None,
+            default_isolation: Isolation::Snapshot,
+            settings: BTreeMap::new(),
+            notices: Vec::new(),
+        }
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.db
+    }
+
+    /// Whether a transaction block is open (`T`), failed (`E`) or not (`I`).
+    pub fn transaction_status(&self) -> char {
+        match self.block {
+            Block::None => 'I',
+            Block::Active => 'T',
+            Block::Failed => 'E',
+        }
+    }
+
+    /// Runs every statement of `sql` in order, stopping at the first error.
+    pub fn execute(&mut self, sql: &str) -> Result<Vec<Output>> {
+        let mut out = Vec::new();
+        self.execute_each(sql, |r| {
+            out.push(r);
+        })?;
+        Ok(out)
+    }
+
+    /// Like [`Session::execute`], handing each result to `sink` as it is ready.
+    pub fn execute_each(&mut self, sql: &str, mut sink: impl FnMut(Output)) -> Result<()> {
+        let stmts = parse(sql)?;
+        for s in &stmts {
+            sink(self.execute_statement(s, &[])?);
+        }
+        Ok(())
+    }
+
+    pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
+        let mut stmts = parse(sql)?;
+        if stmts.len() != 1 {
+            return Err(Error::new(
+                SqlState::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement",
+            ));
+        }
+        self.prepare_statement(stmts.remove(0))
+    }
+
+    pub fn prepare_statement(&mut self, stmt: Statement) -> Result<Prepared> {
+        let mut param_types = Vec::new();
+        let kind = match &stmt {
+            Statement::Query(q) => PreparedKind::Select(Box::new(plan_query(&self.db, q, &mut param_types)?)),
+            Statement::Insert(i) => PreparedKind::Insert(plan_insert(&self.db, i, &mut param_types)?),
+            Statement::Update(u) => PreparedKind::Update(plan_update(&self.db, u, &mut param_types)?),
+            Statement::Delete(d) => PreparedKind::Delete(plan_delete(&self.db, d, &mut param_types)?),
+            _ => PreparedKind::Other(Box::new(stmt)),
+        };
+        Ok(Prepared { kind, param_types })
+    }
+
+    /// Executes a prepared statement; parameters are cast to their
+    /// inferred types.
+    pub fn execute_prepared(&mut self, p: &Prepared, params: &[Value]) -> Result<Output> {
+        if let PreparedKind::Other(stmt) = &p.kind {
+            return self.execute_statement(stmt, params);
+        }
+        let params: Vec<Value> = params
+            .iter()
+            .enumerate()
+            .map(|(i, v)| match p.param_types.get(i).copied().flatten() {
+                Some(t) => v.cast(&t).map_err(Error::from),
+                None => Ok(v.clone()),
+            })
+            .collect::<Result<_>>()?;
+        if params.len() < p.param_types.len() {
+            return Err(Error::new(
+                SqlState("08P01"),
+                format!("statement needs {} parameters, got {}", p.param_types.len(), params.len()),
+            ));
+        }
+        self.in_transaction(|tx| match &p.kind {
+            PreparedKind::Select(plan) => plan.execute(tx, &params),
+            PreparedKind::Insert(plan) => plan.execute(tx, &params),
+            PreparedKind::Update(plan) => plan.execute(tx, &params),
+            PreparedKind::Delete(plan) => plan.execute(tx, &params),
+            PreparedKind::Other(_) => Err(Error::new(SqlState::INTERNAL_ERROR, "not a plan")),
+        })
+    }
+
+    /// Runs `f` in the block's transaction, or in a new autocommit one.
+    fn in_transaction(&mut self, f: impl FnOnce(&mut Transaction) -> Result<Output>) -> Result<Output> {
+        self.check_not_failed()?;
+        let autocommit = self.tx.is_none();
+        if autocommit {
+            self.tx = Some(self.db.begin(self.default_isolation)?);
+        }
+        let tx = self.tx.as_mut().ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "no transaction"))?;
+        tx.begin_statement();
+        match f(tx) {
+            Ok(out) => {
+                if autocommit {
+                    if let Some(tx) = self.tx.take() {
+                        tx.commit()?;
+                    }
+                }
+                Ok(out)
+            }
+            Err(e) => {
+                // Abort now: releases the locks; a block stays failed.
+                self.tx = None;
+                if !autocommit {
+                    self.block = Block::Failed;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn check_not_failed(&self) -> Result<()> {
+        if self.block == Block::Failed {
+            return Err(Error::new(
+                SqlState::IN_FAILED_SQL_TRANSACTION,
+                "current transaction is aborted, commands ignored until end of transaction block",
+            ));
+        }
+        Ok(())
+    }
+
+    /// A statement that is not allowed to run in a failed block fails the
+    /// block when it errors, like any other statement.
+    fn guarded(&mut self, f: impl FnOnce(&mut Session) -> Result<Output>) -> Result<Output> {
+        self.check_not_failed()?;
+        let r = f(self);
+        if r.is_err() && self.block == Block::Active {
+            self.tx = None;
+            self.block = Block::Failed;
+        }
+        r
+    }
+
+    pub fn execute_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Output> {
+        match stmt {
+            Statement::StartTransaction { modes, .. } => {
+                let iso = isolation_of(modes)?;
+                if self.block != Block::None {
+                    self.notices
+                        .push("there is already a transaction in progress".into());
+                    return Ok(Output::command("BEGIN"));
+                }
+                self.tx = Some(self.db.begin(iso.unwrap_or(self.default_isolation))?);
+                self.block = Block::Active;
+                Ok(Output::command("BEGIN"))
+            }
+            Statement::Commit { .. } => {
+                let tag = match self.block {
+                    Block::None => {
+                        self.notices.push("there is no transaction in progress".into());
+                        "COMMIT"
+                    }
+                    Block::Failed => "ROLLBACK",
+                    Block::Active => "COMMIT",
+                };
+                self.block = Block::None;
+                match self.tx.take() {
+                    Some(tx) => tx.commit().map(|_| Output::command(tag)),
+                    None => Ok(Output::command(tag)),
+                }
+            }
+            Statement::Rollback { savepoint: None, .. } => {
+                if self.block == Block::None {
+                    self.notices.push("there is no transaction in progress".into());
+                }
+                self.block = Block::None;
+                if let Some(tx) = self.tx.take() {
+                    tx.rollback();
+                }
+                Ok(Output::command("ROLLBACK"))
+            }
+            Statement::Set(set) => self.guarded(|s| s.set(set)),
+            Statement::ShowVariable { variable } => self.guarded(|s| {
+                let name = variable
+                    .iter()
+                    .map(|i| i.value.to_lowercase())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                s.show(&name)
+            }),
+            Statement::CreateTable(ct) => self.guarded(|s| ddl::create_table(&s.db, ct)),
+            Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => self.guarded(|s| ddl::drop(&s.db, object_type, *if_exists, names)),
+            Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                self.check_not_failed()?;
+                let prepared = match self.prepare_statement(stmt.clone()) {
+                    Ok(p) => p,
+                    Err(e) => {
+                        if self.block == Block::Active {
+                            self.tx = None;
+                            self.block = Block::Failed;
+                        }
+                        return Err(e);
+                    }
+                };
+                self.execute_prepared(&prepared, params)
+            }
+            other => self.guarded(|_| {
+                Err(Error::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    format!(
+                        "statement not supported: {}",
+                        other.to_string().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+                    ),
+                ))
+            }),
+        }
+    }
+
+    fn set(&mut self, set: &Set) -> Result<Output> {
+        match set {
+            Set::SetTransaction { modes, session, .. } => {
+                let iso = isolation_of(modes)?;
+                if *session {
+                    if let Some(i) = iso {
+                        self.default_isolation = i;
+                    }
+                    return Ok(Output::command("SET"));
+                }
+                match (&mut self.tx, iso) {
+                    (Some(tx), Some(i)) if self.block == Block::Active => {
+                        if tx.statements() > 0 {
+                            return Err(Error::new(
+                                SqlState::ACTIVE_SQL_TRANSACTION,
+                                "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                            ));
+                        }
+                        tx.set_isolation(i);
+                    }
+                    _ => self
+                        .notices
+                        .push("SET TRANSACTION can only be used in transaction blocks".into()),
+                }
+                Ok(Output::command("SET"))
+            }
+            Set::SingleAssignment { variable, values, .. } => {
+                let name = variable.to_string().to_lowercase();
+                let value = values.iter().map(expr_text).collect::<Vec<_>>().join(", ");
+                if name == "default_transaction_isolation" || name == "transaction_isolation" {
+                    let iso = parse_isolation_name(&value)?;
+                    if name == "default_transaction_isolation" {
+                        self.default_isolation = iso;
+                    } else if let Some(tx) = &mut self.tx {
+                        tx.set_isolation(iso);
+                    }
+                }
+                self.settings.insert(name, value);
+                Ok(Output::command("SET"))
+            }
+            Set::SetTimeZone { value, .. } => {
+                self.settings.insert("timezone".into(), expr_text(value));
+                Ok(Output::command("SET"))
+            }
+            other => Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                format!("{other} is not supported"),
+            )),
+        }
+    }
+
+    fn show(&mut self, name: &str) -> Result<Output> {
+        if name == "stats" {
+            let rows = self
+                .db
+                .stats()
+                .into_iter()
+                .map(|(k, v)| vec![Value::Text(k), Value::BigInt(v)])
+                .collect();
+            return Ok(Output::Rows {
+                columns: vec![
+                    ResultColumn { name: "name".into(), ty: DataType::Text },
+                    ResultColumn { name: "value".into(), ty: DataType::BigInt },
+                ],
+                rows,
+            });
+        }
+        if name == "tables" {
+            let rows = self
+                .db
+                .tables()
+                .into_iter()
+                .map(|t| vec![Value::Text(t.name.clone())])
+                .collect();
+            return Ok(Output::Rows {
+                columns: vec![ResultColumn { name: "name".into(), ty: DataType::Text }],
+                rows,
+            });
+        }
+        let value = match name {
+            "transaction_isolation" | "transaction isolation level" => isolation_name(
+                self.tx.as_ref().map_or(self.default_isolation, |t| t.isolation()),
+            )
+            .to_string(),
+            "default_transaction_isolation" => isolation_name(self.default_isolation).to_string(),
+            "server_version" => "15.0 (ndpdb 0.1.0)".into(),
+            "server_encoding" | "client_encoding" => "UTF8".into(),
+            "datestyle" => "ISO, MDY".into(),
+            "timezone" => self.settings.get("timezone").cloned().unwrap_or_else(|| "UTC".into()),
+            other => match self.settings.get(other) {
+                Some(v) => v.clone(),
+                None => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("unrecognized configuration parameter \"{other}\""),
+                    ))
+                }
+            },
+        };
+        Ok(Output::Rows {
+            columns: vec![ResultColumn { name: name.replace(' ', "_"), ty: DataType::Text }],
+            rows: vec![vec![Value::Text(value)]],
+        })
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(tx) = self.tx.take() {
+            tx.rollback();
+        }
+    }
+}
