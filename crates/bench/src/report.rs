@@ -26,7 +26,11 @@ impl StatsDelta {
         db.stats()
             .into_iter()
             .map(|(k, v)| {
-                let b = self.before.iter().find(|(n, _)| *n == k).map_or(0, |(_, x)| *x);
+                let b = self
+                    .before
+                    .iter()
+                    .find(|(n, _)| *n == k)
+                    .map_or(0, |(_, x)| *x);
                 (k, v - b)
             })
             .collect()

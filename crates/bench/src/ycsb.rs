@@ -5,6 +5,7 @@
 //! would issue it; sessions run at READ COMMITTED (PostgreSQL's default,
 //! so a hot-key update waits and re-checks instead of failing).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,6 +24,9 @@ use crate::report::{histogram, StatsDelta};
 use crate::zipf::Zipfian;
 
 pub const TABLE: &str = "usertable";
+
+/// Read and update latencies and errors by SQLSTATE of one client thread.
+type ThreadResult = (Histogram<u64>, Histogram<u64>, BTreeMap<String, u64>);
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {
@@ -67,6 +71,8 @@ pub struct RunReport {
     pub reads: Histogram<u64>,
     pub updates: Histogram<u64>,
     pub errors: u64,
+    /// Errors by SQLSTATE.
+    pub error_codes: BTreeMap<String, u64>,
     pub engine: Vec<(String, i64)>,
 }
 
@@ -81,12 +87,21 @@ impl RunReport {
 }
 
 fn random_field(rng: &mut SmallRng, len: usize) -> String {
-    rng.sample_iter(&Alphanumeric).take(len).map(char::from).collect()
+    rng.sample_iter(&Alphanumeric)
+        .take(len)
+        .map(char::from)
+        .collect()
 }
 
 /// Creates `usertable` and loads `records` rows in batches of 1,000 rows
 /// per transaction; returns the load time.
-pub fn load(db: &Database, records: u64, field_count: usize, field_len: usize, progress: bool) -> Result<Duration> {
+pub fn load(
+    db: &Database,
+    records: u64,
+    field_count: usize,
+    field_len: usize,
+    progress: bool,
+) -> Result<Duration> {
     let mut columns = vec![Column {
         name: "ycsb_key".into(),
         ty: DataType::BigInt,
@@ -104,8 +119,10 @@ pub fn load(db: &Database, records: u64, field_count: usize, field_len: usize, p
     let bar = if progress {
         let b = ProgressBar::new(records);
         b.set_style(
-            ProgressStyle::with_template("loading {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "loading {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         b
     } else {
@@ -143,15 +160,20 @@ pub fn run(db: &Database, cfg: &RunConfig) -> Result<RunReport> {
     let mut handles = Vec::new();
     for t in 0..cfg.threads {
         let (db, zipf, stop, cfg) = (db.clone(), zipf.clone(), stop.clone(), cfg.clone());
-        handles.push(std::thread::spawn(move || -> Result<(Histogram<u64>, Histogram<u64>, u64)> {
+        handles.push(std::thread::spawn(move || -> Result<ThreadResult> {
             let mut session = Session::new(db);
             session.execute("SET default_transaction_isolation = 'read committed'")?;
             let read = session.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
             let updates: Vec<_> = (0..cfg.field_count)
-                .map(|f| session.prepare(&format!("UPDATE {TABLE} SET field{f} = $1 WHERE ycsb_key = $2")))
+                .map(|f| {
+                    session.prepare(&format!(
+                        "UPDATE {TABLE} SET field{f} = $1 WHERE ycsb_key = $2"
+                    ))
+                })
                 .collect::<Result<_>>()?;
             let mut rng = SmallRng::seed_from_u64(cfg.seed.wrapping_add(t as u64 * 7919));
-            let (mut rh, mut uh, mut errors) = (histogram(), histogram(), 0u64);
+            let (mut rh, mut uh) = (histogram(), histogram());
+            let mut errors = BTreeMap::new();
             while !stop.load(Ordering::Relaxed) {
                 let key = Value::BigInt(zipf.next_key(&mut rng) as i64);
                 let is_read = rng.gen::<f64>() < cfg.workload.read_fraction();
@@ -167,7 +189,7 @@ pub fn run(db: &Database, cfg: &RunConfig) -> Result<RunReport> {
                 match r {
                     Ok(_) if is_read => rh.saturating_record(us),
                     Ok(_) => uh.saturating_record(us),
-                    Err(_) => errors += 1,
+                    Err(e) => *errors.entry(e.code.to_string()).or_insert(0) += 1,
                 }
             }
             Ok((rh, uh, errors))
@@ -175,20 +197,28 @@ pub fn run(db: &Database, cfg: &RunConfig) -> Result<RunReport> {
     }
     std::thread::sleep(cfg.duration);
     stop.store(true, Ordering::Relaxed);
-    let (mut reads, mut updates, mut errors) = (histogram(), histogram(), 0);
+    let (mut reads, mut updates) = (histogram(), histogram());
+    let mut error_codes = BTreeMap::new();
     for h in handles {
-        let (r, u, e) = h
-            .join()
-            .map_err(|_| ndpdb_host::Error::new(ndpdb_formats::SqlState::INTERNAL_ERROR, "benchmark thread panicked"))??;
+        let (r, u, e) = h.join().map_err(|_| {
+            ndpdb_host::Error::new(
+                ndpdb_formats::SqlState::INTERNAL_ERROR,
+                "benchmark thread panicked",
+            )
+        })??;
         reads.add(&r).ok();
         updates.add(&u).ok();
-        errors += e;
+        for (k, v) in e {
+            *error_codes.entry(k).or_insert(0) += v;
+        }
     }
+    let errors = error_codes.values().sum();
     Ok(RunReport {
         elapsed: start.elapsed(),
         reads,
         updates,
         errors,
+        error_codes,
         engine: delta.finish(db),
     })
 }
@@ -203,11 +233,16 @@ pub fn describe(name: &str, r: &RunReport) -> Vec<String> {
         }
     };
     let mut lines = vec![format!(
-        "{name}: {:.0} ops/s ({} ops in {:.1} s, {} errors)",
+        "{name}: {:.0} ops/s ({} ops in {:.1} s, {} errors{})",
         r.throughput(),
         r.ops(),
         r.elapsed.as_secs_f64(),
-        r.errors
+        r.errors,
+        if r.error_codes.is_empty() {
+            String::new()
+        } else {
+            format!(": {:?}", r.error_codes)
+        }
     )];
     lines.push(format!(
         "  read   latency µs: p50 {}  p99 {}  ({} ops)",

@@ -26,7 +26,10 @@ mod rand_like {
     pub struct Lcg(pub u64);
     impl Lcg {
         pub fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             self.0 >> 33
         }
     }
@@ -60,7 +63,7 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
     let stdout = std::io::stdout();
     for i in start.. {
         let keys: Vec<i64> = (0..3).map(|_| (rng.next() % 40) as i64).collect();
-        let rollback = rng.next() % 4 == 0;
+        let rollback = rng.next().is_multiple_of(4);
         s.execute("BEGIN")?;
         for k in &keys {
             let out = s.execute_prepared(&upsert, &[Value::Int(*k as i32)])?;

@@ -42,9 +42,11 @@ fn machine_line() -> String {
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("MemTotal"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<u64>().ok()))
+            s.lines().find(|l| l.starts_with("MemTotal")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|k| k.parse::<u64>().ok())
+            })
         })
         .map_or("?".into(), |kb| format!("{:.0} GiB", kb as f64 / 1048576.0));
     format!("machine: {cpus} CPUs, {mem} RAM; link preset: unthrottled (in-process device)")
@@ -103,7 +105,10 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             db,
         } => {
             let w = Workload::parse(&workload).ok_or_else(|| {
-                Error::new(SqlState::INVALID_PARAMETER_VALUE, format!("unknown workload {workload}"))
+                Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("unknown workload {workload}"),
+                )
             })?;
             let tmp = tempfile::tempdir()?;
             let dir = db.unwrap_or_else(|| tmp.path().to_path_buf());

@@ -10,7 +10,11 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "ndpdb", version, about = "A multi-version database built for near-data processing")]
+#[command(
+    name = "ndpdb",
+    version,
+    about = "A multi-version database built for near-data processing"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -31,7 +31,13 @@ fn flush_notices(s: &mut Session) {
     }
 }
 
-pub fn run(dir: &Path, commands: &[String], file: Option<&Path>, csv: bool, pool_mib: usize) -> Result<ExitCode> {
+pub fn run(
+    dir: &Path,
+    commands: &[String],
+    file: Option<&Path>,
+    csv: bool,
+    pool_mib: usize,
+) -> Result<ExitCode> {
     let config = Config {
         buffer_pool_bytes: pool_mib << 20,
         ..Config::default()
@@ -63,7 +69,14 @@ fn interactive(session: &mut Session, csv: bool) -> Result<ExitCode> {
     let mut buf = String::new();
     let prompt = |buf: &str| {
         if tty {
-            print!("{}", if buf.is_empty() { "ndpdb=> " } else { "ndpdb-> " });
+            print!(
+                "{}",
+                if buf.is_empty() {
+                    "ndpdb=> "
+                } else {
+                    "ndpdb-> "
+                }
+            );
             std::io::stdout().flush().ok();
         }
     };

@@ -7,9 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use ndpdb_formats::page::PageRef;
-use ndpdb_link::{
-    CommandHandler, DeviceInfo, LinkError, Request, Response, Result,
-};
+use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Result};
 
 use crate::maps::{MapStore, Maps};
 use crate::store::PageStore;
@@ -121,7 +119,7 @@ mod tests {
     use super::*;
     use ndpdb_formats::page::PageBuf;
     use ndpdb_formats::{Lpn, Ppn, RecId, TableId, Vid};
-    use ndpdb_link::{DeviceClient, InProcessTransport, Plane, Direction, VidEntry};
+    use ndpdb_link::{DeviceClient, Direction, InProcessTransport, Plane, VidEntry};
     use std::sync::Arc;
 
     #[test]
@@ -135,10 +133,15 @@ mod tests {
         let mut page = PageBuf::new(TableId(1), Lpn(5));
         page.append(b"hello").unwrap();
         page.seal();
-        c.write_pages(vec![(Ppn(0), page.as_bytes().to_vec())]).unwrap();
+        c.write_pages(vec![(Ppn(0), page.as_bytes().to_vec())])
+            .unwrap();
         c.merge_maps(
             vec![(Lpn(5), Ppn(0))],
-            vec![VidEntry { table: TableId(1), vid: Vid(3), head: RecId::new(Lpn(5), 0) }],
+            vec![VidEntry {
+                table: TableId(1),
+                vid: Vid(3),
+                head: RecId::new(Lpn(5), 0),
+            }],
         )
         .unwrap();
         assert_eq!(c.read_page(Ppn(0)).unwrap(), page.as_bytes());
@@ -146,13 +149,19 @@ mod tests {
         // A corrupt page is refused.
         let mut bad = page.as_bytes().to_vec();
         bad[100] ^= 1;
-        assert!(matches!(c.write_page(Ppn(1), bad), Err(LinkError::Corrupted(_))));
+        assert!(matches!(
+            c.write_page(Ppn(1), bad),
+            Err(LinkError::Corrupted(_))
+        ));
         assert!(c.stats().messages(Plane::Data, Direction::ToDevice) >= 3);
         assert!(c.stats().bytes(Plane::Data, Direction::ToHost) >= 8192);
         drop(c);
         let c = client(dir.path());
         assert_eq!(c.dump_l2p().unwrap(), vec![(Lpn(5), Ppn(0))]);
-        assert_eq!(c.dump_vid_map(TableId(1)).unwrap(), vec![(Vid(3), RecId::new(Lpn(5), 0))]);
+        assert_eq!(
+            c.dump_vid_map(TableId(1)).unwrap(),
+            vec![(Vid(3), RecId::new(Lpn(5), 0))]
+        );
         assert_eq!(c.info().unwrap().page_count, 1);
     }
 }

@@ -208,7 +208,9 @@ impl MapStore {
             f.sync_all().map_err(io)?;
         }
         fs::rename(&tmp, self.dir.join("maps.snap")).map_err(io)?;
-        File::open(&self.dir).and_then(|d| d.sync_all()).map_err(io)?;
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io)?;
         self.log.set_len(0).map_err(io)?;
         self.log.sync_all().map_err(io)?;
         self.log_len = 0;
@@ -226,7 +228,9 @@ fn decode_snapshot(bytes: &[u8]) -> Result<Maps> {
     let len = r.u64()? as usize;
     let payload = r.take(len)?;
     if crc32fast::hash(payload) != crc {
-        return Err(LinkError::Corrupted("map snapshot checksum mismatch".into()));
+        return Err(LinkError::Corrupted(
+            "map snapshot checksum mismatch".into(),
+        ));
     }
     let mut pr = Reader::new(payload);
     let maps = Maps::decode(&mut pr)?;
@@ -239,8 +243,12 @@ fn replay_log(bytes: &[u8], maps: &mut Maps) -> usize {
     let mut pos = 0;
     while bytes.len() - pos >= 8 {
         let mut r = Reader::new(&bytes[pos..]);
-        let (Ok(len), Ok(crc)) = (r.u32(), r.u32()) else { break };
-        let Ok(batch) = r.take(len as usize) else { break };
+        let (Ok(len), Ok(crc)) = (r.u32(), r.u32()) else {
+            break;
+        };
+        let Ok(batch) = r.take(len as usize) else {
+            break;
+        };
         if crc32fast::hash(batch) != crc || apply_batch(batch, maps).is_err() {
             break;
         }
@@ -275,7 +283,11 @@ fn apply_batch(batch: &[u8], maps: &mut Maps) -> ndpdb_formats::Result<()> {
             r.finish("map batch")?;
             maps.drop_table(t);
         }
-        k => return Err(ndpdb_formats::Error::corrupted(format!("map batch kind {k}"))),
+        k => {
+            return Err(ndpdb_formats::Error::corrupted(format!(
+                "map batch kind {k}"
+            )))
+        }
     }
     Ok(())
 }

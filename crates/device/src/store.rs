@@ -60,7 +60,10 @@ impl PageStore {
 
     pub fn write(&self, ppn: Ppn, page: &[u8]) -> Result<()> {
         if page.len() != PAGE_SIZE {
-            return Err(LinkError::Corrupted(format!("page of {} bytes", page.len())));
+            return Err(LinkError::Corrupted(format!(
+                "page of {} bytes",
+                page.len()
+            )));
         }
         self.file
             .write_all_at(page, ppn.0 * PAGE_SIZE as u64)

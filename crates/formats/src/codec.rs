@@ -226,7 +226,14 @@ mod tests {
     #[test]
     fn round_trip_and_bounds() {
         let mut w = Writer::new();
-        w.u8(1).u16(2).u32(3).u64(4).i64(-5).f64(1.5).str("héllo").i128(-7);
+        w.u8(1)
+            .u16(2)
+            .u32(3)
+            .u64(4)
+            .i64(-5)
+            .f64(1.5)
+            .str("héllo")
+            .i128(-7);
         let bytes = w.into_inner();
         let mut r = Reader::new(&bytes);
         assert_eq!(r.u8().unwrap(), 1);

@@ -118,11 +118,20 @@ pub enum Op {
     IsNull,
     IsNotNull,
     /// Pops pattern then value.
-    Like { negated: bool, case_insensitive: bool },
+    Like {
+        negated: bool,
+        case_insensitive: bool,
+    },
     /// Stack: value, item₁ … itemₙ.
-    In { n: u32, negated: bool },
+    In {
+        n: u32,
+        negated: bool,
+    },
     Cast(DataType),
-    Call { func: Func, nargs: u8 },
+    Call {
+        func: Func,
+        nargs: u8,
+    },
 }
 
 /// A compiled expression.
@@ -183,7 +192,11 @@ impl Program {
                     stack.push(match v {
                         Value::Null => Value::Null,
                         Value::Bool(b) => Value::Bool(!b),
-                        v => return Err(type_error(format!("argument of NOT must be type boolean, not {v:?}"))),
+                        v => {
+                            return Err(type_error(format!(
+                                "argument of NOT must be type boolean, not {v:?}"
+                            )))
+                        }
                     });
                 }
                 Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod | Op::Concat => {
@@ -347,7 +360,10 @@ impl Program {
         }
         for (at, op) in ops.iter().enumerate() {
             let target = match op {
-                Op::JumpIfFalseKeep(t) | Op::JumpIfTrueKeep(t) | Op::JumpIfNotTrue(t) | Op::Jump(t) => *t,
+                Op::JumpIfFalseKeep(t)
+                | Op::JumpIfTrueKeep(t)
+                | Op::JumpIfNotTrue(t)
+                | Op::Jump(t) => *t,
                 _ => continue,
             };
             // Jumps only go forward, so every program terminates.
@@ -376,7 +392,7 @@ fn negate(v: Value) -> Result<Value> {
         Value::Int(x) => Value::Int(x.checked_neg().ok_or_else(|| int_overflow("integer"))?),
         Value::BigInt(x) => Value::BigInt(x.checked_neg().ok_or_else(|| int_overflow("bigint"))?),
         Value::Double(x) => Value::Double(-x),
-        Value::Numeric(d) => Value::Numeric(d.neg()?),
+        Value::Numeric(d) => Value::Numeric(d.checked_neg()?),
         v => return Err(type_error(format!("operator does not exist: - {v:?}"))),
     })
 }
@@ -420,11 +436,15 @@ fn arith(op: &Op, a: Value, b: Value) -> Result<Value> {
     match (op, &a, &b) {
         (Op::Add, Value::Date(d), x) | (Op::Add, x, Value::Date(d)) if x.as_i64().is_some() => {
             let r = (*d as i64) + x.as_i64().unwrap_or(0);
-            return Ok(Value::Date(i32::try_from(r).map_err(|_| int_overflow("date"))?));
+            return Ok(Value::Date(
+                i32::try_from(r).map_err(|_| int_overflow("date"))?,
+            ));
         }
         (Op::Sub, Value::Date(d), x) if x.as_i64().is_some() => {
             let r = (*d as i64) - x.as_i64().unwrap_or(0);
-            return Ok(Value::Date(i32::try_from(r).map_err(|_| int_overflow("date"))?));
+            return Ok(Value::Date(
+                i32::try_from(r).map_err(|_| int_overflow("date"))?,
+            ));
         }
         (Op::Sub, Value::Date(x), Value::Date(y)) => return Ok(Value::Int(x - y)),
         _ => {}
@@ -441,7 +461,10 @@ fn arith(op: &Op, a: Value, b: Value) -> Result<Value> {
     };
     match ca.max(cb) {
         0 => {
-            let (x, y) = (a.as_i64().unwrap_or(0) as i32, b.as_i64().unwrap_or(0) as i32);
+            let (x, y) = (
+                a.as_i64().unwrap_or(0) as i32,
+                b.as_i64().unwrap_or(0) as i32,
+            );
             let r = match op {
                 Op::Add => x.checked_add(y),
                 Op::Sub => x.checked_sub(y),
@@ -619,16 +642,31 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
         }
     };
     match func {
-        Func::Coalesce => return Ok(args.into_iter().find(|v| !v.is_null()).unwrap_or(Value::Null)),
+        Func::Coalesce => {
+            return Ok(args
+                .into_iter()
+                .find(|v| !v.is_null())
+                .unwrap_or(Value::Null))
+        }
         Func::Greatest | Func::Least => {
             let mut best: Option<Value> = None;
             for a in args.into_iter().filter(|v| !v.is_null()) {
                 best = Some(match best {
                     None => a,
                     Some(b) => {
-                        let ord = a.sql_cmp(&b).ok_or_else(|| type_error("incomparable arguments".into()))?;
-                        let take = if func == Func::Greatest { ord == Ordering::Greater } else { ord == Ordering::Less };
-                        if take { a } else { b }
+                        let ord = a
+                            .sql_cmp(&b)
+                            .ok_or_else(|| type_error("incomparable arguments".into()))?;
+                        let take = if func == Func::Greatest {
+                            ord == Ordering::Greater
+                        } else {
+                            ord == Ordering::Less
+                        };
+                        if take {
+                            a
+                        } else {
+                            b
+                        }
                     }
                 });
             }
@@ -638,20 +676,32 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
             arity(2)?;
             let b = args.pop().unwrap_or(Value::Null);
             let a = args.pop().unwrap_or(Value::Null);
-            return Ok(if compare(&Op::Eq, &a, &b)? == Value::Bool(true) { Value::Null } else { a });
+            return Ok(if compare(&Op::Eq, &a, &b)? == Value::Bool(true) {
+                Value::Null
+            } else {
+                a
+            });
         }
         _ => {}
     }
     if args.iter().any(Value::is_null) {
         return Ok(Value::Null);
     }
-    let bad = |v: &Value| type_error(format!("function {func:?} does not exist for argument {v:?}"));
+    let bad = |v: &Value| {
+        type_error(format!(
+            "function {func:?} does not exist for argument {v:?}"
+        ))
+    };
     match func {
         Func::Abs => {
             arity(1)?;
             Ok(match &args[0] {
-                Value::Int(x) => Value::Int(x.checked_abs().ok_or_else(|| int_overflow("integer"))?),
-                Value::BigInt(x) => Value::BigInt(x.checked_abs().ok_or_else(|| int_overflow("bigint"))?),
+                Value::Int(x) => {
+                    Value::Int(x.checked_abs().ok_or_else(|| int_overflow("integer"))?)
+                }
+                Value::BigInt(x) => {
+                    Value::BigInt(x.checked_abs().ok_or_else(|| int_overflow("bigint"))?)
+                }
                 Value::Double(x) => Value::Double(x.abs()),
                 Value::Numeric(d) => Value::Numeric(Decimal::new(d.mantissa.abs(), d.scale)),
                 v => return Err(bad(v)),
@@ -712,13 +762,19 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
                 Value::Text(s) => s.clone(),
                 v => return Err(bad(v)),
             };
-            let start = args.get(1).and_then(Value::as_i64).ok_or_else(|| bad(&args[0]))?;
+            let start = args
+                .get(1)
+                .and_then(Value::as_i64)
+                .ok_or_else(|| bad(&args[0]))?;
             let chars: Vec<char> = s.chars().collect();
             let len = match args.get(2) {
                 Some(v) => {
                     let l = v.as_i64().ok_or_else(|| bad(v))?;
                     if l < 0 {
-                        return Err(Error::sql(SqlState::INVALID_PARAMETER_VALUE, "negative substring length not allowed"));
+                        return Err(Error::sql(
+                            SqlState::INVALID_PARAMETER_VALUE,
+                            "negative substring length not allowed",
+                        ));
                     }
                     l
                 }
@@ -917,10 +973,22 @@ mod tests {
 
     #[test]
     fn errors_carry_sqlstate() {
-        let p = prog(vec![Value::Int(1), Value::Int(0)], vec![Op::Const(0), Op::Const(1), Op::Div]);
-        assert_eq!(p.eval(&[], &[]).unwrap_err().sqlstate(), SqlState::DIVISION_BY_ZERO);
-        let p = prog(vec![Value::Int(i32::MAX), Value::Int(1)], vec![Op::Const(0), Op::Const(1), Op::Add]);
-        assert_eq!(p.eval(&[], &[]).unwrap_err().sqlstate(), SqlState::NUMERIC_VALUE_OUT_OF_RANGE);
+        let p = prog(
+            vec![Value::Int(1), Value::Int(0)],
+            vec![Op::Const(0), Op::Const(1), Op::Div],
+        );
+        assert_eq!(
+            p.eval(&[], &[]).unwrap_err().sqlstate(),
+            SqlState::DIVISION_BY_ZERO
+        );
+        let p = prog(
+            vec![Value::Int(i32::MAX), Value::Int(1)],
+            vec![Op::Const(0), Op::Const(1), Op::Add],
+        );
+        assert_eq!(
+            p.eval(&[], &[]).unwrap_err().sqlstate(),
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE
+        );
     }
 
     #[test]
@@ -936,7 +1004,9 @@ mod tests {
     #[test]
     fn garbage_programs_do_not_panic() {
         for seed in 0u32..2000 {
-            let bytes: Vec<u8> = (0..40).map(|i| (seed.wrapping_mul(2654435761).wrapping_add(i * 97) >> 7) as u8).collect();
+            let bytes: Vec<u8> = (0..40)
+                .map(|i| (seed.wrapping_mul(2654435761).wrapping_add(i * 97) >> 7) as u8)
+                .collect();
             if let Ok(p) = Program::decode(&mut Reader::new(&bytes)) {
                 let _ = p.eval(&[Value::Int(1)], &[]);
             }

@@ -83,7 +83,6 @@ impl PageBuf {
         bytes[0..4].copy_from_slice(PAGE_MAGIC);
         wr16(&mut bytes[..], 4, PAGE_VERSION);
         wr32(&mut bytes[..], OFF_TABLE, table.0);
-        wr16(&mut bytes[..], OFF_FREE_END, PAGE_SIZE as u16 & 0xFFFF);
         bytes[OFF_LPN..OFF_LPN + 8].copy_from_slice(&lpn.0.to_le_bytes());
         // PAGE_SIZE (8192) fits in u16; free_end == 8192 means "no records".
         wr16(&mut bytes[..], OFF_FREE_END, PAGE_SIZE as u16);
@@ -138,7 +137,10 @@ impl PageBuf {
     pub fn fits(&self, len: usize) -> bool {
         let dir_end = PAGE_HEADER_SIZE + SLOT_SIZE * (self.slot_count() as usize + 1);
         let start = (self.free_end().saturating_sub(len)) & !3;
-        !self.is_sealed() && len <= MAX_RECORD_SIZE && start >= dir_end && self.slot_count() < u16::MAX
+        !self.is_sealed()
+            && len <= MAX_RECORD_SIZE
+            && start >= dir_end
+            && self.slot_count() < u16::MAX
     }
 
     /// Appends a record; returns its slot, or `None` if it does not fit.
@@ -260,7 +262,9 @@ impl<'a> PageRef<'a> {
         }
         let dir_end = PAGE_HEADER_SIZE + SLOT_SIZE * self.slot_count() as usize;
         if off < dir_end || off + len > PAGE_SIZE {
-            return Err(Error::corrupted(format!("slot {slot} points out of bounds")));
+            return Err(Error::corrupted(format!(
+                "slot {slot} points out of bounds"
+            )));
         }
         Ok(Some(&self.bytes[off..off + len]))
     }

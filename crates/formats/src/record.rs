@@ -248,9 +248,11 @@ mod tests {
                 .prop_map(Value::Timestamp)
                 .boxed(),
             DataType::Text => ".{0,300}".prop_map(Value::Text).boxed(),
-            DataType::Varchar(n) => proptest::collection::vec(any::<char>(), 0..(n as usize).min(50))
-                .prop_map(|c| Value::Text(c.into_iter().collect()))
-                .boxed(),
+            DataType::Varchar(n) => {
+                proptest::collection::vec(any::<char>(), 0..(n as usize).min(50))
+                    .prop_map(|c| Value::Text(c.into_iter().collect()))
+                    .boxed()
+            }
             DataType::Bytea => proptest::collection::vec(any::<u8>(), 0..600)
                 .prop_map(Value::Bytea)
                 .boxed(),

@@ -108,7 +108,10 @@ impl Decimal {
             )
         } else {
             let f = pow10((-shift) as u8).ok_or_else(overflow)?;
-            (self.mantissa, o.mantissa.checked_mul(f).ok_or_else(overflow)?)
+            (
+                self.mantissa,
+                o.mantissa.checked_mul(f).ok_or_else(overflow)?,
+            )
         };
         let q = num / den;
         Decimal::new(q, extra).rescale(target)
@@ -142,7 +145,7 @@ impl Decimal {
         rscale.clamp(0, MAX_SCALE as i32) as u8
     }
 
-    pub fn neg(self) -> Result<Decimal> {
+    pub fn checked_neg(self) -> Result<Decimal> {
         Ok(Decimal::new(
             self.mantissa.checked_neg().ok_or_else(overflow)?,
             self.scale,
@@ -325,7 +328,11 @@ pub fn parse_date(s: &str) -> Result<i32> {
 
 pub fn parse_timestamp(s: &str) -> Result<i64> {
     let t = s.trim();
-    for fmt in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M"] {
+    for fmt in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+    ] {
         if let Ok(dt) = NaiveDateTime::parse_from_str(t, fmt) {
             return Ok(dt.and_utc().timestamp_micros());
         }
@@ -528,22 +535,18 @@ impl Value {
             (Value::Text(s), DataType::Bool) => Value::Bool(parse_bool(s)?),
             (Value::Bool(b), DataType::Bool) => Value::Bool(*b),
             (Value::Bool(b), DataType::Int) => Value::Int(*b as i32),
-            (Value::Text(s), DataType::Int) => Value::Int(
-                s.trim()
-                    .parse::<i32>()
-                    .map_err(|_| match s.trim().parse::<i128>() {
-                        Ok(_) => out_of_range("integer"),
-                        Err(_) => invalid_text("integer", s),
-                    })?,
-            ),
-            (Value::Text(s), DataType::BigInt) => Value::BigInt(
-                s.trim()
-                    .parse::<i64>()
-                    .map_err(|_| match s.trim().parse::<i128>() {
-                        Ok(_) => out_of_range("bigint"),
-                        Err(_) => invalid_text("bigint", s),
-                    })?,
-            ),
+            (Value::Text(s), DataType::Int) => Value::Int(s.trim().parse::<i32>().map_err(
+                |_| match s.trim().parse::<i128>() {
+                    Ok(_) => out_of_range("integer"),
+                    Err(_) => invalid_text("integer", s),
+                },
+            )?),
+            (Value::Text(s), DataType::BigInt) => Value::BigInt(s.trim().parse::<i64>().map_err(
+                |_| match s.trim().parse::<i128>() {
+                    Ok(_) => out_of_range("bigint"),
+                    Err(_) => invalid_text("bigint", s),
+                },
+            )?),
             (Value::Text(s), DataType::Double) => {
                 let t = s.trim();
                 let v = match t.to_ascii_lowercase().as_str() {
@@ -590,13 +593,15 @@ impl Value {
                 }
                 Value::BigInt(r as i64)
             }
-            (Value::Numeric(d), DataType::Int) => Value::Int(
-                i32::try_from(d.round_to_i128()).map_err(|_| out_of_range("integer"))?,
-            ),
-            (Value::Numeric(d), DataType::BigInt) => Value::BigInt(
-                i64::try_from(d.round_to_i128()).map_err(|_| out_of_range("bigint"))?,
-            ),
-            (v, DataType::Double) if v.as_f64().is_some() => Value::Double(v.as_f64().unwrap_or(0.0)),
+            (Value::Numeric(d), DataType::Int) => {
+                Value::Int(i32::try_from(d.round_to_i128()).map_err(|_| out_of_range("integer"))?)
+            }
+            (Value::Numeric(d), DataType::BigInt) => {
+                Value::BigInt(i64::try_from(d.round_to_i128()).map_err(|_| out_of_range("bigint"))?)
+            }
+            (v, DataType::Double) if v.as_f64().is_some() => {
+                Value::Double(v.as_f64().unwrap_or(0.0))
+            }
             (v, DataType::Numeric { precision, scale }) if v.as_f64().is_some() => {
                 let d = match v {
                     Value::Double(f) => {
@@ -658,7 +663,10 @@ impl Value {
                 w.u8(1).bool(*b);
             }
             Value::Int(_) | Value::BigInt(_) | Value::Numeric(_) => {
-                let d = self.as_decimal().unwrap_or(Decimal::from_i64(0)).normalized();
+                let d = self
+                    .as_decimal()
+                    .unwrap_or(Decimal::from_i64(0))
+                    .normalized();
                 w.u8(2).i128(d.mantissa).u8(d.scale);
             }
             Value::Double(f) => {
@@ -709,13 +717,31 @@ mod tests {
         let a = Decimal::parse("10.5").unwrap();
         assert_eq!(a.rescale(2).unwrap().to_string(), "10.50");
         assert_eq!(Decimal::parse("-0.05").unwrap().to_string(), "-0.05");
-        assert_eq!(Decimal::parse("1.005").unwrap().rescale(2).unwrap().to_string(), "1.01");
-        assert_eq!(Decimal::parse("-1.005").unwrap().rescale(2).unwrap().to_string(), "-1.01");
+        assert_eq!(
+            Decimal::parse("1.005")
+                .unwrap()
+                .rescale(2)
+                .unwrap()
+                .to_string(),
+            "1.01"
+        );
+        assert_eq!(
+            Decimal::parse("-1.005")
+                .unwrap()
+                .rescale(2)
+                .unwrap()
+                .to_string(),
+            "-1.01"
+        );
         let b = Decimal::parse("3").unwrap();
         assert_eq!(a.checked_add(b).unwrap().to_string(), "13.5");
         assert_eq!(a.checked_mul(b).unwrap().to_string(), "31.5");
         assert_eq!(
-            Decimal::parse("1").unwrap().checked_div(b).unwrap().to_string(),
+            Decimal::parse("1")
+                .unwrap()
+                .checked_div(b)
+                .unwrap()
+                .to_string(),
             "0.33333333333333333333"
         );
         assert!(a.checked_div(Decimal::from_i64(0)).is_err());

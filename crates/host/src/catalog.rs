@@ -48,9 +48,8 @@ impl Catalog {
         };
         if path.exists() {
             let bytes = fs::read(&path)?;
-            cat.decode(&bytes).map_err(|e| {
-                Error::new(SqlState::DATA_CORRUPTED, format!("catalog: {e}"))
-            })?;
+            cat.decode(&bytes)
+                .map_err(|e| Error::new(SqlState::DATA_CORRUPTED, format!("catalog: {e}")))?;
         }
         Ok(cat)
     }

@@ -189,7 +189,9 @@ impl Database {
                     if !committed.contains(txid) {
                         continue;
                     }
-                    let Some(ts) = tables.get(table) else { continue };
+                    let Some(ts) = tables.get(table) else {
+                        continue;
+                    };
                     for (rid, bytes) in entries {
                         let h = RecordHeader::parse(bytes)?;
                         delta.place(*table, *rid, bytes)?;
@@ -329,21 +331,35 @@ impl Database {
             ("buffer.hits".to_string(), hits as i64),
             ("buffer.misses".into(), misses as i64),
             ("buffer.evictions".into(), get(&i.pool.evictions) as i64),
-            ("buffer.resident_pages".into(), i.pool.resident_pages() as i64),
-            ("buffer.capacity_pages".into(), i.pool.capacity_pages() as i64),
+            (
+                "buffer.resident_pages".into(),
+                i.pool.resident_pages() as i64,
+            ),
+            (
+                "buffer.capacity_pages".into(),
+                i.pool.capacity_pages() as i64,
+            ),
             ("delta_buffer.bytes".into(), delta_bytes as i64),
             ("delta_buffer.vid_entries".into(), delta_vids as i64),
             ("delta_buffer.flushes".into(), get(&c.delta_flushes) as i64),
-            ("delta_buffer.pages_flushed".into(), get(&c.pages_flushed) as i64),
+            (
+                "delta_buffer.pages_flushed".into(),
+                get(&c.pages_flushed) as i64,
+            ),
             ("wal.bytes".into(), get(&i.wal.stats.bytes) as i64),
             ("wal.fsyncs".into(), get(&i.wal.stats.fsyncs) as i64),
             ("wal.checkpoints".into(), get(&c.checkpoints) as i64),
             ("txn.commits".into(), get(&c.commits) as i64),
             ("txn.aborts".into(), get(&c.aborts) as i64),
-            ("txn.serialization_failures".into(), get(&c.serialization_failures) as i64),
+            (
+                "txn.serialization_failures".into(),
+                get(&c.serialization_failures) as i64,
+            ),
             ("txn.deadlocks".into(), get(&c.deadlocks) as i64),
             ("txn.lock_waits".into(), get(&c.lock_waits) as i64),
             ("txn.active".into(), i.txm.active_count() as i64),
+            ("locks.held".into(), i.locks.locked_keys() as i64),
+            ("locks.waiting".into(), i.locks.waiting() as i64),
         ]);
         rows
     }
@@ -374,7 +390,10 @@ impl Database {
                 if indexed.get(&vid) != Some(&key) {
                     return Err(Error::new(
                         SqlState::DATA_CORRUPTED,
-                        format!("PK index disagrees with VID map for {} vid {}", ts.meta.name, vid.0),
+                        format!(
+                            "PK index disagrees with VID map for {} vid {}",
+                            ts.meta.name, vid.0
+                        ),
                     ));
                 }
             }
@@ -399,11 +418,12 @@ impl DbInner {
     }
 
     pub fn table_state(&self, id: TableId) -> Result<Arc<TableState>> {
-        self.tables
-            .read()
-            .get(&id)
-            .cloned()
-            .ok_or_else(|| Error::new(SqlState::UNDEFINED_TABLE, format!("table {} was dropped", id.0)))
+        self.tables.read().get(&id).cloned().ok_or_else(|| {
+            Error::new(
+                SqlState::UNDEFINED_TABLE,
+                format!("table {} was dropped", id.0),
+            )
+        })
     }
 
     fn alloc_lpn(&self) -> Lpn {
@@ -425,7 +445,9 @@ impl DbInner {
         let (start, end) = {
             let view = PageRef::parse(&page)?;
             let rec = view.record(rid.slot())?.ok_or_else(|| {
-                Error::from(ndpdb_formats::Error::corrupted(format!("{rid} is an empty slot")))
+                Error::from(ndpdb_formats::Error::corrupted(format!(
+                    "{rid} is an empty slot"
+                )))
             })?;
             let start = rec.as_ptr() as usize - page.as_ptr() as usize;
             (start, start + rec.len())
@@ -488,7 +510,9 @@ impl DbInner {
                     head: rid,
                 });
                 let start_new = match records.last() {
-                    Some(WalRecord::Redo { table, .. }) => *table != v.table || chunk_bytes > 1 << 20,
+                    Some(WalRecord::Redo { table, .. }) => {
+                        *table != v.table || chunk_bytes > 1 << 20
+                    }
                     _ => true,
                 };
                 if start_new {

@@ -77,9 +77,11 @@ impl LockTable {
         g.waiting_on.insert(tx, key);
         if Self::closes_cycle(&g, tx) {
             Self::dequeue(&mut g, tx, key);
-            return Err(Error::new(SqlState::DEADLOCK_DETECTED, "deadlock detected").with_detail(
-                format!("Process of transaction {tx} waits for a lock held in a cycle of transactions."),
-            ));
+            return Err(
+                Error::new(SqlState::DEADLOCK_DETECTED, "deadlock detected").with_detail(format!(
+                    "Process of transaction {tx} waits for a lock held in a cycle of transactions."
+                )),
+            );
         }
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
@@ -136,10 +138,16 @@ impl LockTable {
         let mut stack = vec![start];
         let mut seen = HashSet::new();
         while let Some(t) = stack.pop() {
-            let Some(key) = g.waiting_on.get(&t) else { continue };
+            let Some(key) = g.waiting_on.get(&t) else {
+                continue;
+            };
             let Some(q) = g.queues.get(key) else { continue };
+            if q.holder == t {
+                continue;
+            }
             // t waits for the holder and everyone ahead of it.
-            let ahead = std::iter::once(q.holder).chain(q.waiters.iter().copied().take_while(|w| *w != t));
+            let ahead =
+                std::iter::once(q.holder).chain(q.waiters.iter().copied().take_while(|w| *w != t));
             for next in ahead {
                 if next == start {
                     return true;
@@ -159,19 +167,24 @@ impl LockTable {
         }
         let mut g = self.inner.lock();
         let mut woke = false;
+        let inner = &mut *g;
         for key in keys {
-            let Some(q) = g.queues.get_mut(key) else { continue };
+            let Some(q) = inner.queues.get_mut(key) else {
+                continue;
+            };
             if q.holder != tx {
                 q.waiters.retain(|w| *w != tx);
                 continue;
             }
             match q.waiters.pop_front() {
                 Some(next) => {
+                    // The new holder no longer waits (it may not have woken yet).
                     q.holder = next;
+                    inner.waiting_on.remove(&next);
                     woke = true;
                 }
                 None => {
-                    g.queues.remove(key);
+                    inner.queues.remove(key);
                 }
             }
         }
@@ -207,12 +220,12 @@ mod tests {
         let order = Arc::new(Mutex::new(Vec::new()));
         let mut hs = Vec::new();
         for t in [2u64, 3] {
-            let (lt, order) = (lt.clone(), order.clone());
+            let (lt2, order) = (lt.clone(), order.clone());
             hs.push(thread::spawn(move || {
-                let r = lt.acquire(TxId(t), K1, None).unwrap();
+                let r = lt2.acquire(TxId(t), K1, None).unwrap();
                 order.lock().push(t);
                 assert_eq!(r, Acquired::AfterWait);
-                lt.release_all(TxId(t), &[K1]);
+                lt2.release_all(TxId(t), &[K1]);
             }));
             // Make the queue order deterministic.
             while lt.waiting() < (t - 1) as usize {
@@ -241,6 +254,34 @@ mod tests {
         assert_eq!(e.code, SqlState::DEADLOCK_DETECTED);
         lt.release_all(TxId(2), &[K2]);
         assert_eq!(h.join().unwrap().unwrap(), Acquired::AfterWait);
+    }
+
+    #[test]
+    fn granted_waiter_that_has_not_woken_is_no_deadlock() {
+        let lt = Arc::new(LockTable::new());
+        lt.acquire(TxId(1), K1, None).unwrap();
+        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
+        let lt2 = lt.clone();
+        let h = thread::spawn(move || {
+            lt2.acquire(TxId(2), K1, None).unwrap();
+            go_rx.recv().unwrap();
+            lt2.release_all(TxId(2), &[K1]);
+        });
+        while lt.waiting() < 1 {
+            thread::yield_now();
+        }
+        lt.release_all(TxId(1), &[K1]);
+        // T2 now holds K1 (awake or not): T3 must wait, not be called a deadlock victim.
+        let e = lt
+            .acquire(TxId(3), K1, Some(Duration::from_millis(30)))
+            .unwrap_err();
+        assert_eq!(e.code, SqlState::LOCK_NOT_AVAILABLE);
+        go_tx.send(()).unwrap();
+        h.join().unwrap();
+        assert_eq!(
+            lt.acquire(TxId(3), K1, None).unwrap(),
+            Acquired::Immediately
+        );
     }
 
     #[test]

@@ -45,7 +45,10 @@ impl VidMap {
         out.clear();
         let h = self.heads.read();
         for v in from..to {
-            out.push(h.get(v as usize).map_or(RecId::NULL, |r| RecId::from_raw(*r)));
+            out.push(
+                h.get(v as usize)
+                    .map_or(RecId::NULL, |r| RecId::from_raw(*r)),
+            );
         }
     }
 

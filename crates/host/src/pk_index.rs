@@ -57,6 +57,10 @@ impl PkIndex {
 
     /// All entries (for consistency checks).
     pub fn entries(&self) -> Vec<(Vec<u8>, Vid)> {
-        self.map.lock().iter().map(|(k, v)| (k.clone(), *v)).collect()
+        self.map
+            .lock()
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect()
     }
 }

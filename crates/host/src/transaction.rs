@@ -36,6 +36,9 @@ pub enum Isolation {
     ReadCommitted,
 }
 
+/// Computes an UPDATE's new row from the row it applies to; `None` skips it.
+pub type UpdateFn<'a> = dyn FnMut(&[Value]) -> Result<Option<Vec<Value>>> + 'a;
+
 /// What a write did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum WriteOutcome {
@@ -154,9 +157,16 @@ impl Transaction {
     }
 
     /// Point lookup through the primary-key index.
-    pub fn get_by_key(&self, ts: &TableState, key: &[Value]) -> Result<Option<(Vid, RecId, Vec<Value>)>> {
+    pub fn get_by_key(
+        &self,
+        ts: &TableState,
+        key: &[Value],
+    ) -> Result<Option<(Vid, RecId, Vec<Value>)>> {
         let Some(pk) = &ts.pk else {
-            return Err(Error::new(SqlState::INTERNAL_ERROR, "table has no primary key"));
+            return Err(Error::new(
+                SqlState::INTERNAL_ERROR,
+                "table has no primary key",
+            ));
         };
         let refs: Vec<&Value> = key.iter().collect();
         let Some(vid) = pk.get(&crate::pk_index::encode_key(&refs)) else {
@@ -192,7 +202,9 @@ impl Transaction {
                 if head.is_null() {
                     continue;
                 }
-                if let Visible::Version(rid, bytes) = self.db.inner.read_visible(*head, &self.snapshot)? {
+                if let Visible::Version(rid, bytes) =
+                    self.db.inner.read_visible(*head, &self.snapshot)?
+                {
                     let (_, row) = Self::decode(ts, &bytes)?;
                     if !visit(vid, rid, row)? {
                         return Ok(());
@@ -226,7 +238,11 @@ impl Transaction {
     fn lock_and_certify(&mut self, ts: &TableState, vid: Vid, seen: RecId) -> Result<Current> {
         let key = (ts.meta.id, vid);
         if let Some(e) = self.writes.get(&key) {
-            return Ok(if e.tombstone { Current::Gone } else { Current::Own(e.row.clone()) });
+            return Ok(if e.tombstone {
+                Current::Gone
+            } else {
+                Current::Own(e.row.clone())
+            });
         }
         self.lock(key)?;
         let head = ts.vids.head(vid);
@@ -246,7 +262,11 @@ impl Transaction {
                 }
                 let bytes = self.db.inner.fetch(head)?;
                 let (h, row) = Self::decode(ts, &bytes)?;
-                Ok(if h.is_tombstone() { Current::Gone } else { Current::Committed(head, row) })
+                Ok(if h.is_tombstone() {
+                    Current::Gone
+                } else {
+                    Current::Committed(head, row)
+                })
             }
         }
     }
@@ -273,7 +293,14 @@ impl Transaction {
         Ok(())
     }
 
-    fn put(&mut self, ts: &TableState, vid: Vid, pred: RecId, row: Vec<Value>, tombstone: bool) -> Result<()> {
+    fn put(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        pred: RecId,
+        row: Vec<Value>,
+        tombstone: bool,
+    ) -> Result<()> {
         let key = (ts.meta.id, vid);
         let pred = self.writes.get(&key).map_or(pred, |e| e.pred);
         if tombstone && pred.is_null() {
@@ -293,7 +320,10 @@ impl Transaction {
         if record.len() > MAX_RECORD_SIZE {
             return Err(Error::new(
                 SqlState("54000"),
-                format!("row is too big: size {}, maximum size {MAX_RECORD_SIZE}", record.len()),
+                format!(
+                    "row is too big: size {}, maximum size {MAX_RECORD_SIZE}",
+                    record.len()
+                ),
             ));
         }
         if !self.writes.contains_key(&key) {
@@ -313,7 +343,10 @@ impl Transaction {
 
     fn duplicate_key(ts: &TableState, row: &[Value]) -> Error {
         let pk = &ts.meta.schema.primary_key;
-        let names: Vec<&str> = pk.iter().map(|&i| ts.meta.schema.columns[i].name.as_str()).collect();
+        let names: Vec<&str> = pk
+            .iter()
+            .map(|&i| ts.meta.schema.columns[i].name.as_str())
+            .collect();
         let vals: Vec<String> = pk
             .iter()
             .map(|&i| row[i].to_pg_text().unwrap_or_else(|| "null".into()))
@@ -325,7 +358,11 @@ impl Transaction {
                 ts.meta.pk_constraint_name()
             ),
         )
-        .with_detail(format!("Key ({})=({}) already exists.", names.join(", "), vals.join(", ")))
+        .with_detail(format!(
+            "Key ({})=({}) already exists.",
+            names.join(", "),
+            vals.join(", ")
+        ))
     }
 
     /// Inserts a row (values already of the column types).
@@ -367,7 +404,7 @@ impl Transaction {
         ts: &TableState,
         vid: Vid,
         seen: RecId,
-        apply: &mut dyn FnMut(&[Value]) -> Result<Option<Vec<Value>>>,
+        apply: &mut UpdateFn<'_>,
     ) -> Result<WriteOutcome> {
         let (pred, row) = match self.lock_and_certify(ts, vid, seen)? {
             Current::Gone => return Ok(WriteOutcome::Skipped),
@@ -422,7 +459,11 @@ impl Transaction {
             Current::Gone => return Ok(WriteOutcome::Skipped),
             Current::Own(row) | Current::Committed(_, row) => row,
         };
-        Ok(if recheck(&row)? { WriteOutcome::Done(row) } else { WriteOutcome::Skipped })
+        Ok(if recheck(&row)? {
+            WriteOutcome::Done(row)
+        } else {
+            WriteOutcome::Skipped
+        })
     }
 
     fn end(&mut self) {

@@ -196,9 +196,15 @@ mod tests {
     fn committed_before_is_visible_committed_after_is_not() {
         let (c, head) = Chain::new(&[(2, 0, false, "v2"), (5, 1, false, "v5")]);
         // Reader 4 started before 5: sees v2.
-        assert_eq!(c.read(head, &snap(4, 5, &[])), Visible::Version(RecId::new(Lpn(1), 0), "v2"));
+        assert_eq!(
+            c.read(head, &snap(4, 5, &[])),
+            Visible::Version(RecId::new(Lpn(1), 0), "v2")
+        );
         // Reader 7 sees the newest.
-        assert_eq!(c.read(head, &snap(7, 8, &[])), Visible::Version(RecId::new(Lpn(1), 1), "v5"));
+        assert_eq!(
+            c.read(head, &snap(7, 8, &[])),
+            Visible::Version(RecId::new(Lpn(1), 1), "v5")
+        );
         // Reader 1 sees nothing: the tuple did not exist yet.
         assert_eq!(c.read(head, &snap(1, 2, &[])), Visible::None);
     }
@@ -207,27 +213,48 @@ mod tests {
     fn in_flight_creators_are_invisible() {
         let (c, head) = Chain::new(&[(2, 0, false, "v2"), (5, 1, false, "v5")]);
         // 5 was running when reader 8 took its snapshot.
-        assert_eq!(c.read(head, &snap(8, 9, &[5])), Visible::Version(RecId::new(Lpn(1), 0), "v2"));
+        assert_eq!(
+            c.read(head, &snap(8, 9, &[5])),
+            Visible::Version(RecId::new(Lpn(1), 0), "v2")
+        );
     }
 
     #[test]
     fn own_writes_are_visible() {
         let (c, head) = Chain::new(&[(2, 0, false, "v2"), (9, 1, false, "mine")]);
         // Reader 9 has 9 ≥ xmax of an older snapshot, but it is its own version.
-        assert_eq!(c.read(head, &snap(9, 9, &[])), Visible::Version(RecId::new(Lpn(1), 1), "mine"));
+        assert_eq!(
+            c.read(head, &snap(9, 9, &[])),
+            Visible::Version(RecId::new(Lpn(1), 1), "mine")
+        );
     }
 
     #[test]
     fn tombstones_delete() {
         let (c, head) = Chain::new(&[(2, 0, false, "v2"), (4, 1, true, "gone")]);
-        assert_eq!(c.read(head, &snap(6, 6, &[])), Visible::Deleted(RecId::new(Lpn(1), 1)));
+        assert_eq!(
+            c.read(head, &snap(6, 6, &[])),
+            Visible::Deleted(RecId::new(Lpn(1), 1))
+        );
         // Before the delete committed, the row is still there.
-        assert_eq!(c.read(head, &snap(3, 4, &[])), Visible::Version(RecId::new(Lpn(1), 0), "v2"));
-        assert_eq!(c.read(head, &snap(6, 6, &[4])), Visible::Version(RecId::new(Lpn(1), 0), "v2"));
+        assert_eq!(
+            c.read(head, &snap(3, 4, &[])),
+            Visible::Version(RecId::new(Lpn(1), 0), "v2")
+        );
+        assert_eq!(
+            c.read(head, &snap(6, 6, &[4])),
+            Visible::Version(RecId::new(Lpn(1), 0), "v2")
+        );
         // Re-inserted after the delete.
         let (c, head) = Chain::new(&[(2, 0, false, "a"), (4, 1, true, "x"), (6, 2, false, "b")]);
-        assert_eq!(c.read(head, &snap(5, 5, &[])), Visible::Deleted(RecId::new(Lpn(1), 1)));
-        assert_eq!(c.read(head, &snap(7, 7, &[])), Visible::Version(RecId::new(Lpn(1), 2), "b"));
+        assert_eq!(
+            c.read(head, &snap(5, 5, &[])),
+            Visible::Deleted(RecId::new(Lpn(1), 1))
+        );
+        assert_eq!(
+            c.read(head, &snap(7, 7, &[])),
+            Visible::Version(RecId::new(Lpn(1), 2), "b")
+        );
     }
 
     #[test]

@@ -84,7 +84,10 @@ impl LinkStats {
         let mut out = Vec::new();
         for p in Plane::ALL {
             for d in Direction::ALL {
-                out.push((format!("link.{}.{}.bytes", p.name(), d.name()), self.bytes(p, d)));
+                out.push((
+                    format!("link.{}.{}.bytes", p.name(), d.name()),
+                    self.bytes(p, d),
+                ));
                 out.push((
                     format!("link.{}.{}.messages", p.name(), d.name()),
                     self.messages(p, d),

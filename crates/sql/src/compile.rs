@@ -80,7 +80,11 @@ pub struct AggContext {
 }
 
 impl AggContext {
-    pub fn new(input: Scope, group_exprs: Vec<Expr>, params: &mut Vec<Option<DataType>>) -> Result<AggContext> {
+    pub fn new(
+        input: Scope,
+        group_exprs: Vec<Expr>,
+        params: &mut Vec<Option<DataType>>,
+    ) -> Result<AggContext> {
         let mut group_programs = Vec::new();
         let mut group_types = Vec::new();
         for e in &group_exprs {
@@ -106,7 +110,10 @@ pub struct Compiler<'a> {
 }
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
-    Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("{what} is not supported"))
+    Error::new(
+        SqlState::FEATURE_NOT_SUPPORTED,
+        format!("{what} is not supported"),
+    )
 }
 
 fn type_name(t: Option<DataType>) -> String {
@@ -114,7 +121,11 @@ fn type_name(t: Option<DataType>) -> String {
 }
 
 /// Compiles `e` over `scope`.
-pub fn compile(e: &Expr, scope: &Scope, params: &mut Vec<Option<DataType>>) -> Result<(Program, Ty)> {
+pub fn compile(
+    e: &Expr,
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(Program, Ty)> {
     let mut c = Compiler {
         scope,
         program: Program::default(),
@@ -143,7 +154,11 @@ pub fn compile_aggregated(
 }
 
 /// Compiles a predicate and checks it is boolean.
-pub fn compile_predicate(e: &Expr, scope: &Scope, params: &mut Vec<Option<DataType>>) -> Result<Program> {
+pub fn compile_predicate(
+    e: &Expr,
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Program> {
     let (p, ty) = compile(e, scope, params)?;
     expect_bool(ty, "WHERE")?;
     Ok(p)
@@ -155,7 +170,10 @@ pub fn expect_bool(ty: Ty, clause: &str) -> Result<()> {
         Ty::Literal(_) => Ok(()),
         Ty::Known(t) => Err(Error::new(
             SqlState::DATATYPE_MISMATCH,
-            format!("argument of {clause} must be type boolean, not type {}", t.sql_name()),
+            format!(
+                "argument of {clause} must be type boolean, not type {}",
+                t.sql_name()
+            ),
         )),
     }
 }
@@ -225,7 +243,10 @@ fn comparable(a: DataType, b: DataType) -> bool {
         || (a.is_textual() && b.is_textual())
         || matches!(
             (a, b),
-            (DataType::Date | DataType::Timestamp, DataType::Date | DataType::Timestamp)
+            (
+                DataType::Date | DataType::Timestamp,
+                DataType::Date | DataType::Timestamp
+            )
         )
         || a == b
 }
@@ -286,20 +307,28 @@ impl Compiler<'_> {
     fn patch_jump(&mut self, at: usize) {
         let target = self.program.ops.len() as u32;
         match &mut self.program.ops[at] {
-            Op::JumpIfFalseKeep(t) | Op::JumpIfTrueKeep(t) | Op::JumpIfNotTrue(t) | Op::Jump(t) => *t = target,
+            Op::JumpIfFalseKeep(t) | Op::JumpIfTrueKeep(t) | Op::JumpIfNotTrue(t) | Op::Jump(t) => {
+                *t = target
+            }
             _ => {}
         }
     }
 
     fn group_index(&self, e: &Expr) -> Option<usize> {
         let agg = self.agg.as_ref()?;
-        agg.group_exprs.iter().position(|g| g == e || strip_nested(g) == strip_nested(e))
+        agg.group_exprs
+            .iter()
+            .position(|g| g == e || strip_nested(g) == strip_nested(e))
     }
 
     pub fn expr(&mut self, e: &Expr) -> Result<Ty> {
         if self.agg.is_some() {
             if let Some(i) = self.group_index(e) {
-                let ty = self.agg.as_ref().map(|a| a.group_types[i]).unwrap_or(DataType::Text);
+                let ty = self
+                    .agg
+                    .as_ref()
+                    .map(|a| a.group_types[i])
+                    .unwrap_or(DataType::Text);
                 self.emit(Op::Column(i as u32));
                 return Ok(Ty::Known(ty));
             }
@@ -378,7 +407,12 @@ fn strip_nested(e: &Expr) -> &Expr {
 impl Compiler<'_> {
     fn column(&mut self, table: Option<&str>, name: &str) -> Result<Ty> {
         if self.agg.is_some() {
-            let input = &self.agg.as_ref().map(|a| &a.input).cloned().unwrap_or_default();
+            let input = &self
+                .agg
+                .as_ref()
+                .map(|a| &a.input)
+                .cloned()
+                .unwrap_or_default();
             // Resolve to give the right error for unknown columns first.
             input.resolve(table, name)?;
             return Err(Error::new(
@@ -411,7 +445,9 @@ impl Compiler<'_> {
                     .parse()
                     .ok()
                     .filter(|n| *n >= 1 && *n <= 65535)
-                    .ok_or_else(|| Error::new(SqlState::SYNTAX_ERROR, format!("invalid parameter {p}")))?;
+                    .ok_or_else(|| {
+                        Error::new(SqlState::SYNTAX_ERROR, format!("invalid parameter {p}"))
+                    })?;
                 if self.params.len() < n {
                     self.params.resize(n, None);
                 }
@@ -430,7 +466,14 @@ impl Compiler<'_> {
             BinaryOperator::And | BinaryOperator::Or => {
                 let lt = self.expr(left)?;
                 self.coerce(lt, Some(DataType::Bool))?;
-                expect_bool(lt, if *op == BinaryOperator::And { "AND" } else { "OR" })?;
+                expect_bool(
+                    lt,
+                    if *op == BinaryOperator::And {
+                        "AND"
+                    } else {
+                        "OR"
+                    },
+                )?;
                 let jump = self.emit(if *op == BinaryOperator::And {
                     Op::JumpIfFalseKeep(0)
                 } else {
@@ -438,8 +481,19 @@ impl Compiler<'_> {
                 });
                 let rt = self.expr(right)?;
                 self.coerce(rt, Some(DataType::Bool))?;
-                expect_bool(rt, if *op == BinaryOperator::And { "AND" } else { "OR" })?;
-                self.emit(if *op == BinaryOperator::And { Op::And } else { Op::Or });
+                expect_bool(
+                    rt,
+                    if *op == BinaryOperator::And {
+                        "AND"
+                    } else {
+                        "OR"
+                    },
+                )?;
+                self.emit(if *op == BinaryOperator::And {
+                    Op::And
+                } else {
+                    Op::Or
+                });
                 self.patch_jump(jump);
                 return Ok(Ty::Known(DataType::Bool));
             }
@@ -499,16 +553,22 @@ impl Compiler<'_> {
                     _ => Op::Mod,
                 };
                 let result = match (lt.data_type(), rt.data_type()) {
-                    (Some(DataType::Date), Some(t)) if t.is_numeric() && matches!(code, Op::Add | Op::Sub) => {
+                    (Some(DataType::Date), Some(t))
+                        if t.is_numeric() && matches!(code, Op::Add | Op::Sub) =>
+                    {
                         Ty::Known(DataType::Date)
                     }
-                    (Some(t), Some(DataType::Date)) if t.is_numeric() && matches!(code, Op::Add) => {
+                    (Some(t), Some(DataType::Date))
+                        if t.is_numeric() && matches!(code, Op::Add) =>
+                    {
                         Ty::Known(DataType::Date)
                     }
                     (Some(DataType::Date), Some(DataType::Date)) if matches!(code, Op::Sub) => {
                         Ty::Known(DataType::Int)
                     }
-                    (Some(a), Some(b)) => Ty::Known(numeric_result(a, b).ok_or_else(|| mismatch(lt, rt))?),
+                    (Some(a), Some(b)) => {
+                        Ty::Known(numeric_result(a, b).ok_or_else(|| mismatch(lt, rt))?)
+                    }
                     (Some(a), None) | (None, Some(a)) if a.is_numeric() => Ty::Known(a),
                     (None, None) => Ty::Known(DataType::Int),
                     _ => return Err(mismatch(lt, rt)),
@@ -523,7 +583,10 @@ impl Compiler<'_> {
 
     fn expr_rest(&mut self, e: &Expr) -> Result<Ty> {
         match e {
-            Expr::IsTrue(inner) | Expr::IsFalse(inner) | Expr::IsNotTrue(inner) | Expr::IsNotFalse(inner) => {
+            Expr::IsTrue(inner)
+            | Expr::IsFalse(inner)
+            | Expr::IsNotTrue(inner)
+            | Expr::IsNotFalse(inner) => {
                 // x IS TRUE  ==  COALESCE(x = TRUE, FALSE)
                 let want = matches!(e, Expr::IsTrue(_) | Expr::IsNotTrue(_));
                 let negate = matches!(e, Expr::IsNotTrue(_) | Expr::IsNotFalse(_));
@@ -531,13 +594,20 @@ impl Compiler<'_> {
                 self.push_const(Value::Bool(want));
                 self.emit(Op::Eq);
                 self.push_const(Value::Bool(false));
-                self.emit(Op::Call { func: Func::Coalesce, nargs: 2 });
+                self.emit(Op::Call {
+                    func: Func::Coalesce,
+                    nargs: 2,
+                });
                 if negate {
                     self.emit(Op::Not);
                 }
                 Ok(Ty::Known(DataType::Bool))
             }
-            Expr::InList { expr, list, negated } => {
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
                 let t = self.expr(expr)?;
                 let mut target = t.data_type();
                 for item in list {
@@ -550,16 +620,28 @@ impl Compiler<'_> {
                         if !comparable(a, b) {
                             return Err(Error::new(
                                 SqlState::UNDEFINED_FUNCTION,
-                                format!("operator does not exist: {} = {}", a.sql_name(), b.sql_name()),
+                                format!(
+                                    "operator does not exist: {} = {}",
+                                    a.sql_name(),
+                                    b.sql_name()
+                                ),
                             ));
                         }
                     }
                 }
                 self.coerce(t, target)?;
-                self.emit(Op::In { n: list.len() as u32, negated: *negated });
+                self.emit(Op::In {
+                    n: list.len() as u32,
+                    negated: *negated,
+                });
                 Ok(Ty::Known(DataType::Bool))
             }
-            Expr::Between { expr, negated, low, high } => {
+            Expr::Between {
+                expr,
+                negated,
+                low,
+                high,
+            } => {
                 let ge = Expr::BinaryOp {
                     left: expr.clone(),
                     op: BinaryOperator::GtEq,
@@ -576,8 +658,22 @@ impl Compiler<'_> {
                 }
                 Ok(Ty::Known(DataType::Bool))
             }
-            Expr::Like { negated, expr, pattern, escape_char, any, .. }
-            | Expr::ILike { negated, expr, pattern, escape_char, any, .. } => {
+            Expr::Like {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any,
+                ..
+            }
+            | Expr::ILike {
+                negated,
+                expr,
+                pattern,
+                escape_char,
+                any,
+                ..
+            } => {
                 if *any || escape_char.is_some() {
                     return Err(unsupported("LIKE ANY / ESCAPE"));
                 }
@@ -601,7 +697,12 @@ impl Compiler<'_> {
                 });
                 Ok(Ty::Known(DataType::Bool))
             }
-            Expr::Cast { kind, expr, data_type, .. } => {
+            Expr::Cast {
+                kind,
+                expr,
+                data_type,
+                ..
+            } => {
                 if !matches!(kind, CastKind::Cast | CastKind::DoubleColon) {
                     return Err(unsupported("TRY_CAST"));
                 }
@@ -618,7 +719,12 @@ impl Compiler<'_> {
                 Ok(Ty::Known(target))
             }
             Expr::Function(f) => self.function(e, f),
-            Expr::Case { operand, conditions, else_result, .. } => {
+            Expr::Case {
+                operand,
+                conditions,
+                else_result,
+                ..
+            } => {
                 let mut end_jumps = Vec::new();
                 let mut result_ty: Option<DataType> = None;
                 let mut literal_results = Vec::new();
@@ -667,7 +773,12 @@ impl Compiler<'_> {
                 }
                 Ok(Ty::Known(target))
             }
-            Expr::Substring { expr, substring_from, substring_for, .. } => {
+            Expr::Substring {
+                expr,
+                substring_from,
+                substring_for,
+                ..
+            } => {
                 let t = self.expr(expr)?;
                 self.coerce(t, Some(DataType::Text))?;
                 let mut n = 1;
@@ -680,35 +791,61 @@ impl Compiler<'_> {
                     self.push_const(Value::Int(1));
                     n = 2;
                 }
-                self.emit(Op::Call { func: Func::Substr, nargs: n });
+                self.emit(Op::Call {
+                    func: Func::Substr,
+                    nargs: n,
+                });
                 Ok(Ty::Known(DataType::Text))
             }
-            Expr::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
+            Expr::Trim {
+                expr,
+                trim_where: None,
+                trim_what: None,
+                trim_characters: None,
+            } => {
                 let t = self.expr(expr)?;
                 self.coerce(t, Some(DataType::Text))?;
-                self.emit(Op::Call { func: Func::Trim, nargs: 1 });
+                self.emit(Op::Call {
+                    func: Func::Trim,
+                    nargs: 1,
+                });
                 Ok(Ty::Known(DataType::Text))
             }
             Expr::Ceil { expr, .. } | Expr::Floor { expr, .. } => {
                 let t = self.expr(expr)?;
                 let t = self.coerce(t, Some(DataType::Double))?;
-                let func = if matches!(e, Expr::Ceil { .. }) { Func::Ceil } else { Func::Floor };
+                let func = if matches!(e, Expr::Ceil { .. }) {
+                    Func::Ceil
+                } else {
+                    Func::Floor
+                };
                 self.emit(Op::Call { func, nargs: 1 });
                 Ok(match t.data_type() {
                     Some(DataType::Double) => Ty::Known(DataType::Double),
-                    _ => Ty::Known(DataType::Numeric { precision: 0, scale: 0 }),
+                    _ => Ty::Known(DataType::Numeric {
+                        precision: 0,
+                        scale: 0,
+                    }),
                 })
             }
-            Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => Err(unsupported("subqueries")),
+            Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
+                Err(unsupported("subqueries"))
+            }
             e => Err(unsupported(format!("expression {e}"))),
         }
     }
 
-    fn function_args<'e>(&self, f: &'e sqlparser::ast::Function) -> Result<(Vec<&'e Expr>, bool, bool)> {
+    fn function_args<'e>(
+        &self,
+        f: &'e sqlparser::ast::Function,
+    ) -> Result<(Vec<&'e Expr>, bool, bool)> {
         match &f.args {
             FunctionArguments::None => Ok((vec![], false, false)),
             FunctionArguments::List(l) => {
-                let distinct = matches!(l.duplicate_treatment, Some(sqlparser::ast::DuplicateTreatment::Distinct));
+                let distinct = matches!(
+                    l.duplicate_treatment,
+                    Some(sqlparser::ast::DuplicateTreatment::Distinct)
+                );
                 let mut out = Vec::new();
                 let mut star = false;
                 for a in &l.args {
@@ -743,7 +880,10 @@ impl Compiler<'_> {
             return self.aggregate(whole, func, &args, distinct);
         }
         let func = Func::by_name(&name).ok_or_else(|| {
-            Error::new(SqlState::UNDEFINED_FUNCTION, format!("function {name} does not exist"))
+            Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!("function {name} does not exist"),
+            )
         })?;
         let mut tys = Vec::new();
         for a in &args {
@@ -765,7 +905,10 @@ impl Compiler<'_> {
             }
             Func::Round | Func::Floor | Func::Ceil => match first {
                 Some(DataType::Double) => DataType::Double,
-                _ => DataType::Numeric { precision: 0, scale: 0 },
+                _ => DataType::Numeric {
+                    precision: 0,
+                    scale: 0,
+                },
             },
             _ => {
                 for t in &tys {
@@ -774,11 +917,20 @@ impl Compiler<'_> {
                 first.unwrap_or(DataType::Text)
             }
         };
-        self.emit(Op::Call { func, nargs: args.len() as u8 });
+        self.emit(Op::Call {
+            func,
+            nargs: args.len() as u8,
+        });
         Ok(Ty::Known(result))
     }
 
-    fn aggregate(&mut self, whole: &Expr, func: AggFunc, args: &[&Expr], distinct: bool) -> Result<Ty> {
+    fn aggregate(
+        &mut self,
+        whole: &Expr,
+        func: AggFunc,
+        args: &[&Expr],
+        distinct: bool,
+    ) -> Result<Ty> {
         let Some(agg) = self.agg.as_deref_mut() else {
             return Err(Error::new(
                 SqlState::GROUPING_ERROR,
@@ -811,7 +963,10 @@ impl Compiler<'_> {
                 ))
             }
         };
-        let numeric = DataType::Numeric { precision: 0, scale: 0 };
+        let numeric = DataType::Numeric {
+            precision: 0,
+            scale: 0,
+        };
         let result_ty = match func {
             AggFunc::CountStar | AggFunc::Count => DataType::BigInt,
             AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(DataType::Text),
@@ -839,7 +994,10 @@ impl Compiler<'_> {
                 None => numeric,
             },
         };
-        let agg = self.agg.as_deref_mut().ok_or_else(|| unsupported("aggregate"))?;
+        let agg = self
+            .agg
+            .as_deref_mut()
+            .ok_or_else(|| unsupported("aggregate"))?;
         agg.aggregates.push(AggCall {
             func,
             distinct,

@@ -7,8 +7,8 @@
 use ndpdb_formats::types::MAX_NUMERIC_PRECISION;
 use ndpdb_formats::{Column, DataType, Schema, SqlState};
 use sqlparser::ast::{
-    CharacterLength, ColumnOption, CreateTable, DataType as AstType, ExactNumberInfo, Expr, TimezoneInfo,
-    ObjectName, ObjectType, TableConstraint,
+    CharacterLength, ColumnOption, CreateTable, DataType as AstType, ExactNumberInfo, Expr,
+    ObjectName, ObjectType, TableConstraint, TimezoneInfo,
 };
 
 use crate::output::Output;
@@ -26,15 +26,22 @@ fn unsupported_type(t: &AstType) -> Error {
 /// Maps a SQL type name to an ndpdb type.
 pub fn convert_type(t: &AstType) -> Result<DataType> {
     Ok(match t {
-        AstType::Int(_) | AstType::Integer(_) | AstType::Int4(_) | AstType::SmallInt(_) | AstType::Int2(_) => {
-            DataType::Int
-        }
+        AstType::Int(_)
+        | AstType::Integer(_)
+        | AstType::Int4(_)
+        | AstType::SmallInt(_)
+        | AstType::Int2(_) => DataType::Int,
         AstType::BigInt(_) | AstType::Int8(_) => DataType::BigInt,
-        AstType::Double(_) | AstType::DoublePrecision | AstType::Float8 | AstType::Real | AstType::Float(_) => {
-            DataType::Double
-        }
+        AstType::Double(_)
+        | AstType::DoublePrecision
+        | AstType::Float8
+        | AstType::Real
+        | AstType::Float(_) => DataType::Double,
         AstType::Numeric(info) | AstType::Decimal(info) => match info {
-            ExactNumberInfo::None => DataType::Numeric { precision: 0, scale: 0 },
+            ExactNumberInfo::None => DataType::Numeric {
+                precision: 0,
+                scale: 0,
+            },
             ExactNumberInfo::Precision(p) => numeric(*p, 0)?,
             ExactNumberInfo::PrecisionAndScale(p, s) => {
                 if *s < 0 {
@@ -51,20 +58,24 @@ pub fn convert_type(t: &AstType) -> Result<DataType> {
         AstType::Text | AstType::String(None) => DataType::Text,
         AstType::Varchar(len) | AstType::CharacterVarying(len) => match len {
             None => DataType::Text,
-            Some(CharacterLength::IntegerLength { length, .. }) => {
-                DataType::Varchar(u32::try_from(*length).map_err(|_| unsupported_type(t))?.max(1))
-            }
+            Some(CharacterLength::IntegerLength { length, .. }) => DataType::Varchar(
+                u32::try_from(*length)
+                    .map_err(|_| unsupported_type(t))?
+                    .max(1),
+            ),
             Some(CharacterLength::Max) => DataType::Text,
         },
         AstType::Bytea => DataType::Bytea,
-        AstType::Custom(name, args) if args.is_empty() => match name.to_string().to_lowercase().as_str() {
-            "int4" | "int" | "integer" => DataType::Int,
-            "int8" | "bigint" => DataType::BigInt,
-            "float8" => DataType::Double,
-            "bool" => DataType::Bool,
-            "text" => DataType::Text,
-            _ => return Err(unsupported_type(t)),
-        },
+        AstType::Custom(name, args) if args.is_empty() => {
+            match name.to_string().to_lowercase().as_str() {
+                "int4" | "int" | "integer" => DataType::Int,
+                "int8" | "bigint" => DataType::BigInt,
+                "float8" => DataType::Double,
+                "bool" => DataType::Bool,
+                "text" => DataType::Text,
+                _ => return Err(unsupported_type(t)),
+            }
+        }
         _ => return Err(unsupported_type(t)),
     })
 }
@@ -95,7 +106,10 @@ pub fn table_name(name: &ObjectName) -> Result<String> {
         .iter()
         .map(|p| match p {
             sqlparser::ast::ObjectNamePart::Identifier(id) => Ok(ident_name(id)),
-            _ => Err(Error::new(SqlState::SYNTAX_ERROR, format!("invalid name {name}"))),
+            _ => Err(Error::new(
+                SqlState::SYNTAX_ERROR,
+                format!("invalid name {name}"),
+            )),
         })
         .collect::<Result<_>>()?;
     match parts.as_slice() {
@@ -123,7 +137,10 @@ fn pk_columns(cols: &[sqlparser::ast::IndexColumn]) -> Result<Vec<String>> {
 pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
     let name = table_name(&ct.name)?;
     if ct.query.is_some() {
-        return Err(Error::new(SqlState::FEATURE_NOT_SUPPORTED, "CREATE TABLE AS is not supported"));
+        return Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            "CREATE TABLE AS is not supported",
+        ));
     }
     if ct.if_not_exists && db.table(&name).is_ok() {
         return Ok(Output::command("CREATE TABLE"));
@@ -191,13 +208,21 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
         primary_key.push(i);
     }
     if columns.is_empty() {
-        return Err(Error::new(SqlState::SYNTAX_ERROR, "a table needs at least one column"));
+        return Err(Error::new(
+            SqlState::SYNTAX_ERROR,
+            "a table needs at least one column",
+        ));
     }
     db.create_table(&name, Schema::new(columns, primary_key))?;
     Ok(Output::command("CREATE TABLE"))
 }
 
-pub fn drop(db: &Database, object_type: &ObjectType, if_exists: bool, names: &[ObjectName]) -> Result<Output> {
+pub fn drop(
+    db: &Database,
+    object_type: &ObjectType,
+    if_exists: bool,
+    names: &[ObjectName],
+) -> Result<Output> {
     if *object_type != ObjectType::Table {
         return Err(Error::new(
             SqlState::FEATURE_NOT_SUPPORTED,

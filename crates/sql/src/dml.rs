@@ -25,7 +25,10 @@ use crate::scope::{ident_name, Scope};
 use crate::{Error, Result};
 
 fn unsupported(what: &str) -> Error {
-    Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("{what} is not supported"))
+    Error::new(
+        SqlState::FEATURE_NOT_SUPPORTED,
+        format!("{what} is not supported"),
+    )
 }
 
 enum InsertSource {
@@ -60,7 +63,10 @@ fn column_position(ts: &TableState, name: &ObjectName) -> Result<usize> {
     ts.meta.schema.column_index(&col).ok_or_else(|| {
         Error::new(
             SqlState::UNDEFINED_COLUMN,
-            format!("column \"{col}\" of relation \"{}\" does not exist", ts.meta.name),
+            format!(
+                "column \"{col}\" of relation \"{}\" does not exist",
+                ts.meta.name
+            ),
         )
     })
 }
@@ -79,14 +85,19 @@ fn assign(v: Value, ty: &DataType, col: &str) -> Result<Value> {
     match (&v, ty) {
         (Value::Bool(_), t) if *t != DataType::Bool && !t.is_textual() => Err(mismatch(&v)),
         (Value::Date(_) | Value::Timestamp(_), t) if t.is_numeric() => Err(mismatch(&v)),
-        (Value::Int(_) | Value::BigInt(_) | Value::Double(_) | Value::Numeric(_), DataType::Date | DataType::Timestamp | DataType::Bool | DataType::Bytea) => {
-            Err(mismatch(&v))
-        }
+        (
+            Value::Int(_) | Value::BigInt(_) | Value::Double(_) | Value::Numeric(_),
+            DataType::Date | DataType::Timestamp | DataType::Bool | DataType::Bytea,
+        ) => Err(mismatch(&v)),
         _ => Ok(v.cast(ty)?),
     }
 }
 
-pub fn plan_insert(db: &Database, ins: &Insert, params: &mut Vec<Option<DataType>>) -> Result<InsertPlan> {
+pub fn plan_insert(
+    db: &Database,
+    ins: &Insert,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<InsertPlan> {
     if ins.on.is_some() {
         return Err(unsupported("ON CONFLICT"));
     }
@@ -172,7 +183,10 @@ impl InsertPlan {
         match &self.source {
             InsertSource::Values(rows) => {
                 for progs in rows {
-                    let values = progs.iter().map(|p| p.eval(&[], params)).collect::<Result<Vec<_>, _>>()?;
+                    let values = progs
+                        .iter()
+                        .map(|p| p.eval(&[], params))
+                        .collect::<Result<Vec<_>, _>>()?;
                     insert_row(tx, values)?;
                 }
             }
@@ -188,7 +202,11 @@ impl InsertPlan {
     }
 }
 
-pub fn plan_update(db: &Database, up: &Update, params: &mut Vec<Option<DataType>>) -> Result<UpdatePlan> {
+pub fn plan_update(
+    db: &Database,
+    up: &Update,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<UpdatePlan> {
     if up.from.is_some() || up.returning.is_some() || up.limit.is_some() {
         return Err(unsupported("UPDATE … FROM / RETURNING / LIMIT"));
     }
@@ -197,7 +215,11 @@ pub fn plan_update(db: &Database, up: &Update, params: &mut Vec<Option<DataType>
     let mut scope = Scope::default();
     scope.add_table(
         &filter.sources[0].alias,
-        ts.meta.schema.columns.iter().map(|c| (c.name.clone(), c.ty)),
+        ts.meta
+            .schema
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.ty)),
     );
     let mut sets = Vec::new();
     for a in &up.assignments {
@@ -208,7 +230,10 @@ pub fn plan_update(db: &Database, up: &Update, params: &mut Vec<Option<DataType>
         if sets.iter().any(|(c, _)| *c == col) {
             return Err(Error::new(
                 SqlState("42601"),
-                format!("multiple assignments to same column \"{}\"", ts.meta.schema.columns[col].name),
+                format!(
+                    "multiple assignments to same column \"{}\"",
+                    ts.meta.schema.columns[col].name
+                ),
             ));
         }
         let (p, ty) = compile(&a.value, &scope, params)?;
@@ -246,8 +271,16 @@ impl UpdatePlan {
     }
 }
 
-pub fn plan_delete(db: &Database, del: &Delete, params: &mut Vec<Option<DataType>>) -> Result<DeletePlan> {
-    if del.using.is_some() || del.returning.is_some() || del.limit.is_some() || !del.tables.is_empty() {
+pub fn plan_delete(
+    db: &Database,
+    del: &Delete,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<DeletePlan> {
+    if del.using.is_some()
+        || del.returning.is_some()
+        || del.limit.is_some()
+        || !del.tables.is_empty()
+    {
         return Err(unsupported("DELETE … USING / RETURNING / LIMIT"));
     }
     let from = match &del.from {

@@ -60,7 +60,11 @@ impl Output {
         };
         let cells: Vec<Vec<String>> = rows
             .iter()
-            .map(|r| r.iter().map(|v| v.to_pg_text().unwrap_or_default()).collect())
+            .map(|r| {
+                r.iter()
+                    .map(|v| v.to_pg_text().unwrap_or_default())
+                    .collect()
+            })
             .collect();
         let mut widths: Vec<usize> = columns.iter().map(|c| c.name.chars().count()).collect();
         for r in &cells {
@@ -116,7 +120,8 @@ fn center(s: &str, w: usize) -> String {
 }
 
 fn csv_field(s: &str) -> String {
-    if s.is_empty() || s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ') {
+    if s.is_empty() || s.contains([',', '"', '\n', '\r']) || s.starts_with(' ') || s.ends_with(' ')
+    {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
         s.to_string()

@@ -38,7 +38,10 @@ use crate::scope::{ident_name, Scope};
 use crate::{Error, Result};
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
-    Error::new(SqlState::FEATURE_NOT_SUPPORTED, format!("{what} is not supported"))
+    Error::new(
+        SqlState::FEATURE_NOT_SUPPORTED,
+        format!("{what} is not supported"),
+    )
 }
 
 /// How a table is read.
@@ -106,7 +109,15 @@ fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
             conjuncts(left, out);
             conjuncts(right, out);
         }
-        Expr::Nested(inner) if matches!(inner.as_ref(), Expr::BinaryOp { op: BinaryOperator::And, .. }) => {
+        Expr::Nested(inner)
+            if matches!(
+                inner.as_ref(),
+                Expr::BinaryOp {
+                    op: BinaryOperator::And,
+                    ..
+                }
+            ) =>
+        {
             conjuncts(inner, out)
         }
         e => out.push(e.clone()),
@@ -126,7 +137,11 @@ fn table_scope(ts: &TableState, alias: &str) -> Scope {
     let mut s = Scope::default();
     s.add_table(
         alias,
-        ts.meta.schema.columns.iter().map(|c| (c.name.clone(), c.ty)),
+        ts.meta
+            .schema
+            .columns
+            .iter()
+            .map(|c| (c.name.clone(), c.ty)),
     );
     s
 }
@@ -146,7 +161,9 @@ fn output_name(e: &Expr) -> String {
             .last()
             .map(|p| p.to_string().to_lowercase())
             .unwrap_or_default(),
-        Expr::Cast { expr, data_type, .. } => match expr.as_ref() {
+        Expr::Cast {
+            expr, data_type, ..
+        } => match expr.as_ref() {
             Expr::Value(_) => crate::compile::sql_type(data_type)
                 .map(|t| match t {
                     DataType::Int => "int4".to_string(),
@@ -171,7 +188,11 @@ fn output_name(e: &Expr) -> String {
 }
 
 /// Plans a query. `params` collects parameter types.
-pub fn plan_query(db: &Database, q: &Query, params: &mut Vec<Option<DataType>>) -> Result<SelectPlan> {
+pub fn plan_query(
+    db: &Database,
+    q: &Query,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<SelectPlan> {
     if q.with.is_some() {
         return Err(unsupported("WITH"));
     }
@@ -217,12 +238,20 @@ pub fn plan_query(db: &Database, q: &Query, params: &mut Vec<Option<DataType>>) 
                 Some(i) => SortKey::Output(i),
                 None => SortKey::Expr(plan.compile_post(&o.expr, params)?),
             };
-            plan.order.push(OrderItem { key, desc, nulls_first });
+            plan.order.push(OrderItem {
+                key,
+                desc,
+                nulls_first,
+            });
         }
     }
     match &q.limit_clause {
         None => {}
-        Some(LimitClause::LimitOffset { limit, offset, limit_by }) => {
+        Some(LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
             if !limit_by.is_empty() {
                 return Err(unsupported("LIMIT BY"));
             }
@@ -240,7 +269,11 @@ pub fn plan_query(db: &Database, q: &Query, params: &mut Vec<Option<DataType>>) 
 }
 
 /// `ORDER BY 2` or `ORDER BY alias` → output column index.
-fn resolve_output_ref(e: &Expr, columns: &[ResultColumn], select: &Select) -> Result<Option<usize>> {
+fn resolve_output_ref(
+    e: &Expr,
+    columns: &[ResultColumn],
+    select: &Select,
+) -> Result<Option<usize>> {
     match e {
         Expr::Value(v) => {
             if let AstValue::Number(n, _) = &v.value {
@@ -271,11 +304,20 @@ fn resolve_output_ref(e: &Expr, columns: &[ResultColumn], select: &Select) -> Re
 }
 
 /// Plans the FROM list: sources in order plus the combined scope.
-fn plan_from(db: &Database, from: &[TableWithJoins], on_conds: &mut Vec<Expr>) -> Result<Vec<(Arc<TableState>, String)>> {
+fn plan_from(
+    db: &Database,
+    from: &[TableWithJoins],
+    on_conds: &mut Vec<Expr>,
+) -> Result<Vec<(Arc<TableState>, String)>> {
     let mut out = Vec::new();
     let add = |tf: &TableFactor, out: &mut Vec<(Arc<TableState>, String)>| -> Result<()> {
         match tf {
-            TableFactor::Table { name, alias, args: None, .. } => {
+            TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } => {
                 let tname = table_name(name)?;
                 let ts = db.table(&tname)?;
                 let alias = alias.as_ref().map_or(tname, |a| ident_name(&a.name));
@@ -298,20 +340,34 @@ fn plan_from(db: &Database, from: &[TableWithJoins], on_conds: &mut Vec<Expr>) -
             let constraint = match &j.join_operator {
                 JoinOperator::Join(c) | JoinOperator::Inner(c) => c,
                 JoinOperator::CrossJoin(c) => c,
-                other => return Err(unsupported(format!("join type {other:?}").split('(').next().unwrap_or("join").to_string())),
+                other => {
+                    return Err(unsupported(
+                        format!("join type {other:?}")
+                            .split('(')
+                            .next()
+                            .unwrap_or("join")
+                            .to_string(),
+                    ))
+                }
             };
             add(&j.relation, &mut out)?;
             match constraint {
                 JoinConstraint::On(e) => conjuncts(e, on_conds),
                 JoinConstraint::None => {}
-                JoinConstraint::Using(_) | JoinConstraint::Natural => return Err(unsupported("JOIN USING / NATURAL")),
+                JoinConstraint::Using(_) | JoinConstraint::Natural => {
+                    return Err(unsupported("JOIN USING / NATURAL"))
+                }
             }
         }
     }
     Ok(out)
 }
 
-fn plan_select(db: &Database, s: &Select, params: &mut Vec<Option<DataType>>) -> Result<SelectPlan> {
+fn plan_select(
+    db: &Database,
+    s: &Select,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<SelectPlan> {
     let mut conds = Vec::new();
     let tables = plan_from(db, &s.from, &mut conds)?;
     if let Some(w) = &s.selection {
@@ -345,31 +401,38 @@ fn plan_select(db: &Database, s: &Select, params: &mut Vec<Option<DataType>>) ->
     }
     let mut joins = Vec::new();
     let mut left_scope = scopes.first().cloned().unwrap_or_default();
-    for k in 1..tables.len() {
+    for right_scope in scopes.iter().skip(1) {
         let mut step = JoinStep {
             left_keys: Vec::new(),
             right_keys: Vec::new(),
         };
         let mut remaining = Vec::new();
         for c in rest {
-            if let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = &c {
-                let pair = if compiles(left, &left_scope) && compiles(right, &scopes[k]) {
+            if let Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } = &c
+            {
+                let pair = if compiles(left, &left_scope) && compiles(right, right_scope) {
                     Some((left, right))
-                } else if compiles(right, &left_scope) && compiles(left, &scopes[k]) {
+                } else if compiles(right, &left_scope) && compiles(left, right_scope) {
                     Some((right, left))
                 } else {
                     None
                 };
                 if let Some((l, r)) = pair {
                     step.left_keys.push(compile(l, &left_scope, params)?.0);
-                    step.right_keys.push(compile(r, &scopes[k], params)?.0);
+                    step.right_keys.push(compile(r, right_scope, params)?.0);
                     continue;
                 }
             }
             remaining.push(c);
         }
         rest = remaining;
-        left_scope.columns.extend(scopes[k].columns.iter().cloned());
+        left_scope
+            .columns
+            .extend(right_scope.columns.iter().cloned());
         joins.push(step);
     }
     let mut sources = Vec::new();
@@ -395,10 +458,15 @@ fn plan_select(db: &Database, s: &Select, params: &mut Vec<Option<DataType>>) ->
     for item in &s.projection {
         match item {
             SelectItem::UnnamedExpr(e) => items.push((e.clone(), output_name(e))),
-            SelectItem::ExprWithAlias { expr, alias } => items.push((expr.clone(), ident_name(alias))),
+            SelectItem::ExprWithAlias { expr, alias } => {
+                items.push((expr.clone(), ident_name(alias)))
+            }
             SelectItem::Wildcard(_) => {
                 if scope.is_empty() {
-                    return Err(Error::new(SqlState::SYNTAX_ERROR, "SELECT * with no tables specified is not valid"));
+                    return Err(Error::new(
+                        SqlState::SYNTAX_ERROR,
+                        "SELECT * with no tables specified is not valid",
+                    ));
                 }
                 for c in &scope.columns {
                     items.push((column_expr(&c.table, &c.name), c.name.clone()));
@@ -437,7 +505,10 @@ fn plan_select(db: &Database, s: &Select, params: &mut Vec<Option<DataType>>) ->
         for (e, name) in &items {
             let (p, ty) = compile_aggregated(e, &mut ctx, params)?;
             projection.push(p);
-            columns.push(ResultColumn { name: name.clone(), ty: ty.output_type() });
+            columns.push(ResultColumn {
+                name: name.clone(),
+                ty: ty.output_type(),
+            });
         }
         let having = match &s.having {
             Some(h) => {
@@ -452,7 +523,10 @@ fn plan_select(db: &Database, s: &Select, params: &mut Vec<Option<DataType>>) ->
         for (e, name) in &items {
             let (p, ty) = compile(e, &scope, params)?;
             projection.push(p);
-            columns.push(ResultColumn { name: name.clone(), ty: ty.output_type() });
+            columns.push(ResultColumn {
+                name: name.clone(),
+                ty: ty.output_type(),
+            });
         }
     }
     let distinct = match &s.distinct {
@@ -489,12 +563,15 @@ fn resolve_group_ref(e: &Expr, items: &[(Expr, String)], scope: &Scope) -> Resul
         Expr::Value(v) => {
             if let AstValue::Number(n, _) = &v.value {
                 let i: usize = n.parse().unwrap_or(0);
-                return items.get(i.wrapping_sub(1)).map(|(e, _)| e.clone()).ok_or_else(|| {
-                    Error::new(
-                        SqlState::INVALID_COLUMN_REFERENCE,
-                        format!("GROUP BY position {n} is not in select list"),
-                    )
-                });
+                return items
+                    .get(i.wrapping_sub(1))
+                    .map(|(e, _)| e.clone())
+                    .ok_or_else(|| {
+                        Error::new(
+                            SqlState::INVALID_COLUMN_REFERENCE,
+                            format!("GROUP BY position {n} is not in select list"),
+                        )
+                    });
             }
             Ok(e.clone())
         }
@@ -511,7 +588,12 @@ fn resolve_group_ref(e: &Expr, items: &[(Expr, String)], scope: &Scope) -> Resul
     }
 }
 
-fn pk_access(ts: &TableState, conds: &[Expr], scope: &Scope, params: &mut Vec<Option<DataType>>) -> Result<Access> {
+fn pk_access(
+    ts: &TableState,
+    conds: &[Expr],
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Access> {
     let pk = &ts.meta.schema.primary_key;
     if pk.is_empty() {
         return Ok(Access::Scan);
@@ -519,15 +601,26 @@ fn pk_access(ts: &TableState, conds: &[Expr], scope: &Scope, params: &mut Vec<Op
     let empty = Scope::default();
     let mut keys: Vec<Option<Program>> = vec![None; pk.len()];
     for c in conds {
-        let Expr::BinaryOp { left, op: BinaryOperator::Eq, right } = c else { continue };
+        let Expr::BinaryOp {
+            left,
+            op: BinaryOperator::Eq,
+            right,
+        } = c
+        else {
+            continue;
+        };
         for (col, val) in [(left, right), (right, left)] {
             let name = match col.as_ref() {
                 Expr::Identifier(id) => ident_name(id),
                 Expr::CompoundIdentifier(ids) if ids.len() == 2 => ident_name(&ids[1]),
                 _ => continue,
             };
-            let Ok(ci) = scope.resolve(None, &name) else { continue };
-            let Some(k) = pk.iter().position(|&p| p == ci) else { continue };
+            let Ok(ci) = scope.resolve(None, &name) else {
+                continue;
+            };
+            let Some(k) = pk.iter().position(|&p| p == ci) else {
+                continue;
+            };
             if !compiles(val, &empty) {
                 continue;
             }
@@ -558,13 +651,17 @@ fn ast_type_of(t: DataType) -> sqlparser::ast::DataType {
         DataType::BigInt => A::BigInt(None),
         DataType::Double => A::DoublePrecision,
         DataType::Numeric { precision: 0, .. } => A::Numeric(ExactNumberInfo::None),
-        DataType::Numeric { precision, scale } => {
-            A::Numeric(ExactNumberInfo::PrecisionAndScale(precision as u64, scale as i64))
-        }
+        DataType::Numeric { precision, scale } => A::Numeric(ExactNumberInfo::PrecisionAndScale(
+            precision as u64,
+            scale as i64,
+        )),
         DataType::Date => A::Date,
         DataType::Timestamp => A::Timestamp(None, TimezoneInfo::None),
         DataType::Text => A::Text,
-        DataType::Varchar(n) => A::Varchar(Some(CharacterLength::IntegerLength { length: n as u64, unit: None })),
+        DataType::Varchar(n) => A::Varchar(Some(CharacterLength::IntegerLength {
+            length: n as u64,
+            unit: None,
+        })),
         DataType::Bytea => A::Bytea,
     }
 }
@@ -617,7 +714,11 @@ impl Acc {
                     None => true,
                     Some(b) => {
                         let o = v.sort_cmp(b);
-                        if call.func == AggFunc::Min { o == Ordering::Less } else { o == Ordering::Greater }
+                        if call.func == AggFunc::Min {
+                            o == Ordering::Less
+                        } else {
+                            o == Ordering::Greater
+                        }
                     }
                 };
                 if replace {
@@ -628,7 +729,10 @@ impl Acc {
                 Value::Int(x) => self.int_sum += x as i128,
                 Value::BigInt(x) => {
                     self.int_sum = self.int_sum.checked_add(x as i128).ok_or_else(|| {
-                        Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "numeric value out of range")
+                        Error::new(
+                            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+                            "numeric value out of range",
+                        )
                     })?
                 }
                 Value::Double(x) => self.dbl_sum += x,
@@ -685,7 +789,12 @@ impl SelectPlan {
         }
     }
 
-    fn read_source(&self, tx: &Transaction, src: &Source, params: &[Value]) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
+    fn read_source(
+        &self,
+        tx: &Transaction,
+        src: &Source,
+        params: &[Value],
+    ) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
         let mut out = Vec::new();
         let keep = |row: &[Value]| -> Result<bool> {
             match &src.filter {
@@ -695,7 +804,10 @@ impl SelectPlan {
         };
         match &src.access {
             Access::PrimaryKey(keys) => {
-                let key: Vec<Value> = keys.iter().map(|k| k.eval(&[], params)).collect::<Result<_, _>>()?;
+                let key: Vec<Value> = keys
+                    .iter()
+                    .map(|k| k.eval(&[], params))
+                    .collect::<Result<_, _>>()?;
                 if key.iter().any(Value::is_null) {
                     return Ok(out);
                 }
@@ -718,12 +830,18 @@ impl SelectPlan {
     /// Rows after FROM, WHERE and FOR UPDATE.
     fn joined_rows(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Joined>> {
         let Some(first) = self.sources.first() else {
-            return Ok(vec![Joined { values: Vec::new(), ids: Vec::new() }]);
+            return Ok(vec![Joined {
+                values: Vec::new(),
+                ids: Vec::new(),
+            }]);
         };
         let mut rows: Vec<Joined> = self
             .read_source(tx, first, params)?
             .into_iter()
-            .map(|(vid, rid, values)| Joined { values, ids: vec![(vid, rid)] })
+            .map(|(vid, rid, values)| Joined {
+                values,
+                ids: vec![(vid, rid)],
+            })
             .collect();
         for (k, step) in self.joins.iter().enumerate() {
             let right = self.read_source(tx, &self.sources[k + 1], params)?;
@@ -741,14 +859,22 @@ impl SelectPlan {
             } else {
                 let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
                 for (i, (_, _, r)) in right.iter().enumerate() {
-                    let key: Vec<Value> = step.right_keys.iter().map(|p| p.eval(r, params)).collect::<Result<_, _>>()?;
+                    let key: Vec<Value> = step
+                        .right_keys
+                        .iter()
+                        .map(|p| p.eval(r, params))
+                        .collect::<Result<_, _>>()?;
                     if key.iter().any(Value::is_null) {
                         continue;
                     }
                     table.entry(key_of(&key)).or_default().push(i);
                 }
                 for l in &rows {
-                    let key: Vec<Value> = step.left_keys.iter().map(|p| p.eval(&l.values, params)).collect::<Result<_, _>>()?;
+                    let key: Vec<Value> = step
+                        .left_keys
+                        .iter()
+                        .map(|p| p.eval(&l.values, params))
+                        .collect::<Result<_, _>>()?;
                     if key.iter().any(Value::is_null) {
                         continue;
                     }
@@ -792,7 +918,10 @@ impl SelectPlan {
                     Ok(a && b)
                 };
                 if let WriteOutcome::Done(row) = tx.lock_row(&src.table, vid, seen, &mut recheck)? {
-                    locked.push(Joined { values: row, ids: r.ids });
+                    locked.push(Joined {
+                        values: row,
+                        ids: r.ids,
+                    });
                 }
             }
             rows = locked;
@@ -801,7 +930,11 @@ impl SelectPlan {
     }
 
     /// Rows of `(output values, sort keys)` before DISTINCT/ORDER/LIMIT.
-    fn project(&self, rows: Vec<Joined>, params: &[Value]) -> Result<Vec<(Vec<Value>, Vec<Value>)>> {
+    fn project(
+        &self,
+        rows: Vec<Joined>,
+        params: &[Value],
+    ) -> Result<Vec<(Vec<Value>, Vec<Value>)>> {
         let sort_exprs: Vec<&Program> = self
             .order
             .iter()
@@ -811,8 +944,15 @@ impl SelectPlan {
             })
             .collect();
         let emit = |input: &[Value]| -> Result<(Vec<Value>, Vec<Value>)> {
-            let out = self.projection.iter().map(|p| p.eval(input, params)).collect::<Result<Vec<_>, _>>()?;
-            let keys = sort_exprs.iter().map(|p| p.eval(input, params)).collect::<Result<Vec<_>, _>>()?;
+            let out = self
+                .projection
+                .iter()
+                .map(|p| p.eval(input, params))
+                .collect::<Result<Vec<_>, _>>()?;
+            let keys = sort_exprs
+                .iter()
+                .map(|p| p.eval(input, params))
+                .collect::<Result<Vec<_>, _>>()?;
             Ok((out, keys))
         };
         let Some((ctx, having)) = &self.agg else {
@@ -821,7 +961,11 @@ impl SelectPlan {
         let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut states: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
         for r in &rows {
-            let gv: Vec<Value> = ctx.group_programs.iter().map(|p| p.eval(&r.values, params)).collect::<Result<_, _>>()?;
+            let gv: Vec<Value> = ctx
+                .group_programs
+                .iter()
+                .map(|p| p.eval(&r.values, params))
+                .collect::<Result<_, _>>()?;
             let idx = *groups.entry(key_of(&gv)).or_insert_with(|| {
                 states.push((gv, ctx.aggregates.iter().map(Acc::new).collect()));
                 states.len() - 1
@@ -876,14 +1020,30 @@ impl SelectPlan {
                     };
                     let ord = match (x.is_null(), y.is_null()) {
                         (true, true) => Ordering::Equal,
-                        (true, false) => if o.nulls_first { Ordering::Less } else { Ordering::Greater },
-                        (false, true) => if o.nulls_first { Ordering::Greater } else { Ordering::Less },
+                        (true, false) => {
+                            if o.nulls_first {
+                                Ordering::Less
+                            } else {
+                                Ordering::Greater
+                            }
+                        }
+                        (false, true) => {
+                            if o.nulls_first {
+                                Ordering::Greater
+                            } else {
+                                Ordering::Less
+                            }
+                        }
                         _ => {
                             let c = x.sql_cmp(y).unwrap_or_else(|| {
                                 err.get_or_insert(());
                                 Ordering::Equal
                             });
-                            if o.desc { c.reverse() } else { c }
+                            if o.desc {
+                                c.reverse()
+                            } else {
+                                c
+                            }
                         }
                     };
                     if ord != Ordering::Equal {
@@ -899,8 +1059,14 @@ impl SelectPlan {
                 Value::Null => Ok(None),
                 v => match v.as_i64() {
                     Some(n) if n >= 0 => Ok(Some(n as usize)),
-                    Some(_) => Err(Error::new(SqlState("2201W"), format!("{what} must not be negative"))),
-                    None => Err(Error::new(SqlState::DATATYPE_MISMATCH, format!("argument of {what} must be an integer"))),
+                    Some(_) => Err(Error::new(
+                        SqlState("2201W"),
+                        format!("{what} must not be negative"),
+                    )),
+                    None => Err(Error::new(
+                        SqlState::DATATYPE_MISMATCH,
+                        format!("argument of {what} must be an integer"),
+                    )),
                 },
             }
         };
@@ -920,7 +1086,11 @@ impl SelectPlan {
 
     /// Rows matching FROM + WHERE of a single-table plan, with their ids
     /// (used by UPDATE and DELETE).
-    pub fn matching(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
+    pub fn matching(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+    ) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
         Ok(self
             .joined_rows(tx, params)?
             .into_iter()
@@ -954,11 +1124,17 @@ pub fn plan_filter(
     }
     let mut conds = Vec::new();
     let tables = plan_from(db, std::slice::from_ref(table), &mut conds)?;
-    let (ts, alias) = tables.into_iter().next().ok_or_else(|| unsupported("empty FROM"))?;
+    let (ts, alias) = tables
+        .into_iter()
+        .next()
+        .ok_or_else(|| unsupported("empty FROM"))?;
     let scope = table_scope(&ts, &alias);
     if let Some(w) = selection {
         if contains_aggregate(w) {
-            return Err(Error::new(SqlState::GROUPING_ERROR, "aggregate functions are not allowed in WHERE"));
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                "aggregate functions are not allowed in WHERE",
+            ));
         }
         conjuncts(w, &mut conds);
     }
@@ -971,7 +1147,12 @@ pub fn plan_filter(
         None => None,
     };
     Ok(SelectPlan {
-        sources: vec![Source { table: ts, alias, access, filter }],
+        sources: vec![Source {
+            table: ts,
+            alias,
+            access,
+            filter,
+        }],
         joins: Vec::new(),
         filter: None,
         agg: None,

@@ -29,7 +29,11 @@ pub fn ident_name(id: &Ident) -> String {
 }
 
 impl Scope {
-    pub fn add_table(&mut self, table: &str, columns: impl IntoIterator<Item = (String, DataType)>) {
+    pub fn add_table(
+        &mut self,
+        table: &str,
+        columns: impl IntoIterator<Item = (String, DataType)>,
+    ) {
         for (name, ty) in columns {
             self.columns.push(ScopeColumn {
                 table: table.to_string(),

@@ -17,9 +17,7 @@ use std::collections::BTreeMap;
 
 use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_host::{Database, Isolation, Transaction};
-use sqlparser::ast::{
-    Expr, Set, Statement, TransactionIsolationLevel, TransactionMode,
-};
+use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, TransactionMode};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
 
@@ -73,7 +71,10 @@ pub struct Session {
 
 fn parse_error(e: sqlparser::parser::ParserError) -> Error {
     let msg = e.to_string();
-    let msg = msg.strip_prefix("sql parser error: ").unwrap_or(&msg).to_string();
+    let msg = msg
+        .strip_prefix("sql parser error: ")
+        .unwrap_or(&msg)
+        .to_string();
     Error::new(SqlState::SYNTAX_ERROR, format!("syntax error: {msg}"))
 }
 
@@ -114,8 +115,10 @@ fn parse_isolation_name(s: &str) -> Result<Isolation> {
     match s.trim().to_lowercase().as_str() {
         "read committed" | "read uncommitted" => Ok(Isolation::ReadCommitted),
         "repeatable read" | "snapshot" => Ok(Isolation::Snapshot),
-        "serializable" => isolation_of(&[TransactionMode::IsolationLevel(TransactionIsolationLevel::Serializable)])
-            .map(|i| i.unwrap_or(Isolation::Snapshot)),
+        "serializable" => isolation_of(&[TransactionMode::IsolationLevel(
+            TransactionIsolationLevel::Serializable,
+        )])
+        .map(|i| i.unwrap_or(Isolation::Snapshot)),
         other => Err(Error::new(
             SqlState::INVALID_PARAMETER_VALUE,
             format!("invalid value for parameter \"default_transaction_isolation\": \"{other}\""),
@@ -191,10 +194,18 @@ impl Session {
     pub fn prepare_statement(&mut self, stmt: Statement) -> Result<Prepared> {
         let mut param_types = Vec::new();
         let kind = match &stmt {
-            Statement::Query(q) => PreparedKind::Select(Box::new(plan_query(&self.db, q, &mut param_types)?)),
-            Statement::Insert(i) => PreparedKind::Insert(plan_insert(&self.db, i, &mut param_types)?),
-            Statement::Update(u) => PreparedKind::Update(plan_update(&self.db, u, &mut param_types)?),
-            Statement::Delete(d) => PreparedKind::Delete(plan_delete(&self.db, d, &mut param_types)?),
+            Statement::Query(q) => {
+                PreparedKind::Select(Box::new(plan_query(&self.db, q, &mut param_types)?))
+            }
+            Statement::Insert(i) => {
+                PreparedKind::Insert(plan_insert(&self.db, i, &mut param_types)?)
+            }
+            Statement::Update(u) => {
+                PreparedKind::Update(plan_update(&self.db, u, &mut param_types)?)
+            }
+            Statement::Delete(d) => {
+                PreparedKind::Delete(plan_delete(&self.db, d, &mut param_types)?)
+            }
             _ => PreparedKind::Other(Box::new(stmt)),
         };
         Ok(Prepared { kind, param_types })
@@ -217,7 +228,11 @@ impl Session {
         if params.len() < p.param_types.len() {
             return Err(Error::new(
                 SqlState("08P01"),
-                format!("statement needs {} parameters, got {}", p.param_types.len(), params.len()),
+                format!(
+                    "statement needs {} parameters, got {}",
+                    p.param_types.len(),
+                    params.len()
+                ),
             ));
         }
         self.in_transaction(|tx| match &p.kind {
@@ -230,13 +245,19 @@ impl Session {
     }
 
     /// Runs `f` in the block's transaction, or in a new autocommit one.
-    fn in_transaction(&mut self, f: impl FnOnce(&mut Transaction) -> Result<Output>) -> Result<Output> {
+    fn in_transaction(
+        &mut self,
+        f: impl FnOnce(&mut Transaction) -> Result<Output>,
+    ) -> Result<Output> {
         self.check_not_failed()?;
         let autocommit = self.tx.is_none();
         if autocommit {
             self.tx = Some(self.db.begin(self.default_isolation)?);
         }
-        let tx = self.tx.as_mut().ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "no transaction"))?;
+        let tx = self
+            .tx
+            .as_mut()
+            .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "no transaction"))?;
         tx.begin_statement();
         match f(tx) {
             Ok(out) => {
@@ -296,7 +317,8 @@ impl Session {
             Statement::Commit { .. } => {
                 let tag = match self.block {
                     Block::None => {
-                        self.notices.push("there is no transaction in progress".into());
+                        self.notices
+                            .push("there is no transaction in progress".into());
                         "COMMIT"
                     }
                     Block::Failed => "ROLLBACK",
@@ -308,9 +330,12 @@ impl Session {
                     None => Ok(Output::command(tag)),
                 }
             }
-            Statement::Rollback { savepoint: None, .. } => {
+            Statement::Rollback {
+                savepoint: None, ..
+            } => {
                 if self.block == Block::None {
-                    self.notices.push("there is no transaction in progress".into());
+                    self.notices
+                        .push("there is no transaction in progress".into());
                 }
                 self.block = Block::None;
                 if let Some(tx) = self.tx.take() {
@@ -334,7 +359,10 @@ impl Session {
                 names,
                 ..
             } => self.guarded(|s| ddl::drop(&s.db, object_type, *if_exists, names)),
-            Statement::Query(_) | Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+            Statement::Query(_)
+            | Statement::Insert(_)
+            | Statement::Update(_)
+            | Statement::Delete(_) => {
                 self.check_not_failed()?;
                 let prepared = match self.prepare_statement(stmt.clone()) {
                     Ok(p) => p,
@@ -353,7 +381,12 @@ impl Session {
                     SqlState::FEATURE_NOT_SUPPORTED,
                     format!(
                         "statement not supported: {}",
-                        other.to_string().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+                        other
+                            .to_string()
+                            .split_whitespace()
+                            .take(3)
+                            .collect::<Vec<_>>()
+                            .join(" ")
                     ),
                 ))
             }),
@@ -386,7 +419,9 @@ impl Session {
                 }
                 Ok(Output::command("SET"))
             }
-            Set::SingleAssignment { variable, values, .. } => {
+            Set::SingleAssignment {
+                variable, values, ..
+            } => {
                 let name = variable.to_string().to_lowercase();
                 let value = values.iter().map(expr_text).collect::<Vec<_>>().join(", ");
                 if name == "default_transaction_isolation" || name == "transaction_isolation" {
@@ -421,8 +456,14 @@ impl Session {
                 .collect();
             return Ok(Output::Rows {
                 columns: vec![
-                    ResultColumn { name: "name".into(), ty: DataType::Text },
-                    ResultColumn { name: "value".into(), ty: DataType::BigInt },
+                    ResultColumn {
+                        name: "name".into(),
+                        ty: DataType::Text,
+                    },
+                    ResultColumn {
+                        name: "value".into(),
+                        ty: DataType::BigInt,
+                    },
                 ],
                 rows,
             });
@@ -435,20 +476,29 @@ impl Session {
                 .map(|t| vec![Value::Text(t.name.clone())])
                 .collect();
             return Ok(Output::Rows {
-                columns: vec![ResultColumn { name: "name".into(), ty: DataType::Text }],
+                columns: vec![ResultColumn {
+                    name: "name".into(),
+                    ty: DataType::Text,
+                }],
                 rows,
             });
         }
         let value = match name {
             "transaction_isolation" | "transaction isolation level" => isolation_name(
-                self.tx.as_ref().map_or(self.default_isolation, |t| t.isolation()),
+                self.tx
+                    .as_ref()
+                    .map_or(self.default_isolation, |t| t.isolation()),
             )
             .to_string(),
             "default_transaction_isolation" => isolation_name(self.default_isolation).to_string(),
             "server_version" => "15.0 (ndpdb 0.1.0)".into(),
             "server_encoding" | "client_encoding" => "UTF8".into(),
             "datestyle" => "ISO, MDY".into(),
-            "timezone" => self.settings.get("timezone").cloned().unwrap_or_else(|| "UTC".into()),
+            "timezone" => self
+                .settings
+                .get("timezone")
+                .cloned()
+                .unwrap_or_else(|| "UTC".into()),
             other => match self.settings.get(other) {
                 Some(v) => v.clone(),
                 None => {
@@ -460,7 +510,10 @@ impl Session {
             },
         };
         Ok(Output::Rows {
-            columns: vec![ResultColumn { name: name.replace(' ', "_"), ty: DataType::Text }],
+            columns: vec![ResultColumn {
+                name: name.replace(' ', "_"),
+                ty: DataType::Text,
+            }],
             rows: vec![vec![Value::Text(value)]],
         })
     }

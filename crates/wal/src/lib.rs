@@ -178,10 +178,14 @@ impl Wal {
             let lsn = inner.next_lsn;
             let frame = frame(lsn, rec);
             inner.next_lsn += frame.len() as u64;
-            self.stats.bytes.fetch_add(frame.len() as u64, Ordering::Relaxed);
+            self.stats
+                .bytes
+                .fetch_add(frame.len() as u64, Ordering::Relaxed);
             inner.buf.extend_from_slice(&frame);
         }
-        self.stats.records.fetch_add(records.len() as u64, Ordering::Relaxed);
+        self.stats
+            .records
+            .fetch_add(records.len() as u64, Ordering::Relaxed);
         Lsn(inner.next_lsn)
     }
 
@@ -204,7 +208,11 @@ impl Wal {
         }
         let (buf, end, file) = {
             let mut inner = self.inner.lock();
-            (std::mem::take(&mut inner.buf), inner.next_lsn, inner.file.clone())
+            (
+                std::mem::take(&mut inner.buf),
+                inner.next_lsn,
+                inner.file.clone(),
+            )
         };
         (&*file).write_all(&buf)?;
         file.sync_data()?;
@@ -247,7 +255,12 @@ impl Wal {
     pub fn size_bytes(&self) -> u64 {
         let inner = self.inner.lock();
         let on_disk: u64 = list_segments(&self.dir)
-            .map(|s| s.iter().filter_map(|(_, p)| fs::metadata(p).ok()).map(|m| m.len()).sum())
+            .map(|s| {
+                s.iter()
+                    .filter_map(|(_, p)| fs::metadata(p).ok())
+                    .map(|m| m.len())
+                    .sum()
+            })
             .unwrap_or(0);
         on_disk + inner.buf.len() as u64
     }
@@ -269,8 +282,12 @@ fn parse_segment(start: u64, bytes: &[u8], out: &mut Vec<(Lsn, WalRecord)>) -> u
     let mut pos = 0usize;
     loop {
         let mut r = Reader::new(&bytes[pos..]);
-        let (Ok(len), Ok(crc)) = (r.u32(), r.u32()) else { break };
-        let Ok(body) = r.take(len as usize) else { break };
+        let (Ok(len), Ok(crc)) = (r.u32(), r.u32()) else {
+            break;
+        };
+        let Ok(body) = r.take(len as usize) else {
+            break;
+        };
         if crc32fast::hash(body) != crc {
             break;
         }
@@ -280,7 +297,9 @@ fn parse_segment(start: u64, bytes: &[u8], out: &mut Vec<(Lsn, WalRecord)>) -> u
             Ok(l) if l == lsn => {}
             _ => break,
         }
-        let Ok(rec) = WalRecord::decode(&mut br) else { break };
+        let Ok(rec) = WalRecord::decode(&mut br) else {
+            break;
+        };
         if br.finish("wal record").is_err() {
             break;
         }
@@ -293,7 +312,7 @@ fn parse_segment(start: u64, bytes: &[u8], out: &mut Vec<(Lsn, WalRecord)>) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndpdb_formats::{RecId, TableId, TxId, Lpn};
+    use ndpdb_formats::{Lpn, RecId, TableId, TxId};
 
     fn redo(tx: u64) -> WalRecord {
         WalRecord::Redo {
@@ -345,7 +364,8 @@ mod tests {
             let (wal, _) = Wal::open(dir.path()).unwrap();
             let lsn = wal.append(&[redo(1), WalRecord::Commit { txid: TxId(1) }]);
             wal.sync(lsn).unwrap();
-            wal.checkpoint(CheckpointInfo { next_txid: TxId(2) }).unwrap();
+            wal.checkpoint(CheckpointInfo { next_txid: TxId(2) })
+                .unwrap();
             let lsn = wal.append(&[redo(2), WalRecord::Commit { txid: TxId(2) }]);
             wal.sync(lsn).unwrap();
         }

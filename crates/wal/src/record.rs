@@ -38,7 +38,10 @@ impl WalRecord {
                 table,
                 entries,
             } => {
-                w.u8(KIND_REDO).u64(txid.0).u32(table.0).u32(entries.len() as u32);
+                w.u8(KIND_REDO)
+                    .u64(txid.0)
+                    .u32(table.0)
+                    .u32(entries.len() as u32);
                 for (rid, bytes) in entries {
                     w.u64(rid.raw()).bytes(bytes);
                 }
