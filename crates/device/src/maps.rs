@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::{Lpn, Ppn, RecId, TableId, Vid};
+use ndpdb_link::command::{decode_map_delta, encode_map_delta};
 use ndpdb_link::{LinkError, Result, VidEntry};
 
 fn io(e: std::io::Error) -> LinkError {
@@ -159,14 +160,8 @@ impl MapStore {
 
     pub fn log_merge(&mut self, l2p: &[(Lpn, Ppn)], vids: &[VidEntry]) -> Result<()> {
         let mut w = Writer::new();
-        w.u8(KIND_MERGE).u32(l2p.len() as u32);
-        for (l, p) in l2p {
-            w.u64(l.0).u64(p.0);
-        }
-        w.u32(vids.len() as u32);
-        for e in vids {
-            w.u32(e.table.0).u64(e.vid.0).u64(e.head.raw());
-        }
+        w.u8(KIND_MERGE);
+        encode_map_delta(&mut w, l2p, vids);
         self.append(w.as_slice())
     }
 
@@ -261,20 +256,7 @@ fn apply_batch(batch: &[u8], maps: &mut Maps) -> ndpdb_formats::Result<()> {
     let mut r = Reader::new(batch);
     match r.u8()? {
         KIND_MERGE => {
-            let n = r.count(16)?;
-            let mut l2p = Vec::with_capacity(n);
-            for _ in 0..n {
-                l2p.push((Lpn(r.u64()?), Ppn(r.u64()?)));
-            }
-            let n = r.count(20)?;
-            let mut vids = Vec::with_capacity(n);
-            for _ in 0..n {
-                vids.push(VidEntry {
-                    table: TableId(r.u32()?),
-                    vid: Vid(r.u64()?),
-                    head: RecId::from_raw(r.u64()?),
-                });
-            }
+            let (l2p, vids) = decode_map_delta(&mut r)?;
             r.finish("map batch")?;
             maps.apply_merge(&l2p, &vids);
         }

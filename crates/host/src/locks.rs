@@ -60,19 +60,11 @@ impl LockTable {
     /// others hold it.
     pub fn acquire(&self, tx: TxId, key: LockKey, timeout: Option<Duration>) -> Result<Acquired> {
         let mut g = self.inner.lock();
-        match g.queues.get_mut(&key) {
-            None => {
-                g.queues.insert(
-                    key,
-                    Queue {
-                        holder: tx,
-                        waiters: VecDeque::new(),
-                    },
-                );
-                return Ok(Acquired::Immediately);
-            }
-            Some(q) if q.holder == tx => return Ok(Acquired::Immediately),
-            Some(q) => q.waiters.push_back(tx),
+        if Self::grant_if_free(&mut g, tx, key) {
+            return Ok(Acquired::Immediately);
+        }
+        if let Some(q) = g.queues.get_mut(&key) {
+            q.waiters.push_back(tx);
         }
         g.waiting_on.insert(tx, key);
         if Self::closes_cycle(&g, tx) {
@@ -106,7 +98,11 @@ impl LockTable {
 
     /// Takes the lock only if it is free (or already ours).
     pub fn try_acquire(&self, tx: TxId, key: LockKey) -> bool {
-        let mut g = self.inner.lock();
+        Self::grant_if_free(&mut self.inner.lock(), tx, key)
+    }
+
+    /// Grants the lock if nobody holds it; true if `tx` holds it now.
+    fn grant_if_free(g: &mut Inner, tx: TxId, key: LockKey) -> bool {
         match g.queues.get(&key) {
             None => {
                 g.queues.insert(

@@ -271,6 +271,21 @@ impl Transaction {
         }
     }
 
+    /// Locks and certifies; `(predecessor, current row)` or `None` if gone.
+    /// Rows of this transaction keep the predecessor of their first write.
+    fn lock_for_write(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        seen: RecId,
+    ) -> Result<Option<(RecId, Vec<Value>)>> {
+        Ok(match self.lock_and_certify(ts, vid, seen)? {
+            Current::Gone => None,
+            Current::Own(row) => Some((RecId::NULL, row)),
+            Current::Committed(head, row) => Some((head, row)),
+        })
+    }
+
     fn check_row(&self, ts: &TableState, row: &[Value]) -> Result<()> {
         let cols = &ts.meta.schema.columns;
         if row.len() != cols.len() {
@@ -406,10 +421,8 @@ impl Transaction {
         seen: RecId,
         apply: &mut UpdateFn<'_>,
     ) -> Result<WriteOutcome> {
-        let (pred, row) = match self.lock_and_certify(ts, vid, seen)? {
-            Current::Gone => return Ok(WriteOutcome::Skipped),
-            Current::Own(row) => (RecId::NULL, row),
-            Current::Committed(head, row) => (head, row),
+        let Some((pred, row)) = self.lock_for_write(ts, vid, seen)? else {
+            return Ok(WriteOutcome::Skipped);
         };
         let Some(new_row) = apply(&row)? else {
             return Ok(WriteOutcome::Skipped);
@@ -434,10 +447,8 @@ impl Transaction {
         seen: RecId,
         recheck: &mut dyn FnMut(&[Value]) -> Result<bool>,
     ) -> Result<WriteOutcome> {
-        let (pred, row) = match self.lock_and_certify(ts, vid, seen)? {
-            Current::Gone => return Ok(WriteOutcome::Skipped),
-            Current::Own(row) => (RecId::NULL, row),
-            Current::Committed(head, row) => (head, row),
+        let Some((pred, row)) = self.lock_for_write(ts, vid, seen)? else {
+            return Ok(WriteOutcome::Skipped);
         };
         if !recheck(&row)? {
             return Ok(WriteOutcome::Skipped);

@@ -119,6 +119,41 @@ pub enum Response {
     Ndp(Vec<u8>),
 }
 
+/// ΔL2P and ΔVID entries.
+pub type MapDelta = (Vec<(Lpn, Ppn)>, Vec<VidEntry>);
+
+/// Encodes ΔL2P and ΔVID: `n u32, (LPN, PPN)*, m u32, (table, VID, RecId)*`.
+/// Shared by MERGE_MAPS and the device's map log.
+pub fn encode_map_delta(w: &mut Writer, l2p: &[(Lpn, Ppn)], vids: &[VidEntry]) {
+    w.u32(l2p.len() as u32);
+    for (l, p) in l2p {
+        w.u64(l.0).u64(p.0);
+    }
+    w.u32(vids.len() as u32);
+    for e in vids {
+        w.u32(e.table.0).u64(e.vid.0).u64(e.head.raw());
+    }
+}
+
+/// Decodes what [`encode_map_delta`] wrote.
+pub fn decode_map_delta(r: &mut Reader<'_>) -> ndpdb_formats::Result<MapDelta> {
+    let n = r.count(16)?;
+    let mut l2p = Vec::with_capacity(n);
+    for _ in 0..n {
+        l2p.push((Lpn(r.u64()?), Ppn(r.u64()?)));
+    }
+    let n = r.count(20)?;
+    let mut vids = Vec::with_capacity(n);
+    for _ in 0..n {
+        vids.push(VidEntry {
+            table: TableId(r.u32()?),
+            vid: Vid(r.u64()?),
+            head: RecId::from_raw(r.u64()?),
+        });
+    }
+    Ok((l2p, vids))
+}
+
 fn page_bytes<'a>(r: &mut Reader<'a>) -> Result<&'a [u8]> {
     Ok(r.take(PAGE_SIZE)?)
 }
@@ -162,16 +197,7 @@ impl Request {
                 }
             }
             Request::Sync | Request::Info | Request::DumpL2p => {}
-            Request::MergeMaps { l2p, vids } => {
-                p.u32(l2p.len() as u32);
-                for (l, ph) in l2p {
-                    p.u64(l.0).u64(ph.0);
-                }
-                p.u32(vids.len() as u32);
-                for e in vids {
-                    p.u32(e.table.0).u64(e.vid.0).u64(e.head.raw());
-                }
-            }
+            Request::MergeMaps { l2p, vids } => encode_map_delta(&mut p, l2p, vids),
             Request::DumpVidMap(t) | Request::DropVidMap(t) => {
                 p.u32(t.0);
             }
@@ -210,20 +236,7 @@ impl Request {
             Opcode::Info => Request::Info,
             Opcode::DumpL2p => Request::DumpL2p,
             Opcode::MergeMaps => {
-                let n = r.count(16)?;
-                let mut l2p = Vec::with_capacity(n);
-                for _ in 0..n {
-                    l2p.push((Lpn(r.u64()?), Ppn(r.u64()?)));
-                }
-                let n = r.count(20)?;
-                let mut vids = Vec::with_capacity(n);
-                for _ in 0..n {
-                    vids.push(VidEntry {
-                        table: TableId(r.u32()?),
-                        vid: Vid(r.u64()?),
-                        head: RecId::from_raw(r.u64()?),
-                    });
-                }
+                let (l2p, vids) = decode_map_delta(&mut r)?;
                 Request::MergeMaps { l2p, vids }
             }
             Opcode::DumpVidMap => Request::DumpVidMap(TableId(r.u32()?)),

@@ -906,17 +906,7 @@ impl SelectPlan {
             let mut locked = Vec::with_capacity(rows.len());
             for r in rows {
                 let (vid, seen) = r.ids[0];
-                let mut recheck = |row: &[Value]| -> Result<bool> {
-                    let a = match &src.filter {
-                        Some(f) => f.eval_predicate(row, params)?,
-                        None => true,
-                    };
-                    let b = match &self.filter {
-                        Some(f) => f.eval_predicate(row, params)?,
-                        None => true,
-                    };
-                    Ok(a && b)
-                };
+                let mut recheck = |row: &[Value]| self.recheck(row, params);
                 if let WriteOutcome::Done(row) = tx.lock_row(&src.table, vid, seen, &mut recheck)? {
                     locked.push(Joined {
                         values: row,
