@@ -31,6 +31,9 @@ pub enum Bench {
         /// Buffer-pool budget in MiB.
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
+        /// Delta-buffer size that triggers a flush & append, in KiB.
+        #[arg(long, default_value_t = 1024)]
+        delta_buffer_kib: usize,
         /// Database directory (default: a fresh temporary one).
         #[arg(long)]
         db: Option<PathBuf>,
@@ -102,6 +105,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             seconds,
             zipf,
             buffer_pool_mib,
+            delta_buffer_kib,
             db,
         } => {
             let w = Workload::parse(&workload).ok_or_else(|| {
@@ -114,12 +118,13 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             let dir = db.unwrap_or_else(|| tmp.path().to_path_buf());
             let config = Config {
                 buffer_pool_bytes: buffer_pool_mib << 20,
+                delta_buffer_bytes: delta_buffer_kib << 10,
                 ..Config::default()
             };
             let db = Database::open_with(&dir, config)?;
             println!("{}", machine_line());
             println!(
-                "settings: buffer pool {buffer_pool_mib} MiB, {records} records, workload {}, {threads} threads, {seconds} s, zipf {zipf}",
+                "settings: buffer pool {buffer_pool_mib} MiB, delta buffer {delta_buffer_kib} KiB, {records} records, workload {}, {threads} threads, {seconds} s, zipf {zipf}",
                 workload.to_uppercase()
             );
             if db.table(ycsb::TABLE).is_err() {

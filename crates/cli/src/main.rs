@@ -39,6 +39,9 @@ enum Command {
         /// Buffer-pool budget in MiB.
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
+        /// Delta-buffer size that triggers a flush & append, in KiB.
+        #[arg(long, default_value_t = 1024)]
+        delta_buffer_kib: usize,
     },
     /// Load a YCSB table into a fresh embedded database and run YCSB-A and -C.
     Demo {
@@ -76,7 +79,15 @@ fn main() -> ExitCode {
             file,
             csv,
             buffer_pool_mib,
-        } => sql::run(&db, &command, file.as_deref(), csv, buffer_pool_mib),
+            delta_buffer_kib,
+        } => {
+            let config = ndpdb_host::Config {
+                buffer_pool_bytes: buffer_pool_mib << 20,
+                delta_buffer_bytes: delta_buffer_kib << 10,
+                ..ndpdb_host::Config::default()
+            };
+            sql::run(&db, &command, file.as_deref(), csv, config)
+        }
         Command::Demo {
             records,
             seconds,

@@ -74,6 +74,12 @@ impl DeviceEngine {
                         )));
                     }
                 }
+                if let Some(e) = vids.iter().find(|e| e.vid.0 >= ndpdb_formats::ids::MAX_VID) {
+                    return Err(LinkError::Corrupted(format!(
+                        "ΔVID entry with VID {}",
+                        e.vid.0
+                    )));
+                }
                 // Pages first, then the maps that point to them.
                 self.store.sync()?;
                 let mut ms = self.map_store.lock();

@@ -96,9 +96,15 @@ impl Maps {
             let n = r.u64()?;
             let mut entries = Vec::new();
             for _ in 0..n {
+                let vid = Vid(r.u64()?);
+                if vid.0 >= ndpdb_formats::ids::MAX_VID {
+                    return Err(ndpdb_formats::Error::corrupted(
+                        "VID out of range in map snapshot",
+                    ));
+                }
                 entries.push(VidEntry {
                     table: t,
-                    vid: Vid(r.u64()?),
+                    vid,
                     head: RecId::from_raw(r.u64()?),
                 });
             }
@@ -258,6 +264,11 @@ fn apply_batch(batch: &[u8], maps: &mut Maps) -> ndpdb_formats::Result<()> {
         KIND_MERGE => {
             let (l2p, vids) = decode_map_delta(&mut r)?;
             r.finish("map batch")?;
+            if vids.iter().any(|e| e.vid.0 >= ndpdb_formats::ids::MAX_VID) {
+                return Err(ndpdb_formats::Error::corrupted(
+                    "VID out of range in map batch",
+                ));
+            }
             maps.apply_merge(&l2p, &vids);
         }
         KIND_DROP => {

@@ -48,6 +48,9 @@ id_type!(
     TableId(u32)
 );
 
+/// VIDs are dense per table; anything at or above this is corrupt input.
+pub const MAX_VID: u64 = 1 << 40;
+
 /// Largest LPN a `RecId` can carry.
 pub const MAX_LPN: u64 = (1 << 48) - 1;
 

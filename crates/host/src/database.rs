@@ -118,6 +118,36 @@ pub(crate) struct DbInner {
     failed: AtomicBool,
     pub counters: EngineCounters,
     pub recovery: RecoveryReport,
+    /// Held open (and locked) while the database is open.
+    _dir_lock: std::fs::File,
+}
+
+/// Takes an exclusive lock on `DIR/LOCK` so two processes never open
+/// the same database.
+fn lock_directory(dir: &Path) -> Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join("LOCK"))?;
+    match f.try_lock() {
+        Ok(()) => Ok(f),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::new(
+            SqlState("55006"),
+            format!("database {} is in use by another process", dir.display()),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+impl Drop for DbInner {
+    /// A clean shutdown: flush the delta buffer and checkpoint, so the next
+    /// open has no log to replay. (After a crash, recovery does this.)
+    fn drop(&mut self) {
+        if !self.failed.load(Ordering::Acquire) {
+            let _ = self.checkpoint();
+        }
+    }
 }
 
 /// What the last open had to recover.
@@ -150,6 +180,7 @@ impl Database {
     /// Opens the host side on an already connected device.
     pub fn open_on(dir: &Path, config: Config, device: DeviceClient) -> Result<Database> {
         std::fs::create_dir_all(dir)?;
+        let dir_lock = lock_directory(dir)?;
         let catalog = Catalog::open(dir)?;
         let info = device.info()?;
         let l2p = L2pMap::from_entries(&device.dump_l2p()?);
@@ -194,6 +225,12 @@ impl Database {
                     };
                     for (rid, bytes) in entries {
                         let h = RecordHeader::parse(bytes)?;
+                        if h.vid.0 >= ndpdb_formats::ids::MAX_VID {
+                            return Err(Error::new(
+                                SqlState::DATA_CORRUPTED,
+                                format!("WAL redo record with VID {}", h.vid.0),
+                            ));
+                        }
                         delta.place(*table, *rid, bytes)?;
                         ts.vids.set(h.vid, *rid);
                         delta.push_delta_vid(VidEntry {
@@ -228,6 +265,7 @@ impl Database {
             failed: AtomicBool::new(false),
             counters: EngineCounters::default(),
             recovery: report,
+            _dir_lock: dir_lock,
         };
         let db = Database {
             inner: Arc::new(inner),
@@ -235,6 +273,13 @@ impl Database {
         db.inner.rebuild_pk_indexes()?;
         db.checkpoint()?;
         Ok(db)
+    }
+
+    /// Closes this handle as a crash would: no final flush or checkpoint,
+    /// so the next open recovers from the WAL. For tests and tools; other
+    /// clones of the handle become unusable (58030).
+    pub fn close_like_a_crash(self) {
+        self.inner.fail();
     }
 
     pub fn config(&self) -> &Config {

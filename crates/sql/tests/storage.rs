@@ -81,9 +81,17 @@ fn data_survives_flushes_and_restarts() {
         s.execute("UPDATE t SET v = 'last' WHERE k = 7").unwrap();
         model.insert(7, "last".into());
         assert!(db.stat("delta_buffer.bytes") > 0);
+        drop(s);
+        db.close_like_a_crash();
     }
     for restart in 0..3 {
         let db = Database::open_with(dir.path(), small_config()).unwrap();
+        if restart == 0 {
+            assert!(
+                db.recovery_report().replayed_versions > 0,
+                "the last update came from the WAL"
+            );
+        }
         db.verify_pk_indexes().unwrap();
         let mut s = Session::new(db.clone());
         assert_eq!(dump(&mut s), model, "after restart {restart}");
@@ -94,6 +102,16 @@ fn data_survives_flushes_and_restarts() {
         .unwrap();
         model.insert(10_000 + restart, format!("r{restart}"));
     }
+}
+
+#[test]
+fn a_database_is_opened_by_one_owner_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let e = Database::open(dir.path()).err().unwrap();
+    assert_eq!(e.code, SqlState("55006"));
+    drop(db);
+    Database::open(dir.path()).unwrap();
 }
 
 #[test]
