@@ -36,12 +36,8 @@ pub fn run(
     commands: &[String],
     file: Option<&Path>,
     csv: bool,
-    pool_mib: usize,
+    config: Config,
 ) -> Result<ExitCode> {
-    let config = Config {
-        buffer_pool_bytes: pool_mib << 20,
-        ..Config::default()
-    };
     let db = Database::open_with(dir, config)?;
     let mut session = Session::new(db);
     let mut scripts: Vec<String> = commands.to_vec();
