@@ -125,6 +125,20 @@ pub fn plan_insert(
         SetExpr::Values(values) => {
             let empty = Scope::default();
             let mut rows = Vec::new();
+            // Without a column list, VALUES may name fewer columns than the
+            // table has (PostgreSQL fills the rest with NULL).
+            let width = values.rows.first().map_or(0, |r| r.content.len());
+            let targets: Vec<usize> = if ins.columns.is_empty() && width < targets.len() {
+                targets[..width].to_vec()
+            } else {
+                targets.clone()
+            };
+            if values.rows.iter().any(|r| r.content.len() != width) {
+                return Err(Error::new(
+                    SqlState::SYNTAX_ERROR,
+                    "VALUES lists must all be the same length",
+                ));
+            }
             for row in &values.rows {
                 if row.content.len() != targets.len() {
                     return Err(Error::new(
@@ -146,7 +160,11 @@ pub fn plan_insert(
                 }
                 rows.push(progs);
             }
-            InsertSource::Values(rows)
+            return Ok(InsertPlan {
+                table,
+                targets,
+                source: InsertSource::Values(rows),
+            });
         }
         _ => {
             let plan = plan_query(db, source, params)?;
