@@ -393,6 +393,10 @@ impl Database {
             ),
             ("wal.bytes".into(), get(&i.wal.stats.bytes) as i64),
             ("wal.fsyncs".into(), get(&i.wal.stats.fsyncs) as i64),
+            (
+                "wal.bytes_since_checkpoint".into(),
+                i.wal.bytes_since_checkpoint() as i64,
+            ),
             ("wal.checkpoints".into(), get(&c.checkpoints) as i64),
             ("txn.commits".into(), get(&c.commits) as i64),
             ("txn.aborts".into(), get(&c.aborts) as i64),
@@ -593,7 +597,7 @@ impl DbInner {
                 self.flush()?;
             }
         }
-        if self.wal.size_bytes() >= self.config.checkpoint_wal_bytes {
+        if self.wal.bytes_since_checkpoint() >= self.config.checkpoint_wal_bytes {
             self.checkpoint()?;
         }
         Ok(())

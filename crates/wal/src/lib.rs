@@ -50,6 +50,8 @@ struct Inner {
     file: Arc<File>,
     buf: Vec<u8>,
     next_lsn: u64,
+    /// LSN where the current segment (and its checkpoint) starts.
+    segment_start: u64,
 }
 
 /// Counters of WAL activity since open.
@@ -156,6 +158,7 @@ impl Wal {
                 file: Arc::new(file),
                 buf: Vec::new(),
                 next_lsn: end_lsn,
+                segment_start: segs[0].0,
             }),
             sync_lock: Mutex::new(()),
             durable: AtomicU64::new(end_lsn),
@@ -239,6 +242,7 @@ impl Wal {
         file.sync_all()?;
         sync_dir(&self.dir)?;
         inner.next_lsn = start + f.len() as u64;
+        inner.segment_start = start;
         inner.file = Arc::new(file);
         self.durable.store(inner.next_lsn, Ordering::Release);
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
@@ -251,18 +255,10 @@ impl Wal {
         Ok(Lsn(start))
     }
 
-    /// Total bytes in the log's segments on disk plus the buffer.
-    pub fn size_bytes(&self) -> u64 {
+    /// Bytes logged since the last checkpoint (what recovery would read).
+    pub fn bytes_since_checkpoint(&self) -> u64 {
         let inner = self.inner.lock();
-        let on_disk: u64 = list_segments(&self.dir)
-            .map(|s| {
-                s.iter()
-                    .filter_map(|(_, p)| fs::metadata(p).ok())
-                    .map(|m| m.len())
-                    .sum()
-            })
-            .unwrap_or(0);
-        on_disk + inner.buf.len() as u64
+        inner.next_lsn - inner.segment_start
     }
 }
 
