@@ -9,12 +9,15 @@
 //! - [`types`] / [`value`]: SQL types, values, and their text forms.
 //! - [`record`]: version records (header + schema-driven body).
 //! - [`page`]: 8 KiB NSM slotted pages.
+//! - [`agg`]: aggregate specs and accumulators (partials merge exactly).
 //! - [`expr`]: the portable expression bytecode and its one evaluator.
+//! - [`visibility`]: snapshots and the version-chain walk.
 //! - [`error`]: SQLSTATE codes and the format-layer error.
 //!
 //! Bytes handed to any parser here are untrusted: every read is bounds
 //! checked and a malformed input yields [`Error::Corrupted`], never a panic.
 
+pub mod agg;
 pub mod codec;
 pub mod error;
 pub mod expr;
@@ -23,6 +26,7 @@ pub mod page;
 pub mod record;
 pub mod types;
 pub mod value;
+pub mod visibility;
 
 pub use error::{Error, Result, SqlState};
 pub use ids::{JobId, Lpn, Lsn, Ppn, RecId, TableId, TxId, Vid};

@@ -1,4 +1,5 @@
-//! TxIds, snapshots and the visibility rule (DESIGN.md §3).
+//! TxIds and snapshots (DESIGN.md §3). The visibility rule itself lives
+//! in `ndpdb_formats::visibility`, shared with the device.
 //!
 //! ```text
 //!            xmin                        xmax
@@ -18,76 +19,9 @@ use std::collections::BTreeSet;
 
 use parking_lot::Mutex;
 
-use ndpdb_formats::record::RecordHeader;
-use ndpdb_formats::{RecId, TxId};
+use ndpdb_formats::TxId;
 
-use crate::error::{Error, Result};
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// The reading transaction.
-    pub txid: TxId,
-    /// Every TxId below this is finished.
-    pub xmin: TxId,
-    /// Every TxId at or above this started after the snapshot.
-    pub xmax: TxId,
-    /// Transactions running when the snapshot was taken (sorted).
-    pub in_flight: Vec<TxId>,
-}
-
-impl Snapshot {
-    pub fn sees(&self, creator: TxId) -> bool {
-        if creator == self.txid {
-            return true;
-        }
-        if creator >= self.xmax {
-            return false;
-        }
-        creator < self.xmin || self.in_flight.binary_search(&creator).is_err()
-    }
-}
-
-/// Result of a visibility walk.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Visible<R> {
-    /// No version of the chain is visible (created after the snapshot).
-    None,
-    /// The visible version is a tombstone: the tuple is deleted.
-    Deleted(RecId),
-    /// The visible version.
-    Version(RecId, R),
-}
-
-/// Walks a new-to-old chain from `head`; `fetch` returns the header and a
-/// payload for a RecId. Chains longer than `max_hops` are reported as
-/// corrupt (a cycle would otherwise never end).
-pub fn find_visible<R>(
-    head: RecId,
-    snapshot: &Snapshot,
-    mut fetch: impl FnMut(RecId) -> Result<(RecordHeader, R)>,
-) -> Result<Visible<R>> {
-    let mut rid = head;
-    let mut hops = 0u64;
-    while !rid.is_null() {
-        let (h, payload) = fetch(rid)?;
-        if snapshot.sees(h.creator) {
-            return Ok(if h.is_tombstone() {
-                Visible::Deleted(rid)
-            } else {
-                Visible::Version(rid, payload)
-            });
-        }
-        rid = h.pred;
-        hops += 1;
-        if hops > 1 << 32 {
-            return Err(Error::new(
-                ndpdb_formats::SqlState::DATA_CORRUPTED,
-                "version chain does not end",
-            ));
-        }
-    }
-    Ok(Visible::None)
-}
+pub use ndpdb_formats::visibility::{find_visible, Snapshot, Visible};
 
 /// Hands out TxIds and tracks running transactions.
 pub struct TxManager {
@@ -146,8 +80,8 @@ impl TxManager {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndpdb_formats::record::FLAG_TOMBSTONE;
-    use ndpdb_formats::{Lpn, Vid};
+    use ndpdb_formats::record::{RecordHeader, FLAG_TOMBSTONE};
+    use ndpdb_formats::{Lpn, RecId, Vid};
     use std::collections::HashMap;
 
     /// A hand-built chain: rid → (creator, pred, tombstone, payload).
@@ -178,7 +112,7 @@ mod tests {
         }
 
         fn read(&self, head: RecId, s: &Snapshot) -> Visible<&'static str> {
-            find_visible(head, s, |r| Ok(self.0[&r])).unwrap()
+            find_visible(head, s, |r| Ok::<_, ndpdb_formats::Error>(self.0[&r])).unwrap()
         }
     }
 

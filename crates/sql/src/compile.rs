@@ -13,6 +13,7 @@
 //! the column of its (deduplicated) accumulator, and any other column
 //! reference is a grouping error (42803).
 
+use ndpdb_formats::agg::{AggFunc, AggSpec};
 use ndpdb_formats::expr::{Func, Op, Program};
 use ndpdb_formats::{DataType, Decimal, SqlState, Value};
 use sqlparser::ast::{
@@ -49,24 +50,10 @@ impl Ty {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AggFunc {
-    CountStar,
-    Count,
-    Sum,
-    Min,
-    Max,
-    Avg,
-}
-
-/// One aggregate of a query: its function, argument program and types.
+/// One aggregate of a query: its portable spec and the SQL it came from.
 #[derive(Clone, Debug)]
 pub struct AggCall {
-    pub func: AggFunc,
-    pub distinct: bool,
-    pub arg: Option<Program>,
-    pub arg_ty: Option<DataType>,
-    pub result_ty: DataType,
+    pub spec: AggSpec,
     ast: Expr,
 }
 
@@ -938,7 +925,7 @@ impl Compiler<'_> {
             ));
         };
         if let Some(j) = agg.aggregates.iter().position(|a| &a.ast == whole) {
-            let ty = agg.aggregates[j].result_ty;
+            let ty = agg.aggregates[j].spec.result_ty;
             let col = agg.group_exprs.len() + j;
             self.emit(Op::Column(col as u32));
             return Ok(Ty::Known(ty));
@@ -999,11 +986,12 @@ impl Compiler<'_> {
             .as_deref_mut()
             .ok_or_else(|| unsupported("aggregate"))?;
         agg.aggregates.push(AggCall {
-            func,
-            distinct,
-            arg,
-            arg_ty,
-            result_ty,
+            spec: AggSpec {
+                func,
+                distinct,
+                arg,
+                result_ty,
+            },
             ast: whole.clone(),
         });
         let col = agg.group_exprs.len() + agg.aggregates.len() - 1;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
-use ndpdb_formats::{DataType, Decimal, RecId, SqlState, Value, Vid};
+use ndpdb_formats::{DataType, RecId, SqlState, Value, Vid};
 use ndpdb_host::database::TableState;
 use ndpdb_host::{Database, Transaction, WriteOutcome};
 use sqlparser::ast::{
@@ -29,13 +29,13 @@ use sqlparser::ast::{
 };
 
 use crate::compile::{
-    compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggCall,
-    AggContext, AggFunc,
+    compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
 use crate::ddl::table_name;
 use crate::output::{Output, ResultColumn};
 use crate::scope::{ident_name, Scope};
 use crate::{Error, Result};
+use ndpdb_formats::agg::Acc;
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
     Error::new(
@@ -674,112 +674,6 @@ fn key_of(values: &[Value]) -> Vec<u8> {
     w.into_inner()
 }
 
-/// One accumulator of an aggregate.
-#[derive(Clone, Default)]
-struct Acc {
-    count: i64,
-    int_sum: i128,
-    dec_sum: Option<Decimal>,
-    dbl_sum: f64,
-    best: Option<Value>,
-    seen: Option<HashSet<Vec<u8>>>,
-}
-
-impl Acc {
-    fn new(call: &AggCall) -> Acc {
-        Acc {
-            seen: call.distinct.then(HashSet::new),
-            ..Acc::default()
-        }
-    }
-
-    fn add(&mut self, call: &AggCall, v: Value) -> Result<()> {
-        if call.func == AggFunc::CountStar {
-            self.count += 1;
-            return Ok(());
-        }
-        if v.is_null() {
-            return Ok(());
-        }
-        if let Some(seen) = &mut self.seen {
-            if !seen.insert(key_of(std::slice::from_ref(&v))) {
-                return Ok(());
-            }
-        }
-        self.count += 1;
-        match call.func {
-            AggFunc::Count | AggFunc::CountStar => {}
-            AggFunc::Min | AggFunc::Max => {
-                let replace = match &self.best {
-                    None => true,
-                    Some(b) => {
-                        let o = v.sort_cmp(b);
-                        if call.func == AggFunc::Min {
-                            o == Ordering::Less
-                        } else {
-                            o == Ordering::Greater
-                        }
-                    }
-                };
-                if replace {
-                    self.best = Some(v);
-                }
-            }
-            AggFunc::Sum | AggFunc::Avg => match v {
-                Value::Int(x) => self.int_sum += x as i128,
-                Value::BigInt(x) => {
-                    self.int_sum = self.int_sum.checked_add(x as i128).ok_or_else(|| {
-                        Error::new(
-                            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
-                            "numeric value out of range",
-                        )
-                    })?
-                }
-                Value::Double(x) => self.dbl_sum += x,
-                Value::Numeric(d) => {
-                    self.dec_sum = Some(match self.dec_sum {
-                        None => d,
-                        Some(s) => s.checked_add(d)?,
-                    })
-                }
-                other => {
-                    return Err(Error::new(
-                        SqlState::UNDEFINED_FUNCTION,
-                        format!("cannot sum value {other:?}"),
-                    ))
-                }
-            },
-        }
-        Ok(())
-    }
-
-    fn finish(&self, call: &AggCall) -> Result<Value> {
-        let exact = || -> Result<Decimal> {
-            let base = Decimal::new(self.int_sum, 0);
-            match self.dec_sum {
-                Some(d) => Ok(base.checked_add(d)?),
-                None => Ok(base),
-            }
-        };
-        Ok(match call.func {
-            AggFunc::CountStar | AggFunc::Count => Value::BigInt(self.count),
-            _ if self.count == 0 => Value::Null,
-            AggFunc::Min | AggFunc::Max => self.best.clone().unwrap_or(Value::Null),
-            AggFunc::Sum => match call.result_ty {
-                DataType::Double => Value::Double(self.dbl_sum),
-                DataType::BigInt => Value::BigInt(i64::try_from(self.int_sum).map_err(|_| {
-                    Error::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "bigint out of range")
-                })?),
-                _ => Value::Numeric(exact()?),
-            },
-            AggFunc::Avg => match call.result_ty {
-                DataType::Double => Value::Double(self.dbl_sum / self.count as f64),
-                _ => Value::Numeric(exact()?.checked_div(Decimal::from_i64(self.count))?),
-            },
-        })
-    }
-}
-
 impl SelectPlan {
     /// Compiles an ORDER BY expression over the projection's input.
     fn compile_post(&mut self, e: &Expr, params: &mut Vec<Option<DataType>>) -> Result<Program> {
@@ -957,26 +851,32 @@ impl SelectPlan {
                 .map(|p| p.eval(&r.values, params))
                 .collect::<Result<_, _>>()?;
             let idx = *groups.entry(key_of(&gv)).or_insert_with(|| {
-                states.push((gv, ctx.aggregates.iter().map(Acc::new).collect()));
+                states.push((
+                    gv,
+                    ctx.aggregates.iter().map(|a| Acc::new(&a.spec)).collect(),
+                ));
                 states.len() - 1
             });
             let accs = &mut states[idx].1;
             for (acc, call) in accs.iter_mut().zip(&ctx.aggregates) {
-                let v = match &call.arg {
+                let v = match &call.spec.arg {
                     Some(p) => p.eval(&r.values, params)?,
                     None => Value::Null,
                 };
-                acc.add(call, v)?;
+                acc.add(&call.spec, v)?;
             }
         }
         if states.is_empty() && ctx.group_programs.is_empty() {
-            states.push((Vec::new(), ctx.aggregates.iter().map(Acc::new).collect()));
+            states.push((
+                Vec::new(),
+                ctx.aggregates.iter().map(|a| Acc::new(&a.spec)).collect(),
+            ));
         }
         let mut out = Vec::with_capacity(states.len());
         for (gv, accs) in states {
             let mut row = gv;
-            for (acc, call) in accs.iter().zip(&ctx.aggregates) {
-                row.push(acc.finish(call)?);
+            for (acc, call) in accs.into_iter().zip(&ctx.aggregates) {
+                row.push(acc.finish(&call.spec)?);
             }
             if let Some(h) = having {
                 if !h.eval_predicate(&row, params)? {

@@ -1,0 +1,310 @@
+//! Aggregate functions: specs and accumulators, shared by host and device.
+//!
+//! An [`Acc`] folds values in ([`Acc::add`]), merges with the partial of
+//! another processing element ([`Acc::merge`]) and produces the SQL result
+//! ([`Acc::finish`]) with PostgreSQL's result types: SUM(int) is BIGINT,
+//! SUM(bigint) and AVG over integers are NUMERIC, AVG(double) is DOUBLE.
+//! DISTINCT aggregates keep their distinct values until the end, so
+//! partials from several PEs merge exactly.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+
+use crate::codec::{Reader, Writer};
+use crate::error::{Error, Result, SqlState};
+use crate::expr::Program;
+use crate::types::DataType;
+use crate::value::{Decimal, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggFunc {
+    CountStar,
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+impl AggFunc {
+    const ALL: [AggFunc; 6] = [
+        AggFunc::CountStar,
+        AggFunc::Count,
+        AggFunc::Sum,
+        AggFunc::Min,
+        AggFunc::Max,
+        AggFunc::Avg,
+    ];
+}
+
+/// One aggregate of a query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AggSpec {
+    pub func: AggFunc,
+    pub distinct: bool,
+    /// The argument, over the input row (`None` for COUNT(*)).
+    pub arg: Option<Program>,
+    pub result_ty: DataType,
+}
+
+impl AggSpec {
+    pub fn encode(&self, w: &mut Writer) {
+        w.u8(AggFunc::ALL
+            .iter()
+            .position(|f| *f == self.func)
+            .unwrap_or(0) as u8);
+        w.bool(self.distinct);
+        match &self.arg {
+            Some(p) => {
+                w.u8(1);
+                p.encode(w);
+            }
+            None => {
+                w.u8(0);
+            }
+        }
+        self.result_ty.encode(w);
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<AggSpec> {
+        let f = r.u8()?;
+        let func = *AggFunc::ALL
+            .get(f as usize)
+            .ok_or_else(|| Error::corrupted(format!("aggregate tag {f}")))?;
+        let distinct = r.bool()?;
+        let arg = match r.u8()? {
+            0 => None,
+            1 => Some(Program::decode(r)?),
+            t => return Err(Error::corrupted(format!("aggregate argument tag {t}"))),
+        };
+        Ok(AggSpec {
+            func,
+            distinct,
+            arg,
+            result_ty: DataType::decode(r)?,
+        })
+    }
+}
+
+fn key_of(v: &Value) -> Vec<u8> {
+    let mut w = Writer::new();
+    v.key_bytes(&mut w);
+    w.into_inner()
+}
+
+fn overflow() -> Error {
+    Error::sql(
+        SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+        "numeric value out of range",
+    )
+}
+
+/// The running state of one aggregate.
+#[derive(Clone, Debug, Default)]
+pub struct Acc {
+    count: i64,
+    int_sum: i128,
+    dec_sum: Option<Decimal>,
+    dbl_sum: f64,
+    best: Option<Value>,
+    /// DISTINCT: the distinct values seen (folded at finish).
+    distinct: Option<HashMap<Vec<u8>, Value>>,
+}
+
+impl Acc {
+    pub fn new(spec: &AggSpec) -> Acc {
+        Acc {
+            distinct: (spec.distinct && spec.func != AggFunc::CountStar).then(HashMap::new),
+            ..Acc::default()
+        }
+    }
+
+    pub fn add(&mut self, spec: &AggSpec, v: Value) -> Result<()> {
+        if spec.func == AggFunc::CountStar {
+            self.count += 1;
+            return Ok(());
+        }
+        if v.is_null() {
+            return Ok(());
+        }
+        if let Some(d) = &mut self.distinct {
+            d.entry(key_of(&v)).or_insert(v);
+            return Ok(());
+        }
+        self.fold(spec.func, v)
+    }
+
+    fn fold(&mut self, func: AggFunc, v: Value) -> Result<()> {
+        self.count += 1;
+        match func {
+            AggFunc::Count | AggFunc::CountStar => {}
+            AggFunc::Min | AggFunc::Max => {
+                let replace = match &self.best {
+                    None => true,
+                    Some(b) => {
+                        let o = v.sort_cmp(b);
+                        if func == AggFunc::Min {
+                            o == Ordering::Less
+                        } else {
+                            o == Ordering::Greater
+                        }
+                    }
+                };
+                if replace {
+                    self.best = Some(v);
+                }
+            }
+            AggFunc::Sum | AggFunc::Avg => match v {
+                Value::Int(x) => self.int_sum += x as i128,
+                Value::BigInt(x) => {
+                    self.int_sum = self.int_sum.checked_add(x as i128).ok_or_else(overflow)?
+                }
+                Value::Double(x) => self.dbl_sum += x,
+                Value::Numeric(d) => {
+                    self.dec_sum = Some(match self.dec_sum {
+                        None => d,
+                        Some(s) => s.checked_add(d)?,
+                    })
+                }
+                other => {
+                    return Err(Error::sql(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!("cannot sum value {other:?}"),
+                    ))
+                }
+            },
+        }
+        Ok(())
+    }
+
+    /// Folds another partial of the same aggregate into this one.
+    pub fn merge(&mut self, spec: &AggSpec, other: Acc) -> Result<()> {
+        if let (Some(mine), Some(theirs)) = (&mut self.distinct, other.distinct) {
+            mine.extend(theirs);
+            return Ok(());
+        }
+        self.count += other.count;
+        self.int_sum = self
+            .int_sum
+            .checked_add(other.int_sum)
+            .ok_or_else(overflow)?;
+        self.dbl_sum += other.dbl_sum;
+        if let Some(d) = other.dec_sum {
+            self.dec_sum = Some(match self.dec_sum {
+                None => d,
+                Some(s) => s.checked_add(d)?,
+            });
+        }
+        if let Some(b) = other.best {
+            let replace = match &self.best {
+                None => true,
+                Some(mine) => {
+                    let o = b.sort_cmp(mine);
+                    if spec.func == AggFunc::Min {
+                        o == Ordering::Less
+                    } else {
+                        o == Ordering::Greater
+                    }
+                }
+            };
+            if replace {
+                self.best = Some(b);
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self, spec: &AggSpec) -> Result<Value> {
+        if let Some(values) = self.distinct.take() {
+            let mut plain = Acc::default();
+            let mut values: Vec<Value> = values.into_values().collect();
+            // A fixed order keeps floating-point sums reproducible.
+            values.sort_by(|a, b| a.sort_cmp(b));
+            for v in values {
+                plain.fold(spec.func, v)?;
+            }
+            return plain.finish(spec);
+        }
+        let exact = |acc: &Acc| -> Result<Decimal> {
+            let base = Decimal::new(acc.int_sum, 0);
+            match acc.dec_sum {
+                Some(d) => d.checked_add(base),
+                None => Ok(base),
+            }
+        };
+        Ok(match spec.func {
+            AggFunc::CountStar | AggFunc::Count => Value::BigInt(self.count),
+            _ if self.count == 0 => Value::Null,
+            AggFunc::Min | AggFunc::Max => self.best.clone().unwrap_or(Value::Null),
+            AggFunc::Sum => match spec.result_ty {
+                DataType::Double => Value::Double(self.dbl_sum),
+                DataType::BigInt => Value::BigInt(i64::try_from(self.int_sum).map_err(|_| {
+                    Error::sql(SqlState::NUMERIC_VALUE_OUT_OF_RANGE, "bigint out of range")
+                })?),
+                _ => Value::Numeric(exact(&self)?),
+            },
+            AggFunc::Avg => match spec.result_ty {
+                DataType::Double => Value::Double(self.dbl_sum / self.count as f64),
+                _ => Value::Numeric(exact(&self)?.checked_div(Decimal::from_i64(self.count))?),
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Op;
+
+    fn spec(func: AggFunc, distinct: bool, ty: DataType) -> AggSpec {
+        AggSpec {
+            func,
+            distinct,
+            arg: Some(Program {
+                consts: vec![],
+                ops: vec![Op::Column(0)],
+            }),
+            result_ty: ty,
+        }
+    }
+
+    #[test]
+    fn partials_merge_to_the_same_result() {
+        let numeric = DataType::Numeric {
+            precision: 0,
+            scale: 0,
+        };
+        let cases = [
+            spec(AggFunc::Sum, false, DataType::BigInt),
+            spec(AggFunc::Avg, false, numeric),
+            spec(AggFunc::Min, false, DataType::Int),
+            spec(AggFunc::Max, false, DataType::Int),
+            spec(AggFunc::Count, true, DataType::BigInt),
+            spec(AggFunc::Sum, true, DataType::BigInt),
+        ];
+        let values: Vec<Value> = (0..100)
+            .map(|i| {
+                if i % 7 == 0 {
+                    Value::Null
+                } else {
+                    Value::Int(i % 13)
+                }
+            })
+            .collect();
+        for s in &cases {
+            let mut whole = Acc::new(s);
+            for v in &values {
+                whole.add(s, v.clone()).unwrap();
+            }
+            let mut parts: Vec<Acc> = (0..3).map(|_| Acc::new(s)).collect();
+            for (i, v) in values.iter().enumerate() {
+                parts[i % 3].add(s, v.clone()).unwrap();
+            }
+            let mut merged = Acc::new(s);
+            for p in parts {
+                merged.merge(s, p).unwrap();
+            }
+            assert_eq!(merged.finish(s).unwrap(), whole.finish(s).unwrap(), "{s:?}");
+        }
+    }
+}
