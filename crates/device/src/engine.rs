@@ -10,41 +10,60 @@ use ndpdb_formats::page::PageRef;
 use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Result};
 
 use crate::maps::{MapStore, Maps};
+use crate::ndp::NdpEngine;
 use crate::store::PageStore;
+use std::sync::Arc;
 
-/// A software computational storage device.
-pub struct DeviceEngine {
-    store: PageStore,
-    maps: RwLock<Maps>,
+/// Storage and maps, shared by the command handler and running NDP jobs.
+pub struct Core {
+    pub(crate) store: PageStore,
+    pub(crate) maps: RwLock<Maps>,
     map_store: Mutex<MapStore>,
     merges: AtomicU64,
 }
 
+/// A software computational storage device.
+pub struct DeviceEngine {
+    core: Arc<Core>,
+    ndp: NdpEngine,
+}
+
 impl DeviceEngine {
-    /// Opens the device's storage in `dir` (created if missing).
+    /// Opens the device's storage in `dir` (created if missing), with as
+    /// many processing elements as the machine has CPUs.
     pub fn open(dir: &Path) -> Result<DeviceEngine> {
+        let pes = std::thread::available_parallelism().map_or(1, |n| n.get());
+        DeviceEngine::open_with_pes(dir, pes)
+    }
+
+    /// Opens the device with `pes` processing elements per NDP job.
+    pub fn open_with_pes(dir: &Path, pes: usize) -> Result<DeviceEngine> {
         std::fs::create_dir_all(dir).map_err(|e| LinkError::Io(e.to_string()))?;
         let store = PageStore::open(&dir.join("pages.dat"))?;
         let (map_store, maps) = MapStore::open(dir)?;
         Ok(DeviceEngine {
-            store,
-            maps: RwLock::new(maps),
-            map_store: Mutex::new(map_store),
-            merges: AtomicU64::new(0),
+            core: Arc::new(Core {
+                store,
+                maps: RwLock::new(maps),
+                map_store: Mutex::new(map_store),
+                merges: AtomicU64::new(0),
+            }),
+            ndp: NdpEngine::new(pes),
         })
     }
 
     fn execute(&self, req: Request) -> Result<Response> {
+        let core = &self.core;
         Ok(match req {
-            Request::ReadPage(ppn) => Response::Page(self.store.read(ppn)?),
+            Request::ReadPage(ppn) => Response::Page(core.store.read(ppn)?),
             Request::ReadPages(ppns) => Response::Pages(
                 ppns.into_iter()
-                    .map(|p| self.store.read(p))
+                    .map(|p| core.store.read(p))
                     .collect::<Result<_>>()?,
             ),
             Request::WritePage(ppn, page) => {
                 PageRef::parse_verified(&page)?;
-                self.store.write(ppn, &page)?;
+                core.store.write(ppn, &page)?;
                 Response::Done
             }
             Request::WritePages(pages) => {
@@ -52,22 +71,22 @@ impl DeviceEngine {
                     PageRef::parse_verified(page)?;
                 }
                 for (ppn, page) in &pages {
-                    self.store.write(*ppn, page)?;
+                    core.store.write(*ppn, page)?;
                 }
                 Response::Done
             }
             Request::Sync => {
-                self.store.sync()?;
+                core.store.sync()?;
                 Response::Done
             }
             Request::Info => Response::Info(DeviceInfo {
-                page_count: self.store.page_count(),
+                page_count: core.store.page_count(),
                 page_size: ndpdb_formats::page::PAGE_SIZE as u32,
-                merges: self.merges.load(Ordering::Relaxed),
+                merges: core.merges.load(Ordering::Relaxed),
             }),
             Request::MergeMaps { l2p, vids } => {
                 for (_, ppn) in &l2p {
-                    if ppn.0 >= self.store.page_count() {
+                    if ppn.0 >= core.store.page_count() {
                         return Err(LinkError::OutOfRange(format!(
                             "ΔL2P maps to unwritten PPN {}",
                             ppn.0
@@ -81,32 +100,30 @@ impl DeviceEngine {
                     )));
                 }
                 // Pages first, then the maps that point to them.
-                self.store.sync()?;
-                let mut ms = self.map_store.lock();
+                core.store.sync()?;
+                let mut ms = core.map_store.lock();
                 ms.log_merge(&l2p, &vids)?;
-                let mut maps = self.maps.write();
+                let mut maps = core.maps.write();
                 maps.apply_merge(&l2p, &vids);
-                self.merges.fetch_add(1, Ordering::Relaxed);
+                core.merges.fetch_add(1, Ordering::Relaxed);
                 if ms.wants_compaction() {
                     ms.compact(&maps)?;
                 }
                 Response::Done
             }
             Request::DumpL2p => {
-                let mut v: Vec<_> = self.maps.read().l2p.iter().map(|(l, p)| (*l, *p)).collect();
+                let mut v: Vec<_> = core.maps.read().l2p.iter().map(|(l, p)| (*l, *p)).collect();
                 v.sort();
                 Response::L2p(v)
             }
-            Request::DumpVidMap(t) => Response::VidMap(self.maps.read().vid_entries(t)),
+            Request::DumpVidMap(t) => Response::VidMap(core.maps.read().vid_entries(t)),
             Request::DropVidMap(t) => {
-                let mut ms = self.map_store.lock();
+                let mut ms = core.map_store.lock();
                 ms.log_drop(t)?;
-                self.maps.write().drop_table(t);
+                core.maps.write().drop_table(t);
                 Response::Done
             }
-            Request::Ndp(op, _) => {
-                return Err(LinkError::Unsupported(format!("{op:?}")));
-            }
+            Request::Ndp(op, payload) => Response::Ndp(self.ndp.handle(core, op, &payload)?),
         })
     }
 }

@@ -8,15 +8,18 @@
 //!
 //! ```text
 //!   command frame ─► engine ─┬─► store  (pages.dat: PPN × 8 KiB)
-//!                            └─► maps   (maps.snap + maps.log: L2P, VID maps)
+//!                            ├─► maps   (maps.snap + maps.log: L2P, VID maps)
+//!                            └─► ndp    (jobs: PEs walk VIDs, filter, aggregate)
 //! ```
 //!
 //! - [`store`]: the page file.
 //! - [`maps`]: device maps and their crash-safe persistence.
+//! - [`ndp`]: the in-storage engine: NDP jobs on processing elements.
 //! - [`engine`]: the command handler.
 
 pub mod engine;
 pub mod maps;
+pub mod ndp;
 pub mod store;
 
 pub use engine::DeviceEngine;

@@ -43,6 +43,31 @@ impl SqlState {
     pub fn code(&self) -> &'static str {
         self.0
     }
+
+    /// The known SQLSTATE with this code (XX000 for unknown codes), for
+    /// codes that arrive as bytes.
+    pub fn from_code(code: &str) -> SqlState {
+        const KNOWN: &[SqlState] = &[
+            SqlState::FEATURE_NOT_SUPPORTED,
+            SqlState::STRING_DATA_RIGHT_TRUNCATION,
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            SqlState::INVALID_DATETIME_FORMAT,
+            SqlState::DIVISION_BY_ZERO,
+            SqlState::INVALID_PARAMETER_VALUE,
+            SqlState::INVALID_TEXT_REPRESENTATION,
+            SqlState::INVALID_ESCAPE_SEQUENCE,
+            SqlState::DATATYPE_MISMATCH,
+            SqlState::UNDEFINED_FUNCTION,
+            SqlState::QUERY_CANCELED,
+            SqlState::IO_ERROR,
+            SqlState::DATA_CORRUPTED,
+        ];
+        KNOWN
+            .iter()
+            .copied()
+            .find(|s| s.0 == code)
+            .unwrap_or(SqlState::INTERNAL_ERROR)
+    }
 }
 
 impl std::fmt::Display for SqlState {

@@ -324,6 +324,21 @@ impl Program {
         Ok(out)
     }
 
+    /// Positions of the row columns the program reads.
+    pub fn columns(&self) -> Vec<u32> {
+        let mut c: Vec<u32> = self
+            .ops
+            .iter()
+            .filter_map(|op| match op {
+                Op::Column(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        c.sort_unstable();
+        c.dedup();
+        c
+    }
+
     /// Evaluates a predicate: only TRUE qualifies (NULL and FALSE do not).
     pub fn eval_predicate(&self, row: &[Value], params: &[Value]) -> Result<bool> {
         match self.eval(row, params)? {

@@ -11,6 +11,7 @@
 //! - [`page`]: 8 KiB NSM slotted pages.
 //! - [`agg`]: aggregate specs and accumulators (partials merge exactly).
 //! - [`expr`]: the portable expression bytecode and its one evaluator.
+//! - [`ndp`]: NDP invocations, job status and result rows.
 //! - [`visibility`]: snapshots and the version-chain walk.
 //! - [`error`]: SQLSTATE codes and the format-layer error.
 //!
@@ -22,6 +23,7 @@ pub mod codec;
 pub mod error;
 pub mod expr;
 pub mod ids;
+pub mod ndp;
 pub mod page;
 pub mod record;
 pub mod types;

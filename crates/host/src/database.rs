@@ -407,6 +407,12 @@ impl Database {
             ("txn.deadlocks".into(), get(&c.deadlocks) as i64),
             ("txn.lock_waits".into(), get(&c.lock_waits) as i64),
             ("txn.active".into(), i.txm.active_count() as i64),
+            ("ndp.calls".into(), get(&c.ndp_calls) as i64),
+            (
+                "ndp.shared_state_bytes".into(),
+                get(&c.ndp_shared_bytes) as i64,
+            ),
+            ("ndp.result_rows".into(), get(&c.ndp_result_rows) as i64),
             ("locks.held".into(), i.locks.locked_keys() as i64),
             ("locks.waiting".into(), i.locks.waiting() as i64),
         ]);
@@ -477,6 +483,13 @@ impl DbInner {
 
     fn alloc_lpn(&self) -> Lpn {
         Lpn(self.next_lpn.fetch_add(1, Ordering::AcqRel))
+    }
+
+    /// The table's unflushed shared state: its delta-buffer pages and its
+    /// ΔVID overlay (newest entry per VID), taken atomically.
+    pub fn capture_shared(&self, table: TableId) -> ndpdb_formats::ndp::SharedState {
+        let d = self.delta.read();
+        d.capture(table)
     }
 
     /// The bytes of the record at `rid`: delta buffer first, then

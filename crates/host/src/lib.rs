@@ -12,6 +12,7 @@
 //! - [`shared_state`]: the delta buffer (new versions not yet on the device).
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
 //! - [`database`]: opening, recovery, commit, flush & append, checkpoints.
+//! - [`ndp`]: offloading scans and aggregates to the device (NDP_CALL…).
 //! - [`transaction`]: the transaction API used by SQL (reads, writes, commit).
 //! - [`stats`]: counters shown by `SHOW STATS`.
 
@@ -22,6 +23,7 @@ pub mod database;
 pub mod error;
 pub mod locks;
 pub mod maps;
+pub mod ndp;
 pub mod pk_index;
 pub mod shared_state;
 pub mod stats;

@@ -141,6 +141,24 @@ impl DeltaBuffer {
         self.open.remove(&table);
     }
 
+    /// Copies of the table's pages and its ΔVID overlay (last entry wins).
+    pub fn capture(&self, table: TableId) -> ndpdb_formats::ndp::SharedState {
+        let mut pages: Vec<(Lpn, Vec<u8>)> = self
+            .pages
+            .iter()
+            .filter(|(_, p)| p.table() == table)
+            .map(|(l, p)| (*l, p.as_bytes().to_vec()))
+            .collect();
+        pages.sort_by_key(|(l, _)| *l);
+        let mut vids: HashMap<ndpdb_formats::Vid, RecId> = HashMap::new();
+        for e in self.delta_vid.iter().filter(|e| e.table == table) {
+            vids.insert(e.vid, e.head);
+        }
+        let mut vids: Vec<_> = vids.into_iter().collect();
+        vids.sort();
+        ndpdb_formats::ndp::SharedState { pages, vids }
+    }
+
     pub fn max_lpn(&self) -> Option<Lpn> {
         self.pages.keys().max().copied()
     }

@@ -12,6 +12,9 @@ pub struct EngineCounters {
     pub serialization_failures: AtomicU64,
     pub deadlocks: AtomicU64,
     pub lock_waits: AtomicU64,
+    pub ndp_calls: AtomicU64,
+    pub ndp_shared_bytes: AtomicU64,
+    pub ndp_result_rows: AtomicU64,
 }
 
 impl EngineCounters {

@@ -114,6 +114,10 @@ impl Transaction {
         !self.writes.is_empty()
     }
 
+    pub(crate) fn wrote_table(&self, table: TableId) -> bool {
+        self.order.iter().any(|(t, _)| *t == table)
+    }
+
     /// Called at the start of every statement. As in PostgreSQL, the
     /// snapshot is taken by the first statement (not at BEGIN); READ
     /// COMMITTED takes a new one for every statement.

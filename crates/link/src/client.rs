@@ -85,6 +85,15 @@ impl DeviceClient {
         }
     }
 
+    /// One NDP command (NDP_SHARED, NDP_CALL, NDP_STATUS, NDP_RESULT,
+    /// NDP_ABORT); the payloads are defined in `ndpdb_formats::ndp`.
+    pub fn ndp(&self, op: crate::Opcode, payload: Vec<u8>) -> Result<Vec<u8>> {
+        match self.call(&Request::Ndp(op, payload))? {
+            Response::Ndp(b) => Ok(b),
+            r => Err(unexpected(r)),
+        }
+    }
+
     pub fn drop_vid_map(&self, table: TableId) -> Result<()> {
         self.call(&Request::DropVidMap(table)).map(|_| ())
     }

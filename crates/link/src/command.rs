@@ -34,6 +34,8 @@ pub enum Opcode {
     NdpCall = 0x20,
     NdpStatus = 0x21,
     NdpAbort = 0x22,
+    NdpResult = 0x23,
+    NdpShared = 0x24,
 }
 
 impl Opcode {
@@ -41,7 +43,7 @@ impl Opcode {
         use Opcode::*;
         [
             ReadPage, ReadPages, WritePage, WritePages, Sync, Info, MergeMaps, DumpL2p, DumpVidMap,
-            DropVidMap, NdpCall, NdpStatus, NdpAbort,
+            DropVidMap, NdpCall, NdpStatus, NdpAbort, NdpResult, NdpShared,
         ]
         .into_iter()
         .find(|o| *o as u16 == v)
@@ -56,7 +58,9 @@ impl Opcode {
             | Opcode::WritePages
             | Opcode::MergeMaps
             | Opcode::DumpL2p
-            | Opcode::DumpVidMap => Plane::Data,
+            | Opcode::DumpVidMap
+            | Opcode::NdpResult
+            | Opcode::NdpShared => Plane::Data,
             Opcode::Sync
             | Opcode::Info
             | Opcode::DropVidMap
@@ -241,7 +245,11 @@ impl Request {
             }
             Opcode::DumpVidMap => Request::DumpVidMap(TableId(r.u32()?)),
             Opcode::DropVidMap => Request::DropVidMap(TableId(r.u32()?)),
-            Opcode::NdpCall | Opcode::NdpStatus | Opcode::NdpAbort => {
+            Opcode::NdpCall
+            | Opcode::NdpStatus
+            | Opcode::NdpAbort
+            | Opcode::NdpResult
+            | Opcode::NdpShared => {
                 let all = r.take(r.remaining())?;
                 Request::Ndp(op, all.to_vec())
             }
@@ -363,9 +371,11 @@ impl Response {
                 }
                 Response::VidMap(v)
             }
-            Opcode::NdpCall | Opcode::NdpStatus | Opcode::NdpAbort => {
-                Response::Ndp(r.take(r.remaining())?.to_vec())
-            }
+            Opcode::NdpCall
+            | Opcode::NdpStatus
+            | Opcode::NdpAbort
+            | Opcode::NdpResult
+            | Opcode::NdpShared => Response::Ndp(r.take(r.remaining())?.to_vec()),
             _ => Response::Done,
         };
         r.finish("response")?;

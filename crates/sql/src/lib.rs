@@ -7,6 +7,7 @@
 //!   with static types and literal coercion.
 //! - [`query`]: SELECT planning and execution (access path, joins,
 //!   aggregation, ordering, limits, FOR UPDATE).
+//! - [`placement`]: the cost model of `SET ndp = auto`.
 //! - [`dml`]: INSERT / UPDATE / DELETE.
 //! - [`output`]: result sets, command tags and their text renderings.
 //!
@@ -17,6 +18,7 @@ pub mod compile;
 pub mod ddl;
 pub mod dml;
 pub mod output;
+pub mod placement;
 pub mod query;
 pub mod scope;
 pub mod session;

@@ -19,14 +19,17 @@ use std::sync::Arc;
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
+use ndpdb_formats::ndp::NdpOp;
 use ndpdb_formats::{DataType, RecId, SqlState, Value, Vid};
 use ndpdb_host::database::TableState;
+use ndpdb_host::ndp::{NdpReport, NdpRequest};
 use ndpdb_host::{Database, Transaction, WriteOutcome};
 use sqlparser::ast::{
     BinaryOperator, Distinct, Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause,
     LockType, OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr,
     TableFactor, TableWithJoins, Value as AstValue,
 };
+use std::sync::Mutex;
 
 use crate::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
@@ -91,6 +94,30 @@ pub struct SelectPlan {
     limit: Option<Program>,
     offset: Option<Program>,
     pub for_update: bool,
+    /// Where the first source's scan runs, when it goes to the device.
+    pub ndp: Option<NdpPlacement>,
+    /// Figures of the last offloaded execution (for EXPLAIN ANALYZE).
+    pub last_ndp: Mutex<Option<NdpReport>>,
+}
+
+/// How a query uses NDP (`SET ndp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NdpMode {
+    Off,
+    On,
+    Auto,
+}
+
+/// The device part of a plan.
+#[derive(Clone, Debug)]
+pub struct NdpPlacement {
+    pub request: NdpRequest,
+    /// The device aggregates (rows come back as `[groups…, aggregates…]`).
+    pub aggregate: bool,
+    /// For scans: the table columns the rest of the plan reads.
+    pub columns: Vec<u32>,
+    /// Why this placement was chosen (EXPLAIN).
+    pub reason: String,
 }
 
 /// A source row: table rows concatenated, plus (vid, version) per table.
@@ -547,6 +574,8 @@ fn plan_select(
         limit: None,
         offset: None,
         for_update: false,
+        ndp: None,
+        last_ndp: Mutex::new(None),
     })
 }
 
@@ -729,14 +758,17 @@ impl SelectPlan {
                 ids: Vec::new(),
             }]);
         };
-        let mut rows: Vec<Joined> = self
-            .read_source(tx, first, params)?
-            .into_iter()
-            .map(|(vid, rid, values)| Joined {
-                values,
-                ids: vec![(vid, rid)],
-            })
-            .collect();
+        let mut rows: Vec<Joined> = match self.device_scan(tx, params)? {
+            Some(rows) => rows,
+            None => self
+                .read_source(tx, first, params)?
+                .into_iter()
+                .map(|(vid, rid, values)| Joined {
+                    values,
+                    ids: vec![(vid, rid)],
+                })
+                .collect(),
+        };
         for (k, step) in self.joins.iter().enumerate() {
             let right = self.read_source(tx, &self.sources[k + 1], params)?;
             let mut next = Vec::new();
@@ -816,7 +848,7 @@ impl SelectPlan {
     /// Rows of `(output values, sort keys)` before DISTINCT/ORDER/LIMIT.
     fn project(
         &self,
-        rows: Vec<Joined>,
+        tx: &mut Transaction,
         params: &[Value],
     ) -> Result<Vec<(Vec<Value>, Vec<Value>)>> {
         let sort_exprs: Vec<&Program> = self
@@ -840,8 +872,35 @@ impl SelectPlan {
             Ok((out, keys))
         };
         let Some((ctx, having)) = &self.agg else {
-            return rows.iter().map(|r| emit(&r.values)).collect();
+            return self
+                .joined_rows(tx, params)?
+                .iter()
+                .map(|r| emit(&r.values))
+                .collect();
         };
+        let aggregated = match self.device_aggregate(tx, params)? {
+            Some(rows) => rows,
+            None => self.aggregate_on_host(ctx, self.joined_rows(tx, params)?, params)?,
+        };
+        let mut out = Vec::with_capacity(aggregated.len());
+        for row in aggregated {
+            if let Some(h) = having {
+                if !h.eval_predicate(&row, params)? {
+                    continue;
+                }
+            }
+            out.push(emit(&row)?);
+        }
+        Ok(out)
+    }
+
+    /// GROUP BY and aggregates on the host: rows `[groups…, aggregates…]`.
+    fn aggregate_on_host(
+        &self,
+        ctx: &AggContext,
+        rows: Vec<Joined>,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Value>>> {
         let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
         let mut states: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
         for r in &rows {
@@ -878,19 +937,173 @@ impl SelectPlan {
             for (acc, call) in accs.into_iter().zip(&ctx.aggregates) {
                 row.push(acc.finish(&call.spec)?);
             }
-            if let Some(h) = having {
-                if !h.eval_predicate(&row, params)? {
-                    continue;
-                }
-            }
-            out.push(emit(&row)?);
+            out.push(row);
         }
         Ok(out)
     }
 
+    /// Whether this execution offloads (a transaction's own uncommitted
+    /// writes to the table keep it on the host).
+    fn offload(&self, tx: &Transaction) -> Option<&NdpPlacement> {
+        let placement = self.ndp.as_ref()?;
+        (!tx.has_writes_to(&self.sources[0].table)).then_some(placement)
+    }
+
+    fn run_on_device(
+        &self,
+        tx: &Transaction,
+        p: &NdpPlacement,
+        params: &[Value],
+    ) -> Result<Vec<Vec<Value>>> {
+        let (rows, report) = tx.ndp_execute(&self.sources[0].table, &p.request, params)?;
+        if let Ok(mut last) = self.last_ndp.lock() {
+            *last = Some(report);
+        }
+        Ok(rows)
+    }
+
+    fn device_scan(&self, tx: &Transaction, params: &[Value]) -> Result<Option<Vec<Joined>>> {
+        let Some(p) = self.offload(tx).filter(|p| !p.aggregate) else {
+            return Ok(None);
+        };
+        let width = self.sources[0].table.types.len();
+        let rows = self.run_on_device(tx, p, params)?;
+        Ok(Some(
+            rows.into_iter()
+                .map(|r| {
+                    let mut values = vec![Value::Null; width];
+                    for (v, &c) in r.into_iter().zip(&p.columns) {
+                        values[c as usize] = v;
+                    }
+                    Joined {
+                        values,
+                        ids: Vec::new(),
+                    }
+                })
+                .collect(),
+        ))
+    }
+
+    fn device_aggregate(
+        &self,
+        tx: &Transaction,
+        params: &[Value],
+    ) -> Result<Option<Vec<Vec<Value>>>> {
+        match self.offload(tx).filter(|p| p.aggregate) {
+            Some(p) => Ok(Some(self.run_on_device(tx, p, params)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Decides where the scan runs (DESIGN.md §9). Only single-table
+    /// plans without FOR UPDATE and without a primary-key lookup offload.
+    pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &Database) {
+        self.ndp = None;
+        if mode == NdpMode::Off || self.sources.len() != 1 || self.for_update {
+            return;
+        }
+        let src = &self.sources[0];
+        if matches!(src.access, Access::PrimaryKey(_)) {
+            return;
+        }
+        let (op, aggregate, columns) = match &self.agg {
+            Some((ctx, _)) => (
+                NdpOp::Aggregate {
+                    groups: ctx.group_programs.clone(),
+                    aggs: ctx.aggregates.iter().map(|a| a.spec.clone()).collect(),
+                },
+                true,
+                Vec::new(),
+            ),
+            None => {
+                let mut cols: Vec<u32> = self.projection.iter().flat_map(|p| p.columns()).collect();
+                for o in &self.order {
+                    if let SortKey::Expr(p) = &o.key {
+                        cols.extend(p.columns());
+                    }
+                }
+                if let Some(f) = &self.filter {
+                    cols.extend(f.columns());
+                }
+                cols.sort_unstable();
+                cols.dedup();
+                (
+                    NdpOp::Scan {
+                        columns: cols.clone(),
+                    },
+                    false,
+                    cols,
+                )
+            }
+        };
+        let reason = match mode {
+            NdpMode::On => "ndp = on".to_string(),
+            _ => {
+                let est = crate::placement::estimate(db, &src.table, &op, pes);
+                if !est.device_wins() {
+                    return;
+                }
+                est.describe()
+            }
+        };
+        self.ndp = Some(NdpPlacement {
+            request: NdpRequest {
+                filter: src.filter.clone(),
+                op,
+                pes,
+                preload,
+            },
+            aggregate,
+            columns,
+            reason,
+        });
+    }
+
+    /// EXPLAIN lines for this plan.
+    pub fn explain(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        let on_device = |i: usize| i == 0 && self.ndp.is_some();
+        if let Some((ctx, having)) = &self.agg {
+            let side = if self.ndp.as_ref().is_some_and(|p| p.aggregate) {
+                "device"
+            } else {
+                "host"
+            };
+            lines.push(format!(
+                "Aggregate [{side}] groups={} aggregates={}{}",
+                ctx.group_programs.len(),
+                ctx.aggregates.len(),
+                if having.is_some() { " having" } else { "" }
+            ));
+        }
+        if self.joins.iter().any(|j| !j.left_keys.is_empty()) || self.sources.len() > 1 {
+            lines.push(format!("Hash Join [host] tables={}", self.sources.len()));
+        }
+        for (i, src) in self.sources.iter().enumerate() {
+            let access = match &src.access {
+                Access::PrimaryKey(_) => "Index Lookup (primary key)",
+                Access::Scan => "Scan",
+            };
+            let side = if on_device(i) { "device" } else { "host" };
+            lines.push(format!(
+                "  {access} on {} [{side}]{}",
+                src.table.meta.name,
+                if src.filter.is_some() { " filter" } else { "" }
+            ));
+            if on_device(i) {
+                if let Some(p) = &self.ndp {
+                    lines.push(format!("    placement: {}", p.reason));
+                    if !p.aggregate {
+                        lines.push(format!("    columns returned: {:?}", p.columns));
+                    }
+                }
+            }
+        }
+        lines
+    }
+
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
-        let rows = self.joined_rows(tx, params)?;
-        let mut rows = self.project(rows, params)?;
+        let mut rows = self.project(tx, params)?;
         if self.distinct {
             let mut seen = HashSet::new();
             rows.retain(|(out, _)| seen.insert(key_of(out)));
@@ -1054,5 +1267,7 @@ pub fn plan_filter(
         limit: None,
         offset: None,
         for_update: false,
+        ndp: None,
+        last_ndp: Mutex::new(None),
     })
 }

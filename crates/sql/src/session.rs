@@ -24,7 +24,7 @@ use sqlparser::parser::Parser;
 use crate::ddl;
 use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
 use crate::output::{Output, ResultColumn};
-use crate::query::{plan_query, SelectPlan};
+use crate::query::{plan_query, NdpMode, SelectPlan};
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +64,9 @@ pub struct Session {
     tx: Option<Transaction>,
     block: Block,
     default_isolation: Isolation,
+    ndp: NdpMode,
+    ndp_pes: u16,
+    ndp_preload: bool,
     settings: BTreeMap<String, String>,
     /// Notices for the client (e.g. "there is no transaction in progress").
     pub notices: Vec<String>,
@@ -144,6 +147,9 @@ impl Session {
             tx: None,
             block: Block::None,
             default_isolation: Isolation::Snapshot,
+            ndp: NdpMode::Off,
+            ndp_pes: 0,
+            ndp_preload: true,
             settings: BTreeMap::new(),
             notices: Vec::new(),
         }
@@ -195,7 +201,9 @@ impl Session {
         let mut param_types = Vec::new();
         let kind = match &stmt {
             Statement::Query(q) => {
-                PreparedKind::Select(Box::new(plan_query(&self.db, q, &mut param_types)?))
+                let mut plan = plan_query(&self.db, q, &mut param_types)?;
+                plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db);
+                PreparedKind::Select(Box::new(plan))
             }
             Statement::Insert(i) => {
                 PreparedKind::Insert(plan_insert(&self.db, i, &mut param_types)?)
@@ -352,6 +360,9 @@ impl Session {
                     .join(" ");
                 s.show(&name)
             }),
+            Statement::Explain {
+                statement, analyze, ..
+            } => self.explain(statement, *analyze, params),
             Statement::CreateTable(ct) => self.guarded(|s| ddl::create_table(&s.db, ct)),
             Statement::Drop {
                 object_type,
@@ -393,6 +404,77 @@ impl Session {
         }
     }
 
+    /// EXPLAIN [ANALYZE] of a query: operators with their placement; with
+    /// ANALYZE also the actual rows, time and, for offloaded scans, the
+    /// device's figures.
+    fn explain(&mut self, stmt: &Statement, analyze: bool, params: &[Value]) -> Result<Output> {
+        self.check_not_failed()?;
+        let Statement::Query(_) = stmt else {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "EXPLAIN supports queries only",
+            ));
+        };
+        let prepared = self.prepare_statement(stmt.clone())?;
+        let PreparedKind::Select(plan) = &prepared.kind else {
+            return Err(Error::new(SqlState::INTERNAL_ERROR, "not a query plan"));
+        };
+        let mut lines = plan.explain();
+        if analyze {
+            let before = self.db.stats();
+            let start = std::time::Instant::now();
+            let out = self.execute_prepared(&prepared, params)?;
+            let elapsed = start.elapsed();
+            let after = self.db.stats();
+            let delta = |name: &str| {
+                let get = |v: &Vec<(String, i64)>| {
+                    v.iter().find(|(k, _)| k == name).map_or(0, |(_, x)| *x)
+                };
+                get(&after) - get(&before)
+            };
+            let rows = match &out {
+                Output::Rows { rows, .. } => rows.len(),
+                _ => 0,
+            };
+            lines.push(format!(
+                "actual rows {rows}, time {:.3} ms",
+                elapsed.as_secs_f64() * 1e3
+            ));
+            lines.push(format!(
+                "host: buffer hits {}, misses {}; link data to host {} B, to device {} B; control {} messages",
+                delta("buffer.hits"),
+                delta("buffer.misses"),
+                delta("link.data.to_host.bytes"),
+                delta("link.data.to_device.bytes"),
+                delta("link.control.to_device.messages"),
+            ));
+            if let Some(r) = plan.last_ndp.lock().ok().and_then(|mut l| l.take()) {
+                lines.push(format!(
+                    "device: {:.3} ms, {} PEs, tuples per PE {:?}, pages read {}, result {} rows / {} B",
+                    r.device_micros as f64 / 1e3,
+                    r.pe_tuples.len(),
+                    r.pe_tuples,
+                    r.pages_read,
+                    r.result_rows,
+                    r.result_bytes
+                ));
+                lines.push(format!(
+                    "shared state passed along: {} B ({} delta pages) in {:.3} ms",
+                    r.shared_bytes,
+                    r.shared_pages,
+                    r.shared_transfer.as_secs_f64() * 1e3
+                ));
+            }
+        }
+        Ok(Output::Rows {
+            columns: vec![ResultColumn {
+                name: "QUERY PLAN".into(),
+                ty: DataType::Text,
+            }],
+            rows: lines.into_iter().map(|l| vec![Value::Text(l)]).collect(),
+        })
+    }
+
     fn set(&mut self, set: &Set) -> Result<Output> {
         match set {
             Set::SetTransaction { modes, session, .. } => {
@@ -424,6 +506,33 @@ impl Session {
             } => {
                 let name = variable.to_string().to_lowercase();
                 let value = values.iter().map(expr_text).collect::<Vec<_>>().join(", ");
+                match name.as_str() {
+                    "ndp" => {
+                        self.ndp = match value.to_lowercase().as_str() {
+                            "on" | "true" => NdpMode::On,
+                            "off" | "false" => NdpMode::Off,
+                            "auto" => NdpMode::Auto,
+                            v => {
+                                return Err(Error::new(
+                                    SqlState::INVALID_PARAMETER_VALUE,
+                                    format!("invalid value for parameter \"ndp\": \"{v}\" (on, off or auto)"),
+                                ))
+                            }
+                        }
+                    }
+                    "ndp_pes" => {
+                        self.ndp_pes = value.parse().ok().filter(|n| *n <= 64).ok_or_else(|| {
+                            Error::new(
+                                SqlState::INVALID_PARAMETER_VALUE,
+                                format!("invalid value for parameter \"ndp_pes\": \"{value}\" (0 = device default, at most 64)"),
+                            )
+                        })?
+                    }
+                    "ndp_preload" => {
+                        self.ndp_preload = ndpdb_formats::value::parse_bool(&value)?;
+                    }
+                    _ => {}
+                }
                 if name == "default_transaction_isolation" || name == "transaction_isolation" {
                     let iso = parse_isolation_name(&value)?;
                     if name == "default_transaction_isolation" {
@@ -491,6 +600,14 @@ impl Session {
             )
             .to_string(),
             "default_transaction_isolation" => isolation_name(self.default_isolation).to_string(),
+            "ndp" => match self.ndp {
+                NdpMode::On => "on",
+                NdpMode::Off => "off",
+                NdpMode::Auto => "auto",
+            }
+            .to_string(),
+            "ndp_pes" => self.ndp_pes.to_string(),
+            "ndp_preload" => if self.ndp_preload { "on" } else { "off" }.to_string(),
             "server_version" => "15.0 (ndpdb 0.1.0)".into(),
             "server_encoding" | "client_encoding" => "UTF8".into(),
             "datestyle" => "ISO, MDY".into(),

@@ -1,0 +1,509 @@
+//! The in-storage engine: NDP jobs on processing elements (DESIGN.md §5;
+//! DANSEN §3.3, Algorithm 1; update-aware NDP §3).
+//!
+//! ```text
+//!  NDP_SHARED ─► cache {delta pages, ΔVID}  (for one invocation only)
+//!  NDP_CALL   ─► job ─► PE 0: VIDs [0, n/p)      ─┐
+//!                       PE 1: VIDs [n/p, 2n/p)   ─┼─► merge partials ─► result region
+//!                       …                        ─┘
+//!  each PE, per VID: head (ΔVID overlay, else device VID map)
+//!                    → L2P (delta page overlay, else device L2P) → page
+//!                    → header parser → visibility walk → filter → op
+//! ```
+//!
+//! The walk, record parser and expression evaluator are the host's own
+//! (`ndpdb_formats`), so an offloaded query computes exactly what the host
+//! would at the same snapshot. Pages flushed while a job runs do not
+//! change its result: storage is append-only and newer versions are
+//! invisible to the job's snapshot. With `preload`, a PE reads the pages
+//! of its next chunk of VIDs in one sorted batch before walking them.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use ndpdb_formats::agg::Acc;
+use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::ndp::{encode_rows, Invocation, JobState, JobStatus, NdpOp, SharedState};
+use ndpdb_formats::page::PageRef;
+use ndpdb_formats::record::{decode_body, RecordHeader, RECORD_HEADER_SIZE};
+use ndpdb_formats::visibility::{find_visible, Visible};
+use ndpdb_formats::{Error, JobId, Lpn, Ppn, RecId, SqlState, Value, Vid};
+use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
+
+use crate::engine::Core;
+
+/// VIDs a PE takes at a time (one map read, one preload batch).
+const CHUNK: u64 = 1024;
+/// Pages a PE keeps cached.
+const PE_CACHE_PAGES: usize = 512;
+/// Longest NDP_STATUS wait the device grants.
+const MAX_WAIT: Duration = Duration::from_secs(10);
+
+/// The passed-along shared state, as the device caches it.
+struct Cached {
+    pages: HashMap<Lpn, Arc<Vec<u8>>>,
+    vids: HashMap<Vid, RecId>,
+}
+
+struct Job {
+    status: Mutex<JobStatus>,
+    done: Condvar,
+    result: Mutex<Option<Vec<u8>>>,
+    cancel: AtomicBool,
+}
+
+pub struct NdpEngine {
+    default_pes: usize,
+    next: AtomicU64,
+    shared: Mutex<HashMap<u64, Arc<Cached>>>,
+    jobs: Mutex<HashMap<u64, Arc<Job>>>,
+}
+
+fn link_err(e: Error) -> LinkError {
+    LinkError::Corrupted(e.to_string())
+}
+
+fn from_link(e: LinkError) -> Error {
+    match e {
+        LinkError::Corrupted(m) | LinkError::OutOfRange(m) => Error::corrupted(m),
+        other => Error::sql(SqlState::IO_ERROR, other.to_string()),
+    }
+}
+
+impl NdpEngine {
+    pub fn new(default_pes: usize) -> NdpEngine {
+        NdpEngine {
+            default_pes: default_pes.max(1),
+            next: AtomicU64::new(1),
+            shared: Mutex::new(HashMap::new()),
+            jobs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(crate) fn handle(
+        &self,
+        core: &Arc<Core>,
+        op: Opcode,
+        payload: &[u8],
+    ) -> LinkResult<Vec<u8>> {
+        let mut r = Reader::new(payload);
+        let mut w = Writer::new();
+        match op {
+            Opcode::NdpShared => {
+                let s = SharedState::decode(&mut r).map_err(link_err)?;
+                r.finish("NDP_SHARED").map_err(link_err)?;
+                let mut pages = HashMap::new();
+                for (lpn, bytes) in s.pages {
+                    PageRef::parse(&bytes).map_err(link_err)?;
+                    pages.insert(lpn, Arc::new(bytes));
+                }
+                let id = self.next.fetch_add(1, Ordering::Relaxed);
+                let cached = Cached {
+                    pages,
+                    vids: s.vids.into_iter().collect(),
+                };
+                self.shared.lock().insert(id, Arc::new(cached));
+                w.u64(id);
+            }
+            Opcode::NdpCall => {
+                let inv = Invocation::decode(&mut r).map_err(link_err)?;
+                r.finish("NDP_CALL").map_err(link_err)?;
+                let shared = self.shared.lock().remove(&inv.shared).ok_or_else(|| {
+                    LinkError::OutOfRange(format!("no shared state {}", inv.shared))
+                })?;
+                let id = self.next.fetch_add(1, Ordering::Relaxed);
+                let pes = if inv.pes == 0 {
+                    self.default_pes
+                } else {
+                    inv.pes as usize
+                }
+                .clamp(1, 64);
+                let job = Arc::new(Job {
+                    status: Mutex::new(JobStatus {
+                        job: JobId(id),
+                        state: JobState::Running,
+                        result_rows: 0,
+                        result_bytes: 0,
+                        pe_tuples: vec![0; pes],
+                        pe_micros: vec![0; pes],
+                        pages_read: 0,
+                        device_micros: 0,
+                    }),
+                    done: Condvar::new(),
+                    result: Mutex::new(None),
+                    cancel: AtomicBool::new(false),
+                });
+                self.jobs.lock().insert(id, job.clone());
+                let core = core.clone();
+                std::thread::Builder::new()
+                    .name(format!("ndp-job-{id}"))
+                    .spawn(move || run_job(&core, inv, &shared, pes, &job))
+                    .map_err(|e| LinkError::Io(e.to_string()))?;
+                w.u64(id);
+            }
+            Opcode::NdpStatus => {
+                let id = r.u64().map_err(link_err)?;
+                let wait = Duration::from_millis(r.u32().map_err(link_err)? as u64).min(MAX_WAIT);
+                let job = self.job(id)?;
+                let deadline = Instant::now() + wait;
+                let mut st = job.status.lock();
+                while st.state == JobState::Running
+                    && !job.done.wait_until(&mut st, deadline).timed_out()
+                {}
+                st.encode(&mut w);
+            }
+            Opcode::NdpResult => {
+                let id = r.u64().map_err(link_err)?;
+                let job = self.job(id)?;
+                if job.status.lock().state == JobState::Running {
+                    return Err(LinkError::OutOfRange(format!("job {id} is still running")));
+                }
+                self.jobs.lock().remove(&id);
+                let result = job.result.lock().take().unwrap_or_default();
+                return Ok(result);
+            }
+            Opcode::NdpAbort => {
+                let id = r.u64().map_err(link_err)?;
+                if let Some(job) = self.jobs.lock().remove(&id) {
+                    job.cancel.store(true, Ordering::Relaxed);
+                }
+            }
+            other => return Err(LinkError::Unsupported(format!("{other:?}"))),
+        }
+        Ok(w.into_inner())
+    }
+
+    fn job(&self, id: u64) -> LinkResult<Arc<Job>> {
+        self.jobs
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| LinkError::OutOfRange(format!("no job {id}")))
+    }
+}
+
+/// What one PE produced.
+enum PeOutput {
+    Rows(Vec<Vec<Value>>),
+    Groups(HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>),
+}
+
+struct PeStats {
+    tuples: u64,
+    micros: u64,
+    pages_read: u64,
+}
+
+fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job) {
+    let start = Instant::now();
+    let n = inv.vid_count;
+    let outputs: Vec<Result<(PeOutput, PeStats), Error>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..pes)
+            .map(|pe| {
+                let range = (n * pe as u64 / pes as u64)..(n * (pe as u64 + 1) / pes as u64);
+                let inv = &inv;
+                s.spawn(move || run_pe(core, inv, shared, range, &job.cancel))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::sql(SqlState::INTERNAL_ERROR, "a PE panicked")))
+            })
+            .collect()
+    });
+    let mut st_tuples = Vec::with_capacity(pes);
+    let mut st_micros = Vec::with_capacity(pes);
+    let mut pages_read = 0;
+    let mut parts = Vec::with_capacity(pes);
+    let mut failure = None;
+    for o in outputs {
+        match o {
+            Ok((out, stats)) => {
+                st_tuples.push(stats.tuples);
+                st_micros.push(stats.micros);
+                pages_read += stats.pages_read;
+                parts.push(out);
+            }
+            Err(e) => {
+                st_tuples.push(0);
+                st_micros.push(0);
+                failure.get_or_insert(e);
+            }
+        }
+    }
+    let result = match failure {
+        Some(e) => Err(e),
+        None => merge(&inv, parts),
+    };
+    let mut st = job.status.lock();
+    st.pe_tuples = st_tuples;
+    st.pe_micros = st_micros;
+    st.pages_read = pages_read;
+    st.device_micros = start.elapsed().as_micros() as u64;
+    match result {
+        Ok(rows) => {
+            let mut w = Writer::new();
+            encode_rows(&rows, &mut w);
+            st.result_rows = rows.len() as u64;
+            st.result_bytes = w.len() as u64;
+            *job.result.lock() = Some(w.into_inner());
+            st.state = JobState::Done;
+        }
+        Err(e) => {
+            let message = match &e {
+                Error::Sql { message, .. } => message.clone(),
+                other => other.to_string(),
+            };
+            st.state = JobState::Failed(e.sqlstate().0.to_string(), message);
+        }
+    }
+    drop(st);
+    job.done.notify_all();
+}
+
+/// Merges the PEs' outputs in PE order (so rows come back in VID order).
+fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Error> {
+    match &inv.op {
+        NdpOp::Scan { .. } => Ok(parts
+            .into_iter()
+            .flat_map(|p| match p {
+                PeOutput::Rows(r) => r,
+                PeOutput::Groups(_) => Vec::new(),
+            })
+            .collect()),
+        NdpOp::Aggregate { groups, aggs } => {
+            let mut merged: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)> = HashMap::new();
+            let mut order: Vec<Vec<u8>> = Vec::new();
+            for p in parts {
+                let PeOutput::Groups(g) = p else { continue };
+                for (key, (gv, accs)) in g {
+                    match merged.get_mut(&key) {
+                        Some((_, mine)) => {
+                            for ((m, a), spec) in mine.iter_mut().zip(accs).zip(aggs) {
+                                m.merge(spec, a)?;
+                            }
+                        }
+                        None => {
+                            order.push(key.clone());
+                            merged.insert(key, (gv, accs));
+                        }
+                    }
+                }
+            }
+            if merged.is_empty() && groups.is_empty() {
+                order.push(Vec::new());
+                merged.insert(
+                    Vec::new(),
+                    (Vec::new(), aggs.iter().map(Acc::new).collect()),
+                );
+            }
+            let mut rows = Vec::with_capacity(order.len());
+            for key in order {
+                let Some((mut row, accs)) = merged.remove(&key) else {
+                    continue;
+                };
+                for (a, spec) in accs.into_iter().zip(aggs) {
+                    row.push(a.finish(spec)?);
+                }
+                rows.push(row);
+            }
+            Ok(rows)
+        }
+    }
+}
+
+/// A PE's page cache (cleared when full; the walk is mostly sequential).
+struct PageCache {
+    pages: HashMap<Ppn, Arc<Vec<u8>>>,
+    loaded: u64,
+}
+
+impl PageCache {
+    fn get(&mut self, core: &Core, ppn: Ppn) -> Result<Arc<Vec<u8>>, Error> {
+        if let Some(p) = self.pages.get(&ppn) {
+            return Ok(p.clone());
+        }
+        let bytes = core.store.read(ppn).map_err(from_link)?;
+        PageRef::parse_verified(&bytes)?;
+        if self.pages.len() >= PE_CACHE_PAGES {
+            self.pages.clear();
+        }
+        let page = Arc::new(bytes);
+        self.pages.insert(ppn, page.clone());
+        self.loaded += 1;
+        Ok(page)
+    }
+}
+
+/// A record's bytes inside a page.
+struct Rec {
+    page: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl Rec {
+    fn bytes(&self) -> &[u8] {
+        &self.page[self.start..self.end]
+    }
+}
+
+fn resolve(core: &Core, shared: &Cached, cache: &mut PageCache, rid: RecId) -> Result<Rec, Error> {
+    let lpn = rid.lpn();
+    // A passed-along page may have gained records after it was captured
+    // (and then been flushed, which is why a map now points past its
+    // end): those records are read from the store.
+    let captured = shared
+        .pages
+        .get(&lpn)
+        .filter(|p| PageRef::parse(p).is_ok_and(|v| rid.slot() < v.slot_count()));
+    let page =
+        match captured {
+            Some(p) => p.clone(),
+            None => {
+                let ppn =
+                    core.maps.read().l2p.get(&lpn).copied().ok_or_else(|| {
+                        Error::corrupted(format!("{rid} points to an unmapped page"))
+                    })?;
+                cache.get(core, ppn)?
+            }
+        };
+    let (start, end) = {
+        let view = PageRef::parse(&page)?;
+        let rec = view
+            .record(rid.slot())?
+            .ok_or_else(|| Error::corrupted(format!("{rid} is an empty slot")))?;
+        let start = rec.as_ptr() as usize - page.as_ptr() as usize;
+        (start, start + rec.len())
+    };
+    Ok(Rec { page, start, end })
+}
+
+fn run_pe(
+    core: &Core,
+    inv: &Invocation,
+    shared: &Cached,
+    range: std::ops::Range<u64>,
+    cancel: &AtomicBool,
+) -> Result<(PeOutput, PeStats), Error> {
+    let t0 = Instant::now();
+    let mut cache = PageCache {
+        pages: HashMap::new(),
+        loaded: 0,
+    };
+    let mut rows = Vec::new();
+    let mut groups: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)> = HashMap::new();
+    let mut tuples = 0u64;
+    let mut heads = Vec::with_capacity(CHUNK as usize);
+    let mut from = range.start;
+    while from < range.end {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::sql(SqlState::QUERY_CANCELED, "NDP job aborted"));
+        }
+        let to = (from + CHUNK).min(range.end);
+        heads.clear();
+        {
+            let maps = core.maps.read();
+            let map = maps.vids.get(&inv.table);
+            for v in from..to {
+                let head = match shared.vids.get(&Vid(v)) {
+                    Some(r) => *r,
+                    None => map
+                        .and_then(|m| m.get(v as usize))
+                        .map_or(RecId::NULL, |r| RecId::from_raw(*r)),
+                };
+                heads.push(head);
+            }
+        }
+        if inv.preload {
+            preload(core, shared, &mut cache, &heads)?;
+        }
+        for head in &heads {
+            if head.is_null() {
+                continue;
+            }
+            tuples += 1;
+            let visible = find_visible(*head, &inv.snapshot, |rid| {
+                let rec = resolve(core, shared, &mut cache, rid)?;
+                let h = RecordHeader::parse(rec.bytes())?;
+                Ok::<_, Error>((h, rec))
+            })?;
+            let Visible::Version(_, rec) = visible else {
+                continue;
+            };
+            let row = decode_body(&inv.types, &rec.bytes()[RECORD_HEADER_SIZE..])?;
+            if let Some(f) = &inv.filter {
+                if !f.eval_predicate(&row, &inv.params)? {
+                    continue;
+                }
+            }
+            match &inv.op {
+                NdpOp::Scan { columns } => {
+                    rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
+                }
+                NdpOp::Aggregate { groups: gp, aggs } => {
+                    let gv: Vec<Value> = gp
+                        .iter()
+                        .map(|p| p.eval(&row, &inv.params))
+                        .collect::<Result<_, _>>()?;
+                    let mut w = Writer::new();
+                    for v in &gv {
+                        v.key_bytes(&mut w);
+                    }
+                    let entry = groups
+                        .entry(w.into_inner())
+                        .or_insert_with(|| (gv, aggs.iter().map(Acc::new).collect()));
+                    for (acc, spec) in entry.1.iter_mut().zip(aggs) {
+                        let v = match &spec.arg {
+                            Some(p) => p.eval(&row, &inv.params)?,
+                            None => Value::Null,
+                        };
+                        acc.add(spec, v)?;
+                    }
+                }
+            }
+        }
+        from = to;
+    }
+    let out = match inv.op {
+        NdpOp::Scan { .. } => PeOutput::Rows(rows),
+        NdpOp::Aggregate { .. } => PeOutput::Groups(groups),
+    };
+    Ok((
+        out,
+        PeStats {
+            tuples,
+            micros: t0.elapsed().as_micros() as u64,
+            pages_read: cache.loaded,
+        },
+    ))
+}
+
+/// Reads the head pages of the next chunk in one sorted batch.
+fn preload(
+    core: &Core,
+    shared: &Cached,
+    cache: &mut PageCache,
+    heads: &[RecId],
+) -> Result<(), Error> {
+    let mut ppns: Vec<Ppn> = {
+        let maps = core.maps.read();
+        heads
+            .iter()
+            .filter(|h| !h.is_null() && !shared.pages.contains_key(&h.lpn()))
+            .filter_map(|h| maps.l2p.get(&h.lpn()).copied())
+            .collect()
+    };
+    ppns.sort_unstable();
+    ppns.dedup();
+    for p in ppns {
+        cache.get(core, p)?;
+    }
+    Ok(())
+}

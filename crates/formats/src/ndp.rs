@@ -1,0 +1,383 @@
+//! NDP invocations and job status: what the host hands the device and
+//! what comes back (DESIGN.md §4–§5, DANSEN §3, update-aware NDP §3).
+//!
+//! ```text
+//!  host                                   device
+//!  NDP_SHARED {delta pages, ΔVID}  ──data──►  cached for one job (pass-along)
+//!  NDP_CALL {snapshot, table, schema,
+//!            filter, op, params, PEs}  ─ctl─►  job: PEs walk VID ranges
+//!  NDP_STATUS {job, wait}          ◄─ctl──   running | done | failed + counters
+//!  NDP_RESULT {job}                ◄─data─   result region (rows), job freed
+//! ```
+//!
+//! The pipeline is the same bytecode the host runs: a filter program over
+//! the table row, then either a projection to some columns or a (grouped)
+//! aggregation whose per-PE partials the device merges before returning.
+
+use crate::agg::AggSpec;
+use crate::codec::{Reader, Writer};
+use crate::error::{Error, Result};
+use crate::expr::{decode_value, encode_value, Program};
+use crate::ids::{JobId, Lpn, RecId, TableId, Vid};
+use crate::page::PAGE_SIZE;
+use crate::types::DataType;
+use crate::value::Value;
+use crate::visibility::Snapshot;
+
+/// The unflushed part of the shared state, passed along with a call.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SharedState {
+    /// Delta-buffer pages of the table (no PPN yet).
+    pub pages: Vec<(Lpn, Vec<u8>)>,
+    /// ΔVID overlay of the table: newer heads than the device's VID map.
+    pub vids: Vec<(Vid, RecId)>,
+}
+
+impl SharedState {
+    pub fn encode(&self, w: &mut Writer) {
+        w.u32(self.pages.len() as u32);
+        for (l, p) in &self.pages {
+            w.u64(l.0).raw(p);
+        }
+        w.u32(self.vids.len() as u32);
+        for (v, r) in &self.vids {
+            w.u64(v.0).u64(r.raw());
+        }
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<SharedState> {
+        let n = r.count(8 + PAGE_SIZE)?;
+        let mut pages = Vec::with_capacity(n);
+        for _ in 0..n {
+            let l = Lpn(r.u64()?);
+            pages.push((l, r.take(PAGE_SIZE)?.to_vec()));
+        }
+        let n = r.count(16)?;
+        let mut vids = Vec::with_capacity(n);
+        for _ in 0..n {
+            vids.push((Vid(r.u64()?), RecId::from_raw(r.u64()?)));
+        }
+        Ok(SharedState { pages, vids })
+    }
+}
+
+/// What the device does with each visible, qualifying row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum NdpOp {
+    /// Return these columns of every row (positions in the table row).
+    Scan { columns: Vec<u32> },
+    /// Group by `groups` and compute `aggs`; rows are `[groups…, aggs…]`.
+    Aggregate {
+        groups: Vec<Program>,
+        aggs: Vec<AggSpec>,
+    },
+}
+
+/// One NDP_CALL.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Invocation {
+    /// The reader's snapshot (carries the invoking TxId).
+    pub snapshot: Snapshot,
+    pub table: TableId,
+    pub types: Vec<DataType>,
+    /// VIDs `0..vid_count` are walked.
+    pub vid_count: u64,
+    pub filter: Option<Program>,
+    pub op: NdpOp,
+    pub params: Vec<Value>,
+    /// Processing elements to use (0 = the device's default).
+    pub pes: u16,
+    /// Read pages ahead of the walk.
+    pub preload: bool,
+    /// Handle returned by NDP_SHARED for this call's shared state.
+    pub shared: u64,
+}
+
+impl Invocation {
+    pub fn encode(&self, w: &mut Writer) {
+        self.snapshot.encode(w);
+        w.u32(self.table.0);
+        w.u32(self.types.len() as u32);
+        for t in &self.types {
+            t.encode(w);
+        }
+        w.u64(self.vid_count);
+        match &self.filter {
+            Some(p) => {
+                w.u8(1);
+                p.encode(w);
+            }
+            None => {
+                w.u8(0);
+            }
+        }
+        match &self.op {
+            NdpOp::Scan { columns } => {
+                w.u8(1).u32(columns.len() as u32);
+                for c in columns {
+                    w.u32(*c);
+                }
+            }
+            NdpOp::Aggregate { groups, aggs } => {
+                w.u8(2).u32(groups.len() as u32);
+                for g in groups {
+                    g.encode(w);
+                }
+                w.u32(aggs.len() as u32);
+                for a in aggs {
+                    a.encode(w);
+                }
+            }
+        }
+        w.u32(self.params.len() as u32);
+        for p in &self.params {
+            encode_value(p, w);
+        }
+        w.u16(self.pes).bool(self.preload).u64(self.shared);
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<Invocation> {
+        let snapshot = Snapshot::decode(r)?;
+        let table = TableId(r.u32()?);
+        let n = r.count(1)?;
+        let mut types = Vec::with_capacity(n);
+        for _ in 0..n {
+            types.push(DataType::decode(r)?);
+        }
+        let vid_count = r.u64()?;
+        if vid_count > crate::ids::MAX_VID {
+            return Err(Error::corrupted("VID count out of range"));
+        }
+        let filter = match r.u8()? {
+            0 => None,
+            1 => Some(Program::decode(r)?),
+            t => return Err(Error::corrupted(format!("filter tag {t}"))),
+        };
+        let op = match r.u8()? {
+            1 => {
+                let n = r.count(4)?;
+                let mut columns = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let c = r.u32()?;
+                    if c as usize >= types.len() {
+                        return Err(Error::corrupted("projected column out of range"));
+                    }
+                    columns.push(c);
+                }
+                NdpOp::Scan { columns }
+            }
+            2 => {
+                let n = r.count(1)?;
+                let mut groups = Vec::with_capacity(n);
+                for _ in 0..n {
+                    groups.push(Program::decode(r)?);
+                }
+                let n = r.count(1)?;
+                let mut aggs = Vec::with_capacity(n);
+                for _ in 0..n {
+                    aggs.push(AggSpec::decode(r)?);
+                }
+                NdpOp::Aggregate { groups, aggs }
+            }
+            t => return Err(Error::corrupted(format!("NDP op tag {t}"))),
+        };
+        let n = r.count(1)?;
+        let mut params = Vec::with_capacity(n);
+        for _ in 0..n {
+            params.push(decode_value(r)?);
+        }
+        Ok(Invocation {
+            snapshot,
+            table,
+            types,
+            vid_count,
+            filter,
+            op,
+            params,
+            pes: r.u16()?,
+            preload: r.bool()?,
+            shared: r.u64()?,
+        })
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum JobState {
+    Running,
+    Done,
+    /// SQLSTATE and message.
+    Failed(String, String),
+}
+
+/// NDP_STATUS: the job's state and its counters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobStatus {
+    pub job: JobId,
+    pub state: JobState,
+    /// Rows in the result region.
+    pub result_rows: u64,
+    pub result_bytes: u64,
+    /// Tuples (VIDs) each PE walked.
+    pub pe_tuples: Vec<u64>,
+    /// Busy time of each PE in µs.
+    pub pe_micros: Vec<u64>,
+    /// Pages read from the device store (not from the passed-along state).
+    pub pages_read: u64,
+    /// Wall time of the job on the device in µs.
+    pub device_micros: u64,
+}
+
+impl JobStatus {
+    pub fn encode(&self, w: &mut Writer) {
+        w.u64(self.job.0);
+        match &self.state {
+            JobState::Running => {
+                w.u8(0);
+            }
+            JobState::Done => {
+                w.u8(1);
+            }
+            JobState::Failed(code, msg) => {
+                w.u8(2).str(code).str(msg);
+            }
+        }
+        w.u64(self.result_rows).u64(self.result_bytes);
+        w.u32(self.pe_tuples.len() as u32);
+        for (t, us) in self.pe_tuples.iter().zip(&self.pe_micros) {
+            w.u64(*t).u64(*us);
+        }
+        w.u64(self.pages_read).u64(self.device_micros);
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<JobStatus> {
+        let job = JobId(r.u64()?);
+        let state = match r.u8()? {
+            0 => JobState::Running,
+            1 => JobState::Done,
+            2 => JobState::Failed(r.str()?.to_string(), r.str()?.to_string()),
+            t => return Err(Error::corrupted(format!("job state {t}"))),
+        };
+        let result_rows = r.u64()?;
+        let result_bytes = r.u64()?;
+        let n = r.count(16)?;
+        let (mut pe_tuples, mut pe_micros) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        for _ in 0..n {
+            pe_tuples.push(r.u64()?);
+            pe_micros.push(r.u64()?);
+        }
+        Ok(JobStatus {
+            job,
+            state,
+            result_rows,
+            result_bytes,
+            pe_tuples,
+            pe_micros,
+            pages_read: r.u64()?,
+            device_micros: r.u64()?,
+        })
+    }
+}
+
+/// Row results: `rows u32, width u32, values…`.
+pub fn encode_rows(rows: &[Vec<Value>], w: &mut Writer) {
+    w.u32(rows.len() as u32);
+    w.u32(rows.first().map_or(0, Vec::len) as u32);
+    for row in rows {
+        for v in row {
+            encode_value(v, w);
+        }
+    }
+}
+
+pub fn decode_rows(r: &mut Reader<'_>) -> Result<Vec<Vec<Value>>> {
+    let n = r.count(0)?;
+    let width = r.u32()? as usize;
+    if n > 0 && width.saturating_mul(n) > r.remaining() {
+        return Err(Error::corrupted("result region shorter than its row count"));
+    }
+    let mut rows = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut row = Vec::with_capacity(width);
+        for _ in 0..width {
+            row.push(decode_value(r)?);
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agg::AggFunc;
+    use crate::expr::Op;
+    use crate::ids::TxId;
+
+    #[test]
+    fn invocation_and_status_round_trip() {
+        let inv = Invocation {
+            snapshot: Snapshot {
+                txid: TxId(9),
+                xmin: TxId(5),
+                xmax: TxId(10),
+                in_flight: vec![TxId(5), TxId(7)],
+            },
+            table: TableId(3),
+            types: vec![DataType::Int, DataType::Text],
+            vid_count: 1000,
+            filter: Some(Program {
+                consts: vec![Value::Int(3)],
+                ops: vec![Op::Column(0), Op::Const(0), Op::Gt],
+            }),
+            op: NdpOp::Aggregate {
+                groups: vec![Program {
+                    consts: vec![],
+                    ops: vec![Op::Column(1)],
+                }],
+                aggs: vec![AggSpec {
+                    func: AggFunc::Sum,
+                    distinct: false,
+                    arg: Some(Program {
+                        consts: vec![],
+                        ops: vec![Op::Column(0)],
+                    }),
+                    result_ty: DataType::BigInt,
+                }],
+            },
+            params: vec![Value::Text("x".into())],
+            pes: 2,
+            preload: true,
+            shared: 17,
+        };
+        let mut w = Writer::new();
+        inv.encode(&mut w);
+        let bytes = w.into_inner();
+        assert_eq!(Invocation::decode(&mut Reader::new(&bytes)).unwrap(), inv);
+        for cut in 0..bytes.len() {
+            assert!(Invocation::decode(&mut Reader::new(&bytes[..cut])).is_err());
+        }
+        let st = JobStatus {
+            job: JobId(4),
+            state: JobState::Failed("XX001".into(), "bad page".into()),
+            result_rows: 1,
+            result_bytes: 2,
+            pe_tuples: vec![5, 6],
+            pe_micros: vec![7, 8],
+            pages_read: 9,
+            device_micros: 10,
+        };
+        let mut w = Writer::new();
+        st.encode(&mut w);
+        assert_eq!(
+            JobStatus::decode(&mut Reader::new(w.as_slice())).unwrap(),
+            st
+        );
+        let rows = vec![
+            vec![Value::Int(1), Value::Null],
+            vec![Value::Int(2), Value::Text("a".into())],
+        ];
+        let mut w = Writer::new();
+        encode_rows(&rows, &mut w);
+        assert_eq!(decode_rows(&mut Reader::new(w.as_slice())).unwrap(), rows);
+    }
+}

@@ -1,0 +1,144 @@
+//! The host's NDP engine for read-only offloading (DESIGN.md §4–§5).
+//!
+//! ```text
+//!  prepare: snapshot + capture the table's unflushed shared state
+//!           (delta pages, ΔVID overlay) under the delta-buffer lock
+//!  push:    NDP_SHARED (data plane) → NDP_CALL (control plane) → JobId
+//!  wait:    NDP_STATUS long-polls; the session thread sleeps, others run
+//!  collect: NDP_RESULT (data plane) → rows
+//! ```
+//!
+//! A transaction that has uncommitted writes to the table does not
+//! offload it: its own versions live in its private write set, which the
+//! device cannot see.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::expr::Program;
+use ndpdb_formats::ndp::{decode_rows, Invocation, JobState, JobStatus, NdpOp, SharedState};
+use ndpdb_formats::{JobId, SqlState, Value};
+use ndpdb_link::Opcode;
+
+use crate::database::TableState;
+use crate::error::{Error, Result};
+use crate::transaction::Transaction;
+
+/// What to run on the device.
+#[derive(Clone, Debug)]
+pub struct NdpRequest {
+    pub filter: Option<Program>,
+    pub op: NdpOp,
+    /// Processing elements (0 = the device's default).
+    pub pes: u16,
+    pub preload: bool,
+}
+
+/// Per-invocation figures.
+#[derive(Clone, Debug, Default)]
+pub struct NdpReport {
+    pub shared_bytes: u64,
+    pub shared_pages: u64,
+    /// Time to hand the shared state and the call to the device.
+    pub shared_transfer: Duration,
+    pub device_micros: u64,
+    pub pe_tuples: Vec<u64>,
+    pub pe_micros: Vec<u64>,
+    pub pages_read: u64,
+    pub result_rows: u64,
+    pub result_bytes: u64,
+    pub wall: Duration,
+}
+
+fn decode_err(e: ndpdb_formats::Error) -> Error {
+    Error::new(SqlState::DATA_CORRUPTED, format!("NDP reply: {e}"))
+}
+
+impl Transaction {
+    /// Whether this transaction has uncommitted writes to `ts`.
+    pub fn has_writes_to(&self, ts: &TableState) -> bool {
+        self.wrote_table(ts.meta.id)
+    }
+
+    /// Runs `req` over `ts` on the device at this transaction's snapshot.
+    pub fn ndp_execute(
+        &self,
+        ts: &TableState,
+        req: &NdpRequest,
+        params: &[Value],
+    ) -> Result<(Vec<Vec<Value>>, NdpReport)> {
+        let inner = &self.database().inner;
+        inner.check_ok()?;
+        if self.has_writes_to(ts) {
+            return Err(Error::new(
+                SqlState::INTERNAL_ERROR,
+                "cannot offload a table with uncommitted writes of this transaction",
+            ));
+        }
+        let start = Instant::now();
+        let shared: SharedState = inner.capture_shared(ts.meta.id);
+        let vid_count = ts.vids.vid_count();
+        let mut report = NdpReport {
+            shared_pages: shared.pages.len() as u64,
+            ..NdpReport::default()
+        };
+        let mut w = Writer::new();
+        shared.encode(&mut w);
+        report.shared_bytes = w.len() as u64;
+        let t = Instant::now();
+        let reply = inner.device.ndp(Opcode::NdpShared, w.into_inner())?;
+        let handle = Reader::new(&reply).u64().map_err(decode_err)?;
+        let inv = Invocation {
+            snapshot: self.snapshot().clone(),
+            table: ts.meta.id,
+            types: ts.types.clone(),
+            vid_count,
+            filter: req.filter.clone(),
+            op: req.op.clone(),
+            params: params.to_vec(),
+            pes: req.pes,
+            preload: req.preload,
+            shared: handle,
+        };
+        let mut w = Writer::new();
+        inv.encode(&mut w);
+        let reply = inner.device.ndp(Opcode::NdpCall, w.into_inner())?;
+        report.shared_transfer = t.elapsed();
+        let job = JobId(Reader::new(&reply).u64().map_err(decode_err)?);
+        let status = loop {
+            let mut w = Writer::new();
+            w.u64(job.0).u32(250);
+            let reply = inner.device.ndp(Opcode::NdpStatus, w.into_inner())?;
+            let st = JobStatus::decode(&mut Reader::new(&reply)).map_err(decode_err)?;
+            if st.state != JobState::Running {
+                break st;
+            }
+        };
+        let mut w = Writer::new();
+        w.u64(job.0);
+        if let JobState::Failed(code, message) = &status.state {
+            let _ = inner.device.ndp(Opcode::NdpResult, w.into_inner());
+            return Err(Error::new(
+                SqlState::from_code(code),
+                format!("on the device: {message}"),
+            ));
+        }
+        let bytes = inner.device.ndp(Opcode::NdpResult, w.into_inner())?;
+        let rows = decode_rows(&mut Reader::new(&bytes)).map_err(decode_err)?;
+        report.device_micros = status.device_micros;
+        report.pe_tuples = status.pe_tuples;
+        report.pe_micros = status.pe_micros;
+        report.pages_read = status.pages_read;
+        report.result_rows = status.result_rows;
+        report.result_bytes = status.result_bytes;
+        report.wall = start.elapsed();
+        let c = &inner.counters;
+        c.ndp_calls.fetch_add(1, Ordering::Relaxed);
+        c.ndp_shared_bytes
+            .fetch_add(report.shared_bytes, Ordering::Relaxed);
+        c.ndp_result_rows
+            .fetch_add(report.result_rows, Ordering::Relaxed);
+        Ok((rows, report))
+    }
+}

@@ -1,0 +1,101 @@
+//! The `auto` placement cost model (DESIGN.md §9, in the spirit of
+//! hybridNDP): compare the host running the scan — moving every page it
+//! does not hold over the link, then evaluating every row — with the
+//! device evaluating rows on its PEs and moving only the result.
+//!
+//! ```text
+//!  host   = (1 − resident) · table_bytes / link_bw  +  rows · host_row_cost
+//!  device = call_overhead + rows · device_row_cost / PEs
+//!           + result_bytes / link_bw
+//! ```
+//!
+//! Row widths come from the schema (variable-width columns are assumed
+//! 32 bytes), result sizes from a default selectivity of 1/3 for a
+//! filtered scan and 1,000 groups for a grouped aggregate. The constants
+//! describe the unthrottled in-process link; a link preset will replace
+//! `LINK_BYTES_PER_SEC`.
+
+use ndpdb_formats::ndp::NdpOp;
+use ndpdb_formats::page::PAGE_SIZE;
+use ndpdb_host::database::TableState;
+use ndpdb_host::Database;
+
+const LINK_BYTES_PER_SEC: f64 = 4.0e9;
+const HOST_ROW_NS: f64 = 400.0;
+const DEVICE_ROW_NS: f64 = 500.0;
+const CALL_OVERHEAD_US: f64 = 300.0;
+const FILTER_SELECTIVITY: f64 = 1.0 / 3.0;
+const GROUPS: f64 = 1000.0;
+/// Tables smaller than this stay on the host.
+const MIN_ROWS: u64 = 10_000;
+
+#[derive(Clone, Debug)]
+pub struct Estimate {
+    pub rows: u64,
+    pub table_bytes: f64,
+    pub resident: f64,
+    pub result_bytes: f64,
+    pub host_us: f64,
+    pub device_us: f64,
+    pub pes: u16,
+}
+
+impl Estimate {
+    pub fn device_wins(&self) -> bool {
+        self.rows >= MIN_ROWS && self.device_us < self.host_us
+    }
+
+    pub fn describe(&self) -> String {
+        format!(
+            "auto: est. rows {}, table {:.1} MB ({:.0}% in host buffer pool), result {:.1} kB; cost host {:.0} µs vs device {:.0} µs on {} PEs",
+            self.rows,
+            self.table_bytes / 1e6,
+            self.resident * 100.0,
+            self.result_bytes / 1e3,
+            self.host_us,
+            self.device_us,
+            self.pes
+        )
+    }
+}
+
+fn width(ts: &TableState, cols: Option<&[u32]>) -> f64 {
+    let w = |t: &ndpdb_formats::DataType| t.fixed_width().unwrap_or(32) as f64;
+    match cols {
+        Some(c) => c.iter().map(|&i| w(&ts.types[i as usize])).sum::<f64>() + 4.0,
+        None => ts.types.iter().map(w).sum::<f64>() + 32.0,
+    }
+}
+
+pub fn estimate(db: &Database, ts: &TableState, op: &NdpOp, pes: u16) -> Estimate {
+    let rows = ts.vids.vid_count();
+    let table_bytes = rows as f64 * width(ts, None);
+    let table_pages = (table_bytes / PAGE_SIZE as f64).max(1.0);
+    let resident_pages = db.stat("buffer.resident_pages") as f64;
+    let resident = (resident_pages / table_pages).min(1.0);
+    let result_bytes = match op {
+        NdpOp::Scan { columns } => rows as f64 * FILTER_SELECTIVITY * width(ts, Some(columns)),
+        NdpOp::Aggregate { groups, aggs } => {
+            let g = if groups.is_empty() { 1.0 } else { GROUPS };
+            g * 24.0 * (groups.len() + aggs.len()) as f64
+        }
+    };
+    let pes = if pes == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get()) as u16
+    } else {
+        pes
+    };
+    let link_us = |bytes: f64| bytes / LINK_BYTES_PER_SEC * 1e6;
+    let host_us = link_us((1.0 - resident) * table_bytes) + rows as f64 * HOST_ROW_NS / 1e3;
+    let device_us =
+        CALL_OVERHEAD_US + rows as f64 * DEVICE_ROW_NS / 1e3 / pes as f64 + link_us(result_bytes);
+    Estimate {
+        rows,
+        table_bytes,
+        resident,
+        result_bytes,
+        host_us,
+        device_us,
+        pes,
+    }
+}
