@@ -10,6 +10,7 @@ use ndpdb_bench::report::{engine_lines, StatsDelta};
 use ndpdb_bench::ycsb::{self, RunConfig, Workload};
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Config, Database, Error, Result};
+use ndpdb_sql::Session;
 
 #[derive(Subcommand)]
 pub enum Bench {
@@ -92,8 +93,40 @@ pub fn demo(records: u64, seconds: u64, threads: usize) -> Result<ExitCode> {
             println!("{l}");
         }
     }
+    read_ndp_phase(&db)?;
     println!("demo finished in {:.1} s", started.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The same analytic query with ndp off and on, side by side.
+fn read_ndp_phase(db: &Database) -> Result<()> {
+    let sql = "SELECT count(*), sum(length(field0)), min(field9) FROM usertable WHERE field1 LIKE 'a%' OR field2 LIKE 'b%'";
+    println!("read NDP: {sql}");
+    let mut results = Vec::new();
+    for mode in ["off", "on"] {
+        let mut s = Session::new(db.clone());
+        s.execute(&format!("SET ndp = {mode}"))?;
+        let delta = StatsDelta::start(db);
+        let t = Instant::now();
+        let out = s.execute(sql)?.pop();
+        let elapsed = t.elapsed();
+        let d = delta.finish(db);
+        let g = |n: &str| ndpdb_bench::report::get(&d, n);
+        println!(
+            "  ndp {mode:<3}: {:>8.1} ms   data plane to host {:>10}   host buffer misses {:>7}   control messages {:>3}",
+            elapsed.as_secs_f64() * 1e3,
+            ndpdb_bench::report::human_bytes(g("link.data.to_host.bytes")),
+            g("buffer.misses"),
+            g("link.control.to_device.messages"),
+        );
+        results.push(out);
+    }
+    let same = results.windows(2).all(|w| w[0] == w[1]);
+    println!("  results identical: {}", if same { "yes" } else { "NO" });
+    if !same {
+        return Err(Error::new(SqlState::INTERNAL_ERROR, "NDP and host results differ"));
+    }
+    Ok(())
 }
 
 pub fn bench(which: Bench) -> Result<ExitCode> {
