@@ -10,7 +10,39 @@ use ndpdb_bench::report::{engine_lines, StatsDelta};
 use ndpdb_bench::ycsb::{self, RunConfig, Workload};
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Config, Database, Error, Result};
+use ndpdb_link::LinkModel;
 use ndpdb_sql::Session;
+
+/// Options of the embedded device.
+#[derive(clap::Args, Clone, Debug)]
+pub struct DeviceArgs {
+    /// Link preset of the data plane: unthrottled, nvme-gen3x4, 10gbe.
+    #[arg(long, default_value = "unthrottled")]
+    pub link: String,
+    /// Processing elements of the device (0 = one per CPU).
+    #[arg(long, default_value_t = 0)]
+    pub pes: usize,
+}
+
+impl DeviceArgs {
+    pub fn apply(&self, config: Config) -> Result<Config> {
+        let link = LinkModel::by_name(&self.link).ok_or_else(|| {
+            Error::new(
+                SqlState::INVALID_PARAMETER_VALUE,
+                format!(
+                    "unknown link preset {} (one of {})",
+                    self.link,
+                    LinkModel::names().join(", ")
+                ),
+            )
+        })?;
+        Ok(Config {
+            link,
+            device_pes: self.pes,
+            ..config
+        })
+    }
+}
 
 #[derive(Subcommand)]
 pub enum Bench {
@@ -38,10 +70,12 @@ pub enum Bench {
         /// Database directory (default: a fresh temporary one).
         #[arg(long)]
         db: Option<PathBuf>,
+        #[command(flatten)]
+        device: DeviceArgs,
     },
 }
 
-fn machine_line() -> String {
+fn machine_line(db: &Database) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -53,15 +87,19 @@ fn machine_line() -> String {
             })
         })
         .map_or("?".into(), |kb| format!("{:.0} GiB", kb as f64 / 1048576.0));
-    format!("machine: {cpus} CPUs, {mem} RAM; link preset: unthrottled (in-process device)")
+    format!(
+        "machine: {cpus} CPUs, {mem} RAM; in-process device with {} PEs; link preset: {}",
+        db.config().device_pes_effective(),
+        db.link_model()
+    )
 }
 
-pub fn demo(records: u64, seconds: u64, threads: usize) -> Result<ExitCode> {
+pub fn demo(records: u64, seconds: u64, threads: usize, device: &DeviceArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let dir = tempfile::tempdir()?;
     println!("ndpdb demo — embedded engine in {}", dir.path().display());
-    println!("{}", machine_line());
-    let db = Database::open(dir.path())?;
+    let db = Database::open_with(dir.path(), device.apply(Config::default())?)?;
+    println!("{}", machine_line(&db));
     println!(
         "settings: buffer pool {} MiB, delta buffer {} KiB, {records} rows × 10 fields × 100 B",
         db.config().buffer_pool_bytes >> 20,
@@ -124,7 +162,10 @@ fn read_ndp_phase(db: &Database) -> Result<()> {
     let same = results.windows(2).all(|w| w[0] == w[1]);
     println!("  results identical: {}", if same { "yes" } else { "NO" });
     if !same {
-        return Err(Error::new(SqlState::INTERNAL_ERROR, "NDP and host results differ"));
+        return Err(Error::new(
+            SqlState::INTERNAL_ERROR,
+            "NDP and host results differ",
+        ));
     }
     Ok(())
 }
@@ -140,6 +181,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             buffer_pool_mib,
             delta_buffer_kib,
             db,
+            device,
         } => {
             let w = Workload::parse(&workload).ok_or_else(|| {
                 Error::new(
@@ -149,13 +191,13 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             })?;
             let tmp = tempfile::tempdir()?;
             let dir = db.unwrap_or_else(|| tmp.path().to_path_buf());
-            let config = Config {
+            let config = device.apply(Config {
                 buffer_pool_bytes: buffer_pool_mib << 20,
                 delta_buffer_bytes: delta_buffer_kib << 10,
                 ..Config::default()
-            };
+            })?;
             let db = Database::open_with(&dir, config)?;
-            println!("{}", machine_line());
+            println!("{}", machine_line(&db));
             println!(
                 "settings: buffer pool {buffer_pool_mib} MiB, delta buffer {delta_buffer_kib} KiB, {records} records, workload {}, {threads} threads, {seconds} s, zipf {zipf}",
                 workload.to_uppercase()

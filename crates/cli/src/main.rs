@@ -42,6 +42,8 @@ enum Command {
         /// Delta-buffer size that triggers a flush & append, in KiB.
         #[arg(long, default_value_t = 1024)]
         delta_buffer_kib: usize,
+        #[command(flatten)]
+        device: demo::DeviceArgs,
     },
     /// Load a YCSB table into a fresh embedded database and run YCSB-A and -C.
     Demo {
@@ -54,6 +56,8 @@ enum Command {
         /// Client threads.
         #[arg(long, default_value_t = 2)]
         threads: usize,
+        #[command(flatten)]
+        device: demo::DeviceArgs,
     },
     /// Benchmarks.
     Bench {
@@ -80,19 +84,20 @@ fn main() -> ExitCode {
             csv,
             buffer_pool_mib,
             delta_buffer_kib,
-        } => {
-            let config = ndpdb_host::Config {
+            device,
+        } => device
+            .apply(ndpdb_host::Config {
                 buffer_pool_bytes: buffer_pool_mib << 20,
                 delta_buffer_bytes: delta_buffer_kib << 10,
                 ..ndpdb_host::Config::default()
-            };
-            sql::run(&db, &command, file.as_deref(), csv, config)
-        }
+            })
+            .and_then(|config| sql::run(&db, &command, file.as_deref(), csv, config)),
         Command::Demo {
             records,
             seconds,
             threads,
-        } => demo::demo(records, seconds, threads),
+            device,
+        } => demo::demo(records, seconds, threads, &device),
         Command::Bench { which } => demo::bench(which),
         Command::CrashWorker { db, seed } => crash_worker::run(&db, seed),
     };

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use ndpdb_link::LinkModel;
+
 #[derive(Clone, Debug)]
 pub struct Config {
     /// Byte budget of the host buffer pool (default 64 MiB).
@@ -13,6 +15,20 @@ pub struct Config {
     pub lock_timeout: Option<Duration>,
     /// WAL size that triggers a checkpoint (default 64 MiB).
     pub checkpoint_wal_bytes: u64,
+    /// Link preset of the embedded device's data plane.
+    pub link: LinkModel,
+    /// Processing elements of the embedded device (0 = one per CPU).
+    pub device_pes: usize,
+}
+
+impl Config {
+    /// The device's PE count after resolving 0 to the CPU count.
+    pub fn device_pes_effective(&self) -> usize {
+        match self.device_pes {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            n => n,
+        }
+    }
 }
 
 impl Default for Config {
@@ -22,6 +38,8 @@ impl Default for Config {
             delta_buffer_bytes: 1 << 20,
             lock_timeout: None,
             checkpoint_wal_bytes: 64 << 20,
+            link: LinkModel::UNTHROTTLED,
+            device_pes: 0,
         }
     }
 }

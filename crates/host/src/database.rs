@@ -172,8 +172,12 @@ impl Database {
 
     pub fn open_with(dir: &Path, config: Config) -> Result<Database> {
         std::fs::create_dir_all(dir)?;
-        let engine = DeviceEngine::open(&dir.join("device"))?;
-        let transport: Arc<dyn Transport> = Arc::new(InProcessTransport::new(Arc::new(engine)));
+        let engine =
+            DeviceEngine::open_with_pes(&dir.join("device"), config.device_pes_effective())?;
+        let transport: Arc<dyn Transport> = Arc::new(InProcessTransport::with_model(
+            Arc::new(engine),
+            config.link,
+        ));
         Database::open_on(dir, config, DeviceClient::new(transport))
     }
 
@@ -280,6 +284,11 @@ impl Database {
     /// clones of the handle become unusable (58030).
     pub fn close_like_a_crash(self) {
         self.inner.fail();
+    }
+
+    /// The link preset the device's data plane runs under.
+    pub fn link_model(&self) -> ndpdb_link::LinkModel {
+        self.inner.device.model()
     }
 
     pub fn config(&self) -> &Config {

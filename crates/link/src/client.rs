@@ -27,6 +27,10 @@ impl DeviceClient {
         self.transport.stats()
     }
 
+    pub fn model(&self) -> crate::LinkModel {
+        self.transport.model()
+    }
+
     pub fn call(&self, req: &Request) -> Result<Response> {
         let op = req.opcode();
         let frame = self.transport.roundtrip(op.plane(), req.encode())?;

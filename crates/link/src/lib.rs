@@ -15,13 +15,16 @@
 //! - [`command`]: the command envelope, requests and responses.
 //! - [`transport`]: the transport trait, in-process transport, counters.
 //! - [`client`]: the typed host-side API over any transport.
+//! - [`model`]: link presets that throttle the data plane.
 
 pub mod client;
 pub mod command;
+pub mod model;
 pub mod transport;
 
 pub use client::DeviceClient;
 pub use command::{DeviceInfo, Opcode, Request, Response, VidEntry};
+pub use model::LinkModel;
 pub use transport::{CommandHandler, Direction, InProcessTransport, LinkStats, Plane, Transport};
 
 /// Errors of the link layer.

@@ -3,6 +3,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use crate::model::{LinkModel, Throttle};
 use crate::Result;
 
 /// The three planes of the hybrid host–device protocol.
@@ -108,6 +109,10 @@ pub trait CommandHandler: Send + Sync {
 pub trait Transport: Send + Sync {
     fn roundtrip(&self, plane: Plane, request: Vec<u8>) -> Result<Vec<u8>>;
     fn stats(&self) -> &LinkStats;
+    /// The link preset the data plane runs under.
+    fn model(&self) -> LinkModel {
+        LinkModel::UNTHROTTLED
+    }
 }
 
 /// The embedded default: the device engine runs in this process, and the
@@ -115,13 +120,20 @@ pub trait Transport: Send + Sync {
 pub struct InProcessTransport {
     device: Arc<dyn CommandHandler>,
     stats: LinkStats,
+    throttle: Throttle,
 }
 
 impl InProcessTransport {
     pub fn new(device: Arc<dyn CommandHandler>) -> InProcessTransport {
+        InProcessTransport::with_model(device, LinkModel::UNTHROTTLED)
+    }
+
+    /// A transport whose data plane behaves like `model`.
+    pub fn with_model(device: Arc<dyn CommandHandler>, model: LinkModel) -> InProcessTransport {
         InProcessTransport {
             device,
             stats: LinkStats::default(),
+            throttle: Throttle::new(model),
         }
     }
 }
@@ -131,10 +143,17 @@ impl Transport for InProcessTransport {
         self.stats.record(plane, Direction::ToDevice, request.len());
         let response = self.device.handle(&request);
         self.stats.record(plane, Direction::ToHost, response.len());
+        if plane == Plane::Data {
+            self.throttle.pass(request.len() + response.len());
+        }
         Ok(response)
     }
 
     fn stats(&self) -> &LinkStats {
         &self.stats
+    }
+
+    fn model(&self) -> LinkModel {
+        self.throttle.model()
     }
 }

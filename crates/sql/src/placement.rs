@@ -4,7 +4,7 @@
 //! device evaluating rows on its PEs and moving only the result.
 //!
 //! ```text
-//!  host   = (1 − resident) · table_bytes / link_bw  +  rows · host_row_cost
+//!  host   = (1 − resident) · pages · (page / link_bw + latency)  +  rows · host_row_cost
 //!  device = call_overhead + rows · device_row_cost / PEs
 //!           + result_bytes / link_bw
 //! ```
@@ -12,15 +12,16 @@
 //! Row widths come from the schema (variable-width columns are assumed
 //! 32 bytes), result sizes from a default selectivity of 1/3 for a
 //! filtered scan and 1,000 groups for a grouped aggregate. The constants
-//! describe the unthrottled in-process link; a link preset will replace
-//! `LINK_BYTES_PER_SEC`.
+//! take the link's bandwidth and per-request latency from the active link
+//! preset (every host miss is one request of one page).
 
 use ndpdb_formats::ndp::NdpOp;
 use ndpdb_formats::page::PAGE_SIZE;
 use ndpdb_host::database::TableState;
 use ndpdb_host::Database;
 
-const LINK_BYTES_PER_SEC: f64 = 4.0e9;
+/// Bandwidth assumed for an unthrottled (in-process) link.
+const UNTHROTTLED_BYTES_PER_SEC: f64 = 4.0e9;
 const HOST_ROW_NS: f64 = 400.0;
 const DEVICE_ROW_NS: f64 = 500.0;
 const CALL_OVERHEAD_US: f64 = 300.0;
@@ -85,10 +86,17 @@ pub fn estimate(db: &Database, ts: &TableState, op: &NdpOp, pes: u16) -> Estimat
     } else {
         pes
     };
-    let link_us = |bytes: f64| bytes / LINK_BYTES_PER_SEC * 1e6;
-    let host_us = link_us((1.0 - resident) * table_bytes) + rows as f64 * HOST_ROW_NS / 1e3;
-    let device_us =
-        CALL_OVERHEAD_US + rows as f64 * DEVICE_ROW_NS / 1e3 / pes as f64 + link_us(result_bytes);
+    let model = db.link_model();
+    let bw = model.bytes_per_sec.unwrap_or(UNTHROTTLED_BYTES_PER_SEC);
+    let latency_us = model.latency.as_secs_f64() * 1e6;
+    let link_us = |bytes: f64| bytes / bw * 1e6;
+    let missing_pages = (1.0 - resident) * table_pages;
+    let host_us =
+        missing_pages * (link_us(PAGE_SIZE as f64) + latency_us) + rows as f64 * HOST_ROW_NS / 1e3;
+    let device_us = CALL_OVERHEAD_US
+        + 4.0 * latency_us
+        + rows as f64 * DEVICE_ROW_NS / 1e3 / pes as f64
+        + link_us(result_bytes);
     Estimate {
         rows,
         table_bytes,
