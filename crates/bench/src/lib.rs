@@ -1,9 +1,11 @@
 //! Benchmark workloads and reporting (DESIGN.md §12).
 //!
+//! - [`chbench`]: CH-benCHmark ORDER-LINE, Query-SUM, selectivity and projectivity sweeps.
 //! - [`zipf`]: YCSB's scrambled Zipfian key chooser.
 //! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
 //! - [`report`]: latency histograms and the figures every run prints.
 
+pub mod chbench;
 pub mod report;
 pub mod ycsb;
 pub mod zipf;

@@ -73,6 +73,28 @@ pub enum Bench {
         #[command(flatten)]
         device: DeviceArgs,
     },
+    /// CH-benCHmark Query-SUM with NDP off and on under each link preset,
+    /// plus selectivity and projectivity sweeps.
+    Chbench {
+        /// ORDER-LINE rows.
+        #[arg(long, default_value_t = 10_000_000)]
+        rows: u64,
+        /// Output folder (CSV, summary); default a fresh one under bench-results/.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Link presets to compare (comma separated).
+        #[arg(long, default_value = "unthrottled,nvme-gen3x4,10gbe")]
+        presets: String,
+        /// Skip the selectivity and projectivity sweeps.
+        #[arg(long)]
+        no_sweeps: bool,
+        /// Buffer-pool budget in MiB.
+        #[arg(long, default_value_t = 64)]
+        buffer_pool_mib: usize,
+        /// Processing elements of the device (0 = one per CPU).
+        #[arg(long, default_value_t = 0)]
+        pes: usize,
+    },
 }
 
 fn machine_line(db: &Database) -> String {
@@ -170,8 +192,63 @@ fn read_ndp_phase(db: &Database) -> Result<()> {
     Ok(())
 }
 
+fn default_out(name: &str) -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    PathBuf::from("bench-results").join(format!("{name}-{stamp}"))
+}
+
 pub fn bench(which: Bench) -> Result<ExitCode> {
     match which {
+        Bench::Chbench {
+            rows,
+            out,
+            presets,
+            no_sweeps,
+            buffer_pool_mib,
+            pes,
+        } => {
+            let presets = presets
+                .split(',')
+                .map(|p| {
+                    LinkModel::by_name(p.trim()).ok_or_else(|| {
+                        Error::new(
+                            SqlState::INVALID_PARAMETER_VALUE,
+                            format!("unknown link preset {p}"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let opts = ndpdb_bench::chbench::ChOptions {
+                rows,
+                out: out.unwrap_or_else(|| default_out("chbench")),
+                presets,
+                base: Config {
+                    buffer_pool_bytes: buffer_pool_mib << 20,
+                    device_pes: pes,
+                    ..Config::default()
+                },
+                sweeps: !no_sweeps,
+            };
+            let mut summary = String::new();
+            let header = format!(
+                "chbench: {rows} order lines, buffer pool {buffer_pool_mib} MiB, device PEs {}, machine {} CPUs",
+                opts.base.device_pes_effective(),
+                std::thread::available_parallelism().map_or(0, |n| n.get())
+            );
+            println!("{header}");
+            summary.push_str(&header);
+            summary.push('\n');
+            ndpdb_bench::chbench::run(&opts, |line| {
+                println!("{line}");
+                summary.push_str(line);
+                summary.push('\n');
+            })?;
+            std::fs::write(opts.out.join("summary.txt"), summary)?;
+            println!("wrote {}", opts.out.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Bench::Ycsb {
             records,
             workload,

@@ -1,0 +1,329 @@
+//! CH-benCHmark ORDER-LINE and the papers' read-NDP queries (DANSEN §4;
+//! update-aware NDP §5): Query-SUM (CH Q6: revenue over a delivery-date
+//! range and a quantity range) with NDP off and on under each link
+//! preset, a selectivity sweep and a projectivity sweep.
+//!
+//! Every measured query runs on a freshly reopened database, so the host
+//! buffer pool starts cold for both sides (the OS page cache, which backs
+//! the device's store, stays warm for both).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use ndpdb_formats::value::parse_timestamp;
+use ndpdb_formats::{Column, DataType, Decimal, Schema, Value};
+use ndpdb_host::{Config, Database, Isolation, Result};
+use ndpdb_link::LinkModel;
+use ndpdb_sql::{Output, Session};
+
+use crate::report::{get, StatsDelta};
+
+pub const TABLE: &str = "order_line";
+
+/// Delivery dates are uniform over [2000-01-01, 2020-01-01).
+const FIRST_DAY: &str = "2000-01-01";
+const DAYS: i64 = 7305;
+
+pub const QUERY_SUM: &str = "SELECT sum(ol_amount) AS revenue FROM order_line \
+    WHERE ol_delivery_d >= '1999-01-01 00:00:00' AND ol_delivery_d < '2020-01-01 00:00:00' \
+    AND ol_quantity BETWEEN 1 AND 100000";
+
+fn schema() -> Schema {
+    let c = |name: &str, ty: DataType, nullable: bool| Column {
+        name: name.into(),
+        ty,
+        nullable,
+    };
+    Schema::new(
+        vec![
+            c("ol_o_id", DataType::Int, false),
+            c("ol_d_id", DataType::Int, false),
+            c("ol_w_id", DataType::Int, false),
+            c("ol_number", DataType::Int, false),
+            c("ol_i_id", DataType::Int, false),
+            c("ol_supply_w_id", DataType::Int, false),
+            c("ol_delivery_d", DataType::Timestamp, true),
+            c("ol_quantity", DataType::Int, false),
+            c(
+                "ol_amount",
+                DataType::Numeric {
+                    precision: 6,
+                    scale: 2,
+                },
+                false,
+            ),
+            c("ol_dist_info", DataType::Varchar(24), false),
+        ],
+        vec![2, 1, 0, 3],
+    )
+}
+
+/// Loads `rows` order lines (10 districts per warehouse, 3,000 orders per
+/// district, 5–15 lines per order, as CH-benCHmark's initial population).
+pub fn load(db: &Database, rows: u64, progress: bool) -> Result<Duration> {
+    db.create_table(TABLE, schema())?;
+    let table = db.table(TABLE)?;
+    let bar = if progress {
+        let b = ProgressBar::new(rows);
+        b.set_style(
+            ProgressStyle::with_template(
+                "loading {bar:40} {pos}/{len} order lines ({per_sec}, eta {eta})",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        b
+    } else {
+        ProgressBar::hidden()
+    };
+    let base = parse_timestamp(FIRST_DAY)?;
+    let mut rng = SmallRng::seed_from_u64(6);
+    let start = Instant::now();
+    let (mut w, mut d, mut o, mut loaded) = (1i32, 1i32, 1i32, 0u64);
+    while loaded < rows {
+        let mut tx = db.begin(Isolation::Snapshot)?;
+        tx.begin_statement();
+        let batch_end = (loaded + 2000).min(rows);
+        while loaded < batch_end {
+            let lines = rng.gen_range(5..=15).min((batch_end - loaded) as i32);
+            for n in 1..=lines {
+                let day = rng.gen_range(0..DAYS);
+                let micros = base + day * 86_400_000_000 + rng.gen_range(0..86_400i64) * 1_000_000;
+                let dist: String = (0..24)
+                    .map(|_| rng.gen_range(b'a'..=b'z') as char)
+                    .collect();
+                tx.insert(
+                    &table,
+                    vec![
+                        Value::Int(o),
+                        Value::Int(d),
+                        Value::Int(w),
+                        Value::Int(n),
+                        Value::Int(rng.gen_range(1..100_000)),
+                        Value::Int(w),
+                        Value::Timestamp(micros),
+                        Value::Int(rng.gen_range(1..=10)),
+                        Value::Numeric(Decimal::new(rng.gen_range(1..1_000_000), 2)),
+                        Value::Text(dist),
+                    ],
+                )?;
+                loaded += 1;
+            }
+            o += 1;
+            if o > 3000 {
+                o = 1;
+                d += 1;
+                if d > 10 {
+                    d = 1;
+                    w += 1;
+                }
+            }
+        }
+        tx.commit()?;
+        bar.set_position(loaded);
+    }
+    bar.finish_and_clear();
+    Ok(start.elapsed())
+}
+
+/// One measured query execution.
+#[derive(Clone, Debug)]
+pub struct Measurement {
+    pub label: String,
+    pub preset: String,
+    pub ndp: bool,
+    pub elapsed: Duration,
+    pub rows: usize,
+    pub data_to_host: i64,
+    pub data_to_device: i64,
+    pub control_messages: i64,
+    pub host_misses: i64,
+    pub shared_bytes: i64,
+    pub result: String,
+}
+
+impl Measurement {
+    pub const CSV_HEADER: &'static str =
+        "label,preset,ndp,ms,rows,data_to_host_bytes,data_to_device_bytes,control_messages,host_buffer_misses,shared_state_bytes";
+
+    pub fn csv(&self) -> String {
+        format!(
+            "{},{},{},{:.3},{},{},{},{},{},{}",
+            self.label,
+            self.preset,
+            if self.ndp { "on" } else { "off" },
+            self.elapsed.as_secs_f64() * 1e3,
+            self.rows,
+            self.data_to_host,
+            self.data_to_device,
+            self.control_messages,
+            self.host_misses,
+            self.shared_bytes
+        )
+    }
+}
+
+/// Runs `sql` once on a freshly opened database with `ndp` on or off.
+pub fn measure(
+    dir: &Path,
+    config: &Config,
+    label: &str,
+    sql: &str,
+    ndp: bool,
+) -> Result<Measurement> {
+    let db = Database::open_with(dir, config.clone())?;
+    let mut s = Session::new(db.clone());
+    s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
+    let delta = StatsDelta::start(&db);
+    let t = Instant::now();
+    let out = s.execute(sql)?.pop();
+    let elapsed = t.elapsed();
+    let d = delta.finish(&db);
+    let (rows, result) = match out {
+        Some(Output::Rows { rows, .. }) => {
+            let first = rows
+                .first()
+                .map(|r| {
+                    r.iter()
+                        .map(|v| v.to_pg_text().unwrap_or_default())
+                        .collect::<Vec<_>>()
+                        .join("|")
+                })
+                .unwrap_or_default();
+            (rows.len(), first)
+        }
+        _ => (0, String::new()),
+    };
+    Ok(Measurement {
+        label: label.to_string(),
+        preset: config.link.name.to_string(),
+        ndp,
+        elapsed,
+        rows,
+        data_to_host: get(&d, "link.data.to_host.bytes"),
+        data_to_device: get(&d, "link.data.to_device.bytes"),
+        control_messages: get(&d, "link.control.to_device.messages"),
+        host_misses: get(&d, "buffer.misses"),
+        shared_bytes: get(&d, "ndp.shared_state_bytes"),
+        result,
+    })
+}
+
+/// The date bound that makes `percent` % of the rows qualify.
+pub fn date_cutoff(percent: u32) -> String {
+    let base = parse_timestamp(FIRST_DAY).unwrap_or(0);
+    let micros = base + (DAYS * percent as i64 / 100) * 86_400_000_000;
+    ndpdb_formats::value::format_timestamp(micros)
+}
+
+pub struct ChOptions {
+    pub rows: u64,
+    pub out: PathBuf,
+    pub presets: Vec<LinkModel>,
+    pub base: Config,
+    pub sweeps: bool,
+}
+
+/// Loads the table and runs every measurement; writes CSV and a summary.
+pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measurement>> {
+    std::fs::create_dir_all(&opts.out)?;
+    let dir = opts.out.join("db");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
+    {
+        let db = Database::open_with(&dir, opts.base.clone())?;
+        let t = load(&db, opts.rows, true)?;
+        log(&format!(
+            "loaded {} order lines in {:.1} s",
+            opts.rows,
+            t.as_secs_f64()
+        ));
+    }
+    let mut all = Vec::new();
+    for preset in &opts.presets {
+        let config = Config {
+            link: *preset,
+            ..opts.base.clone()
+        };
+        for ndp in [false, true] {
+            let m = measure(&dir, &config, "query-sum", QUERY_SUM, ndp)?;
+            log(&format!(
+                "query-sum  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  revenue {}",
+                preset.name,
+                if ndp { "on" } else { "off" },
+                m.elapsed.as_secs_f64() * 1e3,
+                m.data_to_host,
+                m.host_misses,
+                m.result
+            ));
+            all.push(m);
+        }
+    }
+    if opts.sweeps {
+        let config = Config {
+            link: opts
+                .presets
+                .last()
+                .copied()
+                .unwrap_or(LinkModel::UNTHROTTLED),
+            ..opts.base.clone()
+        };
+        for pct in [0u32, 10, 25, 50, 75, 100] {
+            let sql = format!(
+                "SELECT sum(ol_amount) FROM order_line WHERE ol_delivery_d < '{}'",
+                date_cutoff(pct)
+            );
+            for ndp in [false, true] {
+                let m = measure(&dir, &config, &format!("selectivity-{pct}"), &sql, ndp)?;
+                log(&format!(
+                    "selectivity {pct:>3}% ndp {:<3} {:>9.1} ms",
+                    if ndp { "on" } else { "off" },
+                    m.elapsed.as_secs_f64() * 1e3
+                ));
+                all.push(m);
+            }
+        }
+        let cols = [
+            "ol_o_id",
+            "ol_d_id",
+            "ol_w_id",
+            "ol_number",
+            "ol_i_id",
+            "ol_supply_w_id",
+            "ol_delivery_d",
+            "ol_quantity",
+            "ol_amount",
+            "ol_dist_info",
+        ];
+        for k in [1usize, 2, 5, 10] {
+            let sql = format!(
+                "SELECT {} FROM order_line WHERE ol_delivery_d < '{}'",
+                cols[..k].join(", "),
+                date_cutoff(10)
+            );
+            for ndp in [false, true] {
+                let m = measure(&dir, &config, &format!("projectivity-{k}"), &sql, ndp)?;
+                log(&format!(
+                    "projectivity {k:>2} columns ndp {:<3} {:>9.1} ms  data to host {:>12} B",
+                    if ndp { "on" } else { "off" },
+                    m.elapsed.as_secs_f64() * 1e3,
+                    m.data_to_host
+                ));
+                all.push(m);
+            }
+        }
+    }
+    let mut csv = String::from(Measurement::CSV_HEADER);
+    csv.push('\n');
+    for m in &all {
+        let _ = writeln!(csv, "{}", m.csv());
+    }
+    std::fs::write(opts.out.join("chbench.csv"), csv)?;
+    std::fs::remove_dir_all(&dir)?;
+    Ok(all)
+}
