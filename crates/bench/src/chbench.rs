@@ -1,7 +1,8 @@
 //! CH-benCHmark ORDER-LINE and the papers' read-NDP queries (DANSEN §4;
 //! update-aware NDP §5): Query-SUM (CH Q6: revenue over a delivery-date
 //! range and a quantity range) with NDP off and on under each link
-//! preset, a selectivity sweep and a projectivity sweep.
+//! preset, Query-UDF (SPN inference per row, `spn_score`, over the rows
+//! of half the districts), a selectivity sweep and a projectivity sweep.
 //!
 //! Every measured query runs on a freshly reopened database, so the host
 //! buffer pool starts cold for both sides (the OS page cache, which backs
@@ -15,6 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use ndpdb_formats::udf::{spn_features, SPN_FEATURES};
 use ndpdb_formats::value::parse_timestamp;
 use ndpdb_formats::{Column, DataType, Decimal, Schema, Value};
 use ndpdb_host::{Config, Database, Isolation, Result};
@@ -28,6 +30,11 @@ pub const TABLE: &str = "order_line";
 /// Delivery dates are uniform over [2000-01-01, 2020-01-01).
 const FIRST_DAY: &str = "2000-01-01";
 const DAYS: i64 = 7305;
+
+/// Query-UDF: SPN inference over the rows of the first `k` districts.
+pub fn query_udf(k: u32) -> String {
+    format!("SELECT count(*), max(spn_score(ol_features)) FROM order_line WHERE ol_d_id <= {k}")
+}
 
 pub const QUERY_SUM: &str = "SELECT sum(ol_amount) AS revenue FROM order_line \
     WHERE ol_delivery_d >= '1999-01-01 00:00:00' AND ol_delivery_d < '2020-01-01 00:00:00' \
@@ -58,6 +65,7 @@ fn schema() -> Schema {
                 false,
             ),
             c("ol_dist_info", DataType::Varchar(24), false),
+            c("ol_features", DataType::Bytea, false),
         ],
         vec![2, 1, 0, 3],
     )
@@ -109,6 +117,7 @@ pub fn load(db: &Database, rows: u64, progress: bool) -> Result<Duration> {
                         Value::Int(rng.gen_range(1..=10)),
                         Value::Numeric(Decimal::new(rng.gen_range(1..1_000_000), 2)),
                         Value::Text(dist),
+                        Value::Bytea(spn_features(&features)),
                     ],
                 )?;
                 loaded += 1;
@@ -254,6 +263,19 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
             let m = measure(&dir, &config, "query-sum", QUERY_SUM, ndp)?;
             log(&format!(
                 "query-sum  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  revenue {}",
+                preset.name,
+                if ndp { "on" } else { "off" },
+                m.elapsed.as_secs_f64() * 1e3,
+                m.data_to_host,
+                m.host_misses,
+                m.result
+            ));
+            all.push(m);
+        }
+        for ndp in [false, true] {
+            let m = measure(&dir, &config, "query-udf", &query_udf(5), ndp)?;
+            log(&format!(
+                "query-udf  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  result {}",
                 preset.name,
                 if ndp { "on" } else { "off" },
                 m.elapsed.as_secs_f64() * 1e3,

@@ -36,10 +36,12 @@ pub enum Func {
     Greatest,
     Least,
     Trim,
+    /// `spn_score(bytea)`: see [`crate::udf`].
+    SpnScore,
 }
 
 impl Func {
-    const ALL: [Func; 13] = [
+    const ALL: [Func; 14] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -53,6 +55,7 @@ impl Func {
         Func::Greatest,
         Func::Least,
         Func::Trim,
+        Func::SpnScore,
     ];
 
     pub fn by_name(name: &str) -> Option<Func> {
@@ -70,6 +73,7 @@ impl Func {
             "greatest" => Func::Greatest,
             "least" => Func::Least,
             "trim" | "btrim" => Func::Trim,
+            "spn_score" => Func::SpnScore,
             _ => return None,
         })
     }
@@ -771,6 +775,13 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
                 }
                 v => return Err(bad(v)),
             })
+        }
+        Func::SpnScore => {
+            arity(1)?;
+            match &args[0] {
+                Value::Bytea(b) => Ok(Value::Double(crate::udf::spn_score(b)?)),
+                v => Err(bad(v)),
+            }
         }
         Func::Substr => {
             let s = match &args[0] {

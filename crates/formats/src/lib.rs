@@ -12,6 +12,7 @@
 //! - [`agg`]: aggregate specs and accumulators (partials merge exactly).
 //! - [`expr`]: the portable expression bytecode and its one evaluator.
 //! - [`ndp`]: NDP invocations, job status and result rows.
+//! - [`udf`]: built-in UDFs (the SPN inference of Query-SPN).
 //! - [`visibility`]: snapshots and the version-chain walk.
 //! - [`error`]: SQLSTATE codes and the format-layer error.
 //!
@@ -27,6 +28,7 @@ pub mod ndp;
 pub mod page;
 pub mod record;
 pub mod types;
+pub mod udf;
 pub mod value;
 pub mod visibility;
 

@@ -890,6 +890,12 @@ impl Compiler<'_> {
                 }
                 DataType::Int
             }
+            Func::SpnScore => {
+                if let Some(t) = tys.first() {
+                    self.coerce(*t, Some(DataType::Bytea))?;
+                }
+                DataType::Double
+            }
             Func::Round | Func::Floor | Func::Ceil => match first {
                 Some(DataType::Double) => DataType::Double,
                 _ => DataType::Numeric {

@@ -310,6 +310,46 @@ fn flushes_racing_with_ndp_queries_do_not_change_their_results() {
 }
 
 #[test]
+fn spn_udf_gives_identical_scores_on_host_and_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let mut s = Session::new(db.clone());
+    s.execute("CREATE TABLE u (id INT PRIMARY KEY, f BYTEA)")
+        .unwrap();
+    let mut rng = StdRng::seed_from_u64(3);
+    let mut table = db.begin(ndpdb_host::Isolation::Snapshot).unwrap();
+    table.begin_statement();
+    let ts = db.table("u").unwrap();
+    for id in 0..500 {
+        let mut f = [0f32; 20];
+        for x in f.iter_mut() {
+            *x = rng.gen_range(-4.0..4.0);
+        }
+        table
+            .insert(
+                &ts,
+                vec![
+                    Value::Int(id),
+                    Value::Bytea(ndpdb_formats::udf::spn_features(&f)),
+                ],
+            )
+            .unwrap();
+    }
+    table.commit().unwrap();
+    let q = "SELECT id, spn_score(f) FROM u WHERE id % 3 = 0";
+    s.execute("SET ndp = off").unwrap();
+    let host = canonical(query(&mut s, q));
+    s.execute("SET ndp = on").unwrap();
+    let device = canonical(query(&mut s, q));
+    assert_eq!(host.len(), 167);
+    // Bit-identical per row: the device runs the same function.
+    assert_eq!(host, device);
+    assert!(matches!(host[0][1], Value::Double(x) if x.is_finite()));
+    let e = s.execute("SELECT spn_score('\\x0102'::bytea)").unwrap_err();
+    assert_eq!(e.code, SqlState::INVALID_PARAMETER_VALUE);
+}
+
+#[test]
 fn a_corrupt_page_fails_the_job_not_the_device() {
     let dir = tempfile::tempdir().unwrap();
     {
