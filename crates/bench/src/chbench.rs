@@ -104,6 +104,10 @@ pub fn load(db: &Database, rows: u64, progress: bool) -> Result<Duration> {
                 let dist: String = (0..24)
                     .map(|_| rng.gen_range(b'a'..=b'z') as char)
                     .collect();
+                let mut features = [0f32; SPN_FEATURES];
+                for f in features.iter_mut() {
+                    *f = rng.gen_range(-3.0..3.0);
+                }
                 tx.insert(
                     &table,
                     vec![
