@@ -466,6 +466,21 @@ impl Database {
     }
 }
 
+/// The record at `rid` inside a cached device page.
+fn record_in(page: crate::buffer_pool::Page, rid: RecId) -> Result<RecordBytes> {
+    let (start, end) = {
+        let view = PageRef::parse(&page)?;
+        let rec = view.record(rid.slot())?.ok_or_else(|| {
+            Error::from(ndpdb_formats::Error::corrupted(format!(
+                "{rid} is an empty slot"
+            )))
+        })?;
+        let start = rec.as_ptr() as usize - page.as_ptr() as usize;
+        (start, start + rec.len())
+    };
+    Ok(RecordBytes::Cached(page, start, end))
+}
+
 impl DbInner {
     pub fn check_ok(&self) -> Result<()> {
         if self.failed.load(Ordering::Acquire) {
@@ -512,24 +527,35 @@ impl DbInner {
                 "{rid} points to an unmapped page"
             )))
         })?;
-        let page = self.pool.get(ppn, &self.device)?;
-        let (start, end) = {
-            let view = PageRef::parse(&page)?;
-            let rec = view.record(rid.slot())?.ok_or_else(|| {
-                Error::from(ndpdb_formats::Error::corrupted(format!(
-                    "{rid} is an empty slot"
-                )))
-            })?;
-            let start = rec.as_ptr() as usize - page.as_ptr() as usize;
-            (start, start + rec.len())
-        };
-        Ok(RecordBytes::Cached(page, start, end))
+        record_in(self.pool.get(ppn, &self.device)?, rid)
     }
 
     /// The version of the chain starting at `head` visible to `snapshot`.
     pub fn read_visible(&self, head: RecId, snapshot: &Snapshot) -> Result<Visible<RecordBytes>> {
+        self.read_visible_with(head, snapshot, &mut None)
+    }
+
+    /// Like [`DbInner::read_visible`], reusing `last` — the device page of
+    /// the previous record — without touching any lock when the record is
+    /// on the same page (scans walk VIDs that mostly share pages). Safe
+    /// because a page on the device is never modified.
+    pub fn read_visible_with(
+        &self,
+        head: RecId,
+        snapshot: &Snapshot,
+        last: &mut Option<(Lpn, crate::buffer_pool::Page)>,
+    ) -> Result<Visible<RecordBytes>> {
         find_visible(head, snapshot, |rid| {
-            let bytes = self.fetch(rid)?;
+            let bytes = match last {
+                Some((lpn, page)) if *lpn == rid.lpn() => record_in(page.clone(), rid)?,
+                _ => {
+                    let b = self.fetch(rid)?;
+                    if let RecordBytes::Cached(page, ..) = &b {
+                        *last = Some((rid.lpn(), page.clone()));
+                    }
+                    b
+                }
+            };
             let h = RecordHeader::parse(&bytes)?;
             Ok((h, bytes))
         })

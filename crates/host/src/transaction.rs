@@ -189,6 +189,7 @@ impl Transaction {
         let n = ts.vids.vid_count();
         let table = ts.meta.id;
         let mut heads = Vec::with_capacity(1024);
+        let mut last_page = None;
         let mut from = 0;
         while from < n {
             let to = (from + 1024).min(n);
@@ -207,7 +208,9 @@ impl Transaction {
                     continue;
                 }
                 if let Visible::Version(rid, bytes) =
-                    self.db.inner.read_visible(*head, &self.snapshot)?
+                    self.db
+                        .inner
+                        .read_visible_with(*head, &self.snapshot, &mut last_page)?
                 {
                     let (_, row) = Self::decode(ts, &bytes)?;
                     if !visit(vid, rid, row)? {
