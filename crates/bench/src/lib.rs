@@ -1,11 +1,13 @@
 //! Benchmark workloads and reporting (DESIGN.md §12).
 //!
 //! - [`chbench`]: CH-benCHmark ORDER-LINE, Query-SUM, selectivity and projectivity sweeps.
+//! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
 //! - [`zipf`]: YCSB's scrambled Zipfian key chooser.
 //! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
 //! - [`report`]: latency histograms and the figures every run prints.
 
 pub mod chbench;
+pub mod htap;
 pub mod report;
 pub mod ycsb;
 pub mod zipf;

@@ -73,6 +73,27 @@ pub enum Bench {
         #[command(flatten)]
         device: DeviceArgs,
     },
+    /// YCSB-C on the host with an analytic query every few seconds, the
+    /// query on the host and then on the device; throughput over time.
+    HtapRead {
+        #[arg(long, default_value_t = 200_000)]
+        records: u64,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Seconds per run (one with ndp off, one with ndp on).
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// Seconds between analytic queries.
+        #[arg(long, default_value_t = 4.0)]
+        every: f64,
+        /// Output folder; default a fresh one under bench-results/.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value_t = 64)]
+        buffer_pool_mib: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
+    },
     /// CH-benCHmark Query-SUM with NDP off and on under each link preset,
     /// plus selectivity and projectivity sweeps.
     Chbench {
@@ -201,6 +222,67 @@ fn default_out(name: &str) -> PathBuf {
 
 pub fn bench(which: Bench) -> Result<ExitCode> {
     match which {
+        Bench::HtapRead {
+            records,
+            threads,
+            seconds,
+            every,
+            out,
+            buffer_pool_mib,
+            device,
+        } => {
+            let out = out.unwrap_or_else(|| default_out("htap-read"));
+            std::fs::create_dir_all(&out)?;
+            let dir = out.join("db");
+            let config = device.apply(Config {
+                buffer_pool_bytes: buffer_pool_mib << 20,
+                ..Config::default()
+            })?;
+            {
+                let db = Database::open_with(&dir, config.clone())?;
+                println!("{}", machine_line(&db));
+                if db.table(ycsb::TABLE).is_err() {
+                    ycsb::load(&db, records, 10, 100, true)?;
+                }
+            }
+            let opts = ndpdb_bench::htap::HtapOptions {
+                records,
+                threads,
+                seconds,
+                every,
+                sample: Duration::from_millis(250),
+            };
+            let mut summary = format!(
+                "htap-read: {records} rows, {threads} YCSB-C threads, analytic query every {every} s, {seconds} s per run, buffer pool {buffer_pool_mib} MiB, link {}\nquery: {}\n",
+                config.link,
+                ndpdb_bench::htap::ANALYTIC_QUERY
+            );
+            let mut runs = Vec::new();
+            for ndp in [false, true] {
+                let r = ndpdb_bench::htap::run(&dir, &config, &opts, ndp)?;
+                let (idle, busy) = r.means();
+                let q: Vec<String> = r
+                    .queries
+                    .iter()
+                    .map(|d| format!("{:.0}", d.as_secs_f64() * 1e3))
+                    .collect();
+                let line = format!(
+                    "ndp {:<3}: YCSB-C {idle:.0} ops/s without a query, {busy:.0} ops/s while one runs ({:.1} %); queries took [{}] ms",
+                    if ndp { "on" } else { "off" },
+                    if idle > 0.0 { 100.0 * busy / idle } else { 0.0 },
+                    q.join(", ")
+                );
+                println!("{line}");
+                summary.push_str(&line);
+                summary.push('\n');
+                runs.push(r);
+            }
+            std::fs::write(out.join("htap-read.csv"), ndpdb_bench::htap::csv(&runs))?;
+            std::fs::write(out.join("summary.txt"), summary)?;
+            std::fs::remove_dir_all(&dir)?;
+            println!("wrote {}", out.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Bench::Chbench {
             rows,
             out,

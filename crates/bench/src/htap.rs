@@ -1,0 +1,154 @@
+//! `htap-read`: YCSB-C on the host while an analytic query is injected
+//! periodically, once with the query on the host and once offloaded —
+//! host throughput over time (update-aware NDP §5: host-only OLTP drops
+//! during analytics, NDP stays flat).
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+
+use ndpdb_formats::Value;
+use ndpdb_host::{Config, Database, Result};
+use ndpdb_sql::Session;
+
+use crate::ycsb::TABLE;
+use crate::zipf::Zipfian;
+
+pub const ANALYTIC_QUERY: &str =
+    "SELECT count(*), sum(length(field0)) FROM usertable WHERE field1 LIKE 'a%' OR field2 LIKE 'b%'";
+
+pub struct HtapOptions {
+    pub records: u64,
+    pub threads: usize,
+    pub seconds: u64,
+    /// Seconds between analytic queries.
+    pub every: f64,
+    pub sample: Duration,
+}
+
+/// One run: throughput samples `(ms since start, ops/s, query running)`
+/// and the analytic queries' durations.
+pub struct HtapRun {
+    pub ndp: bool,
+    pub samples: Vec<(u64, f64, bool)>,
+    pub queries: Vec<Duration>,
+}
+
+impl HtapRun {
+    /// Mean throughput in samples with and without a query running.
+    pub fn means(&self) -> (f64, f64) {
+        let mean = |busy: bool| {
+            let v: Vec<f64> = self
+                .samples
+                .iter()
+                .filter(|s| s.2 == busy)
+                .map(|s| s.1)
+                .collect();
+            if v.is_empty() {
+                0.0
+            } else {
+                v.iter().sum::<f64>() / v.len() as f64
+            }
+        };
+        (mean(false), mean(true))
+    }
+}
+
+pub fn run(dir: &Path, config: &Config, opts: &HtapOptions, ndp: bool) -> Result<HtapRun> {
+    let db = Database::open_with(dir, config.clone())?;
+    let ops = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let busy = Arc::new(AtomicBool::new(false));
+    let zipf = Arc::new(Zipfian::new(opts.records, 0.99));
+    let mut clients = Vec::new();
+    for t in 0..opts.threads {
+        let (db, ops, stop, zipf) = (db.clone(), ops.clone(), stop.clone(), zipf.clone());
+        clients.push(std::thread::spawn(move || -> Result<()> {
+            let mut s = Session::new(db);
+            let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
+            let mut rng = SmallRng::seed_from_u64(100 + t as u64);
+            while !stop.load(Ordering::Relaxed) {
+                let key = Value::BigInt(zipf.next_key(&mut rng) as i64);
+                s.execute_prepared(&read, &[key])?;
+                ops.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok(())
+        }));
+    }
+    let analytic = {
+        let (db, stop, busy) = (db.clone(), stop.clone(), busy.clone());
+        let every = Duration::from_secs_f64(opts.every);
+        std::thread::spawn(move || -> Result<Vec<Duration>> {
+            let mut s = Session::new(db);
+            s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
+            let mut times = Vec::new();
+            let mut next = Instant::now() + every / 2;
+            while !stop.load(Ordering::Relaxed) {
+                if Instant::now() < next {
+                    std::thread::sleep(Duration::from_millis(10));
+                    continue;
+                }
+                busy.store(true, Ordering::Relaxed);
+                let t = Instant::now();
+                s.execute(ANALYTIC_QUERY)?;
+                times.push(t.elapsed());
+                busy.store(false, Ordering::Relaxed);
+                next = Instant::now() + every;
+            }
+            Ok(times)
+        })
+    };
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    let mut last = 0;
+    let mut was_busy = false;
+    while start.elapsed() < Duration::from_secs(opts.seconds) {
+        std::thread::sleep(opts.sample);
+        was_busy |= busy.load(Ordering::Relaxed);
+        let now = ops.load(Ordering::Relaxed);
+        samples.push((
+            start.elapsed().as_millis() as u64,
+            (now - last) as f64 / opts.sample.as_secs_f64(),
+            was_busy || busy.load(Ordering::Relaxed),
+        ));
+        was_busy = false;
+        last = now;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().map_err(|_| thread_panic())??;
+    }
+    let queries = analytic.join().map_err(|_| thread_panic())??;
+    Ok(HtapRun {
+        ndp,
+        samples,
+        queries,
+    })
+}
+
+fn thread_panic() -> ndpdb_host::Error {
+    ndpdb_host::Error::new(
+        ndpdb_formats::SqlState::INTERNAL_ERROR,
+        "benchmark thread panicked",
+    )
+}
+
+pub fn csv(runs: &[HtapRun]) -> String {
+    let mut out = String::from("ndp,ms,ops_per_s,query_running\n");
+    for r in runs {
+        for (ms, tput, busy) in &r.samples {
+            let _ = writeln!(
+                out,
+                "{},{ms},{tput:.0},{}",
+                if r.ndp { "on" } else { "off" },
+                *busy as u8
+            );
+        }
+    }
+    out
+}
