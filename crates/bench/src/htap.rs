@@ -40,6 +40,22 @@ pub struct HtapRun {
 }
 
 impl HtapRun {
+    /// Mean throughput over the whole run.
+    pub fn overall(&self) -> f64 {
+        if self.samples.is_empty() {
+            return 0.0;
+        }
+        self.samples.iter().map(|s| s.1).sum::<f64>() / self.samples.len() as f64
+    }
+
+    /// Share of the samples during which a query ran.
+    pub fn busy_share(&self) -> f64 {
+        if self.samples.is_empty() {
+            return 0.0;
+        }
+        self.samples.iter().filter(|s| s.2).count() as f64 / self.samples.len() as f64
+    }
+
     /// Mean throughput in samples with and without a query running.
     pub fn means(&self) -> (f64, f64) {
         let mean = |busy: bool| {

@@ -267,9 +267,11 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     .map(|d| format!("{:.0}", d.as_secs_f64() * 1e3))
                     .collect();
                 let line = format!(
-                    "ndp {:<3}: YCSB-C {idle:.0} ops/s without a query, {busy:.0} ops/s while one runs ({:.1} %); queries took [{}] ms",
+                    "ndp {:<3}: YCSB-C mean {:.0} ops/s over the run; {idle:.0} ops/s without a query, {busy:.0} ops/s while one runs ({:.1} %, {:.0} % of the time); queries took [{}] ms",
                     if ndp { "on" } else { "off" },
+                    r.overall(),
                     if idle > 0.0 { 100.0 * busy / idle } else { 0.0 },
+                    100.0 * r.busy_share(),
                     q.join(", ")
                 );
                 println!("{line}");
