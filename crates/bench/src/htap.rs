@@ -85,6 +85,7 @@ pub fn run(dir: &Path, config: &Config, opts: &HtapOptions, ndp: bool) -> Result
     for t in 0..opts.threads {
         let (db, ops, stop, zipf) = (db.clone(), ops.clone(), stop.clone(), zipf.clone());
         clients.push(std::thread::spawn(move || -> Result<()> {
+            crate::pin::pin_host_thread(t);
             let mut s = Session::new(db);
             let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
             let mut rng = SmallRng::seed_from_u64(100 + t as u64);
@@ -99,7 +100,9 @@ pub fn run(dir: &Path, config: &Config, opts: &HtapOptions, ndp: bool) -> Result
     let analytic = {
         let (db, stop, busy) = (db.clone(), stop.clone(), busy.clone());
         let every = Duration::from_secs_f64(opts.every);
+        let analytic_thread = opts.threads;
         std::thread::spawn(move || -> Result<Vec<Duration>> {
+            crate::pin::pin_host_thread(analytic_thread);
             let mut s = Session::new(db);
             s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
             let mut times = Vec::new();

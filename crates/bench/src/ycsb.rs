@@ -161,6 +161,7 @@ pub fn run(db: &Database, cfg: &RunConfig) -> Result<RunReport> {
     for t in 0..cfg.threads {
         let (db, zipf, stop, cfg) = (db.clone(), zipf.clone(), stop.clone(), cfg.clone());
         handles.push(std::thread::spawn(move || -> Result<ThreadResult> {
+            crate::pin::pin_host_thread(t);
             let mut session = Session::new(db);
             session.execute("SET default_transaction_isolation = 'read committed'")?;
             let read = session.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;

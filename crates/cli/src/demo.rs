@@ -19,9 +19,15 @@ pub struct DeviceArgs {
     /// Link preset of the data plane: unthrottled, nvme-gen3x4, 10gbe.
     #[arg(long, default_value = "unthrottled")]
     pub link: String,
-    /// Processing elements of the device (0 = one per CPU).
+    /// Processing elements of the device (0 = one per CPU, or per pinned CPU).
     #[arg(long, default_value_t = 0)]
     pub pes: usize,
+    /// Pin the device's PEs to these CPUs (comma separated, e.g. 1).
+    #[arg(long, value_delimiter = ',')]
+    pub device_cpus: Vec<usize>,
+    /// Pin the benchmark's host threads to these CPUs (comma separated, e.g. 0).
+    #[arg(long, value_delimiter = ',')]
+    pub host_cpus: Vec<usize>,
 }
 
 impl DeviceArgs {
@@ -36,9 +42,22 @@ impl DeviceArgs {
                 ),
             )
         })?;
+        if let Some(bad) = self
+            .device_cpus
+            .iter()
+            .chain(&self.host_cpus)
+            .find(|c| **c >= cpus())
+        {
+            return Err(Error::new(
+                SqlState::INVALID_PARAMETER_VALUE,
+                format!("CPU {bad} does not exist (this machine has {})", cpus()),
+            ));
+        }
+        ndpdb_bench::pin::set_host_cpus(&self.host_cpus);
         Ok(Config {
             link,
             device_pes: self.pes,
+            device_cpus: self.device_cpus.clone(),
             ..config
         })
     }
@@ -112,10 +131,20 @@ pub enum Bench {
         /// Buffer-pool budget in MiB.
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
-        /// Processing elements of the device (0 = one per CPU).
+        /// Processing elements of the device (0 = one per CPU, or per pinned CPU).
         #[arg(long, default_value_t = 0)]
         pes: usize,
+        /// Pin the device's PEs to these CPUs (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        device_cpus: Vec<usize>,
+        /// Pin the host's query thread to these CPUs (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        host_cpus: Vec<usize>,
     },
+}
+
+fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 fn machine_line(db: &Database) -> String {
@@ -130,9 +159,18 @@ fn machine_line(db: &Database) -> String {
             })
         })
         .map_or("?".into(), |kb| format!("{:.0} GiB", kb as f64 / 1048576.0));
+    let pinned = |v: &[usize]| {
+        if v.is_empty() {
+            "not pinned".to_string()
+        } else {
+            format!("CPUs {v:?}")
+        }
+    };
     format!(
-        "machine: {cpus} CPUs, {mem} RAM; in-process device with {} PEs; link preset: {}",
+        "machine: {cpus} CPUs, {mem} RAM; in-process device with {} PEs ({}); host threads {}; link preset: {}",
         db.config().device_pes_effective(),
+        pinned(&db.config().device_cpus),
+        pinned(&ndpdb_bench::pin::host_cpus()),
         db.link_model()
     )
 }
@@ -292,7 +330,11 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             no_sweeps,
             buffer_pool_mib,
             pes,
+            device_cpus,
+            host_cpus,
         } => {
+            ndpdb_bench::pin::set_host_cpus(&host_cpus);
+            ndpdb_bench::pin::pin_host_thread(0);
             let presets = presets
                 .split(',')
                 .map(|p| {
@@ -311,13 +353,14 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 base: Config {
                     buffer_pool_bytes: buffer_pool_mib << 20,
                     device_pes: pes,
+                    device_cpus: device_cpus.clone(),
                     ..Config::default()
                 },
                 sweeps: !no_sweeps,
             };
             let mut summary = String::new();
             let header = format!(
-                "chbench: {rows} order lines, buffer pool {buffer_pool_mib} MiB, device PEs {}, machine {} CPUs",
+                "chbench: {rows} order lines, buffer pool {buffer_pool_mib} MiB, device PEs {} (CPUs {device_cpus:?}), host thread CPUs {host_cpus:?}, machine {} CPUs",
                 opts.base.device_pes_effective(),
                 std::thread::available_parallelism().map_or(0, |n| n.get())
             );

@@ -38,6 +38,11 @@ impl DeviceEngine {
 
     /// Opens the device with `pes` processing elements per NDP job.
     pub fn open_with_pes(dir: &Path, pes: usize) -> Result<DeviceEngine> {
+        DeviceEngine::open_pinned(dir, pes, Vec::new())
+    }
+
+    /// Opens the device with its PEs pinned to `cpus` (empty: unpinned).
+    pub fn open_pinned(dir: &Path, pes: usize, cpus: Vec<usize>) -> Result<DeviceEngine> {
         std::fs::create_dir_all(dir).map_err(|e| LinkError::Io(e.to_string()))?;
         let store = PageStore::open(&dir.join("pages.dat"))?;
         let (map_store, maps) = MapStore::open(dir)?;
@@ -48,7 +53,7 @@ impl DeviceEngine {
                 map_store: Mutex::new(map_store),
                 merges: AtomicU64::new(0),
             }),
-            ndp: NdpEngine::new(pes),
+            ndp: NdpEngine::new(pes, cpus),
         })
     }
 

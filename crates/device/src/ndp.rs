@@ -58,6 +58,8 @@ struct Job {
 
 pub struct NdpEngine {
     default_pes: usize,
+    /// CPUs the PEs are pinned to (PE i → cpus[i mod n]); empty = unpinned.
+    cpus: Vec<usize>,
     next: AtomicU64,
     shared: Mutex<HashMap<u64, Arc<Cached>>>,
     jobs: Mutex<HashMap<u64, Arc<Job>>>,
@@ -75,9 +77,10 @@ fn from_link(e: LinkError) -> Error {
 }
 
 impl NdpEngine {
-    pub fn new(default_pes: usize) -> NdpEngine {
+    pub fn new(default_pes: usize, cpus: Vec<usize>) -> NdpEngine {
         NdpEngine {
             default_pes: default_pes.max(1),
+            cpus,
             next: AtomicU64::new(1),
             shared: Mutex::new(HashMap::new()),
             jobs: Mutex::new(HashMap::new()),
@@ -139,9 +142,10 @@ impl NdpEngine {
                 });
                 self.jobs.lock().insert(id, job.clone());
                 let core = core.clone();
+                let cpus = self.cpus.clone();
                 std::thread::Builder::new()
                     .name(format!("ndp-job-{id}"))
-                    .spawn(move || run_job(&core, inv, &shared, pes, &job))
+                    .spawn(move || run_job(&core, inv, &shared, pes, &job, &cpus))
                     .map_err(|e| LinkError::Io(e.to_string()))?;
                 w.u64(id);
             }
@@ -198,7 +202,7 @@ struct PeStats {
     pages_read: u64,
 }
 
-fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job) {
+fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job, cpus: &[usize]) {
     let start = Instant::now();
     let n = inv.vid_count;
     let outputs: Vec<Result<(PeOutput, PeStats), Error>> = std::thread::scope(|s| {
@@ -206,7 +210,13 @@ fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job)
             .map(|pe| {
                 let range = (n * pe as u64 / pes as u64)..(n * (pe as u64 + 1) / pes as u64);
                 let inv = &inv;
-                s.spawn(move || run_pe(core, inv, shared, range, &job.cancel))
+                let cpu = (!cpus.is_empty()).then(|| cpus[pe % cpus.len()]);
+                s.spawn(move || {
+                    if let Some(id) = cpu {
+                        core_affinity::set_for_current(core_affinity::CoreId { id });
+                    }
+                    run_pe(core, inv, shared, range, &job.cancel)
+                })
             })
             .collect();
         handles

@@ -19,14 +19,17 @@ pub struct Config {
     pub link: LinkModel,
     /// Processing elements of the embedded device (0 = one per CPU).
     pub device_pes: usize,
+    /// CPUs the device's PEs are pinned to (empty: not pinned).
+    pub device_cpus: Vec<usize>,
 }
 
 impl Config {
     /// The device's PE count after resolving 0 to the CPU count.
     pub fn device_pes_effective(&self) -> usize {
-        match self.device_pes {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            n => n,
+        match (self.device_pes, self.device_cpus.len()) {
+            (0, 0) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            (0, n) => n,
+            (n, _) => n,
         }
     }
 }
@@ -40,6 +43,7 @@ impl Default for Config {
             checkpoint_wal_bytes: 64 << 20,
             link: LinkModel::UNTHROTTLED,
             device_pes: 0,
+            device_cpus: Vec::new(),
         }
     }
 }
