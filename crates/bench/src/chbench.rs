@@ -263,31 +263,23 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
             link: *preset,
             ..opts.base.clone()
         };
-        for ndp in [false, true] {
-            let m = measure(&dir, &config, "query-sum", QUERY_SUM, ndp)?;
-            log(&format!(
-                "query-sum  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  revenue {}",
-                preset.name,
-                if ndp { "on" } else { "off" },
-                m.elapsed.as_secs_f64() * 1e3,
-                m.data_to_host,
-                m.host_misses,
-                m.result
-            ));
-            all.push(m);
-        }
-        for ndp in [false, true] {
-            let m = measure(&dir, &config, "query-udf", &query_udf(5), ndp)?;
-            log(&format!(
-                "query-udf  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  result {}",
-                preset.name,
-                if ndp { "on" } else { "off" },
-                m.elapsed.as_secs_f64() * 1e3,
-                m.data_to_host,
-                m.host_misses,
-                m.result
-            ));
-            all.push(m);
+        for (label, sql) in [
+            ("query-sum", QUERY_SUM.to_string()),
+            ("query-udf", query_udf(5)),
+        ] {
+            for ndp in [false, true] {
+                let m = measure(&dir, &config, label, &sql, ndp)?;
+                log(&format!(
+                    "{label}  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  result {}",
+                    preset.name,
+                    if ndp { "on" } else { "off" },
+                    m.elapsed.as_secs_f64() * 1e3,
+                    m.data_to_host,
+                    m.host_misses,
+                    m.result
+                ));
+                all.push(m);
+            }
         }
     }
     if opts.sweeps {
