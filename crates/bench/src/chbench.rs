@@ -156,16 +156,40 @@ pub struct Measurement {
     pub control_messages: i64,
     pub host_misses: i64,
     pub shared_bytes: i64,
+    /// Device figures (0 when the query ran on the host).
+    pub device_micros: i64,
+    pub pe_micros: i64,
+    pub tuples: i64,
+    pub pages_read: i64,
     pub result: String,
 }
 
 impl Measurement {
     pub const CSV_HEADER: &'static str =
-        "label,preset,ndp,ms,rows,data_to_host_bytes,data_to_device_bytes,control_messages,host_buffer_misses,shared_state_bytes";
+        "label,preset,ndp,ms,rows,data_to_host_bytes,data_to_device_bytes,control_messages,host_buffer_misses,shared_state_bytes,device_ms,tuples_per_pe_second,scan_bytes_per_pe_second";
+
+    /// Tuples each PE walked per second of its busy time.
+    pub fn tuples_per_pe_second(&self) -> f64 {
+        if self.pe_micros == 0 {
+            0.0
+        } else {
+            self.tuples as f64 / (self.pe_micros as f64 / 1e6)
+        }
+    }
+
+    /// Page bytes each PE scanned per second of its busy time.
+    pub fn scan_bytes_per_pe_second(&self) -> f64 {
+        if self.pe_micros == 0 {
+            0.0
+        } else {
+            (self.pages_read * ndpdb_formats::page::PAGE_SIZE as i64) as f64
+                / (self.pe_micros as f64 / 1e6)
+        }
+    }
 
     pub fn csv(&self) -> String {
         format!(
-            "{},{},{},{:.3},{},{},{},{},{},{}",
+            "{},{},{},{:.3},{},{},{},{},{},{},{:.3},{:.0},{:.0}",
             self.label,
             self.preset,
             if self.ndp { "on" } else { "off" },
@@ -175,7 +199,10 @@ impl Measurement {
             self.data_to_device,
             self.control_messages,
             self.host_misses,
-            self.shared_bytes
+            self.shared_bytes,
+            self.device_micros as f64 / 1e3,
+            self.tuples_per_pe_second(),
+            self.scan_bytes_per_pe_second()
         )
     }
 }
@@ -222,8 +249,27 @@ pub fn measure(
         control_messages: get(&d, "link.control.to_device.messages"),
         host_misses: get(&d, "buffer.misses"),
         shared_bytes: get(&d, "ndp.shared_state_bytes"),
+        device_micros: get(&d, "ndp.device_micros"),
+        pe_micros: get(&d, "ndp.pe_micros"),
+        tuples: get(&d, "ndp.tuples"),
+        pages_read: get(&d, "ndp.pages_read"),
         result,
     })
+}
+
+/// Bytes per second one thread reads sequentially from memory (sum of a
+/// `u64` array of `bytes`, best of three passes): the scan-rate yardstick.
+pub fn sequential_read_rate(bytes: usize) -> f64 {
+    let words: Vec<u64> = (0..(bytes / 8).max(1) as u64).collect();
+    let mut best = f64::MAX;
+    let mut sink = 0u64;
+    for _ in 0..3 {
+        let t = Instant::now();
+        sink = sink.wrapping_add(words.iter().fold(0u64, |a, w| a.wrapping_add(*w)));
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    std::hint::black_box(sink);
+    (words.len() * 8) as f64 / best.max(1e-9)
 }
 
 /// The date bound that makes `percent` % of the rows qualify.
@@ -269,8 +315,18 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
         ] {
             for ndp in [false, true] {
                 let m = measure(&dir, &config, label, &sql, ndp)?;
+                let device = if ndp {
+                    format!(
+                        "  device {:.1} ms, {:.2} M tuples/s and {:.0} MB/s scanned per PE",
+                        m.device_micros as f64 / 1e3,
+                        m.tuples_per_pe_second() / 1e6,
+                        m.scan_bytes_per_pe_second() / 1e6
+                    )
+                } else {
+                    String::new()
+                };
                 log(&format!(
-                    "{label}  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  result {}",
+                    "{label}  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  result {}{device}",
                     preset.name,
                     if ndp { "on" } else { "off" },
                     m.elapsed.as_secs_f64() * 1e3,
@@ -281,6 +337,21 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
                 all.push(m);
             }
         }
+    }
+    // The yardstick: one thread reading as many bytes as a PE scanned.
+    if let Some(m) = all
+        .iter()
+        .find(|m| m.label == "query-sum" && m.ndp && m.pages_read > 0)
+    {
+        let bytes = m.pages_read as usize * ndpdb_formats::page::PAGE_SIZE;
+        let rate = sequential_read_rate(bytes);
+        log(&format!(
+            "device scan {:.0} MB/s per PE vs. one thread summing {:.0} MB of memory at {:.0} MB/s ({:.1}× slower)",
+            m.scan_bytes_per_pe_second() / 1e6,
+            bytes as f64 / 1e6,
+            rate / 1e6,
+            rate / m.scan_bytes_per_pe_second().max(1.0)
+        ));
     }
     if opts.sweeps {
         let config = Config {

@@ -29,7 +29,7 @@ use ndpdb_formats::agg::Acc;
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::ndp::{encode_rows, Invocation, JobState, JobStatus, NdpOp, SharedState};
 use ndpdb_formats::page::PageRef;
-use ndpdb_formats::record::{decode_body, RecordHeader, RECORD_HEADER_SIZE};
+use ndpdb_formats::record::{decode_body_columns, RecordHeader, RECORD_HEADER_SIZE};
 use ndpdb_formats::visibility::{find_visible, Visible};
 use ndpdb_formats::{Error, JobId, Lpn, Ppn, RecId, SqlState, Value, Vid};
 use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
@@ -190,9 +190,33 @@ impl NdpEngine {
     }
 }
 
-/// What one PE produced.
+/// The table columns an invocation reads (the rest is never decoded).
+fn wanted_columns(inv: &Invocation) -> Vec<bool> {
+    let mut cols: Vec<u32> = inv.filter.iter().flat_map(|f| f.columns()).collect();
+    match &inv.op {
+        NdpOp::Scan { columns } => cols.extend(columns),
+        NdpOp::Aggregate { groups, aggs } => {
+            cols.extend(groups.iter().flat_map(|g| g.columns()));
+            cols.extend(
+                aggs.iter()
+                    .filter_map(|a| a.arg.as_ref())
+                    .flat_map(|p| p.columns()),
+            );
+        }
+    }
+    let mut wanted = vec![false; inv.types.len()];
+    for c in cols {
+        if let Some(w) = wanted.get_mut(c as usize) {
+            *w = true;
+        }
+    }
+    wanted
+}
+
+/// What one PE produced. Scan rows are kept per chunk so the merge can
+/// return them in VID order.
 enum PeOutput {
-    Rows(Vec<Vec<Value>>),
+    Rows(Vec<(u64, Vec<Vec<Value>>)>),
     Groups(HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>),
 }
 
@@ -205,17 +229,24 @@ struct PeStats {
 fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job, cpus: &[usize]) {
     let start = Instant::now();
     let n = inv.vid_count;
+    let wanted = wanted_columns(&inv);
     let outputs: Vec<Result<(PeOutput, PeStats), Error>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..pes)
             .map(|pe| {
-                let range = (n * pe as u64 / pes as u64)..(n * (pe as u64 + 1) / pes as u64);
+                // PE `pe` takes chunks pe, pe + pes, … (skew-resistant, still sequential).
+                let chunks = Chunks {
+                    first: pe as u64,
+                    step: pes as u64,
+                    vids: n,
+                };
                 let inv = &inv;
+                let wanted = &wanted;
                 let cpu = (!cpus.is_empty()).then(|| cpus[pe % cpus.len()]);
                 s.spawn(move || {
                     if let Some(id) = cpu {
                         core_affinity::set_for_current(core_affinity::CoreId { id });
                     }
-                    run_pe(core, inv, shared, range, &job.cancel)
+                    run_pe(core, inv, shared, chunks, wanted, &job.cancel)
                 })
             })
             .collect();
@@ -280,13 +311,17 @@ fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job,
 /// Merges the PEs' outputs in PE order (so rows come back in VID order).
 fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Error> {
     match &inv.op {
-        NdpOp::Scan { .. } => Ok(parts
-            .into_iter()
-            .flat_map(|p| match p {
-                PeOutput::Rows(r) => r,
-                PeOutput::Groups(_) => Vec::new(),
-            })
-            .collect()),
+        NdpOp::Scan { .. } => {
+            let mut chunks: Vec<(u64, Vec<Vec<Value>>)> = parts
+                .into_iter()
+                .flat_map(|p| match p {
+                    PeOutput::Rows(r) => r,
+                    PeOutput::Groups(_) => Vec::new(),
+                })
+                .collect();
+            chunks.sort_by_key(|(c, _)| *c);
+            Ok(chunks.into_iter().flat_map(|(_, rows)| rows).collect())
+        }
         NdpOp::Aggregate { groups, aggs } => {
             let mut merged: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)> = HashMap::new();
             let mut order: Vec<Vec<u8>> = Vec::new();
@@ -332,6 +367,8 @@ fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Erro
 struct PageCache {
     pages: HashMap<Ppn, Arc<Vec<u8>>>,
     loaded: u64,
+    /// The store page of the previous record (consecutive VIDs share pages).
+    last: Option<(Lpn, Arc<Vec<u8>>)>,
 }
 
 impl PageCache {
@@ -373,17 +410,21 @@ fn resolve(core: &Core, shared: &Cached, cache: &mut PageCache, rid: RecId) -> R
         .pages
         .get(&lpn)
         .filter(|p| PageRef::parse(p).is_ok_and(|v| rid.slot() < v.slot_count()));
-    let page =
-        match captured {
-            Some(p) => p.clone(),
-            None => {
+    let page = match captured {
+        Some(p) => p.clone(),
+        None => match &cache.last {
+            Some((l, p)) if *l == lpn => p.clone(),
+            _ => {
                 let ppn =
                     core.maps.read().l2p.get(&lpn).copied().ok_or_else(|| {
                         Error::corrupted(format!("{rid} points to an unmapped page"))
                     })?;
-                cache.get(core, ppn)?
+                let page = cache.get(core, ppn)?;
+                cache.last = Some((lpn, page.clone()));
+                page
             }
-        };
+        },
+    };
     let (start, end) = {
         let view = PageRef::parse(&page)?;
         let rec = view
@@ -395,28 +436,40 @@ fn resolve(core: &Core, shared: &Cached, cache: &mut PageCache, rid: RecId) -> R
     Ok(Rec { page, start, end })
 }
 
+/// The chunks of VIDs one PE walks.
+#[derive(Clone, Copy)]
+struct Chunks {
+    first: u64,
+    step: u64,
+    vids: u64,
+}
+
 fn run_pe(
     core: &Core,
     inv: &Invocation,
     shared: &Cached,
-    range: std::ops::Range<u64>,
+    chunks: Chunks,
+    wanted: &[bool],
     cancel: &AtomicBool,
 ) -> Result<(PeOutput, PeStats), Error> {
     let t0 = Instant::now();
     let mut cache = PageCache {
         pages: HashMap::new(),
         loaded: 0,
+        last: None,
     };
     let mut rows = Vec::new();
     let mut groups: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)> = HashMap::new();
     let mut tuples = 0u64;
     let mut heads = Vec::with_capacity(CHUNK as usize);
-    let mut from = range.start;
-    while from < range.end {
+    let mut chunk = chunks.first;
+    while chunk * CHUNK < chunks.vids {
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::sql(SqlState::QUERY_CANCELED, "NDP job aborted"));
         }
-        let to = (from + CHUNK).min(range.end);
+        let from = chunk * CHUNK;
+        let to = (from + CHUNK).min(chunks.vids);
+        let mut chunk_rows = Vec::new();
         heads.clear();
         {
             let maps = core.maps.read();
@@ -447,7 +500,8 @@ fn run_pe(
             let Visible::Version(_, rec) = visible else {
                 continue;
             };
-            let row = decode_body(&inv.types, &rec.bytes()[RECORD_HEADER_SIZE..])?;
+            let body = rec.bytes().get(RECORD_HEADER_SIZE..).unwrap_or_default();
+            let row = decode_body_columns(&inv.types, body, Some(wanted))?;
             if let Some(f) = &inv.filter {
                 if !f.eval_predicate(&row, &inv.params)? {
                     continue;
@@ -455,20 +509,27 @@ fn run_pe(
             }
             match &inv.op {
                 NdpOp::Scan { columns } => {
-                    rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
+                    chunk_rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
                 }
                 NdpOp::Aggregate { groups: gp, aggs } => {
-                    let gv: Vec<Value> = gp
-                        .iter()
-                        .map(|p| p.eval(&row, &inv.params))
-                        .collect::<Result<_, _>>()?;
-                    let mut w = Writer::new();
-                    for v in &gv {
-                        v.key_bytes(&mut w);
-                    }
-                    let entry = groups
-                        .entry(w.into_inner())
-                        .or_insert_with(|| (gv, aggs.iter().map(Acc::new).collect()));
+                    let entry = if gp.is_empty() {
+                        // No GROUP BY: one accumulator set, no hashing per row.
+                        groups
+                            .entry(Vec::new())
+                            .or_insert_with(|| (Vec::new(), aggs.iter().map(Acc::new).collect()))
+                    } else {
+                        let gv: Vec<Value> = gp
+                            .iter()
+                            .map(|p| p.eval(&row, &inv.params))
+                            .collect::<Result<_, _>>()?;
+                        let mut w = Writer::new();
+                        for v in &gv {
+                            v.key_bytes(&mut w);
+                        }
+                        groups
+                            .entry(w.into_inner())
+                            .or_insert_with(|| (gv, aggs.iter().map(Acc::new).collect()))
+                    };
                     for (acc, spec) in entry.1.iter_mut().zip(aggs) {
                         let v = match &spec.arg {
                             Some(p) => p.eval(&row, &inv.params)?,
@@ -479,7 +540,10 @@ fn run_pe(
                 }
             }
         }
-        from = to;
+        if !chunk_rows.is_empty() {
+            rows.push((chunk, chunk_rows));
+        }
+        chunk += chunks.step;
     }
     let out = match inv.op {
         NdpOp::Scan { .. } => PeOutput::Rows(rows),

@@ -163,7 +163,23 @@ fn div_zero() -> Error {
 impl Program {
     /// Evaluates against one row and the statement parameters.
     pub fn eval(&self, row: &[Value], params: &[Value]) -> Result<Value> {
-        let mut stack: Vec<Value> = Vec::with_capacity(8);
+        // One reusable stack per thread: no allocation per row.
+        thread_local! {
+            static STACK: std::cell::RefCell<Vec<Value>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        STACK.with(|cell| match cell.try_borrow_mut() {
+            Ok(mut stack) => {
+                stack.clear();
+                let r = self.run(row, params, &mut stack);
+                stack.clear();
+                r
+            }
+            // Re-entered (cannot happen today): use a fresh stack.
+            Err(_) => self.run(row, params, &mut Vec::with_capacity(8)),
+        })
+    }
+
+    fn run(&self, row: &[Value], params: &[Value], stack: &mut Vec<Value>) -> Result<Value> {
         let mut pc = 0usize;
         let pop = |s: &mut Vec<Value>| s.pop().ok_or_else(|| Error::corrupted("stack underflow"));
         while pc < self.ops.len() {
@@ -188,11 +204,11 @@ impl Program {
                     )
                 })?),
                 Op::Neg => {
-                    let v = pop(&mut stack)?;
+                    let v = pop(stack)?;
                     stack.push(negate(v)?);
                 }
                 Op::Not => {
-                    let v = pop(&mut stack)?;
+                    let v = pop(stack)?;
                     stack.push(match v {
                         Value::Null => Value::Null,
                         Value::Bool(b) => Value::Bool(!b),
@@ -204,18 +220,18 @@ impl Program {
                     });
                 }
                 Op::Add | Op::Sub | Op::Mul | Op::Div | Op::Mod | Op::Concat => {
-                    let b = pop(&mut stack)?;
-                    let a = pop(&mut stack)?;
+                    let b = pop(stack)?;
+                    let a = pop(stack)?;
                     stack.push(arith(op, a, b)?);
                 }
                 Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge => {
-                    let b = pop(&mut stack)?;
-                    let a = pop(&mut stack)?;
+                    let b = pop(stack)?;
+                    let a = pop(stack)?;
                     stack.push(compare(op, &a, &b)?);
                 }
                 Op::And | Op::Or => {
-                    let b = truth(pop(&mut stack)?)?;
-                    let a = truth(pop(&mut stack)?)?;
+                    let b = truth(pop(stack)?)?;
+                    let a = truth(pop(stack)?)?;
                     let r = if matches!(op, Op::And) {
                         match (a, b) {
                             (Some(false), _) | (_, Some(false)) => Some(false),
@@ -242,25 +258,25 @@ impl Program {
                     }
                 }
                 Op::JumpIfNotTrue(t) => {
-                    if truth(pop(&mut stack)?)? != Some(true) {
+                    if truth(pop(stack)?)? != Some(true) {
                         pc = *t as usize;
                     }
                 }
                 Op::Jump(t) => pc = *t as usize,
                 Op::IsNull => {
-                    let v = pop(&mut stack)?;
+                    let v = pop(stack)?;
                     stack.push(Value::Bool(v.is_null()));
                 }
                 Op::IsNotNull => {
-                    let v = pop(&mut stack)?;
+                    let v = pop(stack)?;
                     stack.push(Value::Bool(!v.is_null()));
                 }
                 Op::Like {
                     negated,
                     case_insensitive,
                 } => {
-                    let p = pop(&mut stack)?;
-                    let v = pop(&mut stack)?;
+                    let p = pop(stack)?;
+                    let v = pop(stack)?;
                     stack.push(match (v, p) {
                         (Value::Null, _) | (_, Value::Null) => Value::Null,
                         (Value::Text(v), Value::Text(p)) => {
@@ -284,7 +300,7 @@ impl Program {
                         return Err(Error::corrupted("stack underflow in IN"));
                     }
                     let items = stack.split_off(stack.len() - n);
-                    let v = pop(&mut stack)?;
+                    let v = pop(stack)?;
                     let mut saw_null = v.is_null();
                     let mut found = false;
                     if !v.is_null() {
@@ -308,7 +324,7 @@ impl Program {
                     });
                 }
                 Op::Cast(ty) => {
-                    let v = pop(&mut stack)?;
+                    let v = pop(stack)?;
                     stack.push(v.cast(ty)?);
                 }
                 Op::Call { func, nargs } => {
@@ -321,7 +337,7 @@ impl Program {
                 }
             }
         }
-        let out = pop(&mut stack)?;
+        let out = pop(stack)?;
         if !stack.is_empty() {
             return Err(Error::corrupted("stack not empty at end of program"));
         }

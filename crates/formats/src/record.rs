@@ -169,11 +169,35 @@ impl<'a> RecordView<'a> {
 
 /// Decodes a record body for the given column types.
 pub fn decode_body(types: &[DataType], body: &[u8]) -> Result<Vec<Value>> {
+    decode_body_columns(types, body, None)
+}
+
+/// Decodes only the columns marked in `wanted` (the others come back as
+/// NULL without being materialised; their bytes are still bounds-checked
+/// and skipped). `None` decodes every column.
+pub fn decode_body_columns(
+    types: &[DataType],
+    body: &[u8],
+    wanted: Option<&[bool]>,
+) -> Result<Vec<Value>> {
     let mut r = Reader::new(body);
     let bitmap = r.take(types.len().div_ceil(8))?;
     let mut out = Vec::with_capacity(types.len());
     for (i, ty) in types.iter().enumerate() {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            out.push(Value::Null);
+            continue;
+        }
+        let want = wanted.is_none_or(|w| w.get(i).copied().unwrap_or(true));
+        if !want {
+            match ty.fixed_width() {
+                Some(n) => {
+                    r.take(n)?;
+                }
+                None => {
+                    read_var(&mut r)?;
+                }
+            }
             out.push(Value::Null);
             continue;
         }
@@ -281,7 +305,13 @@ mod tests {
             let bytes = w.into_inner();
             let view = RecordView::parse(&bytes).unwrap();
             prop_assert_eq!(view.header, header);
-            prop_assert_eq!(view.decode(&types).unwrap(), values);
+            prop_assert_eq!(view.decode(&types).unwrap(), values.clone());
+            // A projected decode keeps the wanted columns and nulls the rest.
+            let wanted: Vec<bool> = (0..types.len()).map(|i| i % 2 == 0).collect();
+            let projected = decode_body_columns(&types, view.body, Some(&wanted)).unwrap();
+            for (i, v) in projected.iter().enumerate() {
+                if wanted[i] { prop_assert_eq!(v, &values[i]); } else { prop_assert_eq!(v, &Value::Null); }
+            }
         }
 
         #[test]

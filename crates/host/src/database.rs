@@ -422,6 +422,10 @@ impl Database {
                 get(&c.ndp_shared_bytes) as i64,
             ),
             ("ndp.result_rows".into(), get(&c.ndp_result_rows) as i64),
+            ("ndp.device_micros".into(), get(&c.ndp_device_micros) as i64),
+            ("ndp.pe_micros".into(), get(&c.ndp_pe_micros) as i64),
+            ("ndp.tuples".into(), get(&c.ndp_tuples) as i64),
+            ("ndp.pages_read".into(), get(&c.ndp_pages_read) as i64),
             ("locks.held".into(), i.locks.locked_keys() as i64),
             ("locks.waiting".into(), i.locks.waiting() as i64),
         ]);

@@ -139,6 +139,14 @@ impl Transaction {
             .fetch_add(report.shared_bytes, Ordering::Relaxed);
         c.ndp_result_rows
             .fetch_add(report.result_rows, Ordering::Relaxed);
+        c.ndp_device_micros
+            .fetch_add(report.device_micros, Ordering::Relaxed);
+        c.ndp_pe_micros
+            .fetch_add(report.pe_micros.iter().sum(), Ordering::Relaxed);
+        c.ndp_tuples
+            .fetch_add(report.pe_tuples.iter().sum(), Ordering::Relaxed);
+        c.ndp_pages_read
+            .fetch_add(report.pages_read, Ordering::Relaxed);
         Ok((rows, report))
     }
 }

@@ -15,6 +15,10 @@ pub struct EngineCounters {
     pub ndp_calls: AtomicU64,
     pub ndp_shared_bytes: AtomicU64,
     pub ndp_result_rows: AtomicU64,
+    pub ndp_device_micros: AtomicU64,
+    pub ndp_pe_micros: AtomicU64,
+    pub ndp_tuples: AtomicU64,
+    pub ndp_pages_read: AtomicU64,
 }
 
 impl EngineCounters {
