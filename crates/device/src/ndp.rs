@@ -3,9 +3,9 @@
 //!
 //! ```text
 //!  NDP_SHARED ─► cache {delta pages, ΔVID}  (for one invocation only)
-//!  NDP_CALL   ─► job ─► PE 0: VIDs [0, n/p)      ─┐
-//!                       PE 1: VIDs [n/p, 2n/p)   ─┼─► merge partials ─► result region
-//!                       …                        ─┘
+//!  NDP_CALL   ─► job ─► PE 0: VID chunks 0, p, 2p, …   ─┐
+//!                       PE 1: VID chunks 1, p+1, …      ─┼─► merge partials ─► result region
+//!                       …     (chunks of 1,024 VIDs)     ─┘
 //!  each PE, per VID: head (ΔVID overlay, else device VID map)
 //!                    → L2P (delta page overlay, else device L2P) → page
 //!                    → header parser → visibility walk → filter → op
@@ -17,6 +17,9 @@
 //! change its result: storage is append-only and newer versions are
 //! invisible to the job's snapshot. With `preload`, a PE reads the pages
 //! of its next chunk of VIDs in one sorted batch before walking them.
+//! Chunks are dealt round-robin so a predicate that selects one region of
+//! the table (e.g. the first districts) still spreads over all PEs, and
+//! only the columns the pipeline reads are decoded.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
