@@ -272,6 +272,79 @@ pub fn sequential_read_rate(bytes: usize) -> f64 {
     (words.len() * 8) as f64 / best.max(1e-9)
 }
 
+fn plots(out: &Path, all: &[Measurement]) -> Result<bool, String> {
+    use crate::plot::{bar_chart, line_chart, Series};
+    let ms = |m: &Measurement| m.elapsed.as_secs_f64() * 1e3;
+    let mut cats = Vec::new();
+    let mut values = Vec::new();
+    for m in all
+        .iter()
+        .filter(|m| m.label.starts_with("query-") && !m.ndp)
+    {
+        let on = all
+            .iter()
+            .find(|o| o.label == m.label && o.preset == m.preset && o.ndp);
+        cats.push(format!("{} {}", m.label, m.preset));
+        values.push(vec![ms(m), on.map_or(0.0, ms)]);
+    }
+    if !bar_chart(
+        &out.join("queries.png"),
+        "Query-SUM and Query-UDF: host only vs NDP",
+        "time (ms)",
+        &cats,
+        &["ndp off", "ndp on"],
+        &values,
+    )? {
+        return Ok(false);
+    }
+    let sweep = |prefix: &str,
+                 ndp: bool,
+                 x: &dyn Fn(&str) -> f64,
+                 y: &dyn Fn(&Measurement) -> f64| Series {
+        label: format!("ndp {}", if ndp { "on" } else { "off" }),
+        points: all
+            .iter()
+            .filter(|m| m.label.starts_with(prefix) && m.ndp == ndp)
+            .map(|m| (x(&m.label[prefix.len()..]), y(m)))
+            .collect(),
+    };
+    let num = |s: &str| s.parse::<f64>().unwrap_or(0.0);
+    if all.iter().any(|m| m.label.starts_with("selectivity-")) {
+        line_chart(
+            &out.join("selectivity.png"),
+            "Selectivity sweep: sum(ol_amount) where ol_delivery_d < cutoff",
+            "selectivity (%)",
+            "time (ms)",
+            &[
+                sweep("selectivity-", false, &num, &ms),
+                sweep("selectivity-", true, &num, &ms),
+            ],
+        )?;
+        let mb = |m: &Measurement| m.data_to_host as f64 / 1e6;
+        line_chart(
+            &out.join("projectivity.png"),
+            "Projectivity sweep: rows of 10 % selectivity, k columns",
+            "columns returned",
+            "time (ms)",
+            &[
+                sweep("projectivity-", false, &num, &ms),
+                sweep("projectivity-", true, &num, &ms),
+            ],
+        )?;
+        line_chart(
+            &out.join("projectivity-bytes.png"),
+            "Projectivity sweep: data plane bytes to the host",
+            "columns returned",
+            "MB to host",
+            &[
+                sweep("projectivity-", false, &num, &mb),
+                sweep("projectivity-", true, &num, &mb),
+            ],
+        )?;
+    }
+    Ok(true)
+}
+
 /// The date bound that makes `percent` % of the rows qualify.
 pub fn date_cutoff(percent: u32) -> String {
     let base = parse_timestamp(FIRST_DAY).unwrap_or(0);
@@ -413,6 +486,11 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
         let _ = writeln!(csv, "{}", m.csv());
     }
     std::fs::write(opts.out.join("chbench.csv"), csv)?;
+    match plots(&opts.out, &all) {
+        Ok(true) => log(&format!("plots: {}/*.png", opts.out.display())),
+        Ok(false) => log("plots skipped: no TrueType font found (CSV written)"),
+        Err(e) => log(&format!("plots failed: {e} (CSV written)")),
+    }
     std::fs::remove_dir_all(&dir)?;
     Ok(all)
 }

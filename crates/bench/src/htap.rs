@@ -157,6 +157,29 @@ fn thread_panic() -> ndpdb_host::Error {
     )
 }
 
+/// Throughput over time, one line per run; `Ok(false)` without a font.
+pub fn plot(path: &Path, runs: &[HtapRun], title: &str) -> std::result::Result<bool, String> {
+    let series: Vec<crate::plot::Series> = runs
+        .iter()
+        .map(|r| crate::plot::Series {
+            label: format!(
+                "analytic query {}",
+                if r.ndp {
+                    "on the device (ndp on)"
+                } else {
+                    "on the host (ndp off)"
+                }
+            ),
+            points: r
+                .samples
+                .iter()
+                .map(|(ms, t, _)| (*ms as f64 / 1e3, *t))
+                .collect(),
+        })
+        .collect();
+    crate::plot::line_chart(path, title, "time (s)", "YCSB-C ops/s", &series)
+}
+
 pub fn csv(runs: &[HtapRun]) -> String {
     let mut out = String::from("ndp,ms,ops_per_s,query_running\n");
     for r in runs {

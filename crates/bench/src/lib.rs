@@ -3,6 +3,7 @@
 //! - [`chbench`]: CH-benCHmark ORDER-LINE, Query-SUM, selectivity and projectivity sweeps.
 //! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
 //! - [`pin`]: pinning host threads to CPUs.
+//! - [`plot`]: PNG line and bar charts.
 //! - [`zipf`]: YCSB's scrambled Zipfian key chooser.
 //! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
 //! - [`report`]: latency histograms and the figures every run prints.
@@ -10,6 +11,7 @@
 pub mod chbench;
 pub mod htap;
 pub mod pin;
+pub mod plot;
 pub mod report;
 pub mod ycsb;
 pub mod zipf;

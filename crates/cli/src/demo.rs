@@ -318,6 +318,15 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 runs.push(r);
             }
             std::fs::write(out.join("htap-read.csv"), ndpdb_bench::htap::csv(&runs))?;
+            let title = format!(
+                "YCSB-C with an analytic query every {every} s (link {})",
+                config.link.name
+            );
+            match ndpdb_bench::htap::plot(&out.join("throughput.png"), &runs, &title) {
+                Ok(true) => println!("plot: {}", out.join("throughput.png").display()),
+                Ok(false) => println!("plot skipped: no TrueType font found (CSV written)"),
+                Err(e) => println!("plot failed: {e} (CSV written)"),
+            }
             std::fs::write(out.join("summary.txt"), summary)?;
             std::fs::remove_dir_all(&dir)?;
             println!("wrote {}", out.display());
