@@ -33,6 +33,42 @@ fn font_ready() -> bool {
     })
 }
 
+type Root<'a> = DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>;
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    BitMapBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// The titled plotting area all charts share.
+fn frame<'a, 'b>(
+    root: &'a Root<'b>,
+    title: &str,
+    x_max: f64,
+    y_max: f64,
+) -> Result<Chart<'a, 'b>, String> {
+    ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 22))
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(75)
+        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
+        .map_err(err)
+}
+
+/// Legend box, then write the file.
+fn finish<'a, 'b>(root: &'a Root<'b>, chart: &mut Chart<'a, 'b>) -> Result<bool, String> {
+    chart
+        .configure_series_labels()
+        .label_font(("sans-serif", 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(true)
+}
+
 /// One line of a line chart.
 pub struct Series {
     pub label: String,
@@ -74,13 +110,7 @@ pub fn line_chart(
         * 1.1;
     let root = BitMapBackend::new(path, (900, 540)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(75)
-        .build_cartesian_2d(0f64..x_max, 0f64..y_max)
-        .map_err(err)?;
+    let mut chart = frame(&root, title, x_max, y_max)?;
     chart
         .configure_mesh()
         .x_desc(x_desc)
@@ -106,15 +136,7 @@ pub fn line_chart(
                 .map_err(err)?;
         }
     }
-    chart
-        .configure_series_labels()
-        .label_font(("sans-serif", 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(true)
+    finish(&root, &mut chart)
 }
 
 /// Grouped bars: one group per category, one bar per series value.
@@ -139,13 +161,7 @@ pub fn bar_chart(
         * 1.15;
     let root = BitMapBackend::new(path, (900, 540)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(75)
-        .build_cartesian_2d(0f64..categories.len() as f64, 0f64..y_max)
-        .map_err(err)?;
+    let mut chart = frame(&root, title, categories.len() as f64, y_max)?;
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -180,13 +196,5 @@ pub fn bar_chart(
             .label(label.to_string())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 15, y + 5)], color.filled()));
     }
-    chart
-        .configure_series_labels()
-        .label_font(("sans-serif", 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(true)
+    finish(&root, &mut chart)
 }
