@@ -89,14 +89,6 @@ impl PageBuf {
         PageBuf { bytes }
     }
 
-    /// Copies and validates a page read from storage.
-    pub fn from_bytes(b: &[u8]) -> Result<PageBuf> {
-        PageRef::parse(b)?;
-        let mut bytes = Box::new([0u8; PAGE_SIZE]);
-        bytes.copy_from_slice(b);
-        Ok(PageBuf { bytes })
-    }
-
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..]
     }

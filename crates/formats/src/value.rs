@@ -462,11 +462,6 @@ impl Value {
         })
     }
 
-    /// Parses PostgreSQL text input for `ty`.
-    pub fn parse_as(s: &str, ty: &DataType) -> Result<Value> {
-        Value::Text(s.to_string()).cast(ty)
-    }
-
     fn as_decimal(&self) -> Option<Decimal> {
         match self {
             Value::Int(v) => Some(Decimal::from_i64(*v as i64)),

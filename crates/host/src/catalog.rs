@@ -107,10 +107,6 @@ impl Catalog {
         self.tables.get(name).cloned()
     }
 
-    pub fn by_id(&self, id: TableId) -> Option<Arc<TableMeta>> {
-        self.tables.values().find(|t| t.id == id).cloned()
-    }
-
     pub fn tables(&self) -> Vec<Arc<TableMeta>> {
         self.tables.values().cloned().collect()
     }

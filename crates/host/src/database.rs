@@ -644,9 +644,9 @@ impl DbInner {
     /// Background-style maintenance after a commit.
     pub(crate) fn after_commit(&self) -> Result<()> {
         if self.delta.read().bytes() >= self.config.delta_buffer_bytes {
-            if let Some(_g) = self.flush_lock.try_lock() {
-                drop(_g);
-                self.flush()?;
+            // A flush already under way takes this commit's pages too.
+            if let Some(guard) = self.flush_lock.try_lock() {
+                self.flush_holding(guard)?;
             }
         }
         if self.wal.bytes_since_checkpoint() >= self.config.checkpoint_wal_bytes {
@@ -656,8 +656,12 @@ impl DbInner {
     }
 
     pub fn flush(&self) -> Result<()> {
+        self.flush_holding(self.flush_lock.lock())
+    }
+
+    /// Flush & append while holding the flush lock.
+    fn flush_holding(&self, _flush: parking_lot::MutexGuard<'_, ()>) -> Result<()> {
         self.check_ok()?;
-        let _f = self.flush_lock.lock();
         let batch = self.delta.write().take_for_flush();
         if batch.pages.is_empty() && batch.delta_vid.is_empty() {
             return Ok(());

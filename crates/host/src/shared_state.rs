@@ -158,8 +158,4 @@ impl DeltaBuffer {
         vids.sort();
         ndpdb_formats::ndp::SharedState { pages, vids }
     }
-
-    pub fn max_lpn(&self) -> Option<Lpn> {
-        self.pages.keys().max().copied()
-    }
 }
