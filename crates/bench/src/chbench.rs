@@ -2,7 +2,8 @@
 //! update-aware NDP §5): Query-SUM (CH Q6: revenue over a delivery-date
 //! range and a quantity range) with NDP off and on under each link
 //! preset, Query-UDF (SPN inference per row, `spn_score`, over the rows
-//! of half the districts), a selectivity sweep and a projectivity sweep.
+//! of half the districts), the preloader under each NVM latency profile,
+//! a selectivity sweep and a projectivity sweep.
 //!
 //! Every measured query runs on a freshly reopened database, so the host
 //! buffer pool starts cold for both sides (the OS page cache, which backs
@@ -19,7 +20,7 @@ use rand::{Rng, SeedableRng};
 use ndpdb_formats::udf::{spn_features, SPN_FEATURES};
 use ndpdb_formats::value::parse_timestamp;
 use ndpdb_formats::{Column, DataType, Decimal, Schema, Value};
-use ndpdb_host::{Config, Database, Isolation, Result};
+use ndpdb_host::{Config, Database, Isolation, NvmProfile, Result};
 use ndpdb_link::LinkModel;
 use ndpdb_sql::{Output, Session};
 
@@ -215,9 +216,24 @@ pub fn measure(
     sql: &str,
     ndp: bool,
 ) -> Result<Measurement> {
+    measure_with(dir, config, label, &[], sql, ndp)
+}
+
+/// [`measure`] after the session statements `settings`.
+pub fn measure_with(
+    dir: &Path,
+    config: &Config,
+    label: &str,
+    settings: &[&str],
+    sql: &str,
+    ndp: bool,
+) -> Result<Measurement> {
     let db = Database::open_with(dir, config.clone())?;
     let mut s = Session::new(db.clone());
     s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
+    for set in settings {
+        s.execute(set)?;
+    }
     let delta = StatsDelta::start(&db);
     let t = Instant::now();
     let out = s.execute(sql)?.pop();
@@ -309,6 +325,33 @@ fn plots(out: &Path, all: &[Measurement]) -> Result<bool, String> {
             .collect(),
     };
     let num = |s: &str| s.parse::<f64>().unwrap_or(0.0);
+    let nvm: Vec<&Measurement> = all
+        .iter()
+        .filter(|m| m.label.starts_with("preload-on-"))
+        .collect();
+    if !nvm.is_empty() {
+        let mut cats = Vec::new();
+        let mut values = Vec::new();
+        for on in nvm {
+            let profile = &on.label["preload-on-".len()..];
+            let off = all
+                .iter()
+                .find(|m| m.label == format!("preload-off-{profile}"));
+            cats.push(format!("NVM {profile}"));
+            values.push(vec![
+                off.map_or(0.0, |m| m.device_micros as f64 / 1e3),
+                on.device_micros as f64 / 1e3,
+            ]);
+        }
+        bar_chart(
+            &out.join("preloader.png"),
+            "Query-SUM on the device: preloader off vs on per NVM latency",
+            "device time (ms)",
+            &cats,
+            &["no preloader", "preloader"],
+            &values,
+        )?;
+    }
     if all.iter().any(|m| m.label.starts_with("selectivity-")) {
         line_chart(
             &out.join("selectivity.png"),
@@ -427,6 +470,31 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
         ));
     }
     if opts.sweeps {
+        // The papers' Experiment 3: NVM latency with and without preloader.
+        for nvm in NvmProfile::ALL {
+            let config = Config {
+                device_nvm: nvm,
+                ..opts.base.clone()
+            };
+            for preload in [false, true] {
+                let on_off = if preload { "on" } else { "off" };
+                let m = measure_with(
+                    &dir,
+                    &config,
+                    &format!("preload-{on_off}-{}", nvm.name),
+                    &[&format!("SET ndp_preload = {on_off}")],
+                    QUERY_SUM,
+                    true,
+                )?;
+                log(&format!(
+                    "nvm {:<4} preloader {on_off:<3}  device {:>8.1} ms  {:.2} M tuples/s per PE",
+                    nvm.name,
+                    m.device_micros as f64 / 1e3,
+                    m.tuples_per_pe_second() / 1e6
+                ));
+                all.push(m);
+            }
+        }
         let config = Config {
             link: opts
                 .presets

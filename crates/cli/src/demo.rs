@@ -9,7 +9,7 @@ use clap::Subcommand;
 use ndpdb_bench::report::{engine_lines, StatsDelta};
 use ndpdb_bench::ycsb::{self, RunConfig, Workload};
 use ndpdb_formats::SqlState;
-use ndpdb_host::{Config, Database, Error, Result};
+use ndpdb_host::{Config, Database, Error, NvmProfile, Result};
 use ndpdb_link::LinkModel;
 use ndpdb_sql::Session;
 
@@ -28,6 +28,19 @@ pub struct DeviceArgs {
     /// Pin the benchmark's host threads to these CPUs (comma separated, e.g. 0).
     #[arg(long, value_delimiter = ',')]
     pub host_cpus: Vec<usize>,
+    /// Emulated NVM latency of the device's store: off, fast, mid, slow.
+    #[arg(long, default_value = "off")]
+    pub nvm: String,
+}
+
+/// Resolves an NVM latency profile name.
+pub fn nvm_profile(name: &str) -> Result<NvmProfile> {
+    NvmProfile::by_name(name).ok_or_else(|| {
+        Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("unknown NVM profile {name} (one of off, fast, mid, slow)"),
+        )
+    })
 }
 
 impl DeviceArgs {
@@ -58,6 +71,7 @@ impl DeviceArgs {
             link,
             device_pes: self.pes,
             device_cpus: self.device_cpus.clone(),
+            device_nvm: nvm_profile(&self.nvm)?,
             ..config
         })
     }
@@ -140,6 +154,9 @@ pub enum Bench {
         /// Pin the host's query thread to these CPUs (comma separated).
         #[arg(long, value_delimiter = ',')]
         host_cpus: Vec<usize>,
+        /// Emulated NVM latency of the device's store: off, fast, mid, slow.
+        #[arg(long, default_value = "off")]
+        nvm: String,
     },
 }
 
@@ -167,9 +184,10 @@ fn machine_line(db: &Database) -> String {
         }
     };
     format!(
-        "machine: {cpus} CPUs, {mem} RAM; in-process device with {} PEs ({}); host threads {}; link preset: {}",
+        "machine: {cpus} CPUs, {mem} RAM; in-process device with {} PEs ({}), NVM latency {}; host threads {}; link preset: {}",
         db.config().device_pes_effective(),
         pinned(&db.config().device_cpus),
+        db.config().device_nvm.name,
         pinned(&ndpdb_bench::pin::host_cpus()),
         db.link_model()
     )
@@ -341,6 +359,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             pes,
             device_cpus,
             host_cpus,
+            nvm,
         } => {
             ndpdb_bench::pin::set_host_cpus(&host_cpus);
             ndpdb_bench::pin::pin_host_thread(0);
@@ -363,14 +382,16 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     buffer_pool_bytes: buffer_pool_mib << 20,
                     device_pes: pes,
                     device_cpus: device_cpus.clone(),
+                    device_nvm: nvm_profile(&nvm)?,
                     ..Config::default()
                 },
                 sweeps: !no_sweeps,
             };
             let mut summary = String::new();
             let header = format!(
-                "chbench: {rows} order lines, buffer pool {buffer_pool_mib} MiB, device PEs {} (CPUs {device_cpus:?}), host thread CPUs {host_cpus:?}, machine {} CPUs",
+                "chbench: {rows} order lines, buffer pool {buffer_pool_mib} MiB, device PEs {} (CPUs {device_cpus:?}), NVM {}, host thread CPUs {host_cpus:?}, machine {} CPUs",
                 opts.base.device_pes_effective(),
+                opts.base.device_nvm.name,
                 std::thread::available_parallelism().map_or(0, |n| n.get())
             );
             println!("{header}");

@@ -11,6 +11,7 @@ use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Resul
 
 use crate::maps::{MapStore, Maps};
 use crate::ndp::NdpEngine;
+use crate::nvm::NvmProfile;
 use crate::store::PageStore;
 use std::sync::Arc;
 
@@ -20,6 +21,28 @@ pub struct Core {
     pub(crate) maps: RwLock<Maps>,
     map_store: Mutex<MapStore>,
     merges: AtomicU64,
+}
+
+/// How the device is built: its compute and its medium.
+#[derive(Clone, Debug, Default)]
+pub struct DeviceOptions {
+    /// Processing elements per NDP job (0 = one per CPU, or per pinned CPU).
+    pub pes: usize,
+    /// CPUs the PEs (and their preloaders) are pinned to (empty: unpinned).
+    pub cpus: Vec<usize>,
+    /// Emulated NVM latency of the store.
+    pub nvm: NvmProfile,
+}
+
+impl DeviceOptions {
+    /// The PE count after resolving 0.
+    pub fn pes_effective(&self) -> usize {
+        match (self.pes, self.cpus.len()) {
+            (0, 0) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            (0, n) => n,
+            (n, _) => n,
+        }
+    }
 }
 
 /// A software computational storage device.
@@ -32,19 +55,13 @@ impl DeviceEngine {
     /// Opens the device's storage in `dir` (created if missing), with as
     /// many processing elements as the machine has CPUs.
     pub fn open(dir: &Path) -> Result<DeviceEngine> {
-        let pes = std::thread::available_parallelism().map_or(1, |n| n.get());
-        DeviceEngine::open_with_pes(dir, pes)
+        DeviceEngine::open_with(dir, DeviceOptions::default())
     }
 
-    /// Opens the device with `pes` processing elements per NDP job.
-    pub fn open_with_pes(dir: &Path, pes: usize) -> Result<DeviceEngine> {
-        DeviceEngine::open_pinned(dir, pes, Vec::new())
-    }
-
-    /// Opens the device with its PEs pinned to `cpus` (empty: unpinned).
-    pub fn open_pinned(dir: &Path, pes: usize, cpus: Vec<usize>) -> Result<DeviceEngine> {
+    /// Opens the device's storage in `dir` built as `options` say.
+    pub fn open_with(dir: &Path, options: DeviceOptions) -> Result<DeviceEngine> {
         std::fs::create_dir_all(dir).map_err(|e| LinkError::Io(e.to_string()))?;
-        let store = PageStore::open(&dir.join("pages.dat"))?;
+        let store = PageStore::open(&dir.join("pages.dat"), options.nvm)?;
         let (map_store, maps) = MapStore::open(dir)?;
         Ok(DeviceEngine {
             core: Arc::new(Core {
@@ -53,7 +70,7 @@ impl DeviceEngine {
                 map_store: Mutex::new(map_store),
                 merges: AtomicU64::new(0),
             }),
-            ndp: NdpEngine::new(pes, cpus),
+            ndp: NdpEngine::new(options.pes_effective(), options.cpus),
         })
     }
 

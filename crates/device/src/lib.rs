@@ -15,11 +15,16 @@
 //! - [`store`]: the page file.
 //! - [`maps`]: device maps and their crash-safe persistence.
 //! - [`ndp`]: the in-storage engine: NDP jobs on processing elements.
+//! - `pe`: one processing element and its preloader thread.
+//! - [`nvm`]: emulated NVM access latency profiles.
 //! - [`engine`]: the command handler.
 
 pub mod engine;
 pub mod maps;
 pub mod ndp;
+pub mod nvm;
+mod pe;
 pub mod store;
 
-pub use engine::DeviceEngine;
+pub use engine::{DeviceEngine, DeviceOptions};
+pub use nvm::NvmProfile;

@@ -12,6 +12,8 @@
 //! temporary file, fsync'd, renamed over the old one, and the log emptied.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -28,7 +30,9 @@ fn io(e: std::io::Error) -> LinkError {
 /// The maps themselves.
 #[derive(Default, Debug, Clone, PartialEq)]
 pub struct Maps {
-    pub l2p: HashMap<Lpn, Ppn>,
+    /// Keyed by small integers: Fx hashing, not SipHash (it is on every
+    /// record an NDP job resolves).
+    pub l2p: FxHashMap<Lpn, Ppn>,
     /// Per table: index = VID, value = head RecId (raw; NULL = empty).
     pub vids: HashMap<TableId, Vec<u64>>,
 }

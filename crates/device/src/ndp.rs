@@ -15,9 +15,9 @@
 //! (`ndpdb_formats`), so an offloaded query computes exactly what the host
 //! would at the same snapshot. Pages flushed while a job runs do not
 //! change its result: storage is append-only and newer versions are
-//! invisible to the job's snapshot. With `preload`, a PE reads the pages
-//! of its next chunk of VIDs in one sorted batch before walking them.
-//! Chunks are dealt round-robin so a predicate that selects one region of
+//! invisible to the job's snapshot. With `preload`, each PE has a
+//! preloader thread that fetches the pages of its next chunks in sorted
+//! batches while the PE walks the current one (`pe`). Chunks are dealt round-robin so a predicate that selects one region of
 //! the table (e.g. the first districts) still spreads over all PEs, and
 //! only the columns the pipeline reads are decoded.
 
@@ -27,30 +27,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashMap;
 
 use ndpdb_formats::agg::Acc;
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::ndp::{encode_rows, Invocation, JobState, JobStatus, NdpOp, SharedState};
 use ndpdb_formats::page::PageRef;
-use ndpdb_formats::record::{decode_body_columns, RecordHeader, RECORD_HEADER_SIZE};
-use ndpdb_formats::visibility::{find_visible, Visible};
-use ndpdb_formats::{Error, JobId, Lpn, Ppn, RecId, SqlState, Value, Vid};
+use ndpdb_formats::{Error, JobId, SqlState, Value};
 use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
 
 use crate::engine::Core;
+use crate::pe::{run_pe, Cached, Chunks, PeOutput, PeStats, PeTask};
 
-/// VIDs a PE takes at a time (one map read, one preload batch).
-const CHUNK: u64 = 1024;
-/// Pages a PE keeps cached.
-const PE_CACHE_PAGES: usize = 512;
 /// Longest NDP_STATUS wait the device grants.
 const MAX_WAIT: Duration = Duration::from_secs(10);
-
-/// The passed-along shared state, as the device caches it.
-struct Cached {
-    pages: HashMap<Lpn, Arc<Vec<u8>>>,
-    vids: HashMap<Vid, RecId>,
-}
 
 struct Job {
     status: Mutex<JobStatus>,
@@ -70,13 +60,6 @@ pub struct NdpEngine {
 
 fn link_err(e: Error) -> LinkError {
     LinkError::Corrupted(e.to_string())
-}
-
-fn from_link(e: LinkError) -> Error {
-    match e {
-        LinkError::Corrupted(m) | LinkError::OutOfRange(m) => Error::corrupted(m),
-        other => Error::sql(SqlState::IO_ERROR, other.to_string()),
-    }
 }
 
 impl NdpEngine {
@@ -102,7 +85,7 @@ impl NdpEngine {
             Opcode::NdpShared => {
                 let s = SharedState::decode(&mut r).map_err(link_err)?;
                 r.finish("NDP_SHARED").map_err(link_err)?;
-                let mut pages = HashMap::new();
+                let mut pages = FxHashMap::default();
                 for (lpn, bytes) in s.pages {
                     PageRef::parse(&bytes).map_err(link_err)?;
                     pages.insert(lpn, Arc::new(bytes));
@@ -216,19 +199,6 @@ fn wanted_columns(inv: &Invocation) -> Vec<bool> {
     wanted
 }
 
-/// What one PE produced. Scan rows are kept per chunk so the merge can
-/// return them in VID order.
-enum PeOutput {
-    Rows(Vec<(u64, Vec<Vec<Value>>)>),
-    Groups(HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>),
-}
-
-struct PeStats {
-    tuples: u64,
-    micros: u64,
-    pages_read: u64,
-}
-
 fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job, cpus: &[usize]) {
     let start = Instant::now();
     let n = inv.vid_count;
@@ -244,20 +214,30 @@ fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job,
                 };
                 let inv = &inv;
                 let wanted = &wanted;
-                let cpu = (!cpus.is_empty()).then(|| cpus[pe % cpus.len()]);
-                s.spawn(move || {
-                    if let Some(id) = cpu {
-                        core_affinity::set_for_current(core_affinity::CoreId { id });
-                    }
-                    run_pe(core, inv, shared, chunks, wanted, &job.cancel)
-                })
+                let task = PeTask {
+                    core,
+                    inv,
+                    shared,
+                    chunks,
+                    wanted,
+                    cancel: &job.cancel,
+                    cpu: (!cpus.is_empty()).then(|| cpus[pe % cpus.len()]),
+                };
+                std::thread::Builder::new()
+                    .name(format!("ndp-pe-{pe}"))
+                    .spawn_scoped(s, move || run_pe(&task))
             })
             .collect();
         handles
             .into_iter()
-            .map(|h| {
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::sql(SqlState::INTERNAL_ERROR, "a PE panicked")))
+            .map(|h| match h {
+                Ok(h) => h
+                    .join()
+                    .unwrap_or_else(|_| Err(Error::sql(SqlState::INTERNAL_ERROR, "a PE panicked"))),
+                Err(e) => Err(Error::sql(
+                    SqlState::INTERNAL_ERROR,
+                    format!("cannot start a PE thread: {e}"),
+                )),
             })
             .collect()
     });
@@ -364,223 +344,4 @@ fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Erro
             Ok(rows)
         }
     }
-}
-
-/// A PE's page cache (cleared when full; the walk is mostly sequential).
-struct PageCache {
-    pages: HashMap<Ppn, Arc<Vec<u8>>>,
-    loaded: u64,
-    /// The store page of the previous record (consecutive VIDs share pages).
-    last: Option<(Lpn, Arc<Vec<u8>>)>,
-}
-
-impl PageCache {
-    fn get(&mut self, core: &Core, ppn: Ppn) -> Result<Arc<Vec<u8>>, Error> {
-        if let Some(p) = self.pages.get(&ppn) {
-            return Ok(p.clone());
-        }
-        let bytes = core.store.read(ppn).map_err(from_link)?;
-        PageRef::parse_verified(&bytes)?;
-        if self.pages.len() >= PE_CACHE_PAGES {
-            self.pages.clear();
-        }
-        let page = Arc::new(bytes);
-        self.pages.insert(ppn, page.clone());
-        self.loaded += 1;
-        Ok(page)
-    }
-}
-
-/// A record's bytes inside a page.
-struct Rec {
-    page: Arc<Vec<u8>>,
-    start: usize,
-    end: usize,
-}
-
-impl Rec {
-    fn bytes(&self) -> &[u8] {
-        &self.page[self.start..self.end]
-    }
-}
-
-fn resolve(core: &Core, shared: &Cached, cache: &mut PageCache, rid: RecId) -> Result<Rec, Error> {
-    let lpn = rid.lpn();
-    // A passed-along page may have gained records after it was captured
-    // (and then been flushed, which is why a map now points past its
-    // end): those records are read from the store.
-    let captured = shared
-        .pages
-        .get(&lpn)
-        .filter(|p| PageRef::parse(p).is_ok_and(|v| rid.slot() < v.slot_count()));
-    let page = match captured {
-        Some(p) => p.clone(),
-        None => match &cache.last {
-            Some((l, p)) if *l == lpn => p.clone(),
-            _ => {
-                let ppn =
-                    core.maps.read().l2p.get(&lpn).copied().ok_or_else(|| {
-                        Error::corrupted(format!("{rid} points to an unmapped page"))
-                    })?;
-                let page = cache.get(core, ppn)?;
-                cache.last = Some((lpn, page.clone()));
-                page
-            }
-        },
-    };
-    let (start, end) = {
-        let view = PageRef::parse(&page)?;
-        let rec = view
-            .record(rid.slot())?
-            .ok_or_else(|| Error::corrupted(format!("{rid} is an empty slot")))?;
-        let start = rec.as_ptr() as usize - page.as_ptr() as usize;
-        (start, start + rec.len())
-    };
-    Ok(Rec { page, start, end })
-}
-
-/// The chunks of VIDs one PE walks.
-#[derive(Clone, Copy)]
-struct Chunks {
-    first: u64,
-    step: u64,
-    vids: u64,
-}
-
-fn run_pe(
-    core: &Core,
-    inv: &Invocation,
-    shared: &Cached,
-    chunks: Chunks,
-    wanted: &[bool],
-    cancel: &AtomicBool,
-) -> Result<(PeOutput, PeStats), Error> {
-    let t0 = Instant::now();
-    let mut cache = PageCache {
-        pages: HashMap::new(),
-        loaded: 0,
-        last: None,
-    };
-    let mut rows = Vec::new();
-    let mut groups: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)> = HashMap::new();
-    let mut tuples = 0u64;
-    let mut heads = Vec::with_capacity(CHUNK as usize);
-    let mut chunk = chunks.first;
-    while chunk * CHUNK < chunks.vids {
-        if cancel.load(Ordering::Relaxed) {
-            return Err(Error::sql(SqlState::QUERY_CANCELED, "NDP job aborted"));
-        }
-        let from = chunk * CHUNK;
-        let to = (from + CHUNK).min(chunks.vids);
-        let mut chunk_rows = Vec::new();
-        heads.clear();
-        {
-            let maps = core.maps.read();
-            let map = maps.vids.get(&inv.table);
-            for v in from..to {
-                let head = match shared.vids.get(&Vid(v)) {
-                    Some(r) => *r,
-                    None => map
-                        .and_then(|m| m.get(v as usize))
-                        .map_or(RecId::NULL, |r| RecId::from_raw(*r)),
-                };
-                heads.push(head);
-            }
-        }
-        if inv.preload {
-            preload(core, shared, &mut cache, &heads)?;
-        }
-        for head in &heads {
-            if head.is_null() {
-                continue;
-            }
-            tuples += 1;
-            let visible = find_visible(*head, &inv.snapshot, |rid| {
-                let rec = resolve(core, shared, &mut cache, rid)?;
-                let h = RecordHeader::parse(rec.bytes())?;
-                Ok::<_, Error>((h, rec))
-            })?;
-            let Visible::Version(_, rec) = visible else {
-                continue;
-            };
-            let body = rec.bytes().get(RECORD_HEADER_SIZE..).unwrap_or_default();
-            let row = decode_body_columns(&inv.types, body, Some(wanted))?;
-            if let Some(f) = &inv.filter {
-                if !f.eval_predicate(&row, &inv.params)? {
-                    continue;
-                }
-            }
-            match &inv.op {
-                NdpOp::Scan { columns } => {
-                    chunk_rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
-                }
-                NdpOp::Aggregate { groups: gp, aggs } => {
-                    let entry = if gp.is_empty() {
-                        // No GROUP BY: one accumulator set, no hashing per row.
-                        groups
-                            .entry(Vec::new())
-                            .or_insert_with(|| (Vec::new(), aggs.iter().map(Acc::new).collect()))
-                    } else {
-                        let gv: Vec<Value> = gp
-                            .iter()
-                            .map(|p| p.eval(&row, &inv.params))
-                            .collect::<Result<_, _>>()?;
-                        let mut w = Writer::new();
-                        for v in &gv {
-                            v.key_bytes(&mut w);
-                        }
-                        groups
-                            .entry(w.into_inner())
-                            .or_insert_with(|| (gv, aggs.iter().map(Acc::new).collect()))
-                    };
-                    for (acc, spec) in entry.1.iter_mut().zip(aggs) {
-                        let v = match &spec.arg {
-                            Some(p) => p.eval(&row, &inv.params)?,
-                            None => Value::Null,
-                        };
-                        acc.add(spec, v)?;
-                    }
-                }
-            }
-        }
-        if !chunk_rows.is_empty() {
-            rows.push((chunk, chunk_rows));
-        }
-        chunk += chunks.step;
-    }
-    let out = match inv.op {
-        NdpOp::Scan { .. } => PeOutput::Rows(rows),
-        NdpOp::Aggregate { .. } => PeOutput::Groups(groups),
-    };
-    Ok((
-        out,
-        PeStats {
-            tuples,
-            micros: t0.elapsed().as_micros() as u64,
-            pages_read: cache.loaded,
-        },
-    ))
-}
-
-/// Reads the head pages of the next chunk in one sorted batch.
-fn preload(
-    core: &Core,
-    shared: &Cached,
-    cache: &mut PageCache,
-    heads: &[RecId],
-) -> Result<(), Error> {
-    let mut ppns: Vec<Ppn> = {
-        let maps = core.maps.read();
-        heads
-            .iter()
-            .filter(|h| !h.is_null() && !shared.pages.contains_key(&h.lpn()))
-            .filter_map(|h| maps.l2p.get(&h.lpn()).copied())
-            .collect()
-    };
-    ppns.sort_unstable();
-    ppns.dedup();
-    for p in ppns {
-        cache.get(core, p)?;
-    }
-    Ok(())
 }

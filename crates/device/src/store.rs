@@ -14,9 +14,13 @@ use ndpdb_formats::page::PAGE_SIZE;
 use ndpdb_formats::Ppn;
 use ndpdb_link::{LinkError, Result};
 
+use crate::nvm::NvmProfile;
+
 pub struct PageStore {
     file: File,
     page_count: AtomicU64,
+    /// Added latency per access (see [`crate::nvm`]).
+    pub(crate) nvm: NvmProfile,
 }
 
 fn io(e: std::io::Error) -> LinkError {
@@ -24,7 +28,7 @@ fn io(e: std::io::Error) -> LinkError {
 }
 
 impl PageStore {
-    pub fn open(path: &Path) -> Result<PageStore> {
+    pub fn open(path: &Path, nvm: NvmProfile) -> Result<PageStore> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -36,6 +40,7 @@ impl PageStore {
         Ok(PageStore {
             file,
             page_count: AtomicU64::new(len / PAGE_SIZE as u64),
+            nvm,
         })
     }
 
@@ -43,7 +48,15 @@ impl PageStore {
         self.page_count.load(Ordering::Acquire)
     }
 
+    /// Reads a page as one NVM access.
     pub fn read(&self, ppn: Ppn) -> Result<Vec<u8>> {
+        self.nvm.read_access();
+        self.read_untimed(ppn)
+    }
+
+    /// Reads a page without charging NVM latency: for callers that charge
+    /// their accesses themselves (a PE per record, the preloader per batch).
+    pub(crate) fn read_untimed(&self, ppn: Ppn) -> Result<Vec<u8>> {
         if ppn.0 >= self.page_count() {
             return Err(LinkError::OutOfRange(format!(
                 "PPN {} beyond the store's {} pages",
@@ -65,6 +78,7 @@ impl PageStore {
                 page.len()
             )));
         }
+        self.nvm.write_access();
         self.file
             .write_all_at(page, ppn.0 * PAGE_SIZE as u64)
             .map_err(io)?;

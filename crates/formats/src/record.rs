@@ -180,9 +180,22 @@ pub fn decode_body_columns(
     body: &[u8],
     wanted: Option<&[bool]>,
 ) -> Result<Vec<Value>> {
+    let mut out = Vec::with_capacity(types.len());
+    decode_body_columns_into(types, body, wanted, &mut out)?;
+    Ok(out)
+}
+
+/// [`decode_body_columns`] into a caller-owned row (cleared first), so a
+/// scan reuses one row buffer instead of allocating one per record.
+pub fn decode_body_columns_into(
+    types: &[DataType],
+    body: &[u8],
+    wanted: Option<&[bool]>,
+    out: &mut Vec<Value>,
+) -> Result<()> {
+    out.clear();
     let mut r = Reader::new(body);
     let bitmap = r.take(types.len().div_ceil(8))?;
-    let mut out = Vec::with_capacity(types.len());
     for (i, ty) in types.iter().enumerate() {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
             out.push(Value::Null);
@@ -224,8 +237,7 @@ pub fn decode_body_columns(
             DataType::Bytea => Value::Bytea(read_var(&mut r)?.to_vec()),
         });
     }
-    r.finish("record body")?;
-    Ok(out)
+    r.finish("record body")
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use ndpdb_device::{DeviceOptions, NvmProfile};
 use ndpdb_link::LinkModel;
 
 #[derive(Clone, Debug)]
@@ -21,15 +22,22 @@ pub struct Config {
     pub device_pes: usize,
     /// CPUs the device's PEs are pinned to (empty: not pinned).
     pub device_cpus: Vec<usize>,
+    /// Emulated NVM latency of the embedded device's store.
+    pub device_nvm: NvmProfile,
 }
 
 impl Config {
     /// The device's PE count after resolving 0 to the CPU count.
     pub fn device_pes_effective(&self) -> usize {
-        match (self.device_pes, self.device_cpus.len()) {
-            (0, 0) => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            (0, n) => n,
-            (n, _) => n,
+        self.device_options().pes_effective()
+    }
+
+    /// How the embedded device is built.
+    pub fn device_options(&self) -> DeviceOptions {
+        DeviceOptions {
+            pes: self.device_pes,
+            cpus: self.device_cpus.clone(),
+            nvm: self.device_nvm,
         }
     }
 }
@@ -44,6 +52,7 @@ impl Default for Config {
             link: LinkModel::UNTHROTTLED,
             device_pes: 0,
             device_cpus: Vec::new(),
+            device_nvm: NvmProfile::OFF,
         }
     }
 }

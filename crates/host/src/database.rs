@@ -172,8 +172,7 @@ impl Database {
 
     pub fn open_with(dir: &Path, config: Config) -> Result<Database> {
         std::fs::create_dir_all(dir)?;
-        let engine =
-            DeviceEngine::open_with_pes(&dir.join("device"), config.device_pes_effective())?;
+        let engine = DeviceEngine::open_with(&dir.join("device"), config.device_options())?;
         let transport: Arc<dyn Transport> = Arc::new(InProcessTransport::with_model(
             Arc::new(engine),
             config.link,

@@ -34,5 +34,6 @@ pub use catalog::TableMeta;
 pub use config::Config;
 pub use database::Database;
 pub use error::{Error, Result};
+pub use ndpdb_device::NvmProfile;
 pub use transaction::{Isolation, Transaction, WriteOutcome};
 pub use txn::Snapshot;

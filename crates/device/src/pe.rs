@@ -1,0 +1,437 @@
+//! One processing element and its preloader (DESIGN.md §5; DANSEN §3.3,
+//! Algorithm 1, Experiment 4).
+//!
+//! A PE walks its chunks of VIDs: head (ΔVID overlay, else the device VID
+//! map) → page (passed-along delta page, else L2P → store) → header →
+//! visibility walk → filter → operation. With the preloader on, a second
+//! thread per PE runs ahead of the walk and fetches the head pages of the
+//! next chunks in sorted batches, so storage latency overlaps compute:
+//!
+//! ```text
+//!   preloader thread                                PE thread
+//!   chunk k+2: heads ← overlay / VID map
+//!              PPNs  ← L2P, sorted, deduplicated
+//!              pages ← store (one NVM access)  ─► [batch k+1] ─┐ bounded queue
+//!                                                 [batch k  ] ─┴► walk chunk k
+//! ```
+//!
+//! Without the preloader the PE resolves everything on demand and every
+//! record it reads from the store is one NVM access (see [`crate::nvm`]).
+//! Predecessor versions on pages the preloader did not fetch are read on
+//! demand in both modes.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::time::Instant;
+
+use rustc_hash::FxHashMap;
+
+use ndpdb_formats::agg::Acc;
+use ndpdb_formats::codec::Writer;
+use ndpdb_formats::ndp::{Invocation, NdpOp};
+use ndpdb_formats::page::PageRef;
+use ndpdb_formats::record::{decode_body_columns_into, RecordHeader, RECORD_HEADER_SIZE};
+use ndpdb_formats::visibility::{find_visible, Visible};
+use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, Value, Vid};
+use ndpdb_link::LinkError;
+
+use crate::engine::Core;
+
+/// VIDs a PE takes at a time (one map read, one preload batch).
+pub(crate) const CHUNK: u64 = 1024;
+/// Pages a PE keeps cached.
+const PE_CACHE_PAGES: usize = 512;
+/// Batches the preloader may run ahead of its PE.
+const PRELOAD_DEPTH: usize = 2;
+
+/// The passed-along shared state, as the device caches it for one job.
+pub(crate) struct Cached {
+    pub pages: FxHashMap<Lpn, Arc<Vec<u8>>>,
+    pub vids: FxHashMap<Vid, RecId>,
+}
+
+/// What one PE produced. Scan rows are kept per chunk so the merge can
+/// return them in VID order.
+pub(crate) enum PeOutput {
+    Rows(Vec<(u64, Vec<Vec<Value>>)>),
+    Groups(HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>),
+}
+
+pub(crate) struct PeStats {
+    pub tuples: u64,
+    pub micros: u64,
+    pub pages_read: u64,
+}
+
+/// The chunks of VIDs one PE walks: `first`, `first + step`, …
+#[derive(Clone, Copy)]
+pub(crate) struct Chunks {
+    pub first: u64,
+    pub step: u64,
+    pub vids: u64,
+}
+
+impl Chunks {
+    fn iter(self) -> impl Iterator<Item = u64> {
+        (self.first..)
+            .step_by(self.step.max(1) as usize)
+            .take_while(move |c| c * CHUNK < self.vids)
+    }
+}
+
+/// Everything a PE needs, borrowed from the job.
+pub(crate) struct PeTask<'a> {
+    pub core: &'a Core,
+    pub inv: &'a Invocation,
+    pub shared: &'a Cached,
+    pub chunks: Chunks,
+    /// Columns the pipeline reads (the rest is skipped, not decoded).
+    pub wanted: &'a [bool],
+    pub cancel: &'a AtomicBool,
+    /// CPU the PE and its preloader run on.
+    pub cpu: Option<usize>,
+}
+
+impl PeTask<'_> {
+    fn check_cancel(&self) -> Result<(), Error> {
+        if self.cancel.load(Ordering::Relaxed) {
+            Err(Error::sql(SqlState::QUERY_CANCELED, "NDP job aborted"))
+        } else {
+            Ok(())
+        }
+    }
+}
+
+fn from_link(e: LinkError) -> Error {
+    match e {
+        LinkError::Corrupted(m) | LinkError::OutOfRange(m) => Error::corrupted(m),
+        other => Error::sql(SqlState::IO_ERROR, other.to_string()),
+    }
+}
+
+fn pin(cpu: Option<usize>) {
+    if let Some(id) = cpu {
+        core_affinity::set_for_current(core_affinity::CoreId { id });
+    }
+}
+
+/// Runs one PE to completion (on the calling thread, plus its preloader).
+pub(crate) fn run_pe(task: &PeTask) -> Result<(PeOutput, PeStats), Error> {
+    pin(task.cpu);
+    let t0 = Instant::now();
+    let mut walker = Walker::new(task);
+    if task.inv.preload {
+        std::thread::scope(|s| {
+            let (tx, rx) = sync_channel(PRELOAD_DEPTH);
+            std::thread::Builder::new()
+                .name(format!("ndp-pre-{}", task.chunks.first))
+                .spawn_scoped(s, move || preloader(task, tx))
+                .map_err(|e| {
+                    Error::sql(
+                        SqlState::INTERNAL_ERROR,
+                        format!("cannot start a preloader: {e}"),
+                    )
+                })?;
+            // Returning early drops `rx`: the preloader's next send fails
+            // and it stops.
+            for batch in rx {
+                let batch: Batch = batch?;
+                task.check_cancel()?;
+                walker.cache.admit(batch.pages);
+                walker.walk(batch.chunk, &batch.heads)?;
+            }
+            Ok::<_, Error>(())
+        })?;
+    } else {
+        let mut heads = Vec::with_capacity(CHUNK as usize);
+        for chunk in task.chunks.iter() {
+            task.check_cancel()?;
+            chunk_heads(task, chunk, &mut heads);
+            walker.walk(chunk, &heads)?;
+        }
+    }
+    Ok(walker.finish(t0))
+}
+
+/// Head RecIds of the VIDs of `chunk` (NULL where a VID has none).
+fn chunk_heads(task: &PeTask, chunk: u64, heads: &mut Vec<RecId>) {
+    let from = chunk * CHUNK;
+    let to = (from + CHUNK).min(task.chunks.vids);
+    heads.clear();
+    let maps = task.core.maps.read();
+    let map = maps.vids.get(&task.inv.table);
+    for v in from..to {
+        let head = match task.shared.vids.get(&Vid(v)) {
+            Some(r) => *r,
+            None => map
+                .and_then(|m| m.get(v as usize))
+                .map_or(RecId::NULL, |r| RecId::from_raw(*r)),
+        };
+        heads.push(head);
+    }
+}
+
+/// A chunk's heads and the store pages they live on.
+struct Batch {
+    chunk: u64,
+    heads: Vec<RecId>,
+    pages: Vec<(Ppn, Arc<Vec<u8>>)>,
+}
+
+fn preloader(task: &PeTask, tx: SyncSender<Result<Batch, Error>>) {
+    pin(task.cpu);
+    for chunk in task.chunks.iter() {
+        if task.cancel.load(Ordering::Relaxed) {
+            return;
+        }
+        let batch = load_batch(task, chunk);
+        let failed = batch.is_err();
+        if tx.send(batch).is_err() || failed {
+            return;
+        }
+    }
+}
+
+/// Reads the head pages of `chunk` in one sorted batch (one NVM access).
+fn load_batch(task: &PeTask, chunk: u64) -> Result<Batch, Error> {
+    let mut heads = Vec::with_capacity(CHUNK as usize);
+    chunk_heads(task, chunk, &mut heads);
+    let mut ppns: Vec<Ppn> = Vec::new();
+    {
+        let maps = task.core.maps.read();
+        let mut last = None;
+        for h in heads.iter().filter(|h| !h.is_null()) {
+            let lpn = h.lpn();
+            if last == Some(lpn) || task.shared.pages.contains_key(&lpn) {
+                continue;
+            }
+            last = Some(lpn);
+            if let Some(p) = maps.l2p.get(&lpn) {
+                ppns.push(*p);
+            }
+        }
+    }
+    ppns.sort_unstable();
+    ppns.dedup();
+    if !ppns.is_empty() {
+        task.core.store.nvm.read_access();
+    }
+    let mut pages = Vec::with_capacity(ppns.len());
+    for ppn in ppns {
+        let bytes = task.core.store.read_untimed(ppn).map_err(from_link)?;
+        PageRef::parse_verified(&bytes)?;
+        pages.push((ppn, Arc::new(bytes)));
+    }
+    Ok(Batch {
+        chunk,
+        heads,
+        pages,
+    })
+}
+
+/// A PE's page cache (cleared when full; the walk is mostly sequential).
+struct PageCache {
+    pages: FxHashMap<Ppn, Arc<Vec<u8>>>,
+    loaded: u64,
+    /// The store page of the previous record (consecutive VIDs share pages).
+    last: Option<(Lpn, Arc<Vec<u8>>)>,
+}
+
+impl PageCache {
+    /// Takes in a preloaded batch.
+    fn admit(&mut self, pages: Vec<(Ppn, Arc<Vec<u8>>)>) {
+        if self.pages.len() + pages.len() > PE_CACHE_PAGES {
+            self.pages.clear();
+        }
+        self.loaded += pages.len() as u64;
+        self.pages.extend(pages);
+    }
+
+    /// A page by PPN, read on demand (as one NVM access if `charge`).
+    fn get(&mut self, core: &Core, ppn: Ppn, charge: bool) -> Result<Arc<Vec<u8>>, Error> {
+        if let Some(p) = self.pages.get(&ppn) {
+            return Ok(p.clone());
+        }
+        if charge {
+            core.store.nvm.read_access();
+        }
+        let bytes = core.store.read_untimed(ppn).map_err(from_link)?;
+        PageRef::parse_verified(&bytes)?;
+        if self.pages.len() >= PE_CACHE_PAGES {
+            self.pages.clear();
+        }
+        let page = Arc::new(bytes);
+        self.pages.insert(ppn, page.clone());
+        self.loaded += 1;
+        Ok(page)
+    }
+}
+
+/// A record's bytes inside a page.
+struct Rec {
+    page: Arc<Vec<u8>>,
+    start: usize,
+    end: usize,
+}
+
+impl Rec {
+    fn bytes(&self) -> &[u8] {
+        &self.page[self.start..self.end]
+    }
+}
+
+/// A PE's walk state and partial results.
+struct Walker<'a> {
+    task: &'a PeTask<'a>,
+    cache: PageCache,
+    /// Reused row buffer.
+    row: Vec<Value>,
+    rows: Vec<(u64, Vec<Vec<Value>>)>,
+    groups: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>,
+    /// Accumulators of an aggregate without GROUP BY (no hashing per row).
+    plain: Option<Vec<Acc>>,
+    tuples: u64,
+}
+
+impl<'a> Walker<'a> {
+    fn new(task: &'a PeTask<'a>) -> Walker<'a> {
+        Walker {
+            task,
+            cache: PageCache {
+                pages: FxHashMap::default(),
+                loaded: 0,
+                last: None,
+            },
+            row: Vec::with_capacity(task.inv.types.len()),
+            rows: Vec::new(),
+            groups: HashMap::new(),
+            plain: None,
+            tuples: 0,
+        }
+    }
+
+    /// Resolves a RecId to its bytes: passed-along page first, else store.
+    fn resolve(&mut self, rid: RecId) -> Result<Rec, Error> {
+        let (core, shared) = (self.task.core, self.task.shared);
+        let direct = !self.task.inv.preload;
+        let lpn = rid.lpn();
+        // A passed-along page may have gained records after it was captured
+        // (and then been flushed, which is why a map now points past its
+        // end): those records are read from the store.
+        let captured = shared
+            .pages
+            .get(&lpn)
+            .filter(|p| PageRef::parse(p).is_ok_and(|v| rid.slot() < v.slot_count()));
+        let page = match captured {
+            Some(p) => p.clone(),
+            None => {
+                if direct {
+                    // Without a preloader every record is read from the medium.
+                    core.store.nvm.read_access();
+                }
+                match &self.cache.last {
+                    Some((l, p)) if *l == lpn => p.clone(),
+                    _ => {
+                        let ppn = core.maps.read().l2p.get(&lpn).copied().ok_or_else(|| {
+                            Error::corrupted(format!("{rid} points to an unmapped page"))
+                        })?;
+                        let page = self.cache.get(core, ppn, !direct)?;
+                        self.cache.last = Some((lpn, page.clone()));
+                        page
+                    }
+                }
+            }
+        };
+        let (start, end) = {
+            let view = PageRef::parse(&page)?;
+            let rec = view
+                .record(rid.slot())?
+                .ok_or_else(|| Error::corrupted(format!("{rid} is an empty slot")))?;
+            let start = rec.as_ptr() as usize - page.as_ptr() as usize;
+            (start, start + rec.len())
+        };
+        Ok(Rec { page, start, end })
+    }
+
+    /// Walks one chunk: visibility → filter → operation per head.
+    fn walk(&mut self, chunk: u64, heads: &[RecId]) -> Result<(), Error> {
+        let inv = self.task.inv;
+        let mut chunk_rows = Vec::new();
+        for head in heads {
+            if head.is_null() {
+                continue;
+            }
+            self.tuples += 1;
+            let visible = find_visible(*head, &inv.snapshot, |rid| {
+                let rec = self.resolve(rid)?;
+                let h = RecordHeader::parse(rec.bytes())?;
+                Ok::<_, Error>((h, rec))
+            })?;
+            let Visible::Version(_, rec) = visible else {
+                continue;
+            };
+            let body = rec.bytes().get(RECORD_HEADER_SIZE..).unwrap_or_default();
+            decode_body_columns_into(&inv.types, body, Some(self.task.wanted), &mut self.row)?;
+            let row = &self.row;
+            if let Some(f) = &inv.filter {
+                if !f.eval_predicate(row, &inv.params)? {
+                    continue;
+                }
+            }
+            match &inv.op {
+                NdpOp::Scan { columns } => {
+                    chunk_rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
+                }
+                NdpOp::Aggregate { groups: gp, aggs } => {
+                    let accs = if gp.is_empty() {
+                        self.plain
+                            .get_or_insert_with(|| aggs.iter().map(Acc::new).collect())
+                    } else {
+                        let gv: Vec<Value> = gp
+                            .iter()
+                            .map(|p| p.eval(row, &inv.params))
+                            .collect::<Result<_, _>>()?;
+                        let mut w = Writer::new();
+                        for v in &gv {
+                            v.key_bytes(&mut w);
+                        }
+                        &mut self
+                            .groups
+                            .entry(w.into_inner())
+                            .or_insert_with(|| (gv, aggs.iter().map(Acc::new).collect()))
+                            .1
+                    };
+                    for (acc, spec) in accs.iter_mut().zip(aggs) {
+                        let v = match &spec.arg {
+                            Some(p) => p.eval(row, &inv.params)?,
+                            None => Value::Null,
+                        };
+                        acc.add(spec, v)?;
+                    }
+                }
+            }
+        }
+        if !chunk_rows.is_empty() {
+            self.rows.push((chunk, chunk_rows));
+        }
+        Ok(())
+    }
+
+    fn finish(mut self, t0: Instant) -> (PeOutput, PeStats) {
+        if let Some(accs) = self.plain.take() {
+            self.groups.insert(Vec::new(), (Vec::new(), accs));
+        }
+        let out = match self.task.inv.op {
+            NdpOp::Scan { .. } => PeOutput::Rows(self.rows),
+            NdpOp::Aggregate { .. } => PeOutput::Groups(self.groups),
+        };
+        let stats = PeStats {
+            tuples: self.tuples,
+            micros: t0.elapsed().as_micros() as u64,
+            pages_read: self.cache.loaded,
+        };
+        (out, stats)
+    }
+}
