@@ -22,7 +22,9 @@ use ndpdb_host::Database;
 
 /// Bandwidth assumed for an unthrottled (in-process) link.
 const UNTHROTTLED_BYTES_PER_SEC: f64 = 4.0e9;
-const HOST_ROW_NS: f64 = 400.0;
+/// Per-row costs measured with `ndpdb bench chbench` (docs/BENCHMARKS.md):
+/// a host scan of cached pages, and one PE.
+const HOST_ROW_NS: f64 = 1000.0;
 const DEVICE_ROW_NS: f64 = 500.0;
 const CALL_OVERHEAD_US: f64 = 300.0;
 const FILTER_SELECTIVITY: f64 = 1.0 / 3.0;

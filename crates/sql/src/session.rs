@@ -147,7 +147,7 @@ impl Session {
             tx: None,
             block: Block::None,
             default_isolation: Isolation::Snapshot,
-            ndp: NdpMode::Off,
+            ndp: NdpMode::Auto,
             ndp_pes: 0,
             ndp_preload: true,
             settings: BTreeMap::new(),
