@@ -4,6 +4,7 @@
 //! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
 //! - [`pin`]: pinning host threads to CPUs.
 //! - [`plot`]: PNG line and bar charts.
+//! - [`sltbench`]: shared-lock-table latency, host and device side.
 //! - [`zipf`]: YCSB's scrambled Zipfian key chooser.
 //! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
 //! - [`report`]: latency histograms and the figures every run prints.
@@ -13,5 +14,6 @@ pub mod htap;
 pub mod pin;
 pub mod plot;
 pub mod report;
+pub mod sltbench;
 pub mod ycsb;
 pub mod zipf;

@@ -127,6 +127,16 @@ pub enum Bench {
         #[command(flatten)]
         device: DeviceArgs,
     },
+    /// Shared-lock-table latency: host and device side, uncontended and
+    /// contended, against the host lock table alone and a mutex hash map.
+    Slt {
+        /// Measured acquire+release pairs per configuration.
+        #[arg(long, default_value_t = 200_000)]
+        ops: u64,
+        /// Output folder (CSV, summary, plots); default a fresh one under bench-results/.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// CH-benCHmark Query-SUM with NDP off and on under each link preset,
     /// plus selectivity and projectivity sweeps.
     Chbench {
@@ -278,6 +288,22 @@ fn default_out(name: &str) -> PathBuf {
 
 pub fn bench(which: Bench) -> Result<ExitCode> {
     match which {
+        Bench::Slt { ops, out } => {
+            let out = out.unwrap_or_else(|| default_out("slt"));
+            let header = format!(
+                "slt: {ops} acquire+release pairs per configuration, {} buckets of 16 B, machine {} CPUs, 128-bit CAS lock-free: {}",
+                1 << 16,
+                cpus(),
+                portable_atomic::AtomicU128::is_lock_free()
+            );
+            println!("{header}");
+            let rows = ndpdb_bench::sltbench::run(ops, |r| {
+                println!("{}", ndpdb_bench::sltbench::describe(r))
+            })?;
+            let out = ndpdb_bench::sltbench::write(&out, &rows, &header)?;
+            println!("wrote {}", out.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Bench::HtapRead {
             records,
             threads,
@@ -361,6 +387,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             host_cpus,
             nvm,
         } => {
+            let machine_cpus = cpus();
             ndpdb_bench::pin::set_host_cpus(&host_cpus);
             ndpdb_bench::pin::pin_host_thread(0);
             let presets = presets
@@ -392,7 +419,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 "chbench: {rows} order lines, buffer pool {buffer_pool_mib} MiB, device PEs {} (CPUs {device_cpus:?}), NVM {}, host thread CPUs {host_cpus:?}, machine {} CPUs",
                 opts.base.device_pes_effective(),
                 opts.base.device_nvm.name,
-                std::thread::available_parallelism().map_or(0, |n| n.get())
+                machine_cpus
             );
             println!("{header}");
             summary.push_str(&header);

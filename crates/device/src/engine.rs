@@ -13,6 +13,7 @@ use crate::maps::{MapStore, Maps};
 use crate::ndp::NdpEngine;
 use crate::nvm::NvmProfile;
 use crate::store::PageStore;
+use ndpdb_slt::SharedLockTable;
 use std::sync::Arc;
 
 /// Storage and maps, shared by the command handler and running NDP jobs.
@@ -24,7 +25,7 @@ pub struct Core {
 }
 
 /// How the device is built: its compute and its medium.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct DeviceOptions {
     /// Processing elements per NDP job (0 = one per CPU, or per pinned CPU).
     pub pes: usize,
@@ -32,6 +33,9 @@ pub struct DeviceOptions {
     pub cpus: Vec<usize>,
     /// Emulated NVM latency of the store.
     pub nvm: NvmProfile,
+    /// The shared lock table (shared memory with the host); without one
+    /// the device runs read-only NDP only.
+    pub slt: Option<Arc<SharedLockTable>>,
 }
 
 impl DeviceOptions {
@@ -70,7 +74,7 @@ impl DeviceEngine {
                 map_store: Mutex::new(map_store),
                 merges: AtomicU64::new(0),
             }),
-            ndp: NdpEngine::new(options.pes_effective(), options.cpus),
+            ndp: NdpEngine::new(options.pes_effective(), options.cpus.clone(), options.slt),
         })
     }
 

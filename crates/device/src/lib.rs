@@ -16,6 +16,8 @@
 //! - [`maps`]: device maps and their crash-safe persistence.
 //! - [`ndp`]: the in-storage engine: NDP jobs on processing elements.
 //! - `pe`: one processing element and its preloader thread.
+//! - `update`: update NDP on a PE: SLT locks, certification, new versions
+//!   in pre-allocated pages written by an unloader thread.
 //! - [`nvm`]: emulated NVM access latency profiles.
 //! - [`engine`]: the command handler.
 
@@ -25,6 +27,7 @@ pub mod ndp;
 pub mod nvm;
 mod pe;
 pub mod store;
+mod update;
 
 pub use engine::{DeviceEngine, DeviceOptions};
 pub use nvm::NvmProfile;

@@ -31,13 +31,17 @@ use rustc_hash::FxHashMap;
 
 use ndpdb_formats::agg::Acc;
 use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::ndp::{encode_rows, Invocation, JobState, JobStatus, NdpOp, SharedState};
+use ndpdb_formats::ndp::{
+    encode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
+};
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{Error, JobId, SqlState, Value};
 use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
 
 use crate::engine::Core;
 use crate::pe::{run_pe, Cached, Chunks, PeOutput, PeStats, PeTask};
+use crate::update::{ModifyCtx, ModifyPart, SpacePool};
+use ndpdb_slt::{DeviceTag, SharedLockTable};
 
 /// Longest NDP_STATUS wait the device grants.
 const MAX_WAIT: Duration = Duration::from_secs(10);
@@ -47,12 +51,34 @@ struct Job {
     done: Condvar,
     result: Mutex<Option<Vec<u8>>>,
     cancel: AtomicBool,
+    /// Update NDP: the invocation's pre-allocated pages.
+    space: SpacePool,
+}
+
+impl Job {
+    /// An update job ran dry: tell the host (its NDP_STATUS returns).
+    fn need_space(&self) {
+        let mut st = self.status.lock();
+        if st.state == JobState::Running {
+            st.state = JobState::NeedSpace;
+        }
+        drop(st);
+        self.done.notify_all();
+    }
+
+    fn finish(&self, st: &mut JobStatus, result: Vec<u8>, state: JobState) {
+        st.result_bytes = result.len() as u64;
+        *self.result.lock() = Some(result);
+        st.state = state;
+    }
 }
 
 pub struct NdpEngine {
     default_pes: usize,
     /// CPUs the PEs are pinned to (PE i → cpus[i mod n]); empty = unpinned.
     cpus: Vec<usize>,
+    /// The shared lock table update jobs lock tuples in.
+    slt: Option<Arc<SharedLockTable>>,
     next: AtomicU64,
     shared: Mutex<HashMap<u64, Arc<Cached>>>,
     jobs: Mutex<HashMap<u64, Arc<Job>>>,
@@ -63,10 +89,15 @@ fn link_err(e: Error) -> LinkError {
 }
 
 impl NdpEngine {
-    pub fn new(default_pes: usize, cpus: Vec<usize>) -> NdpEngine {
+    pub fn new(
+        default_pes: usize,
+        cpus: Vec<usize>,
+        slt: Option<Arc<SharedLockTable>>,
+    ) -> NdpEngine {
         NdpEngine {
             default_pes: default_pes.max(1),
             cpus,
+            slt,
             next: AtomicU64::new(1),
             shared: Mutex::new(HashMap::new()),
             jobs: Mutex::new(HashMap::new()),
@@ -111,29 +142,72 @@ impl NdpEngine {
                     inv.pes as usize
                 }
                 .clamp(1, 64);
-                let job = Arc::new(Job {
-                    status: Mutex::new(JobStatus {
-                        job: JobId(id),
-                        state: JobState::Running,
-                        result_rows: 0,
-                        result_bytes: 0,
-                        pe_tuples: vec![0; pes],
-                        pe_micros: vec![0; pes],
-                        pages_read: 0,
-                        device_micros: 0,
-                    }),
-                    done: Condvar::new(),
-                    result: Mutex::new(None),
-                    cancel: AtomicBool::new(false),
+                let space = inv.space.clone();
+                let job = Arc::new_cyclic(|weak: &std::sync::Weak<Job>| {
+                    let weak = weak.clone();
+                    Job {
+                        status: Mutex::new(JobStatus {
+                            job: JobId(id),
+                            state: JobState::Running,
+                            result_rows: 0,
+                            result_bytes: 0,
+                            pe_tuples: vec![0; pes],
+                            pe_micros: vec![0; pes],
+                            pages_read: 0,
+                            device_micros: 0,
+                        }),
+                        done: Condvar::new(),
+                        result: Mutex::new(None),
+                        cancel: AtomicBool::new(false),
+                        space: SpacePool::new(
+                            space,
+                            Box::new(move || {
+                                if let Some(job) = weak.upgrade() {
+                                    job.need_space();
+                                }
+                            }),
+                        ),
+                    }
                 });
                 self.jobs.lock().insert(id, job.clone());
                 let core = core.clone();
                 let cpus = self.cpus.clone();
+                let slt = self.slt.clone();
                 std::thread::Builder::new()
                     .name(format!("ndp-job-{id}"))
-                    .spawn(move || run_job(&core, inv, &shared, pes, &job, &cpus))
+                    .spawn(move || {
+                        let env = JobEnv {
+                            core: &core,
+                            shared: &shared,
+                            pes,
+                            job: &job,
+                            cpus: &cpus,
+                            slt: slt.as_deref(),
+                        };
+                        run_job(&env, inv, JobId(id))
+                    })
                     .map_err(|e| LinkError::Io(e.to_string()))?;
                 w.u64(id);
+            }
+            Opcode::NdpSpace => {
+                let id = r.u64().map_err(link_err)?;
+                let n = r.count(16).map_err(link_err)?;
+                let mut pages = Vec::with_capacity(n);
+                for _ in 0..n {
+                    pages.push((
+                        ndpdb_formats::Lpn(r.u64().map_err(link_err)?),
+                        ndpdb_formats::Ppn(r.u64().map_err(link_err)?),
+                    ));
+                }
+                r.finish("NDP_SPACE").map_err(link_err)?;
+                let job = self.job(id)?;
+                {
+                    let mut st = job.status.lock();
+                    if st.state == JobState::NeedSpace {
+                        st.state = JobState::Running;
+                    }
+                }
+                job.space.grant(pages);
             }
             Opcode::NdpStatus => {
                 let id = r.u64().map_err(link_err)?;
@@ -160,6 +234,7 @@ impl NdpEngine {
                 let id = r.u64().map_err(link_err)?;
                 if let Some(job) = self.jobs.lock().remove(&id) {
                     job.cancel.store(true, Ordering::Relaxed);
+                    job.space.wake();
                 }
             }
             other => return Err(LinkError::Unsupported(format!("{other:?}"))),
@@ -189,6 +264,8 @@ fn wanted_columns(inv: &Invocation) -> Vec<bool> {
                     .flat_map(|p| p.columns()),
             );
         }
+        // A new version (or tombstone) carries the whole row.
+        NdpOp::Update { .. } | NdpOp::Delete => cols.extend(0..inv.types.len() as u32),
     }
     let mut wanted = vec![false; inv.types.len()];
     for c in cols {
@@ -199,11 +276,42 @@ fn wanted_columns(inv: &Invocation) -> Vec<bool> {
     wanted
 }
 
-fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job, cpus: &[usize]) {
+/// What a job runs against.
+struct JobEnv<'a> {
+    core: &'a Core,
+    shared: &'a Cached,
+    pes: usize,
+    job: &'a Job,
+    cpus: &'a [usize],
+    slt: Option<&'a SharedLockTable>,
+}
+
+fn run_job(env: &JobEnv<'_>, inv: Invocation, id: JobId) {
+    let (core, job, pes) = (env.core, env.job, env.pes);
     let start = Instant::now();
     let n = inv.vid_count;
     let wanted = wanted_columns(&inv);
-    let outputs: Vec<Result<(PeOutput, PeStats), Error>> = std::thread::scope(|s| {
+    let modify = match (inv.op.modifies(), env.slt) {
+        (false, _) => None,
+        (true, Some(slt)) => Some(ModifyCtx {
+            slt,
+            tag: DeviceTag::for_job(id),
+            space: &job.space,
+            lock_timeout: Duration::from_millis(inv.lock_timeout_ms.max(1)),
+        }),
+        (true, None) => {
+            let mut st = job.status.lock();
+            st.state = JobState::Failed(
+                SqlState::FEATURE_NOT_SUPPORTED.0.to_string(),
+                "this device has no shared lock table: update NDP is not available".into(),
+            );
+            drop(st);
+            job.done.notify_all();
+            return;
+        }
+    };
+    type PeRun = (Result<(PeOutput, PeStats), Error>, ModifyPart);
+    let outputs: Vec<PeRun> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..pes)
             .map(|pe| {
                 // PE `pe` takes chunks pe, pe + pes, … (skew-resistant, still sequential).
@@ -212,16 +320,15 @@ fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job,
                     step: pes as u64,
                     vids: n,
                 };
-                let inv = &inv;
-                let wanted = &wanted;
                 let task = PeTask {
                     core,
-                    inv,
-                    shared,
+                    inv: &inv,
+                    shared: env.shared,
                     chunks,
-                    wanted,
+                    wanted: &wanted,
                     cancel: &job.cancel,
-                    cpu: (!cpus.is_empty()).then(|| cpus[pe % cpus.len()]),
+                    cpu: (!env.cpus.is_empty()).then(|| env.cpus[pe % env.cpus.len()]),
+                    modify: modify.as_ref(),
                 };
                 std::thread::Builder::new()
                     .name(format!("ndp-pe-{pe}"))
@@ -231,13 +338,19 @@ fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job,
         handles
             .into_iter()
             .map(|h| match h {
-                Ok(h) => h
-                    .join()
-                    .unwrap_or_else(|_| Err(Error::sql(SqlState::INTERNAL_ERROR, "a PE panicked"))),
-                Err(e) => Err(Error::sql(
-                    SqlState::INTERNAL_ERROR,
-                    format!("cannot start a PE thread: {e}"),
-                )),
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    (
+                        Err(Error::sql(SqlState::INTERNAL_ERROR, "a PE panicked")),
+                        ModifyPart::default(),
+                    )
+                }),
+                Err(e) => (
+                    Err(Error::sql(
+                        SqlState::INTERNAL_ERROR,
+                        format!("cannot start a PE thread: {e}"),
+                    )),
+                    ModifyPart::default(),
+                ),
             })
             .collect()
     });
@@ -245,8 +358,14 @@ fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job,
     let mut st_micros = Vec::with_capacity(pes);
     let mut pages_read = 0;
     let mut parts = Vec::with_capacity(pes);
+    let mut modified = ModifyResult::default();
+    let mut written = Vec::new();
     let mut failure = None;
-    for o in outputs {
+    for (o, part) in outputs {
+        modified.rows += part.rows;
+        modified.delta_vids.extend(part.delta_vids);
+        modified.locked.extend(part.locked);
+        written.extend(part.written);
         match o {
             Ok((out, stats)) => {
                 st_tuples.push(stats.tuples);
@@ -261,34 +380,62 @@ fn run_job(core: &Core, inv: Invocation, shared: &Cached, pes: usize, job: &Job,
             }
         }
     }
-    let result = match failure {
-        Some(e) => Err(e),
-        None => merge(&inv, parts),
-    };
+    if modify.is_some() && failure.is_none() && !written.is_empty() {
+        // The new versions are durable before the host may commit them.
+        if let Err(e) = core.store.sync() {
+            failure = Some(Error::sql(SqlState::IO_ERROR, format!("sync: {e}")));
+        }
+    }
     let mut st = job.status.lock();
     st.pe_tuples = st_tuples;
     st.pe_micros = st_micros;
     st.pages_read = pages_read;
     st.device_micros = start.elapsed().as_micros() as u64;
-    match result {
-        Ok(rows) => {
-            let mut w = Writer::new();
-            encode_rows(&rows, &mut w);
-            st.result_rows = rows.len() as u64;
-            st.result_bytes = w.len() as u64;
-            *job.result.lock() = Some(w.into_inner());
-            st.state = JobState::Done;
-        }
-        Err(e) => {
-            let message = match &e {
-                Error::Sql { message, .. } => message.clone(),
-                other => other.to_string(),
-            };
-            st.state = JobState::Failed(e.sqlstate().0.to_string(), message);
+    if modify.is_some() {
+        modified.unused = job.space.drain();
+        let state = match failure {
+            None => {
+                modified.delta_l2p = written;
+                st.result_rows = modified.rows;
+                JobState::Done
+            }
+            Some(e) => {
+                // Nothing of it will be used: the host takes every page back
+                // and releases the locks the job holds.
+                modified.rows = 0;
+                modified.delta_vids.clear();
+                modified.unused.extend(written);
+                failed_state(&e)
+            }
+        };
+        let mut w = Writer::new();
+        modified.encode(&mut w);
+        job.finish(&mut st, w.into_inner(), state);
+    } else {
+        let result = match failure {
+            Some(e) => Err(e),
+            None => merge(&inv, parts),
+        };
+        match result {
+            Ok(rows) => {
+                let mut w = Writer::new();
+                encode_rows(&rows, &mut w);
+                st.result_rows = rows.len() as u64;
+                job.finish(&mut st, w.into_inner(), JobState::Done);
+            }
+            Err(e) => st.state = failed_state(&e),
         }
     }
     drop(st);
     job.done.notify_all();
+}
+
+fn failed_state(e: &Error) -> JobState {
+    let message = match e {
+        Error::Sql { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    JobState::Failed(e.sqlstate().0.to_string(), message)
 }
 
 /// Merges the PEs' outputs in PE order (so rows come back in VID order).
@@ -299,7 +446,7 @@ fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Erro
                 .into_iter()
                 .flat_map(|p| match p {
                     PeOutput::Rows(r) => r,
-                    PeOutput::Groups(_) => Vec::new(),
+                    _ => Vec::new(),
                 })
                 .collect();
             chunks.sort_by_key(|(c, _)| *c);
@@ -343,5 +490,7 @@ fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Erro
             }
             Ok(rows)
         }
+        // Merged from the PEs' modify parts in `run_job`.
+        NdpOp::Update { .. } | NdpOp::Delete => Ok(Vec::new()),
     }
 }

@@ -38,6 +38,7 @@ use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, Value, Vid};
 use ndpdb_link::LinkError;
 
 use crate::engine::Core;
+use crate::update::{modify_row, unloader, ModifyCtx, ModifyPart, PageWriter, RowChange};
 
 /// VIDs a PE takes at a time (one map read, one preload batch).
 pub(crate) const CHUNK: u64 = 1024;
@@ -57,6 +58,8 @@ pub(crate) struct Cached {
 pub(crate) enum PeOutput {
     Rows(Vec<(u64, Vec<Vec<Value>>)>),
     Groups(HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>),
+    /// Update NDP: the result is the PE's [`ModifyPart`].
+    Modified,
 }
 
 pub(crate) struct PeStats {
@@ -92,6 +95,8 @@ pub(crate) struct PeTask<'a> {
     pub cancel: &'a AtomicBool,
     /// CPU the PE and its preloader run on.
     pub cpu: Option<usize>,
+    /// Set for update NDP (UPDATE / DELETE).
+    pub modify: Option<&'a ModifyCtx<'a>>,
 }
 
 impl PeTask<'_> {
@@ -117,33 +122,85 @@ fn pin(cpu: Option<usize>) {
     }
 }
 
-/// Runs one PE to completion (on the calling thread, plus its preloader).
-pub(crate) fn run_pe(task: &PeTask) -> Result<(PeOutput, PeStats), Error> {
+/// Runs one PE to completion (on the calling thread, plus its preloader
+/// and, for update NDP, its unloader). The modify part (locks taken,
+/// versions written) comes back even when the PE failed: the host must
+/// release those locks.
+pub(crate) fn run_pe(task: &PeTask) -> (Result<(PeOutput, PeStats), Error>, ModifyPart) {
     pin(task.cpu);
     let t0 = Instant::now();
     let mut walker = Walker::new(task);
-    if task.inv.preload {
-        std::thread::scope(|s| {
-            let (tx, rx) = sync_channel(PRELOAD_DEPTH);
-            std::thread::Builder::new()
-                .name(format!("ndp-pre-{}", task.chunks.first))
-                .spawn_scoped(s, move || preloader(task, tx))
-                .map_err(|e| {
-                    Error::sql(
-                        SqlState::INTERNAL_ERROR,
-                        format!("cannot start a preloader: {e}"),
-                    )
-                })?;
-            // Returning early drops `rx`: the preloader's next send fails
-            // and it stops.
-            for batch in rx {
-                let batch: Batch = batch?;
-                task.check_cancel()?;
-                walker.cache.admit(batch.pages);
-                walker.walk(batch.chunk, &batch.heads)?;
+    let result = std::thread::scope(|s| {
+        let unload = match task.modify {
+            Some(ctx) => {
+                let (writer, rx) = PageWriter::new(ctx, task.inv.table);
+                walker.writer = Some(writer);
+                let core = task.core;
+                let h = std::thread::Builder::new()
+                    .name(format!("ndp-unl-{}", task.chunks.first))
+                    .spawn_scoped(s, move || {
+                        pin(task.cpu);
+                        unloader(core, rx)
+                    })
+                    .map_err(|e| {
+                        Error::sql(
+                            SqlState::INTERNAL_ERROR,
+                            format!("cannot start an unloader: {e}"),
+                        )
+                    })?;
+                Some(h)
             }
-            Ok::<_, Error>(())
-        })?;
+            None => None,
+        };
+        let walked = walk_all(task, &mut walker, s);
+        let closed = match walker.writer.as_mut() {
+            Some(w) => w.close(&mut walker.part),
+            None => Ok(()),
+        };
+        let unloaded = match unload {
+            Some(h) => h.join().unwrap_or_else(|_| {
+                Err(Error::sql(SqlState::INTERNAL_ERROR, "an unloader panicked"))
+            }),
+            None => Ok(()),
+        };
+        walked.and(closed).and(unloaded)
+    });
+    if result.is_err() && task.modify.is_some() {
+        // An update job stops on all PEs at the first failure.
+        task.cancel.store(true, Ordering::Relaxed);
+        if let Some(ctx) = task.modify {
+            ctx.space.wake();
+        }
+    }
+    let part = std::mem::take(&mut walker.part);
+    (result.map(|()| walker.finish(t0)), part)
+}
+
+/// Walks all chunks of the PE, through the preloader if enabled.
+fn walk_all<'scope, 'env>(
+    task: &'env PeTask<'env>,
+    walker: &mut Walker<'_>,
+    s: &'scope std::thread::Scope<'scope, 'env>,
+) -> Result<(), Error> {
+    if task.inv.preload {
+        let (tx, rx) = sync_channel(PRELOAD_DEPTH);
+        std::thread::Builder::new()
+            .name(format!("ndp-pre-{}", task.chunks.first))
+            .spawn_scoped(s, move || preloader(task, tx))
+            .map_err(|e| {
+                Error::sql(
+                    SqlState::INTERNAL_ERROR,
+                    format!("cannot start a preloader: {e}"),
+                )
+            })?;
+        // Returning early drops `rx`: the preloader's next send fails and
+        // it stops.
+        for batch in rx {
+            let batch: Batch = batch?;
+            task.check_cancel()?;
+            walker.cache.admit(batch.pages);
+            walker.walk(batch.chunk, &batch.heads)?;
+        }
     } else {
         let mut heads = Vec::with_capacity(CHUNK as usize);
         for chunk in task.chunks.iter() {
@@ -152,7 +209,19 @@ pub(crate) fn run_pe(task: &PeTask) -> Result<(PeOutput, PeStats), Error> {
             walker.walk(chunk, &heads)?;
         }
     }
-    Ok(walker.finish(t0))
+    Ok(())
+}
+
+/// The current head of `vid`: overlay first, else the device VID map.
+fn current_head(task: &PeTask, vid: Vid) -> RecId {
+    if let Some(r) = task.shared.vids.get(&vid) {
+        return *r;
+    }
+    let maps = task.core.maps.read();
+    maps.vids
+        .get(&task.inv.table)
+        .and_then(|m| m.get(vid.0 as usize))
+        .map_or(RecId::NULL, |r| RecId::from_raw(*r))
 }
 
 /// Head RecIds of the VIDs of `chunk` (NULL where a VID has none).
@@ -293,6 +362,9 @@ struct Walker<'a> {
     /// Accumulators of an aggregate without GROUP BY (no hashing per row).
     plain: Option<Vec<Acc>>,
     tuples: u64,
+    /// Update NDP: the page being filled, and what was locked and written.
+    writer: Option<PageWriter<'a>>,
+    part: ModifyPart,
 }
 
 impl<'a> Walker<'a> {
@@ -309,6 +381,8 @@ impl<'a> Walker<'a> {
             groups: HashMap::new(),
             plain: None,
             tuples: 0,
+            writer: None,
+            part: ModifyPart::default(),
         }
     }
 
@@ -358,18 +432,23 @@ impl<'a> Walker<'a> {
     /// Walks one chunk: visibility → filter → operation per head.
     fn walk(&mut self, chunk: u64, heads: &[RecId]) -> Result<(), Error> {
         let inv = self.task.inv;
+        let task = self.task;
         let mut chunk_rows = Vec::new();
-        for head in heads {
+        for (i, head) in heads.iter().enumerate() {
             if head.is_null() {
                 continue;
             }
+            if task.modify.is_some() && task.cancel.load(Ordering::Relaxed) {
+                return Err(Error::sql(SqlState::QUERY_CANCELED, "NDP job aborted"));
+            }
+            let vid = Vid(chunk * CHUNK + i as u64);
             self.tuples += 1;
             let visible = find_visible(*head, &inv.snapshot, |rid| {
                 let rec = self.resolve(rid)?;
                 let h = RecordHeader::parse(rec.bytes())?;
                 Ok::<_, Error>((h, rec))
             })?;
-            let Visible::Version(_, rec) = visible else {
+            let Visible::Version(read, rec) = visible else {
                 continue;
             };
             let body = rec.bytes().get(RECORD_HEADER_SIZE..).unwrap_or_default();
@@ -411,6 +490,37 @@ impl<'a> Walker<'a> {
                         acc.add(spec, v)?;
                     }
                 }
+                NdpOp::Update { .. } | NdpOp::Delete => {
+                    let (Some(ctx), Some(writer)) = (task.modify, self.writer.as_mut()) else {
+                        return Err(Error::sql(
+                            SqlState::INTERNAL_ERROR,
+                            "update NDP without a modify context",
+                        ));
+                    };
+                    let (sets, not_null) = match &inv.op {
+                        NdpOp::Update { sets, not_null } => (Some(&sets[..]), &not_null[..]),
+                        _ => (None, &[][..]),
+                    };
+                    let head = || current_head(task, vid);
+                    modify_row(
+                        ctx,
+                        writer,
+                        &mut self.part,
+                        inv.table,
+                        &inv.types,
+                        inv.snapshot.txid,
+                        &inv.params,
+                        RowChange {
+                            vid,
+                            read,
+                            head: &head,
+                            row,
+                            sets,
+                            not_null,
+                        },
+                        task.cancel,
+                    )?;
+                }
             }
         }
         if !chunk_rows.is_empty() {
@@ -426,6 +536,7 @@ impl<'a> Walker<'a> {
         let out = match self.task.inv.op {
             NdpOp::Scan { .. } => PeOutput::Rows(self.rows),
             NdpOp::Aggregate { .. } => PeOutput::Groups(self.groups),
+            NdpOp::Update { .. } | NdpOp::Delete => PeOutput::Modified,
         };
         let stats = PeStats {
             tuples: self.tuples,

@@ -18,7 +18,7 @@ use crate::agg::AggSpec;
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
 use crate::expr::{decode_value, encode_value, Program};
-use crate::ids::{JobId, Lpn, RecId, TableId, Vid};
+use crate::ids::{JobId, Lpn, Ppn, RecId, TableId, Vid};
 use crate::page::PAGE_SIZE;
 use crate::types::DataType;
 use crate::value::Value;
@@ -71,6 +71,23 @@ pub enum NdpOp {
         groups: Vec<Program>,
         aggs: Vec<AggSpec>,
     },
+    /// Update NDP: a new version of every row with `sets` applied (column,
+    /// program over the old row, ending in a cast to the column's type),
+    /// created by the snapshot's TxId in the invocation's own pages. A
+    /// NULL in a `not_null` column fails the job with 23502.
+    Update {
+        sets: Vec<(u32, Program)>,
+        not_null: Vec<u32>,
+    },
+    /// Update NDP: a tombstone for every row.
+    Delete,
+}
+
+impl NdpOp {
+    /// Whether the operation creates versions (and takes SLT locks).
+    pub fn modifies(&self) -> bool {
+        matches!(self, NdpOp::Update { .. } | NdpOp::Delete)
+    }
 }
 
 /// One NDP_CALL.
@@ -91,6 +108,11 @@ pub struct Invocation {
     pub preload: bool,
     /// Handle returned by NDP_SHARED for this call's shared state.
     pub shared: u64,
+    /// Pages pre-allocated for new versions (update NDP), exclusively
+    /// this invocation's: (LPN, PPN) pairs nobody else references.
+    pub space: Vec<(Lpn, Ppn)>,
+    /// How long a PE waits for one tuple lock before the job fails (ms).
+    pub lock_timeout_ms: u64,
 }
 
 impl Invocation {
@@ -128,12 +150,28 @@ impl Invocation {
                     a.encode(w);
                 }
             }
+            NdpOp::Update { sets, not_null } => {
+                w.u8(3).u32(sets.len() as u32);
+                for (c, p) in sets {
+                    w.u32(*c);
+                    p.encode(w);
+                }
+                w.u32(not_null.len() as u32);
+                for c in not_null {
+                    w.u32(*c);
+                }
+            }
+            NdpOp::Delete => {
+                w.u8(4);
+            }
         }
         w.u32(self.params.len() as u32);
         for p in &self.params {
             encode_value(p, w);
         }
         w.u16(self.pes).bool(self.preload).u64(self.shared);
+        encode_pages(&self.space, w);
+        w.u64(self.lock_timeout_ms);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Invocation> {
@@ -179,6 +217,28 @@ impl Invocation {
                 }
                 NdpOp::Aggregate { groups, aggs }
             }
+            3 => {
+                let n = r.count(5)?;
+                let mut sets = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let c = r.u32()?;
+                    if c as usize >= types.len() {
+                        return Err(Error::corrupted("SET column out of range"));
+                    }
+                    sets.push((c, Program::decode(r)?));
+                }
+                let n = r.count(4)?;
+                let mut not_null = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let c = r.u32()?;
+                    if c as usize >= types.len() {
+                        return Err(Error::corrupted("NOT NULL column out of range"));
+                    }
+                    not_null.push(c);
+                }
+                NdpOp::Update { sets, not_null }
+            }
+            4 => NdpOp::Delete,
             t => return Err(Error::corrupted(format!("NDP op tag {t}"))),
         };
         let n = r.count(1)?;
@@ -197,6 +257,90 @@ impl Invocation {
             pes: r.u16()?,
             preload: r.bool()?,
             shared: r.u64()?,
+            space: decode_pages(r)?,
+            lock_timeout_ms: r.u64()?,
+        })
+    }
+}
+
+fn encode_pages(pages: &[(Lpn, Ppn)], w: &mut Writer) {
+    w.u32(pages.len() as u32);
+    for (l, p) in pages {
+        w.u64(l.0).u64(p.0);
+    }
+}
+
+fn decode_pages(r: &mut Reader<'_>) -> Result<Vec<(Lpn, Ppn)>> {
+    let n = r.count(16)?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push((Lpn(r.u64()?), Ppn(r.u64()?)));
+    }
+    Ok(v)
+}
+
+/// ΔVID entry of an update-NDP job: the tuple, the version the new one
+/// replaces (what the host validates against its VID head), the new one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeltaVid {
+    pub vid: Vid,
+    pub pred: RecId,
+    pub new: RecId,
+}
+
+/// What an update-NDP job leaves for the host (its result region).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ModifyResult {
+    /// Rows the job modified.
+    pub rows: u64,
+    pub delta_vids: Vec<DeltaVid>,
+    /// Pages written (subset of the invocation's space).
+    pub delta_l2p: Vec<(Lpn, Ppn)>,
+    /// Tuples the job holds SLT locks on (also when it failed): the host
+    /// releases them at commit or abort.
+    pub locked: Vec<Vid>,
+    /// Pre-allocated pages left unused, back to the host's free list.
+    pub unused: Vec<(Lpn, Ppn)>,
+}
+
+impl ModifyResult {
+    pub fn encode(&self, w: &mut Writer) {
+        w.u64(self.rows);
+        w.u32(self.delta_vids.len() as u32);
+        for d in &self.delta_vids {
+            w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
+        }
+        encode_pages(&self.delta_l2p, w);
+        w.u32(self.locked.len() as u32);
+        for v in &self.locked {
+            w.u64(v.0);
+        }
+        encode_pages(&self.unused, w);
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<ModifyResult> {
+        let rows = r.u64()?;
+        let n = r.count(24)?;
+        let mut delta_vids = Vec::with_capacity(n);
+        for _ in 0..n {
+            delta_vids.push(DeltaVid {
+                vid: Vid(r.u64()?),
+                pred: RecId::from_raw(r.u64()?),
+                new: RecId::from_raw(r.u64()?),
+            });
+        }
+        let delta_l2p = decode_pages(r)?;
+        let n = r.count(8)?;
+        let mut locked = Vec::with_capacity(n);
+        for _ in 0..n {
+            locked.push(Vid(r.u64()?));
+        }
+        Ok(ModifyResult {
+            rows,
+            delta_vids,
+            delta_l2p,
+            locked,
+            unused: decode_pages(r)?,
         })
     }
 }
@@ -207,6 +351,9 @@ pub enum JobState {
     Done,
     /// SQLSTATE and message.
     Failed(String, String),
+    /// An update job ran out of pre-allocated pages and waits for more
+    /// (NDP_SPACE).
+    NeedSpace,
 }
 
 /// NDP_STATUS: the job's state and its counters.
@@ -240,6 +387,9 @@ impl JobStatus {
             JobState::Failed(code, msg) => {
                 w.u8(2).str(code).str(msg);
             }
+            JobState::NeedSpace => {
+                w.u8(3);
+            }
         }
         w.u64(self.result_rows).u64(self.result_bytes);
         w.u32(self.pe_tuples.len() as u32);
@@ -255,6 +405,7 @@ impl JobStatus {
             0 => JobState::Running,
             1 => JobState::Done,
             2 => JobState::Failed(r.str()?.to_string(), r.str()?.to_string()),
+            3 => JobState::NeedSpace,
             t => return Err(Error::corrupted(format!("job state {t}"))),
         };
         let result_rows = r.u64()?;
@@ -348,6 +499,8 @@ mod tests {
             pes: 2,
             preload: true,
             shared: 17,
+            space: vec![(Lpn(100), Ppn(200)), (Lpn(101), Ppn(207))],
+            lock_timeout_ms: 1000,
         };
         let mut w = Writer::new();
         inv.encode(&mut w);
@@ -379,5 +532,43 @@ mod tests {
         let mut w = Writer::new();
         encode_rows(&rows, &mut w);
         assert_eq!(decode_rows(&mut Reader::new(w.as_slice())).unwrap(), rows);
+
+        let m = ModifyResult {
+            rows: 2,
+            delta_vids: vec![DeltaVid {
+                vid: Vid(3),
+                pred: RecId::new(Lpn(1), 2),
+                new: RecId::new(Lpn(100), 0),
+            }],
+            delta_l2p: vec![(Lpn(100), Ppn(200))],
+            locked: vec![Vid(3), Vid(4)],
+            unused: vec![(Lpn(101), Ppn(207))],
+        };
+        let mut w = Writer::new();
+        m.encode(&mut w);
+        let bytes = w.into_inner();
+        assert_eq!(ModifyResult::decode(&mut Reader::new(&bytes)).unwrap(), m);
+        for cut in 0..bytes.len() {
+            assert!(ModifyResult::decode(&mut Reader::new(&bytes[..cut])).is_err());
+        }
+        let upd = Invocation {
+            op: NdpOp::Update {
+                sets: vec![(
+                    1,
+                    Program {
+                        consts: vec![Value::Text("y".into())],
+                        ops: vec![Op::Const(0)],
+                    },
+                )],
+                not_null: vec![0],
+            },
+            ..inv.clone()
+        };
+        let mut w = Writer::new();
+        upd.encode(&mut w);
+        assert_eq!(
+            Invocation::decode(&mut Reader::new(w.as_slice())).unwrap(),
+            upd
+        );
     }
 }

@@ -87,6 +87,23 @@ impl BufferPool {
         Ok(page)
     }
 
+    /// Drops a cached page (its PPN is about to be written again: a page
+    /// of an aborted update job being reused).
+    pub fn forget(&self, ppn: Ppn) {
+        let mut g = self.inner.lock();
+        let Some(i) = g.index.remove(&ppn) else {
+            return;
+        };
+        g.frames.swap_remove(i);
+        if i < g.frames.len() {
+            let moved = g.frames[i].ppn;
+            g.index.insert(moved, i);
+        }
+        if g.hand >= g.frames.len() {
+            g.hand = 0;
+        }
+    }
+
     /// Caches a page (e.g. one just flushed from the delta buffer).
     pub fn insert(&self, ppn: Ppn, page: Page) {
         let mut g = self.inner.lock();

@@ -24,6 +24,13 @@ pub struct Config {
     pub device_cpus: Vec<usize>,
     /// Emulated NVM latency of the embedded device's store.
     pub device_nvm: NvmProfile,
+    /// Buckets of the shared lock table (16 bytes each; rounded up to a
+    /// power of two). 0 = no SLT: host locks only, no device locking.
+    pub slt_buckets: usize,
+    /// How long a device PE waits for one tuple lock when `lock_timeout`
+    /// is unset: the host cannot see device waits in its deadlock
+    /// detection, so the device bounds them (the job fails with 55P03).
+    pub ndp_lock_wait: Duration,
 }
 
 impl Config {
@@ -38,6 +45,7 @@ impl Config {
             pes: self.device_pes,
             cpus: self.device_cpus.clone(),
             nvm: self.device_nvm,
+            slt: None,
         }
     }
 }
@@ -53,6 +61,8 @@ impl Default for Config {
             device_pes: 0,
             device_cpus: Vec::new(),
             device_nvm: NvmProfile::OFF,
+            slt_buckets: 1 << 16,
+            ndp_lock_wait: Duration::from_secs(5),
         }
     }
 }

@@ -43,10 +43,12 @@ use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::locks::LockTable;
 use crate::maps::{L2pMap, VidMap};
+use crate::ndp_update::NdpPart;
 use crate::pk_index::{encode_key, PkIndex};
 use crate::shared_state::DeltaBuffer;
 use crate::stats::{get, EngineCounters};
 use crate::txn::{find_visible, Snapshot, TxManager, Visible};
+use ndpdb_slt::SharedLockTable;
 
 /// Runtime state of one table.
 pub struct TableState {
@@ -112,7 +114,10 @@ pub(crate) struct DbInner {
     pub txm: TxManager,
     pub locks: LockTable,
     next_lpn: AtomicU64,
-    next_ppn: AtomicU64,
+    pub(crate) next_ppn: AtomicU64,
+    /// Pages of aborted or over-provisioned update jobs, never referenced
+    /// by a committed map: reused by the next job.
+    pub(crate) ndp_free: Mutex<Vec<(Lpn, Ppn)>>,
     flush_lock: Mutex<()>,
     checkpoint_gate: RwLock<()>,
     failed: AtomicBool,
@@ -120,6 +125,16 @@ pub(crate) struct DbInner {
     pub recovery: RecoveryReport,
     /// Held open (and locked) while the database is open.
     _dir_lock: std::fs::File,
+}
+
+/// The shared lock table `config` asks for (none with 0 buckets).
+fn new_slt(config: &Config) -> Result<Option<Arc<SharedLockTable>>> {
+    if config.slt_buckets == 0 {
+        return Ok(None);
+    }
+    SharedLockTable::in_process(config.slt_buckets)
+        .map(|t| Some(Arc::new(t)))
+        .map_err(|e| Error::new(e.sqlstate(), e.to_string()))
 }
 
 /// Takes an exclusive lock on `DIR/LOCK` so two processes never open
@@ -172,16 +187,32 @@ impl Database {
 
     pub fn open_with(dir: &Path, config: Config) -> Result<Database> {
         std::fs::create_dir_all(dir)?;
-        let engine = DeviceEngine::open_with(&dir.join("device"), config.device_options())?;
+        // The shared lock table: one region, mapped by host and device.
+        let slt = new_slt(&config)?;
+        let mut options = config.device_options();
+        options.slt = slt.clone();
+        let engine = DeviceEngine::open_with(&dir.join("device"), options)?;
         let transport: Arc<dyn Transport> = Arc::new(InProcessTransport::with_model(
             Arc::new(engine),
             config.link,
         ));
-        Database::open_on(dir, config, DeviceClient::new(transport))
+        Database::open_on_with(dir, config, DeviceClient::new(transport), slt)
     }
 
-    /// Opens the host side on an already connected device.
+    /// Opens the host side on an already connected device (with its own
+    /// shared lock table, which that device does not see).
     pub fn open_on(dir: &Path, config: Config, device: DeviceClient) -> Result<Database> {
+        let slt = new_slt(&config)?;
+        Database::open_on_with(dir, config, device, slt)
+    }
+
+    /// Opens the host side on a device that shares `slt` with it.
+    pub fn open_on_with(
+        dir: &Path,
+        config: Config,
+        device: DeviceClient,
+        slt: Option<Arc<SharedLockTable>>,
+    ) -> Result<Database> {
         std::fs::create_dir_all(dir)?;
         let dir_lock = lock_directory(dir)?;
         let catalog = Catalog::open(dir)?;
@@ -245,10 +276,51 @@ impl Database {
                         report.replayed_versions += 1;
                     }
                 }
+                WalRecord::EndNdp {
+                    txid,
+                    table,
+                    l2p: pages,
+                    vids,
+                } => {
+                    next_txid = next_txid.max(TxId(txid.0 + 1));
+                    if !committed.contains(txid) {
+                        continue;
+                    }
+                    let Some(ts) = tables.get(table) else {
+                        continue;
+                    };
+                    // The pages are durable on the device (synced before the
+                    // job reported done); their mapping may not be.
+                    device.merge_maps(pages.clone(), Vec::new())?;
+                    l2p.insert_all(pages);
+                    for (lpn, _) in pages {
+                        max_lpn = max_lpn.max(Some(*lpn));
+                    }
+                    for d in vids {
+                        if d.vid.0 >= ndpdb_formats::ids::MAX_VID {
+                            return Err(Error::new(
+                                SqlState::DATA_CORRUPTED,
+                                format!("WAL End-NDP record with VID {}", d.vid.0),
+                            ));
+                        }
+                        ts.vids.set(d.vid, d.new);
+                        delta.push_delta_vid(VidEntry {
+                            table: *table,
+                            vid: d.vid,
+                            head: d.new,
+                        });
+                        report.replayed_versions += 1;
+                    }
+                }
+                WalRecord::StartNdp { txid, .. } => next_txid = next_txid.max(TxId(txid.0 + 1)),
                 WalRecord::Commit { txid } => next_txid = next_txid.max(TxId(txid.0 + 1)),
                 WalRecord::Checkpoint(c) => next_txid = next_txid.max(c.next_txid),
             }
         }
+        let locks = match slt {
+            None => LockTable::new(),
+            Some(slt) => LockTable::with_slt(slt),
+        };
         let inner = DbInner {
             dir: dir.to_path_buf(),
             pool: BufferPool::new(config.buffer_pool_bytes),
@@ -260,9 +332,10 @@ impl Database {
             delta: RwLock::new(delta),
             wal,
             txm: TxManager::new(next_txid),
-            locks: LockTable::new(),
+            locks,
             next_lpn: AtomicU64::new(max_lpn.map_or(0, |l| l.0 + 1)),
             next_ppn: AtomicU64::new(info.page_count),
+            ndp_free: Mutex::new(Vec::new()),
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
             failed: AtomicBool::new(false),
@@ -378,6 +451,7 @@ impl Database {
             (d.bytes(), d.delta_vid_len())
         };
         let c = &i.counters;
+        let slt = i.locks.slt().map(|s| s.stats()).unwrap_or_default();
         let hits = get(&i.pool.hits);
         let misses = get(&i.pool.misses);
         rows.extend([
@@ -399,6 +473,8 @@ impl Database {
                 "delta_buffer.pages_flushed".into(),
                 get(&c.pages_flushed) as i64,
             ),
+            ("slt.cas_attempts".into(), slt.cas_attempts as i64),
+            ("slt.cas_failures".into(), slt.cas_failures as i64),
             ("wal.bytes".into(), get(&i.wal.stats.bytes) as i64),
             ("wal.fsyncs".into(), get(&i.wal.stats.fsyncs) as i64),
             (
@@ -425,6 +501,16 @@ impl Database {
             ("ndp.pe_micros".into(), get(&c.ndp_pe_micros) as i64),
             ("ndp.tuples".into(), get(&c.ndp_tuples) as i64),
             ("ndp.pages_read".into(), get(&c.ndp_pages_read) as i64),
+            ("ndp.rows_modified".into(), get(&c.ndp_rows_modified) as i64),
+            (
+                "ndp.space_round_trips".into(),
+                get(&c.ndp_space_round_trips) as i64,
+            ),
+            ("ndp.early_aborts".into(), get(&c.ndp_early_aborts) as i64),
+            (
+                "ndp.validation_failures".into(),
+                get(&c.ndp_validation_failures) as i64,
+            ),
             ("locks.held".into(), i.locks.locked_keys() as i64),
             ("locks.waiting".into(), i.locks.waiting() as i64),
         ]);
@@ -508,8 +594,16 @@ impl DbInner {
         })
     }
 
-    fn alloc_lpn(&self) -> Lpn {
+    pub(crate) fn alloc_lpn(&self) -> Lpn {
         Lpn(self.next_lpn.fetch_add(1, Ordering::AcqRel))
+    }
+
+    /// Maps an update job's new pages on host and device. Safe before the
+    /// job commits: no VID head points into them yet.
+    pub(crate) fn map_ndp_pages(&self, l2p: &[(Lpn, Ppn)]) -> Result<()> {
+        self.device.merge_maps(l2p.to_vec(), Vec::new())?;
+        self.l2p.insert_all(l2p);
+        Ok(())
     }
 
     /// The table's unflushed shared state: its delta-buffer pages and its
@@ -581,17 +675,26 @@ impl DbInner {
 
     /// Places a committing transaction's versions, moves the VID heads and
     /// logs them; returns once the commit record is durable.
-    pub(crate) fn commit_versions(&self, txid: TxId, versions: &[PendingVersion]) -> Result<()> {
+    pub(crate) fn commit_versions(
+        &self,
+        txid: TxId,
+        versions: &[PendingVersion],
+        ndp: &[NdpPart],
+    ) -> Result<()> {
         self.check_ok()?;
-        if versions.is_empty() {
+        if versions.is_empty() && ndp.is_empty() {
             return Ok(());
         }
         let gate = self.checkpoint_gate.read();
         let lsn = {
             let mut delta = self.delta.write();
             let tables = self.tables.read();
-            for v in versions {
-                if !tables.contains_key(&v.table) {
+            let written = versions
+                .iter()
+                .map(|v| v.table)
+                .chain(ndp.iter().map(|p| p.table));
+            for t in written {
+                if !tables.contains_key(&t) {
                     return Err(Error::new(
                         SqlState::UNDEFINED_TABLE,
                         "a table written by this transaction was dropped",
@@ -599,6 +702,33 @@ impl DbInner {
                 }
             }
             let mut records: Vec<WalRecord> = Vec::new();
+            // Update NDP: validate every ΔVID against the head (the job's
+            // locks kept writers out since it ended, so this only fails on
+            // a corrupt state), then log and apply — before the host
+            // versions, whose predecessors may be the NDP versions.
+            for part in ndp {
+                if self.stale_deltas(&tables[&part.table], &part.result) > 0 {
+                    EngineCounters::inc(&self.counters.ndp_validation_failures);
+                    return Err(Error::serialization());
+                }
+            }
+            for part in ndp {
+                let ts = &tables[&part.table];
+                for d in &part.result.delta_vids {
+                    ts.vids.set(d.vid, d.new);
+                    delta.push_delta_vid(VidEntry {
+                        table: part.table,
+                        vid: d.vid,
+                        head: d.new,
+                    });
+                }
+                records.push(WalRecord::EndNdp {
+                    txid,
+                    table: part.table,
+                    l2p: part.result.delta_l2p.clone(),
+                    vids: part.result.delta_vids.clone(),
+                });
+            }
             let mut chunk_bytes = 0usize;
             for v in versions {
                 let ts = &tables[&v.table];

@@ -6,13 +6,14 @@
 //! - [`error`]: the host error, always carrying a PostgreSQL SQLSTATE.
 //! - [`catalog`]: tables and schemas, persisted on the host.
 //! - [`txn`]: TxIds, snapshots and the visibility rule.
-//! - [`locks`]: the host lock table (HLT): FIFO queues, sleep/wake, deadlocks.
+//! - [`locks`]: the integrated lock table: SLT head + host lock table (HLT) tail.
 //! - [`maps`]: the host's authoritative L2P map and per-table VID maps.
 //! - [`pk_index`]: primary-key index (key → VID).
 //! - [`shared_state`]: the delta buffer (new versions not yet on the device).
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
 //! - [`database`]: opening, recovery, commit, flush & append, checkpoints.
 //! - [`ndp`]: offloading scans and aggregates to the device (NDP_CALL…).
+//! - [`ndp_update`]: update NDP: UPDATE/DELETE on the device, ΔMaps validated and applied at commit.
 //! - [`transaction`]: the transaction API used by SQL (reads, writes, commit).
 //! - [`stats`]: counters shown by `SHOW STATS`.
 
@@ -24,6 +25,7 @@ pub mod error;
 pub mod locks;
 pub mod maps;
 pub mod ndp;
+pub mod ndp_update;
 pub mod pk_index;
 pub mod shared_state;
 pub mod stats;

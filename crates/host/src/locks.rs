@@ -1,10 +1,21 @@
-//! The host lock table (HLT, DESIGN.md §7): exclusive tuple locks with
-//! FIFO wait queues, sleeping waiters, deadlock detection and lock timeout.
+//! The integrated lock table (DESIGN.md §7; update NDP §5.2–§5.3): the
+//! shared lock table (SLT) as the head and the host lock table (HLT) as
+//! the tail. Exclusive tuple locks with FIFO wait queues, sleeping
+//! waiters, deadlock detection and lock timeout.
 //!
 //! ```text
-//!  (table, VID) ─► holder T3 ◄─ T7 ◄─ T9      waiters sleep on a condvar and
-//!                                             are woken when the holder ends
+//!  SLT bucket of (table, VID):  [ D4 │ H │ … ]     device jobs and host-shared entries
+//!                                      │
+//!  HLT (table, VID) ─► holder T3 ◄─ T7 ◄─ T9      waiters sleep on a condvar and
+//!                                                 are woken when the holder ends
 //! ```
+//!
+//! A host writer first queues in the SLT (joining or appending a
+//! host-shared entry, [`ndpdb_slt::HostSide`]), then in the HLT, under
+//! one mutex; it holds the tuple when its host-shared entry holds the
+//! bucket and it is the HLT holder. Device jobs' SLT locks are released
+//! by the host ([`LockTable::release_device`]), which wakes host waiters;
+//! so is every other hand-over, so no wake-up depends on polling.
 //!
 //! Every waiter waits for the holder and for everyone queued ahead of it.
 //! The wait-for graph only gains edges when a transaction enqueues, so
@@ -12,12 +23,15 @@
 //! that would close the cycle is the victim (SQLSTATE 40P01). A lock
 //! timeout ends a wait with 55P03. Locks are held until commit or abort.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
+use rustc_hash::FxHashMap;
 
 use ndpdb_formats::{SqlState, TableId, TxId, Vid};
+use ndpdb_slt::{DeviceTag, HostSide, SharedLockTable, SltError};
 
 use crate::error::{Error, Result};
 
@@ -31,15 +45,25 @@ struct Queue {
 
 #[derive(Default)]
 struct Inner {
-    queues: HashMap<LockKey, Queue>,
+    queues: FxHashMap<LockKey, Queue>,
     /// Which key each waiting transaction waits on.
-    waiting_on: HashMap<TxId, LockKey>,
+    waiting_on: FxHashMap<TxId, LockKey>,
+    /// Host-shared entries and their groups.
+    host_side: HostSide,
+    /// Keys (held or awaited) per transaction and SLT bucket: a
+    /// transaction leaves a bucket's group when its last key there goes.
+    slt_refs: FxHashMap<(TxId, usize), u32>,
 }
 
 #[derive(Default)]
 pub struct LockTable {
     inner: Mutex<Inner>,
     wake: Condvar,
+    slt: Option<Arc<SharedLockTable>>,
+}
+
+fn slt_error(e: SltError) -> Error {
+    Error::new(e.sqlstate(), e.to_string())
 }
 
 /// Outcome of a successful acquire.
@@ -52,53 +76,222 @@ pub enum Acquired {
 }
 
 impl LockTable {
+    /// The host lock table alone (no device can lock tuples).
     pub fn new() -> LockTable {
         LockTable::default()
     }
 
+    /// The integrated lock table over `slt`.
+    pub fn with_slt(slt: Arc<SharedLockTable>) -> LockTable {
+        LockTable {
+            slt: Some(slt),
+            ..LockTable::default()
+        }
+    }
+
+    pub fn slt(&self) -> Option<&Arc<SharedLockTable>> {
+        self.slt.as_ref()
+    }
+
+    /// Queues `tx` in `key`'s SLT bucket (once per bucket).
+    fn slt_enter(&self, g: &mut Inner, tx: TxId, key: LockKey) -> Result<()> {
+        let Some(slt) = &self.slt else { return Ok(()) };
+        let idx = slt.index(key);
+        let refs = g.slt_refs.entry((tx, idx)).or_insert(0);
+        *refs += 1;
+        if *refs == 1 {
+            if let Err(e) = g.host_side.request(slt, idx, tx) {
+                g.slt_refs.remove(&(tx, idx));
+                return Err(slt_error(e));
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops one of `tx`'s keys in `key`'s bucket; true if waiters may go.
+    fn slt_leave(&self, g: &mut Inner, tx: TxId, key: LockKey) -> Result<bool> {
+        let Some(slt) = &self.slt else {
+            return Ok(false);
+        };
+        let idx = slt.index(key);
+        let Some(refs) = g.slt_refs.get_mut(&(tx, idx)) else {
+            return Ok(false);
+        };
+        *refs -= 1;
+        if *refs > 0 {
+            return Ok(false);
+        }
+        g.slt_refs.remove(&(tx, idx));
+        g.host_side.leave(slt, idx, tx).map_err(slt_error)
+    }
+
+    /// Whether `tx`'s host-shared entry holds `key`'s bucket.
+    fn slt_granted(&self, g: &Inner, tx: TxId, key: LockKey) -> Result<bool> {
+        match &self.slt {
+            None => Ok(true),
+            Some(slt) => g
+                .host_side
+                .slt_granted(slt, slt.index(key), tx)
+                .map_err(slt_error),
+        }
+    }
+
     /// Acquires the exclusive lock on `key` for `tx`, sleeping while
-    /// others hold it.
+    /// others (host transactions or device jobs) hold it.
     pub fn acquire(&self, tx: TxId, key: LockKey, timeout: Option<Duration>) -> Result<Acquired> {
         let mut g = self.inner.lock();
-        if Self::grant_if_free(&mut g, tx, key) {
+        let already = Self::holds(&g, tx, key);
+        if !already {
+            self.slt_enter(&mut g, tx, key)?;
+        }
+        if Self::grant_if_free(&mut g, tx, key) && self.slt_granted(&g, tx, key)? {
             return Ok(Acquired::Immediately);
         }
-        if let Some(q) = g.queues.get_mut(&key) {
-            q.waiters.push_back(tx);
-        }
-        g.waiting_on.insert(tx, key);
-        if Self::closes_cycle(&g, tx) {
-            Self::dequeue(&mut g, tx, key);
-            return Err(
-                Error::new(SqlState::DEADLOCK_DETECTED, "deadlock detected").with_detail(format!(
+        if !Self::holds(&g, tx, key) {
+            if let Some(q) = g.queues.get_mut(&key) {
+                q.waiters.push_back(tx);
+            }
+            g.waiting_on.insert(tx, key);
+            if Self::closes_cycle(&g, tx) {
+                self.give_up(&mut g, tx, key);
+                return Err(Error::new(SqlState::DEADLOCK_DETECTED, "deadlock detected")
+                    .with_detail(format!(
                     "Process of transaction {tx} waits for a lock held in a cycle of transactions."
-                )),
-            );
+                )));
+            }
         }
         let deadline = timeout.map(|t| Instant::now() + t);
         loop {
-            match deadline {
-                Some(d) => {
-                    if self.wake.wait_until(&mut g, d).timed_out() && !Self::holds(&g, tx, key) {
-                        Self::dequeue(&mut g, tx, key);
-                        return Err(Error::new(
-                            SqlState::LOCK_NOT_AVAILABLE,
-                            "canceling statement due to lock timeout",
-                        ));
-                    }
+            let timed_out = match deadline {
+                Some(d) => self.wake.wait_until(&mut g, d).timed_out(),
+                None => {
+                    self.wake.wait(&mut g);
+                    false
                 }
-                None => self.wake.wait(&mut g),
-            }
-            if Self::holds(&g, tx, key) {
+            };
+            if Self::holds(&g, tx, key) && self.slt_granted(&g, tx, key)? {
                 g.waiting_on.remove(&tx);
                 return Ok(Acquired::AfterWait);
+            }
+            if timed_out {
+                self.give_up(&mut g, tx, key);
+                return Err(Error::new(
+                    SqlState::LOCK_NOT_AVAILABLE,
+                    "canceling statement due to lock timeout",
+                ));
             }
         }
     }
 
-    /// Takes the lock only if it is free (or already ours).
+    /// A waiter stops waiting for `key` (timeout or deadlock victim); an
+    /// HLT lock it was handed meanwhile passes on.
+    fn give_up(&self, g: &mut Inner, tx: TxId, key: LockKey) {
+        let mut wake = false;
+        if Self::holds(g, tx, key) {
+            wake |= Self::hand_over(g, tx, key);
+        } else {
+            Self::dequeue(g, tx, key);
+        }
+        g.waiting_on.remove(&tx);
+        // A failing SLT here leaves the entry; the statement fails anyway.
+        wake |= self.slt_leave(g, tx, key).unwrap_or(true);
+        if wake {
+            self.wake.notify_all();
+        }
+    }
+
+    /// Takes the lock only if it is free (or already ours) — in the HLT
+    /// and, with an SLT, in its bucket.
     pub fn try_acquire(&self, tx: TxId, key: LockKey) -> bool {
-        Self::grant_if_free(&mut self.inner.lock(), tx, key)
+        let mut g = self.inner.lock();
+        if Self::holds(&g, tx, key) {
+            return self.slt_granted(&g, tx, key).unwrap_or(false);
+        }
+        if g.queues.contains_key(&key) || self.slt_enter(&mut g, tx, key).is_err() {
+            return false;
+        }
+        if self.slt_granted(&g, tx, key).unwrap_or(false) {
+            Self::grant_if_free(&mut g, tx, key);
+            return true;
+        }
+        let wake = self.slt_leave(&mut g, tx, key).unwrap_or(true);
+        drop(g);
+        if wake {
+            self.wake.notify_all();
+        }
+        false
+    }
+
+    /// Releases a device job's SLT lock on `key`'s bucket (at the job's
+    /// commit or abort) and wakes host waiters.
+    pub fn release_device(&self, key: LockKey, tag: DeviceTag) -> Result<()> {
+        let Some(slt) = &self.slt else {
+            return Ok(());
+        };
+        let g = self.inner.lock();
+        let wake = g
+            .host_side
+            .release_device(slt, slt.index(key), tag)
+            .map_err(slt_error)?;
+        drop(g);
+        if wake {
+            self.wake.notify_all();
+        }
+        Ok(())
+    }
+
+    /// Releases a device job's locks on `keys` (one release per SLT
+    /// bucket: keys sharing a bucket share the lock) and wakes waiters.
+    pub fn release_device_keys(
+        &self,
+        keys: impl Iterator<Item = LockKey>,
+        tag: DeviceTag,
+    ) -> Result<()> {
+        let Some(slt) = &self.slt else {
+            return Ok(());
+        };
+        let mut buckets: Vec<usize> = keys.map(|k| slt.index(k)).collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        let g = self.inner.lock();
+        let mut wake = false;
+        let mut first_err = None;
+        for idx in buckets {
+            match g.host_side.release_device(slt, idx, tag) {
+                Ok(w) => wake |= w,
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        drop(g);
+        if wake {
+            self.wake.notify_all();
+        }
+        first_err.map_or(Ok(()), |e| Err(slt_error(e)))
+    }
+
+    /// Passes `tx`'s HLT lock on `key` to its first waiter; true if one took it.
+    fn hand_over(g: &mut Inner, tx: TxId, key: LockKey) -> bool {
+        let Some(q) = g.queues.get_mut(&key) else {
+            return false;
+        };
+        if q.holder != tx {
+            q.waiters.retain(|w| *w != tx);
+            return false;
+        }
+        match q.waiters.pop_front() {
+            Some(next) => {
+                // The new holder no longer waits (it may not have woken yet).
+                q.holder = next;
+                g.waiting_on.remove(&next);
+                true
+            }
+            None => {
+                g.queues.remove(&key);
+                false
+            }
+        }
     }
 
     /// Grants the lock if nobody holds it; true if `tx` holds it now.
@@ -163,26 +356,10 @@ impl LockTable {
         }
         let mut g = self.inner.lock();
         let mut woke = false;
-        let inner = &mut *g;
         for key in keys {
-            let Some(q) = inner.queues.get_mut(key) else {
-                continue;
-            };
-            if q.holder != tx {
-                q.waiters.retain(|w| *w != tx);
-                continue;
-            }
-            match q.waiters.pop_front() {
-                Some(next) => {
-                    // The new holder no longer waits (it may not have woken yet).
-                    q.holder = next;
-                    inner.waiting_on.remove(&next);
-                    woke = true;
-                }
-                None => {
-                    inner.queues.remove(key);
-                }
-            }
+            woke |= Self::hand_over(&mut g, tx, *key);
+            // An SLT that fails here is corrupt; waiters re-check on wake.
+            woke |= self.slt_leave(&mut g, tx, *key).unwrap_or(true);
         }
         drop(g);
         if woke {
@@ -278,6 +455,114 @@ mod tests {
             lt.acquire(TxId(3), K1, None).unwrap(),
             Acquired::Immediately
         );
+    }
+
+    fn integrated() -> (Arc<LockTable>, Arc<SharedLockTable>) {
+        let slt = Arc::new(SharedLockTable::in_process(256).unwrap());
+        (Arc::new(LockTable::with_slt(slt.clone())), slt)
+    }
+
+    fn tag(n: u16) -> DeviceTag {
+        DeviceTag::new(n).unwrap()
+    }
+
+    /// Update NDP Fig. 11: NDP holds t; H1 and H2 wait sharing one
+    /// host-shared entry; the NDP commit hands t to H1, then H2; the last
+    /// of them (the owner) removes the entry.
+    #[test]
+    fn host_waiters_share_an_entry_behind_a_device_lock() {
+        let (lt, slt) = integrated();
+        slt.acquire_device(K1, tag(7), Duration::from_secs(1))
+            .unwrap();
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let mut hs = Vec::new();
+        for t in [1u64, 2] {
+            let (lt2, order) = (lt.clone(), order.clone());
+            hs.push(thread::spawn(move || {
+                let r = lt2.acquire(TxId(t), K1, None).unwrap();
+                order.lock().push(t);
+                assert_eq!(r, Acquired::AfterWait);
+                lt2.release_all(TxId(t), &[K1]);
+            }));
+            while lt.inner.lock().slt_refs.len() < t as usize {
+                thread::yield_now();
+            }
+        }
+        assert_eq!(format!("{:?}", slt.load(K1).unwrap()), "[D7 H _ _ _ _ _ _]");
+        assert!(order.lock().is_empty());
+        lt.release_device(K1, tag(7)).unwrap();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(*order.lock(), vec![1, 2]);
+        assert!(slt.load(K1).unwrap().is_empty());
+        assert_eq!(lt.locked_keys(), 0);
+    }
+
+    #[test]
+    fn a_device_waits_for_host_holders_and_the_host_for_devices() {
+        let (lt, slt) = integrated();
+        assert_eq!(
+            lt.acquire(TxId(1), K1, None).unwrap(),
+            Acquired::Immediately
+        );
+        let slt2 = slt.clone();
+        let dev = thread::spawn(move || slt2.acquire_device(K1, tag(9), Duration::from_secs(10)));
+        while slt.load(K1).unwrap().len() < 2 {
+            thread::yield_now();
+        }
+        // The device queued behind T1; T2 must queue behind the device.
+        let lt2 = lt.clone();
+        let t2 = thread::spawn(move || lt2.acquire(TxId(2), K1, None));
+        while slt.load(K1).unwrap().len() < 3 {
+            thread::yield_now();
+        }
+        lt.release_all(TxId(1), &[K1]);
+        assert_eq!(
+            dev.join().unwrap().unwrap(),
+            ndpdb_slt::DeviceGrant::AfterWait
+        );
+        assert!(!t2.is_finished());
+        lt.release_device(K1, tag(9)).unwrap();
+        assert_eq!(t2.join().unwrap().unwrap(), Acquired::AfterWait);
+        lt.release_all(TxId(2), &[K1]);
+        assert!(slt.load(K1).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_lock_timeout_behind_a_device_leaves_no_entry() {
+        let (lt, slt) = integrated();
+        slt.acquire_device(K1, tag(3), Duration::from_secs(1))
+            .unwrap();
+        let e = lt
+            .acquire(TxId(1), K1, Some(Duration::from_millis(20)))
+            .unwrap_err();
+        assert_eq!(e.code, SqlState::LOCK_NOT_AVAILABLE);
+        assert_eq!(format!("{:?}", slt.load(K1).unwrap()), "[D3 _ _ _ _ _ _ _]");
+        assert!(!lt.try_acquire(TxId(2), K1));
+        lt.release_device(K1, tag(3)).unwrap();
+        assert!(lt.try_acquire(TxId(2), K1));
+        lt.release_all(TxId(2), &[K1]);
+        assert!(slt.load(K1).unwrap().is_empty());
+        assert_eq!(lt.locked_keys(), 0);
+    }
+
+    #[test]
+    fn host_only_behaviour_is_unchanged_with_an_slt() {
+        let (lt, slt) = integrated();
+        lt.acquire(TxId(1), K1, None).unwrap();
+        lt.acquire(TxId(2), K2, None).unwrap();
+        let lt2 = lt.clone();
+        let h = thread::spawn(move || lt2.acquire(TxId(1), K2, None));
+        while lt.waiting() < 1 {
+            thread::yield_now();
+        }
+        let e = lt.acquire(TxId(2), K1, None).unwrap_err();
+        assert_eq!(e.code, SqlState::DEADLOCK_DETECTED);
+        lt.release_all(TxId(2), &[K2]);
+        assert_eq!(h.join().unwrap().unwrap(), Acquired::AfterWait);
+        lt.release_all(TxId(1), &[K1, K2]);
+        assert!(slt.load(K1).unwrap().is_empty() && slt.load(K2).unwrap().is_empty());
     }
 
     #[test]

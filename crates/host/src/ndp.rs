@@ -10,7 +10,8 @@
 //!
 //! A transaction that has uncommitted writes to the table does not
 //! offload it: its own versions live in its private write set, which the
-//! device cannot see.
+//! device cannot see. Update NDP (UPDATE / DELETE on the device) is in
+//! [`crate::ndp_update`]; both share [`Transaction::ndp_call`].
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -49,16 +50,123 @@ pub struct NdpReport {
     pub result_rows: u64,
     pub result_bytes: u64,
     pub wall: Duration,
+    /// Times an update job ran out of pre-allocated pages and got more.
+    pub space_round_trips: u64,
 }
 
 fn decode_err(e: ndpdb_formats::Error) -> Error {
     Error::new(SqlState::DATA_CORRUPTED, format!("NDP reply: {e}"))
 }
 
+/// One job on the device as the host sees it.
+pub(crate) struct JobOutcome {
+    pub status: JobStatus,
+    /// The result region (rows, or an update job's [`ModifyResult`]).
+    pub result: Vec<u8>,
+}
+
 impl Transaction {
-    /// Whether this transaction has uncommitted writes to `ts`.
+    /// Whether this transaction has uncommitted writes to `ts` (host
+    /// versions or update-NDP deltas).
     pub fn has_writes_to(&self, ts: &TableState) -> bool {
         self.wrote_table(ts.meta.id)
+    }
+
+    /// Pushes an invocation down and waits for its end: NDP_SHARED with the
+    /// table's unflushed shared state, NDP_CALL, NDP_STATUS long-polls
+    /// (granting pages to an update job that runs dry), NDP_RESULT.
+    pub(crate) fn ndp_call(
+        &self,
+        ts: &TableState,
+        mut inv: Invocation,
+        report: &mut NdpReport,
+    ) -> Result<JobOutcome> {
+        let inner = &self.database().inner;
+        let start = Instant::now();
+        let shared: SharedState = inner.capture_shared(ts.meta.id);
+        report.shared_pages = shared.pages.len() as u64;
+        let mut w = Writer::new();
+        shared.encode(&mut w);
+        report.shared_bytes = w.len() as u64;
+        let t = Instant::now();
+        let reply = inner.device.ndp(Opcode::NdpShared, w.into_inner())?;
+        inv.shared = Reader::new(&reply).u64().map_err(decode_err)?;
+        let mut w = Writer::new();
+        inv.encode(&mut w);
+        let reply = inner.device.ndp(Opcode::NdpCall, w.into_inner())?;
+        report.shared_transfer = t.elapsed();
+        let job = JobId(Reader::new(&reply).u64().map_err(decode_err)?);
+        let mut granted = inv.space.len() as u64;
+        let status = loop {
+            let mut w = Writer::new();
+            w.u64(job.0).u32(250);
+            let reply = inner.device.ndp(Opcode::NdpStatus, w.into_inner())?;
+            let st = JobStatus::decode(&mut Reader::new(&reply)).map_err(decode_err)?;
+            match st.state {
+                JobState::Running => {}
+                JobState::NeedSpace => {
+                    // Double what the job had: a counted round trip.
+                    let pages = inner.alloc_space(granted.clamp(16, 1 << 16) as usize);
+                    granted += pages.len() as u64;
+                    report.space_round_trips += 1;
+                    let mut w = Writer::new();
+                    w.u64(job.0).u32(pages.len() as u32);
+                    for (l, p) in &pages {
+                        w.u64(l.0).u64(p.0);
+                    }
+                    inner.device.ndp(Opcode::NdpSpace, w.into_inner())?;
+                }
+                _ => break st,
+            }
+        };
+        let mut w = Writer::new();
+        w.u64(job.0);
+        let result = inner.device.ndp(Opcode::NdpResult, w.into_inner())?;
+        report.device_micros = status.device_micros;
+        report.pe_tuples = status.pe_tuples.clone();
+        report.pe_micros = status.pe_micros.clone();
+        report.pages_read = status.pages_read;
+        report.result_rows = status.result_rows;
+        report.result_bytes = status.result_bytes;
+        report.wall = start.elapsed();
+        let c = &inner.counters;
+        c.ndp_calls.fetch_add(1, Ordering::Relaxed);
+        c.ndp_shared_bytes
+            .fetch_add(report.shared_bytes, Ordering::Relaxed);
+        c.ndp_device_micros
+            .fetch_add(report.device_micros, Ordering::Relaxed);
+        c.ndp_pe_micros
+            .fetch_add(report.pe_micros.iter().sum(), Ordering::Relaxed);
+        c.ndp_tuples
+            .fetch_add(report.pe_tuples.iter().sum(), Ordering::Relaxed);
+        c.ndp_pages_read
+            .fetch_add(report.pages_read, Ordering::Relaxed);
+        c.ndp_space_round_trips
+            .fetch_add(report.space_round_trips, Ordering::Relaxed);
+        Ok(JobOutcome { status, result })
+    }
+
+    /// The invocation for `req` over `ts` at this transaction's snapshot.
+    pub(crate) fn invocation(
+        &self,
+        ts: &TableState,
+        req: &NdpRequest,
+        params: &[Value],
+    ) -> Invocation {
+        Invocation {
+            snapshot: self.snapshot().clone(),
+            table: ts.meta.id,
+            types: ts.types.clone(),
+            vid_count: ts.vids.vid_count(),
+            filter: req.filter.clone(),
+            op: req.op.clone(),
+            params: params.to_vec(),
+            pes: req.pes,
+            preload: req.preload,
+            shared: 0,
+            space: Vec::new(),
+            lock_timeout_ms: 0,
+        }
     }
 
     /// Runs `req` over `ts` on the device at this transaction's snapshot.
@@ -70,83 +178,31 @@ impl Transaction {
     ) -> Result<(Vec<Vec<Value>>, NdpReport)> {
         let inner = &self.database().inner;
         inner.check_ok()?;
+        if req.op.modifies() {
+            return Err(Error::new(
+                SqlState::INTERNAL_ERROR,
+                "update NDP goes through ndp_modify",
+            ));
+        }
         if self.has_writes_to(ts) {
             return Err(Error::new(
                 SqlState::INTERNAL_ERROR,
                 "cannot offload a table with uncommitted writes of this transaction",
             ));
         }
-        let start = Instant::now();
-        let shared: SharedState = inner.capture_shared(ts.meta.id);
-        let vid_count = ts.vids.vid_count();
-        let mut report = NdpReport {
-            shared_pages: shared.pages.len() as u64,
-            ..NdpReport::default()
-        };
-        let mut w = Writer::new();
-        shared.encode(&mut w);
-        report.shared_bytes = w.len() as u64;
-        let t = Instant::now();
-        let reply = inner.device.ndp(Opcode::NdpShared, w.into_inner())?;
-        let handle = Reader::new(&reply).u64().map_err(decode_err)?;
-        let inv = Invocation {
-            snapshot: self.snapshot().clone(),
-            table: ts.meta.id,
-            types: ts.types.clone(),
-            vid_count,
-            filter: req.filter.clone(),
-            op: req.op.clone(),
-            params: params.to_vec(),
-            pes: req.pes,
-            preload: req.preload,
-            shared: handle,
-        };
-        let mut w = Writer::new();
-        inv.encode(&mut w);
-        let reply = inner.device.ndp(Opcode::NdpCall, w.into_inner())?;
-        report.shared_transfer = t.elapsed();
-        let job = JobId(Reader::new(&reply).u64().map_err(decode_err)?);
-        let status = loop {
-            let mut w = Writer::new();
-            w.u64(job.0).u32(250);
-            let reply = inner.device.ndp(Opcode::NdpStatus, w.into_inner())?;
-            let st = JobStatus::decode(&mut Reader::new(&reply)).map_err(decode_err)?;
-            if st.state != JobState::Running {
-                break st;
-            }
-        };
-        let mut w = Writer::new();
-        w.u64(job.0);
-        if let JobState::Failed(code, message) = &status.state {
-            let _ = inner.device.ndp(Opcode::NdpResult, w.into_inner());
+        let mut report = NdpReport::default();
+        let out = self.ndp_call(ts, self.invocation(ts, req, params), &mut report)?;
+        if let JobState::Failed(code, message) = &out.status.state {
             return Err(Error::new(
                 SqlState::from_code(code),
                 format!("on the device: {message}"),
             ));
         }
-        let bytes = inner.device.ndp(Opcode::NdpResult, w.into_inner())?;
-        let rows = decode_rows(&mut Reader::new(&bytes)).map_err(decode_err)?;
-        report.device_micros = status.device_micros;
-        report.pe_tuples = status.pe_tuples;
-        report.pe_micros = status.pe_micros;
-        report.pages_read = status.pages_read;
-        report.result_rows = status.result_rows;
-        report.result_bytes = status.result_bytes;
-        report.wall = start.elapsed();
-        let c = &inner.counters;
-        c.ndp_calls.fetch_add(1, Ordering::Relaxed);
-        c.ndp_shared_bytes
-            .fetch_add(report.shared_bytes, Ordering::Relaxed);
-        c.ndp_result_rows
+        let rows = decode_rows(&mut Reader::new(&out.result)).map_err(decode_err)?;
+        inner
+            .counters
+            .ndp_result_rows
             .fetch_add(report.result_rows, Ordering::Relaxed);
-        c.ndp_device_micros
-            .fetch_add(report.device_micros, Ordering::Relaxed);
-        c.ndp_pe_micros
-            .fetch_add(report.pe_micros.iter().sum(), Ordering::Relaxed);
-        c.ndp_tuples
-            .fetch_add(report.pe_tuples.iter().sum(), Ordering::Relaxed);
-        c.ndp_pages_read
-            .fetch_add(report.pages_read, Ordering::Relaxed);
         Ok((rows, report))
     }
 }

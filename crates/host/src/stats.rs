@@ -19,6 +19,12 @@ pub struct EngineCounters {
     pub ndp_pe_micros: AtomicU64,
     pub ndp_tuples: AtomicU64,
     pub ndp_pages_read: AtomicU64,
+    pub ndp_rows_modified: AtomicU64,
+    pub ndp_space_round_trips: AtomicU64,
+    /// Update jobs that stopped early on a conflict found on the device.
+    pub ndp_early_aborts: AtomicU64,
+    /// Update jobs whose ΔVID failed host validation.
+    pub ndp_validation_failures: AtomicU64,
 }
 
 impl EngineCounters {

@@ -22,9 +22,12 @@ use ndpdb_formats::page::MAX_RECORD_SIZE;
 use ndpdb_formats::record::{encode_record, RecordHeader, RecordView, FLAG_TOMBSTONE};
 use ndpdb_formats::{RecId, SqlState, TableId, TxId, Value, Vid};
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use crate::database::{Database, PendingVersion, TableState};
 use crate::error::{Error, Result};
 use crate::locks::{Acquired, LockKey};
+use crate::ndp_update::{own_heads, NdpPart};
 use crate::stats::EngineCounters;
 use crate::txn::{Snapshot, Visible};
 
@@ -72,6 +75,12 @@ pub struct Transaction {
     locks: Vec<LockKey>,
     statements: u64,
     finished: bool,
+    /// Update-NDP statements waiting for commit.
+    ndp_parts: Vec<NdpPart>,
+    /// Heads those statements moved (own reads see the new versions).
+    ndp_heads: FxHashMap<(TableId, Vid), RecId>,
+    /// Tuples this transaction's jobs hold SLT locks on.
+    ndp_locked: FxHashSet<LockKey>,
 }
 
 impl Database {
@@ -89,6 +98,9 @@ impl Database {
             locks: Vec::new(),
             statements: 0,
             finished: false,
+            ndp_parts: Vec::new(),
+            ndp_heads: FxHashMap::default(),
+            ndp_locked: FxHashSet::default(),
         })
     }
 }
@@ -116,6 +128,24 @@ impl Transaction {
 
     pub(crate) fn wrote_table(&self, table: TableId) -> bool {
         self.order.iter().any(|(t, _)| *t == table)
+            || self.ndp_parts.iter().any(|p| p.table == table)
+    }
+
+    /// Records a successful update-NDP statement.
+    pub(crate) fn add_ndp_part(&mut self, part: NdpPart) {
+        self.ndp_heads.extend(own_heads(&part));
+        self.ndp_locked
+            .extend(part.result.locked.iter().map(|v| (part.table, *v)));
+        self.ndp_parts.push(part);
+    }
+
+    /// The chain head this transaction reads for a tuple: its own
+    /// update-NDP version if it has one, else the shared VID map's.
+    fn head_of(&self, ts: &TableState, vid: Vid) -> RecId {
+        match self.ndp_heads.get(&(ts.meta.id, vid)) {
+            Some(r) => *r,
+            None => ts.vids.head(vid),
+        }
     }
 
     /// Called at the start of every statement. As in PostgreSQL, the
@@ -150,7 +180,7 @@ impl Transaction {
         if let Some(e) = self.writes.get(&(ts.meta.id, vid)) {
             return Ok((!e.tombstone).then(|| (RecId::NULL, e.row.clone())));
         }
-        let head = ts.vids.head(vid);
+        let head = self.head_of(ts, vid);
         if head.is_null() {
             return Ok(None);
         }
@@ -204,13 +234,18 @@ impl Transaction {
                         continue;
                     }
                 }
+                let head = if self.ndp_heads.is_empty() {
+                    *head
+                } else {
+                    self.head_of(ts, vid)
+                };
                 if head.is_null() {
                     continue;
                 }
                 if let Visible::Version(rid, bytes) =
                     self.db
                         .inner
-                        .read_visible_with(*head, &self.snapshot, &mut last_page)?
+                        .read_visible_with(head, &self.snapshot, &mut last_page)?
                 {
                     let (_, row) = Self::decode(ts, &bytes)?;
                     if !visit(vid, rid, row)? {
@@ -224,6 +259,10 @@ impl Transaction {
     }
 
     fn lock(&mut self, key: LockKey) -> Result<()> {
+        if self.ndp_locked.contains(&key) {
+            // One of this transaction's update jobs holds it.
+            return Ok(());
+        }
         let inner = &self.db.inner;
         match inner.locks.acquire(self.id, key, inner.config.lock_timeout) {
             Ok(Acquired::Immediately) => {}
@@ -252,7 +291,7 @@ impl Transaction {
             });
         }
         self.lock(key)?;
-        let head = ts.vids.head(vid);
+        let head = self.head_of(ts, vid);
         if head == seen {
             let bytes = self.db.inner.fetch(head)?;
             let (_, row) = Self::decode(ts, &bytes)?;
@@ -407,7 +446,7 @@ impl Transaction {
             return Ok(vid);
         }
         self.lock(lock_key)?;
-        let head = ts.vids.head(vid);
+        let head = self.head_of(ts, vid);
         if !head.is_null() {
             let bytes = self.db.inner.fetch(head)?;
             if !RecordHeader::parse(&bytes)?.is_tombstone() {
@@ -484,10 +523,21 @@ impl Transaction {
         })
     }
 
-    fn end(&mut self) {
+    /// Ends the transaction: `committed` says whether its update-NDP
+    /// pages are now referenced (else they go back to the free list).
+    fn end(&mut self, committed: bool) {
         let inner = &self.db.inner;
         inner.txm.finish(self.id);
         inner.locks.release_all(self.id, &self.locks);
+        for part in self.ndp_parts.drain(..) {
+            if committed {
+                inner.release_job_locks(part.table, part.tag, &part.result.locked);
+            } else {
+                inner.discard_part(&part);
+            }
+        }
+        self.ndp_heads.clear();
+        self.ndp_locked.clear();
         self.locks.clear();
         self.writes.clear();
         self.order.clear();
@@ -507,8 +557,11 @@ impl Transaction {
                 })
             })
             .collect();
-        let result = self.db.inner.commit_versions(self.id, &versions);
-        self.end();
+        let result = self
+            .db
+            .inner
+            .commit_versions(self.id, &versions, &self.ndp_parts);
+        self.end(result.is_ok());
         let counters = &self.db.inner.counters;
         match result {
             Ok(()) => {
@@ -530,7 +583,7 @@ impl Transaction {
 
     fn abort_in_place(&mut self) {
         if !self.finished {
-            self.end();
+            self.end(false);
             EngineCounters::inc(&self.db.inner.counters.aborts);
         }
     }

@@ -36,6 +36,8 @@ pub enum Opcode {
     NdpAbort = 0x22,
     NdpResult = 0x23,
     NdpShared = 0x24,
+    /// More pre-allocated pages for an update job that ran out.
+    NdpSpace = 0x25,
 }
 
 impl Opcode {
@@ -43,7 +45,7 @@ impl Opcode {
         use Opcode::*;
         [
             ReadPage, ReadPages, WritePage, WritePages, Sync, Info, MergeMaps, DumpL2p, DumpVidMap,
-            DropVidMap, NdpCall, NdpStatus, NdpAbort, NdpResult, NdpShared,
+            DropVidMap, NdpCall, NdpStatus, NdpAbort, NdpResult, NdpShared, NdpSpace,
         ]
         .into_iter()
         .find(|o| *o as u16 == v)
@@ -66,7 +68,8 @@ impl Opcode {
             | Opcode::DropVidMap
             | Opcode::NdpCall
             | Opcode::NdpStatus
-            | Opcode::NdpAbort => Plane::Control,
+            | Opcode::NdpAbort
+            | Opcode::NdpSpace => Plane::Control,
         }
     }
 }
@@ -249,7 +252,8 @@ impl Request {
             | Opcode::NdpStatus
             | Opcode::NdpAbort
             | Opcode::NdpResult
-            | Opcode::NdpShared => {
+            | Opcode::NdpShared
+            | Opcode::NdpSpace => {
                 let all = r.take(r.remaining())?;
                 Request::Ndp(op, all.to_vec())
             }

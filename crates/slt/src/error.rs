@@ -13,6 +13,9 @@ pub enum SltError {
     /// A device lock request waited longer than allowed.
     #[error("lock wait timed out")]
     Timeout,
+    /// The waiter was told to stop (its job failed elsewhere).
+    #[error("lock wait cancelled")]
+    Cancelled,
     #[error("shared memory: {0}")]
     Io(String),
     #[error("unsupported: {0}")]
@@ -26,6 +29,7 @@ impl SltError {
             SltError::Corrupted(_) => SqlState::DATA_CORRUPTED,
             SltError::NotHolder(_) => SqlState::INTERNAL_ERROR,
             SltError::Timeout => SqlState::LOCK_NOT_AVAILABLE,
+            SltError::Cancelled => SqlState::QUERY_CANCELED,
             SltError::Io(_) => SqlState::IO_ERROR,
             SltError::Unsupported(_) => SqlState::FEATURE_NOT_SUPPORTED,
         }

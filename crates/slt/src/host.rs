@@ -22,7 +22,10 @@
 //! the same buckets concurrently through CAS. Every call reports whether
 //! waiters should be woken.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+
+use rustc_hash::FxHashMap;
 
 use ndpdb_formats::TxId;
 
@@ -39,10 +42,35 @@ pub enum Joined {
     ExistingGroup,
 }
 
-/// Host transactions per host-shared entry, per bucket.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+/// Host transactions per host-shared entry, per bucket. A bucket's entry
+/// stays in the map when its groups empty, so its allocations are reused
+/// by the next lock on it.
+#[derive(Clone, Debug, Default)]
 pub struct HostSide {
-    groups: BTreeMap<usize, VecDeque<VecDeque<TxId>>>,
+    groups: FxHashMap<usize, VecDeque<VecDeque<TxId>>>,
+}
+
+impl HostSide {
+    /// The non-empty buckets, in bucket order (for equality and hashing).
+    fn live(&self) -> Vec<(&usize, &VecDeque<VecDeque<TxId>>)> {
+        let mut v: Vec<_> = self.groups.iter().filter(|(_, g)| !g.is_empty()).collect();
+        v.sort_by_key(|(i, _)| **i);
+        v
+    }
+}
+
+impl PartialEq for HostSide {
+    fn eq(&self, other: &HostSide) -> bool {
+        self.live() == other.live()
+    }
+}
+
+impl Eq for HostSide {}
+
+impl Hash for HostSide {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.live().hash(state);
+    }
 }
 
 impl HostSide {
@@ -76,23 +104,19 @@ impl HostSide {
                 ))),
             }
         });
-        let joined = match joined {
-            Ok(j) => j,
-            Err(e) => {
-                if groups.is_empty() {
-                    self.groups.remove(&idx);
-                }
-                return Err(e);
+        match joined? {
+            Joined::ExistingGroup => {
+                groups
+                    .back_mut()
+                    .ok_or_else(|| SltError::Corrupted(format!("bucket {idx}: no host group")))?
+                    .push_back(tx);
+                Ok(Joined::ExistingGroup)
             }
-        };
-        match joined {
-            Joined::ExistingGroup => groups
-                .back_mut()
-                .ok_or_else(|| SltError::Corrupted(format!("bucket {idx}: no host group")))?
-                .push_back(tx),
-            Joined::NewEntry(_) => groups.push_back(VecDeque::from([tx])),
+            Joined::NewEntry(pos) => {
+                groups.push_back(VecDeque::from([tx]));
+                Ok(Joined::NewEntry(pos))
+            }
         }
-        Ok(joined)
     }
 
     /// Whether `tx`'s host-shared entry of bucket `idx` is the holder. The
@@ -123,9 +147,6 @@ impl HostSide {
         if group.is_empty() {
             // `tx` was the owner: it removes the host-shared entry.
             groups.remove(gi);
-            if groups.is_empty() {
-                self.groups.remove(&idx);
-            }
             let head = slt.remove_host_entry_index(idx, gi)?;
             wake |= head == Slot::Host;
         }
@@ -145,6 +166,7 @@ impl HostSide {
 
     /// Host transactions queued on bucket `idx`, group by group.
     pub fn groups(&self, idx: usize) -> Vec<Vec<TxId>> {
+        // (Buckets whose groups emptied keep an empty entry.)
         self.groups
             .get(&idx)
             .map(|g| g.iter().map(|m| m.iter().copied().collect()).collect())

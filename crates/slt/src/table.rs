@@ -251,6 +251,18 @@ impl SharedLockTable {
         tag: DeviceTag,
         timeout: Duration,
     ) -> Result<DeviceGrant> {
+        self.acquire_device_unless(key, tag, timeout, &|| false)
+    }
+
+    /// [`Self::acquire_device`] that also gives up (withdrawing its request)
+    /// as soon as `stop` returns true — a job whose other PEs failed.
+    pub fn acquire_device_unless(
+        &self,
+        key: LockKey,
+        tag: DeviceTag,
+        timeout: Duration,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<DeviceGrant> {
         let idx = self.index(key);
         let start = Instant::now();
         let mut backoff = Backoff::default();
@@ -260,6 +272,9 @@ impl SharedLockTable {
             }
             if start.elapsed() >= timeout {
                 return Err(SltError::Timeout);
+            }
+            if stop() {
+                return Err(SltError::Cancelled);
             }
             backoff.snooze();
         };
@@ -277,10 +292,12 @@ impl SharedLockTable {
                     )))
                 }
             }
-            if start.elapsed() >= timeout {
+            let stopped = stop();
+            if stopped || start.elapsed() >= timeout {
                 return match self.withdraw_device_index(idx, tag)? {
                     // Granted between the check and the withdrawal.
                     Withdrawn::Granted => Ok(DeviceGrant::AfterWait),
+                    _ if stopped => Err(SltError::Cancelled),
                     _ => Err(SltError::Timeout),
                 };
             }

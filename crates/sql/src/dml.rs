@@ -5,22 +5,25 @@
 //! NUMERIC(10,2) as `10.50`, a too-long string into VARCHAR(n) is 22001.
 //! UPDATE and DELETE first collect the matching rows at the statement's
 //! snapshot, then write them one by one through the transaction, which
-//! locks and certifies each (see `ndpdb_host::transaction`).
+//! locks and certifies each (see `ndpdb_host::transaction`) — or, placed
+//! on the device ([`crate::dml_placement`]), run as one update-NDP job.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_host::database::TableState;
+use ndpdb_host::ndp::NdpReport;
 use ndpdb_host::{Database, Transaction, WriteOutcome};
 use sqlparser::ast::{
     AssignmentTarget, Delete, FromTable, Insert, ObjectName, SetExpr, TableObject, Update,
 };
 
-use crate::compile::compile;
+use crate::compile::{compile, Ty};
 use crate::ddl::table_name;
+use crate::dml_placement::{explain_dml, place_dml, DmlPlacement};
 use crate::output::Output;
-use crate::query::{plan_filter, plan_query, SelectPlan};
+use crate::query::{plan_filter, plan_query, NdpMode, SelectPlan};
 use crate::scope::{ident_name, Scope};
 use crate::{Error, Result};
 
@@ -46,11 +49,38 @@ pub struct InsertPlan {
 
 pub struct UpdatePlan {
     filter: SelectPlan,
-    sets: Vec<(usize, Program)>,
+    /// Column, program, static type of the program.
+    sets: Vec<(usize, Program, Ty)>,
+    /// Set when the update runs on the device.
+    pub ndp: Option<DmlPlacement>,
+    pub last_ndp: Mutex<Option<NdpReport>>,
 }
 
 pub struct DeletePlan {
     filter: SelectPlan,
+    pub ndp: Option<DmlPlacement>,
+    pub last_ndp: Mutex<Option<NdpReport>>,
+}
+
+/// Runs a placed modification on the device; `None` if it must run on
+/// the host after all (this transaction already wrote the table).
+fn run_on_device(
+    tx: &mut Transaction,
+    filter: &SelectPlan,
+    ndp: Option<&DmlPlacement>,
+    last: &Mutex<Option<NdpReport>>,
+    params: &[Value],
+) -> Result<Option<u64>> {
+    let Some(p) = ndp else { return Ok(None) };
+    let ts = filter.sources[0].table.clone();
+    if tx.has_writes_to(&ts) {
+        return Ok(None);
+    }
+    let (n, report) = tx.ndp_modify(&ts, &p.request, params)?;
+    if let Ok(mut l) = last.lock() {
+        *l = Some(report);
+    }
+    Ok(Some(n))
 }
 
 fn column_position(ts: &TableState, name: &ObjectName) -> Result<usize> {
@@ -245,7 +275,7 @@ pub fn plan_update(
             AssignmentTarget::ColumnName(n) => column_position(&ts, n)?,
             AssignmentTarget::Tuple(_) => return Err(unsupported("tuple assignment")),
         };
-        if sets.iter().any(|(c, _)| *c == col) {
+        if sets.iter().any(|(c, _, _)| *c == col) {
             return Err(Error::new(
                 SqlState("42601"),
                 format!(
@@ -258,13 +288,32 @@ pub fn plan_update(
         if let crate::compile::Ty::Param(i) = ty {
             params[i as usize].get_or_insert(ts.meta.schema.columns[col].ty);
         }
-        sets.push((col, p));
+        sets.push((col, p, ty));
     }
-    Ok(UpdatePlan { filter, sets })
+    Ok(UpdatePlan {
+        filter,
+        sets,
+        ndp: None,
+        last_ndp: Mutex::new(None),
+    })
 }
 
 impl UpdatePlan {
+    /// Decides where the update runs (see [`crate::dml_placement`]).
+    pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &Database) -> Result<()> {
+        self.ndp = place_dml(&self.filter, Some(&self.sets), mode, pes, preload, db)?;
+        Ok(())
+    }
+
+    pub fn explain(&self) -> Vec<String> {
+        explain_dml("Update", &self.filter, self.ndp.as_ref())
+    }
+
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        if let Some(n) = run_on_device(tx, &self.filter, self.ndp.as_ref(), &self.last_ndp, params)?
+        {
+            return Ok(Output::command(format!("UPDATE {n}")));
+        }
         let ts = self.filter.sources[0].table.clone();
         let schema = &ts.meta.schema;
         let rows = self.filter.matching(tx, params)?;
@@ -275,7 +324,7 @@ impl UpdatePlan {
                     return Ok(None);
                 }
                 let mut new_row = row.to_vec();
-                for (col, p) in &self.sets {
+                for (col, p, _) in &self.sets {
                     let c = &schema.columns[*col];
                     new_row[*col] = assign(p.eval(row, params)?, &c.ty, &c.name)?;
                 }
@@ -309,11 +358,27 @@ pub fn plan_delete(
     };
     Ok(DeletePlan {
         filter: plan_filter(db, table, del.selection.as_ref(), params)?,
+        ndp: None,
+        last_ndp: Mutex::new(None),
     })
 }
 
 impl DeletePlan {
+    /// Decides where the delete runs (see [`crate::dml_placement`]).
+    pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &Database) -> Result<()> {
+        self.ndp = place_dml(&self.filter, None, mode, pes, preload, db)?;
+        Ok(())
+    }
+
+    pub fn explain(&self) -> Vec<String> {
+        explain_dml("Delete", &self.filter, self.ndp.as_ref())
+    }
+
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        if let Some(n) = run_on_device(tx, &self.filter, self.ndp.as_ref(), &self.last_ndp, params)?
+        {
+            return Ok(Output::command(format!("DELETE {n}")));
+        }
         let ts = self.filter.sources[0].table.clone();
         let rows = self.filter.matching(tx, params)?;
         let mut n = 0u64;

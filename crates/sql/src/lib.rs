@@ -9,6 +9,7 @@
 //!   aggregation, ordering, limits, FOR UPDATE).
 //! - [`placement`]: the cost model of `SET ndp = auto`.
 //! - [`dml`]: INSERT / UPDATE / DELETE.
+//! - [`dml_placement`]: UPDATE / DELETE on the device (update NDP) or the host.
 //! - [`output`]: result sets, command tags and their text renderings.
 //!
 //! The sqlparser AST stays at this edge: it is turned into bytecode
@@ -17,6 +18,7 @@
 pub mod compile;
 pub mod ddl;
 pub mod dml;
+pub mod dml_placement;
 pub mod output;
 pub mod placement;
 pub mod query;

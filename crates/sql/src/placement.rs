@@ -26,6 +26,9 @@ const UNTHROTTLED_BYTES_PER_SEC: f64 = 4.0e9;
 /// a host scan of cached pages, and one PE.
 const HOST_ROW_NS: f64 = 1000.0;
 const DEVICE_ROW_NS: f64 = 500.0;
+/// Per written row (update NDP).
+const HOST_WRITE_NS: f64 = 5000.0;
+const DEVICE_WRITE_NS: f64 = 1500.0;
 const CALL_OVERHEAD_US: f64 = 300.0;
 const FILTER_SELECTIVITY: f64 = 1.0 / 3.0;
 const GROUPS: f64 = 1000.0;
@@ -82,6 +85,15 @@ pub fn estimate(db: &Database, ts: &TableState, op: &NdpOp, pes: u16) -> Estimat
             let g = if groups.is_empty() { 1.0 } else { GROUPS };
             g * 24.0 * (groups.len() + aggs.len()) as f64
         }
+        // ΔVID entries (24 B) and ΔL2P entries come back.
+        NdpOp::Update { .. } | NdpOp::Delete => rows as f64 * FILTER_SELECTIVITY * 26.0,
+    };
+    // Writing a version: on the host lock + certify + encode + WAL redo
+    // of the whole record; on the device lock + encode into its own page.
+    let written = if op.modifies() {
+        rows as f64 * FILTER_SELECTIVITY
+    } else {
+        0.0
     };
     let pes = if pes == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get()) as u16
@@ -93,11 +105,13 @@ pub fn estimate(db: &Database, ts: &TableState, op: &NdpOp, pes: u16) -> Estimat
     let latency_us = model.latency.as_secs_f64() * 1e6;
     let link_us = |bytes: f64| bytes / bw * 1e6;
     let missing_pages = (1.0 - resident) * table_pages;
-    let host_us =
-        missing_pages * (link_us(PAGE_SIZE as f64) + latency_us) + rows as f64 * HOST_ROW_NS / 1e3;
+    let host_us = missing_pages * (link_us(PAGE_SIZE as f64) + latency_us)
+        + rows as f64 * HOST_ROW_NS / 1e3
+        + written * HOST_WRITE_NS / 1e3;
     let device_us = CALL_OVERHEAD_US
         + 4.0 * latency_us
         + rows as f64 * DEVICE_ROW_NS / 1e3 / pes as f64
+        + written * DEVICE_WRITE_NS / 1e3 / pes as f64
         + link_us(result_bytes);
     Estimate {
         rows,

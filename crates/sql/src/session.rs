@@ -209,10 +209,14 @@ impl Session {
                 PreparedKind::Insert(plan_insert(&self.db, i, &mut param_types)?)
             }
             Statement::Update(u) => {
-                PreparedKind::Update(plan_update(&self.db, u, &mut param_types)?)
+                let mut plan = plan_update(&self.db, u, &mut param_types)?;
+                plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db)?;
+                PreparedKind::Update(plan)
             }
             Statement::Delete(d) => {
-                PreparedKind::Delete(plan_delete(&self.db, d, &mut param_types)?)
+                let mut plan = plan_delete(&self.db, d, &mut param_types)?;
+                plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db)?;
+                PreparedKind::Delete(plan)
             }
             _ => PreparedKind::Other(Box::new(stmt)),
         };
@@ -409,17 +413,22 @@ impl Session {
     /// device's figures.
     fn explain(&mut self, stmt: &Statement, analyze: bool, params: &[Value]) -> Result<Output> {
         self.check_not_failed()?;
-        let Statement::Query(_) = stmt else {
+        if !matches!(
+            stmt,
+            Statement::Query(_) | Statement::Update(_) | Statement::Delete(_)
+        ) {
             return Err(Error::new(
                 SqlState::FEATURE_NOT_SUPPORTED,
-                "EXPLAIN supports queries only",
+                "EXPLAIN supports SELECT, UPDATE and DELETE",
             ));
-        };
+        }
         let prepared = self.prepare_statement(stmt.clone())?;
-        let PreparedKind::Select(plan) = &prepared.kind else {
-            return Err(Error::new(SqlState::INTERNAL_ERROR, "not a query plan"));
+        let (mut lines, last_ndp) = match &prepared.kind {
+            PreparedKind::Select(plan) => (plan.explain(), &plan.last_ndp),
+            PreparedKind::Update(plan) => (plan.explain(), &plan.last_ndp),
+            PreparedKind::Delete(plan) => (plan.explain(), &plan.last_ndp),
+            _ => return Err(Error::new(SqlState::INTERNAL_ERROR, "not a plan")),
         };
-        let mut lines = plan.explain();
         if analyze {
             let before = self.db.stats();
             let start = std::time::Instant::now();
@@ -433,8 +442,12 @@ impl Session {
                 get(&after) - get(&before)
             };
             let rows = match &out {
-                Output::Rows { rows, .. } => rows.len(),
-                _ => 0,
+                Output::Rows { rows, .. } => rows.len() as u64,
+                Output::Command { tag, .. } => tag
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0),
             };
             lines.push(format!(
                 "actual rows {rows}, time {:.3} ms",
@@ -448,7 +461,7 @@ impl Session {
                 delta("link.data.to_device.bytes"),
                 delta("link.control.to_device.messages"),
             ));
-            if let Some(r) = plan.last_ndp.lock().ok().and_then(|mut l| l.take()) {
+            if let Some(r) = last_ndp.lock().ok().and_then(|mut l| l.take()) {
                 lines.push(format!(
                     "device: {:.3} ms, {} PEs, tuples per PE {:?}, pages read {}, result {} rows / {} B",
                     r.device_micros as f64 / 1e3,

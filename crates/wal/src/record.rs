@@ -1,7 +1,8 @@
 //! WAL record kinds and their encoding.
 
 use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::{Error, RecId, Result, TableId, TxId};
+use ndpdb_formats::ndp::DeltaVid;
+use ndpdb_formats::{Error, Lpn, Ppn, RecId, Result, TableId, TxId, Vid};
 
 /// What a checkpoint records: everything logged before it is in durable
 /// device storage (pages flushed, maps merged).
@@ -24,11 +25,29 @@ pub enum WalRecord {
         txid: TxId,
     },
     Checkpoint(CheckpointInfo),
+    /// An update-NDP call of `txid` started: its encoded invocation
+    /// (DESIGN.md §8, basic NDP logging).
+    StartNdp {
+        txid: TxId,
+        table: TableId,
+        invocation: Vec<u8>,
+    },
+    /// The call's map deltas, logged with its transaction's commit. The
+    /// pages are already durable on the device; recovery re-applies the
+    /// deltas of committed transactions and ignores the rest.
+    EndNdp {
+        txid: TxId,
+        table: TableId,
+        l2p: Vec<(Lpn, Ppn)>,
+        vids: Vec<DeltaVid>,
+    },
 }
 
 const KIND_REDO: u8 = 1;
 const KIND_COMMIT: u8 = 2;
 const KIND_CHECKPOINT: u8 = 3;
+const KIND_START_NDP: u8 = 4;
+const KIND_END_NDP: u8 = 5;
 
 impl WalRecord {
     pub fn encode(&self, w: &mut Writer) {
@@ -51,6 +70,34 @@ impl WalRecord {
             }
             WalRecord::Checkpoint(c) => {
                 w.u8(KIND_CHECKPOINT).u64(c.next_txid.0);
+            }
+            WalRecord::StartNdp {
+                txid,
+                table,
+                invocation,
+            } => {
+                w.u8(KIND_START_NDP)
+                    .u64(txid.0)
+                    .u32(table.0)
+                    .bytes(invocation);
+            }
+            WalRecord::EndNdp {
+                txid,
+                table,
+                l2p,
+                vids,
+            } => {
+                w.u8(KIND_END_NDP)
+                    .u64(txid.0)
+                    .u32(table.0)
+                    .u32(l2p.len() as u32);
+                for (l, p) in l2p {
+                    w.u64(l.0).u64(p.0);
+                }
+                w.u32(vids.len() as u32);
+                for d in vids {
+                    w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
+                }
             }
         }
     }
@@ -78,7 +125,71 @@ impl WalRecord {
             KIND_CHECKPOINT => WalRecord::Checkpoint(CheckpointInfo {
                 next_txid: TxId(r.u64()?),
             }),
+            KIND_START_NDP => WalRecord::StartNdp {
+                txid: TxId(r.u64()?),
+                table: TableId(r.u32()?),
+                invocation: r.bytes()?.to_vec(),
+            },
+            KIND_END_NDP => {
+                let txid = TxId(r.u64()?);
+                let table = TableId(r.u32()?);
+                let n = r.count(16)?;
+                let mut l2p = Vec::with_capacity(n);
+                for _ in 0..n {
+                    l2p.push((Lpn(r.u64()?), Ppn(r.u64()?)));
+                }
+                let n = r.count(24)?;
+                let mut vids = Vec::with_capacity(n);
+                for _ in 0..n {
+                    vids.push(DeltaVid {
+                        vid: Vid(r.u64()?),
+                        pred: RecId::from_raw(r.u64()?),
+                        new: RecId::from_raw(r.u64()?),
+                    });
+                }
+                WalRecord::EndNdp {
+                    txid,
+                    table,
+                    l2p,
+                    vids,
+                }
+            }
             k => return Err(Error::corrupted(format!("unknown WAL record kind {k}"))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ndp_records_round_trip_and_reject_truncation() {
+        let recs = [
+            WalRecord::StartNdp {
+                txid: TxId(7),
+                table: TableId(2),
+                invocation: vec![1, 2, 3],
+            },
+            WalRecord::EndNdp {
+                txid: TxId(7),
+                table: TableId(2),
+                l2p: vec![(Lpn(40), Ppn(41))],
+                vids: vec![DeltaVid {
+                    vid: Vid(5),
+                    pred: RecId::new(Lpn(1), 3),
+                    new: RecId::new(Lpn(40), 0),
+                }],
+            },
+        ];
+        for rec in recs {
+            let mut w = Writer::new();
+            rec.encode(&mut w);
+            let bytes = w.into_inner();
+            assert_eq!(WalRecord::decode(&mut Reader::new(&bytes)).unwrap(), rec);
+            for cut in 0..bytes.len() {
+                assert!(WalRecord::decode(&mut Reader::new(&bytes[..cut])).is_err());
+            }
+        }
     }
 }

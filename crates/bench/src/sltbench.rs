@@ -1,0 +1,374 @@
+//! Lock latency of the shared lock table (DESIGN.md §7, §12; update NDP
+//! §8, cache-coherent SLT §4): acquire + release of one tuple lock on the
+//! host side and the device side, uncontended and with rising contention
+//! from the other side, next to the host lock table alone and a plain
+//! mutex-protected hash map, all in one run.
+//!
+//! Contention comes from a background thread of the other side that locks
+//! random keys of a hot set (holding each for about a microsecond) while
+//! the measured thread locks keys of the same hot set: the smaller the
+//! set, the more often the measured request queues behind it.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use ndpdb_formats::{JobId, TableId, TxId, Vid};
+use ndpdb_host::locks::LockTable;
+use ndpdb_host::Result;
+use ndpdb_slt::{DeviceTag, LockKey, SharedLockTable, Slot};
+
+/// Ops per timed batch (one sample = a batch's mean).
+const BATCH: u64 = 64;
+/// Buckets of the SLT under test (as the engine's default).
+const BUCKETS: usize = 1 << 16;
+/// Hot-set sizes for the contention levels (None = disjoint keys).
+pub const HOT_SETS: [Option<u64>; 4] = [None, Some(4096), Some(256), Some(16)];
+
+/// One measured configuration.
+#[derive(Clone, Debug)]
+pub struct LatencyRow {
+    pub variant: &'static str,
+    pub side: &'static str,
+    /// Keys shared with the background thread (None: uncontended).
+    pub hot_keys: Option<u64>,
+    pub p50_ns: f64,
+    pub p99_ns: f64,
+    pub ops: u64,
+    /// Measured requests that had to wait for the other side.
+    pub waited: u64,
+}
+
+impl LatencyRow {
+    pub const CSV_HEADER: &'static str = "variant,side,hot_keys,p50_ns,p99_ns,ops,waited";
+
+    pub fn csv(&self) -> String {
+        format!(
+            "{},{},{},{:.1},{:.1},{},{}",
+            self.variant,
+            self.side,
+            self.hot_keys.map_or("none".to_string(), |h| h.to_string()),
+            self.p50_ns,
+            self.p99_ns,
+            self.ops,
+            self.waited
+        )
+    }
+
+    pub fn contention(&self) -> String {
+        self.hot_keys
+            .map_or("uncontended".to_string(), |h| format!("hot set {h}"))
+    }
+}
+
+/// Times `ops` calls of `op` in batches; returns (p50, p99) of batch means.
+fn time_ops(ops: u64, mut op: impl FnMut(u64)) -> (f64, f64) {
+    let mut samples = Vec::with_capacity((ops / BATCH) as usize + 1);
+    let mut i = 0;
+    // Warm-up.
+    for _ in 0..BATCH * 4 {
+        op(i);
+        i += 1;
+    }
+    while i < ops + BATCH * 4 {
+        let t = Instant::now();
+        for _ in 0..BATCH {
+            op(i);
+            i += 1;
+        }
+        samples.push(t.elapsed().as_nanos() as f64 / BATCH as f64);
+    }
+    samples.sort_by(f64::total_cmp);
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+    (at(0.5), at(0.99))
+}
+
+fn key(v: u64) -> LockKey {
+    (TableId(1), Vid(v))
+}
+
+/// Keys for the measured thread: the hot set, or its own range.
+fn pick(rng: &mut SmallRng, hot: Option<u64>, i: u64) -> LockKey {
+    match hot {
+        Some(h) => key(rng.gen_range(0..h)),
+        None => key(1_000_000 + i % 100_000),
+    }
+}
+
+fn hold_briefly() {
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_micros(1) {
+        std::hint::spin_loop();
+    }
+}
+
+/// A background thread of one side locking keys of the hot set.
+struct Background {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Background {
+    fn start(
+        hot: Option<u64>,
+        device: bool,
+        lt: Arc<LockTable>,
+        slt: Arc<SharedLockTable>,
+    ) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let Some(h) = hot else {
+            return Background { stop, handle: None };
+        };
+        let s = stop.clone();
+        let spawned = std::thread::Builder::new()
+            .name("slt-background".into())
+            .spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(99);
+                let tag = DeviceTag::for_job(JobId(40_000));
+                let mut tx = 1u64 << 40;
+                while !s.load(Ordering::Relaxed) {
+                    let k = key(rng.gen_range(0..h));
+                    if device {
+                        if slt.acquire_device(k, tag, Duration::from_secs(10)).is_ok() {
+                            hold_briefly();
+                            let _ = lt.release_device(k, tag);
+                        }
+                    } else {
+                        tx += 1;
+                        if lt.acquire(TxId(tx), k, None).is_ok() {
+                            hold_briefly();
+                            lt.release_all(TxId(tx), &[k]);
+                        }
+                    }
+                }
+            });
+        Background {
+            stop,
+            handle: spawned.ok(),
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Runs every configuration with `ops` measured operations each.
+pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>> {
+    let mut rows = Vec::new();
+    let mut push = |row: LatencyRow, rows: &mut Vec<LatencyRow>| {
+        log(&row);
+        rows.push(row);
+    };
+    let new_slt = || {
+        SharedLockTable::in_process(BUCKETS)
+            .map(Arc::new)
+            .map_err(|e| ndpdb_host::Error::new(e.sqlstate(), e.to_string()))
+    };
+
+    // Uncontended baselines.
+    {
+        let slt = new_slt()?;
+        let (p50, p99) = time_ops(ops, |i| {
+            let idx = slt.index(key(i % 100_000));
+            let _ = slt.enqueue_index(idx, Slot::Host);
+            let _ = slt.remove_host_entry_index(idx, 0);
+        });
+        push(
+            LatencyRow {
+                variant: "slt alone (2 CAS)",
+                side: "host",
+                hot_keys: None,
+                p50_ns: p50,
+                p99_ns: p99,
+                ops,
+                waited: 0,
+            },
+            &mut rows,
+        );
+        let map: Mutex<HashMap<LockKey, u64>> = Mutex::new(HashMap::new());
+        let (p50, p99) = time_ops(ops, |i| {
+            let k = key(i % 100_000);
+            map.lock().entry(k).or_insert(i);
+            map.lock().remove(&k);
+        });
+        push(
+            LatencyRow {
+                variant: "mutex hash map",
+                side: "host",
+                hot_keys: None,
+                p50_ns: p50,
+                p99_ns: p99,
+                ops,
+                waited: 0,
+            },
+            &mut rows,
+        );
+        let hlt = LockTable::new();
+        let (p50, p99) = time_ops(ops, |i| {
+            let k = key(i % 100_000);
+            let _ = hlt.acquire(TxId(i + 1), k, None);
+            hlt.release_all(TxId(i + 1), &[k]);
+        });
+        push(
+            LatencyRow {
+                variant: "hlt alone",
+                side: "host",
+                hot_keys: None,
+                p50_ns: p50,
+                p99_ns: p99,
+                ops,
+                waited: 0,
+            },
+            &mut rows,
+        );
+    }
+
+    // The integrated table, host side and device side, per contention level.
+    for hot in HOT_SETS {
+        let slt = new_slt()?;
+        let lt = Arc::new(LockTable::with_slt(slt.clone()));
+        {
+            let _bg = Background::start(hot, true, lt.clone(), slt.clone());
+            let mut rng = SmallRng::seed_from_u64(1);
+            let mut waited = 0;
+            let (p50, p99) = time_ops(ops, |i| {
+                let k = pick(&mut rng, hot, i);
+                let tx = TxId(i + 1);
+                if let Ok(ndpdb_host::locks::Acquired::AfterWait) = lt.acquire(tx, k, None) {
+                    waited += 1;
+                }
+                lt.release_all(tx, &[k]);
+            });
+            push(
+                LatencyRow {
+                    variant: "slt + hlt (integrated)",
+                    side: "host",
+                    hot_keys: hot,
+                    p50_ns: p50,
+                    p99_ns: p99,
+                    ops,
+                    waited,
+                },
+                &mut rows,
+            );
+        }
+        {
+            let _bg = Background::start(hot, false, lt.clone(), slt.clone());
+            let mut rng = SmallRng::seed_from_u64(2);
+            let tag = DeviceTag::for_job(JobId(7));
+            let mut waited = 0;
+            let (p50, p99) = time_ops(ops, |i| {
+                let k = pick(&mut rng, hot, i);
+                let grant = slt.acquire_device(k, tag, Duration::from_secs(10));
+                if grant == Ok(ndpdb_slt::DeviceGrant::AfterWait) {
+                    waited += 1;
+                }
+                if grant.is_ok() {
+                    // The release a device lock gets at its job's end.
+                    let _ = lt.release_device(k, tag);
+                }
+            });
+            push(
+                LatencyRow {
+                    variant: "slt (device PE)",
+                    side: "device",
+                    hot_keys: hot,
+                    p50_ns: p50,
+                    p99_ns: p99,
+                    ops,
+                    waited,
+                },
+                &mut rows,
+            );
+        }
+    }
+    Ok(rows)
+}
+
+/// Writes `slt.csv`, `summary.txt` and the plots into `out`.
+pub fn write(out: &Path, rows: &[LatencyRow], header: &str) -> Result<PathBuf> {
+    std::fs::create_dir_all(out)?;
+    let mut csv = String::from(LatencyRow::CSV_HEADER);
+    csv.push('\n');
+    let mut summary = format!("{header}\n");
+    for r in rows {
+        let _ = writeln!(csv, "{}", r.csv());
+        let _ = writeln!(summary, "{}", describe(r));
+    }
+    std::fs::write(out.join("slt.csv"), csv)?;
+    let note = match plots(out, rows) {
+        Ok(true) => format!("plots: {}/*.png", out.display()),
+        Ok(false) => "plots skipped: no TrueType font found (CSV written)".to_string(),
+        Err(e) => format!("plots failed: {e} (CSV written)"),
+    };
+    let _ = writeln!(summary, "{note}");
+    std::fs::write(out.join("summary.txt"), summary)?;
+    Ok(out.to_path_buf())
+}
+
+pub fn describe(r: &LatencyRow) -> String {
+    format!(
+        "{:<24} {:<6} {:<16} acquire+release p50 {:>8.1} ns  p99 {:>9.1} ns  waited {:>5.2} %",
+        r.variant,
+        r.side,
+        r.contention(),
+        r.p50_ns,
+        r.p99_ns,
+        r.waited as f64 * 100.0 / (r.ops + 4 * BATCH).max(1) as f64
+    )
+}
+
+fn plots(out: &Path, rows: &[LatencyRow]) -> Result<bool, String> {
+    use crate::plot::{bar_chart, line_chart, Series};
+    let uncontended: Vec<&LatencyRow> = rows.iter().filter(|r| r.hot_keys.is_none()).collect();
+    let cats: Vec<String> = uncontended
+        .iter()
+        .map(|r| format!("{} ({})", r.variant, r.side))
+        .collect();
+    let values: Vec<Vec<f64>> = uncontended.iter().map(|r| vec![r.p50_ns]).collect();
+    if !bar_chart(
+        &out.join("slt-uncontended.png"),
+        "Tuple lock acquire + release, uncontended",
+        "ns (median)",
+        &cats,
+        &["p50"],
+        &values,
+    )? {
+        return Ok(false);
+    }
+    // Contention levels on an ordinal axis: 0 = none, then shrinking hot sets.
+    let series = |variant: &str| Series {
+        label: variant.to_string(),
+        points: rows
+            .iter()
+            .filter(|r| r.variant == variant)
+            .filter_map(|r| {
+                HOT_SETS
+                    .iter()
+                    .position(|h| *h == r.hot_keys)
+                    .map(|x| (x as f64, r.p50_ns))
+            })
+            .collect(),
+    };
+    line_chart(
+        &out.join("slt-contention.png"),
+        "Lock latency with rising contention from the other side (0 = none, 1 = 4096 hot keys, 2 = 256, 3 = 16)",
+        "contention level",
+        "ns (median)",
+        &[series("slt + hlt (integrated)"), series("slt (device PE)")],
+    )?;
+    Ok(true)
+}

@@ -1,0 +1,293 @@
+//! Update NDP on the device: lock, certify, write new versions out of
+//! place (DESIGN.md §6; update NDP §4.1.3–§4.1.8, Fig. 9).
+//!
+//! ```text
+//!  PE, per visible row that passes the filter:
+//!    SLT lock (table, VID) ── poll with backoff; job failed elsewhere → stop
+//!    certify: head (overlay, else device VID map) == version read?
+//!        no → a newer committed version exists: 40001, the whole job stops
+//!    new version (creator = invoking TxId, pred = version read) → PE page
+//!    ΔVID += (VID, pred, new RecId)
+//!  PE page full → sealed → unloader thread writes it to its pre-allocated
+//!  PPN (double buffering: the PE fills the next page meanwhile); ΔL2P += page
+//!  pool of pre-allocated pages empty → job state NeedSpace, host grants more
+//! ```
+//!
+//! Nothing the host or other jobs can see changes: the pages are the
+//! invocation's own and no map is touched. The host validates ΔVID,
+//! applies ΔL2P and ΔVID at commit and releases the SLT locks; on any
+//! failure it drops the deltas and takes the pages back.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use ndpdb_formats::codec::Writer;
+use ndpdb_formats::ndp::DeltaVid;
+use ndpdb_formats::page::PageBuf;
+use ndpdb_formats::record::{encode_record, RecordHeader, FLAG_TOMBSTONE};
+use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};
+use ndpdb_slt::{DeviceTag, SharedLockTable, SltError};
+
+use crate::engine::Core;
+
+/// The job's pre-allocated pages, shared by its PEs.
+pub(crate) struct SpacePool {
+    pages: Mutex<VecDeque<(Lpn, Ppn)>>,
+    granted: Condvar,
+    /// Called (once per shortage) when the pool runs dry: tells the host.
+    on_empty: Box<dyn Fn() + Send + Sync>,
+    asked: AtomicBool,
+}
+
+impl SpacePool {
+    pub fn new(pages: Vec<(Lpn, Ppn)>, on_empty: Box<dyn Fn() + Send + Sync>) -> SpacePool {
+        SpacePool {
+            pages: Mutex::new(pages.into()),
+            granted: Condvar::new(),
+            on_empty,
+            asked: AtomicBool::new(false),
+        }
+    }
+
+    /// A fresh page; waits for the host to grant more if none is left.
+    fn take(&self, cancel: &AtomicBool) -> Result<(Lpn, Ppn), Error> {
+        let mut g = self.pages.lock();
+        loop {
+            if let Some(p) = g.pop_front() {
+                return Ok(p);
+            }
+            if cancel.load(Ordering::Relaxed) {
+                return Err(Error::sql(SqlState::QUERY_CANCELED, "NDP job aborted"));
+            }
+            if !self.asked.swap(true, Ordering::AcqRel) {
+                (self.on_empty)();
+            }
+            self.granted.wait_for(&mut g, Duration::from_millis(20));
+        }
+    }
+
+    /// More pages from the host (NDP_SPACE).
+    pub fn grant(&self, pages: Vec<(Lpn, Ppn)>) {
+        self.pages.lock().extend(pages);
+        self.asked.store(false, Ordering::Release);
+        self.granted.notify_all();
+    }
+
+    /// Wakes PEs waiting for space (the job is being cancelled).
+    pub fn wake(&self) {
+        self.granted.notify_all();
+    }
+
+    fn give_back(&self, page: (Lpn, Ppn)) {
+        self.pages.lock().push_back(page);
+    }
+
+    /// What is left when the job ends.
+    pub fn drain(&self) -> Vec<(Lpn, Ppn)> {
+        self.pages.lock().drain(..).collect()
+    }
+}
+
+/// What an update job's PEs share.
+pub(crate) struct ModifyCtx<'a> {
+    pub slt: &'a SharedLockTable,
+    pub tag: DeviceTag,
+    pub space: &'a SpacePool,
+    pub lock_timeout: Duration,
+}
+
+/// One PE's share of an update job: locks taken, versions written.
+#[derive(Default)]
+pub(crate) struct ModifyPart {
+    pub rows: u64,
+    pub delta_vids: Vec<DeltaVid>,
+    pub written: Vec<(Lpn, Ppn)>,
+    pub locked: Vec<Vid>,
+}
+
+/// A PE's page being filled and its unloader thread's queue.
+pub(crate) struct PageWriter<'a> {
+    ctx: &'a ModifyCtx<'a>,
+    table: TableId,
+    current: Option<(Lpn, Ppn, PageBuf)>,
+    unload: Option<SyncSender<(Ppn, PageBuf)>>,
+}
+
+/// Pages in flight between a PE and its unloader.
+const UNLOAD_DEPTH: usize = 2;
+
+impl<'a> PageWriter<'a> {
+    /// The writer and the receiving end for [`unloader`].
+    pub fn new(ctx: &'a ModifyCtx<'a>, table: TableId) -> (Self, Receiver<(Ppn, PageBuf)>) {
+        let (tx, rx) = sync_channel(UNLOAD_DEPTH);
+        (
+            PageWriter {
+                ctx,
+                table,
+                current: None,
+                unload: Some(tx),
+            },
+            rx,
+        )
+    }
+
+    /// Appends a version record; returns its RecId.
+    fn append(
+        &mut self,
+        record: &[u8],
+        part: &mut ModifyPart,
+        cancel: &AtomicBool,
+    ) -> Result<RecId, Error> {
+        if let Some((lpn, _, page)) = &mut self.current {
+            if let Some(slot) = page.append(record) {
+                return Ok(RecId::new(*lpn, slot));
+            }
+        }
+        self.finish_page(part)?;
+        let (lpn, ppn) = self.ctx.space.take(cancel)?;
+        let mut page = PageBuf::new(self.table, lpn);
+        let slot = page
+            .append(record)
+            .ok_or_else(|| Error::corrupted("a version record does not fit an empty page"))?;
+        self.current = Some((lpn, ppn, page));
+        Ok(RecId::new(lpn, slot))
+    }
+
+    /// Seals the current page and hands it to the unloader.
+    fn finish_page(&mut self, part: &mut ModifyPart) -> Result<(), Error> {
+        let Some((lpn, ppn, mut page)) = self.current.take() else {
+            return Ok(());
+        };
+        if page.slot_count() == 0 {
+            self.ctx.space.give_back((lpn, ppn));
+            return Ok(());
+        }
+        page.seal();
+        let tx = self.unload.as_ref().ok_or_else(unloader_gone)?;
+        tx.send((ppn, page)).map_err(|_| unloader_gone())?;
+        part.written.push((lpn, ppn));
+        Ok(())
+    }
+
+    /// Writes out the last page and closes the queue.
+    pub fn close(&mut self, part: &mut ModifyPart) -> Result<(), Error> {
+        let r = self.finish_page(part);
+        self.unload = None;
+        r
+    }
+}
+
+fn unloader_gone() -> Error {
+    Error::sql(SqlState::IO_ERROR, "the page unloader stopped")
+}
+
+/// The unloader: writes sealed pages to their PPNs until the queue closes.
+pub(crate) fn unloader(core: &Core, rx: Receiver<(Ppn, PageBuf)>) -> Result<(), Error> {
+    for (ppn, page) in rx {
+        core.store
+            .write(ppn, page.as_bytes())
+            .map_err(|e| Error::sql(SqlState::IO_ERROR, format!("writing page {}: {e}", ppn.0)))?;
+    }
+    Ok(())
+}
+
+/// Everything a PE needs to modify one row it found visible and qualifying.
+pub(crate) struct RowChange<'r> {
+    pub vid: Vid,
+    /// The visible version (what the new one replaces).
+    pub read: RecId,
+    /// The current head, re-read after locking.
+    pub head: &'r dyn Fn() -> RecId,
+    pub row: &'r [Value],
+    /// `None` = delete (tombstone).
+    pub sets: Option<&'r [(u32, ndpdb_formats::expr::Program)]>,
+    /// Columns that may not become NULL.
+    pub not_null: &'r [u32],
+}
+
+/// Lock → certify → new version (see the module docs).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn modify_row(
+    ctx: &ModifyCtx<'_>,
+    writer: &mut PageWriter<'_>,
+    part: &mut ModifyPart,
+    table: TableId,
+    types: &[ndpdb_formats::DataType],
+    creator: ndpdb_formats::TxId,
+    params: &[Value],
+    change: RowChange<'_>,
+    cancel: &AtomicBool,
+) -> Result<(), Error> {
+    let key = (table, change.vid);
+    let stop = || cancel.load(Ordering::Relaxed);
+    match ctx
+        .slt
+        .acquire_device_unless(key, ctx.tag, ctx.lock_timeout, &stop)
+    {
+        Ok(_) => {}
+        Err(SltError::Timeout) => {
+            return Err(Error::sql(
+                SqlState::LOCK_NOT_AVAILABLE,
+                format!(
+                    "could not lock tuple {} of table {} on the device within {} ms (lock timeout, or a deadlock with a host transaction)",
+                    change.vid.0,
+                    table.0,
+                    ctx.lock_timeout.as_millis()
+                ),
+            ))
+        }
+        Err(e) => return Err(Error::sql(e.sqlstate(), e.to_string())),
+    }
+    part.locked.push(change.vid);
+    // First-updater-wins: a newer committed version than the one this
+    // snapshot sees means the job lost.
+    if (change.head)() != change.read {
+        return Err(Error::sql(
+            SqlState::SERIALIZATION_FAILURE,
+            "could not serialize access due to concurrent update (detected on the device)",
+        ));
+    }
+    let (row, flags) = match change.sets {
+        Some(sets) => {
+            let mut new_row = change.row.to_vec();
+            for (c, p) in sets {
+                new_row[*c as usize] = p.eval(change.row, params)?;
+            }
+            if let Some(c) = change
+                .not_null
+                .iter()
+                .find(|c| new_row[**c as usize].is_null())
+            {
+                return Err(Error::sql(
+                    SqlState::NOT_NULL_VIOLATION,
+                    format!(
+                        "null value in column {} violates not-null constraint",
+                        c + 1
+                    ),
+                ));
+            }
+            (new_row, 0)
+        }
+        None => (change.row.to_vec(), FLAG_TOMBSTONE),
+    };
+    let header = RecordHeader {
+        creator,
+        pred: change.read,
+        vid: change.vid,
+        flags,
+    };
+    let mut w = Writer::new();
+    encode_record(&header, types, &row, &mut w)?;
+    let new = writer.append(w.as_slice(), part, cancel)?;
+    part.delta_vids.push(DeltaVid {
+        vid: change.vid,
+        pred: change.read,
+        new,
+    });
+    part.rows += 1;
+    Ok(())
+}

@@ -1,0 +1,151 @@
+//! Placement of UPDATE and DELETE (DESIGN.md §6, §9; update NDP §4.1.1):
+//! a bulk modification runs on the device, a primary-key update stays on
+//! the host.
+//!
+//! ```text
+//!  UPDATE t SET c = expr WHERE p      ndp = on    → device (unless PK lookup)
+//!                                     ndp = auto  → cost model (placement.rs)
+//!   device: NdpOp::Update { sets: [(c, expr → cast to c's type)], not_null }
+//!   host:   collect matching rows, lock + certify + new version each
+//! ```
+//!
+//! Primary-key columns name a tuple's VID, so an update that changes
+//! them is a delete plus an insert the device cannot do: with `ndp = on`
+//! that is SQLSTATE 0A000, with `auto` it stays on the host. Assignments
+//! whose static type cannot be assigned to the column stay on the host
+//! too, which reports the error exactly as PostgreSQL does.
+
+use ndpdb_formats::expr::{Op, Program};
+use ndpdb_formats::ndp::NdpOp;
+use ndpdb_formats::{DataType, SqlState};
+use ndpdb_host::database::TableState;
+use ndpdb_host::ndp::NdpRequest;
+use ndpdb_host::Database;
+
+use crate::compile::Ty;
+use crate::query::{Access, NdpMode, SelectPlan};
+use crate::{Error, Result};
+
+/// The device part of an UPDATE or DELETE.
+#[derive(Clone, Debug)]
+pub struct DmlPlacement {
+    pub request: NdpRequest,
+    pub reason: String,
+}
+
+/// Whether a value of static type `from` can be assigned to a column of
+/// type `to` without a type-mismatch error (see `dml::assign`).
+fn assignable(from: Ty, to: &DataType) -> bool {
+    let Some(t) = from.data_type() else {
+        // Literals, parameters and NULL take the column's type.
+        return true;
+    };
+    match t {
+        DataType::Bool => *to == DataType::Bool || to.is_textual(),
+        DataType::Date | DataType::Timestamp => !to.is_numeric(),
+        DataType::Int | DataType::BigInt | DataType::Double | DataType::Numeric { .. } => {
+            !matches!(
+                to,
+                DataType::Date | DataType::Timestamp | DataType::Bool | DataType::Bytea
+            )
+        }
+        _ => true,
+    }
+}
+
+/// Decides where a modification over `filter`'s single table runs.
+/// `sets` is `None` for DELETE.
+pub fn place_dml(
+    filter: &SelectPlan,
+    sets: Option<&[(usize, Program, Ty)]>,
+    mode: NdpMode,
+    pes: u16,
+    preload: bool,
+    db: &Database,
+) -> Result<Option<DmlPlacement>> {
+    if mode == NdpMode::Off {
+        return Ok(None);
+    }
+    let src = &filter.sources[0];
+    if matches!(src.access, Access::PrimaryKey(_)) {
+        return Ok(None);
+    }
+    let ts: &TableState = &src.table;
+    let op = match sets {
+        None => NdpOp::Delete,
+        Some(sets) => {
+            let pk = &ts.meta.schema.primary_key;
+            if sets.iter().any(|(c, _, _)| pk.contains(c)) {
+                if mode == NdpMode::On {
+                    return Err(Error::new(
+                        SqlState::FEATURE_NOT_SUPPORTED,
+                        "an UPDATE on the device cannot change primary-key columns",
+                    )
+                    .with_detail("SET ndp = auto (or off) runs it on the host."));
+                }
+                return Ok(None);
+            }
+            let cols = &ts.meta.schema.columns;
+            if sets.iter().any(|(c, _, ty)| !assignable(*ty, &cols[*c].ty)) {
+                return Ok(None);
+            }
+            NdpOp::Update {
+                sets: sets
+                    .iter()
+                    .map(|(c, p, _)| {
+                        let mut p = p.clone();
+                        p.ops.push(Op::Cast(cols[*c].ty));
+                        (*c as u32, p)
+                    })
+                    .collect(),
+                not_null: cols
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| !c.nullable)
+                    .map(|(i, _)| i as u32)
+                    .collect(),
+            }
+        }
+    };
+    let reason = match mode {
+        NdpMode::On => "ndp = on".to_string(),
+        _ => {
+            let est = crate::placement::estimate(db, ts, &op, pes);
+            if !est.device_wins() {
+                return Ok(None);
+            }
+            est.describe()
+        }
+    };
+    Ok(Some(DmlPlacement {
+        request: NdpRequest {
+            filter: src.filter.clone(),
+            op,
+            pes,
+            preload,
+        },
+        reason,
+    }))
+}
+
+/// EXPLAIN lines of an UPDATE or DELETE.
+pub fn explain_dml(what: &str, filter: &SelectPlan, ndp: Option<&DmlPlacement>) -> Vec<String> {
+    let src = &filter.sources[0];
+    let side = if ndp.is_some() { "device" } else { "host" };
+    let access = match &src.access {
+        Access::PrimaryKey(_) => "Index Lookup (primary key)",
+        Access::Scan => "Scan",
+    };
+    let mut lines = vec![
+        format!("{what} on {} [{side}]", src.table.meta.name),
+        format!(
+            "  {access} on {} [{side}]{}",
+            src.table.meta.name,
+            if src.filter.is_some() { " filter" } else { "" }
+        ),
+    ];
+    if let Some(p) = ndp {
+        lines.push(format!("    placement: {}", p.reason));
+    }
+    lines
+}
