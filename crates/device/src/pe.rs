@@ -338,6 +338,10 @@ impl PageCache {
     }
 }
 
+fn has_slot(page: &[u8], rid: RecId) -> bool {
+    PageRef::parse(page).is_ok_and(|v| rid.slot() < v.slot_count())
+}
+
 /// A record's bytes inside a page.
 struct Rec {
     page: Arc<Vec<u8>>,
@@ -394,10 +398,7 @@ impl<'a> Walker<'a> {
         // A passed-along page may have gained records after it was captured
         // (and then been flushed, which is why a map now points past its
         // end): those records are read from the store.
-        let captured = shared
-            .pages
-            .get(&lpn)
-            .filter(|p| PageRef::parse(p).is_ok_and(|v| rid.slot() < v.slot_count()));
+        let captured = shared.pages.get(&lpn).filter(|p| has_slot(p, rid));
         let page = match captured {
             Some(p) => p.clone(),
             None => {
@@ -406,7 +407,8 @@ impl<'a> Walker<'a> {
                     core.store.nvm.read_access();
                 }
                 match &self.cache.last {
-                    Some((l, p)) if *l == lpn => p.clone(),
+                    // (An older flush of the same LPN lacks newer slots.)
+                    Some((l, p)) if *l == lpn && has_slot(p, rid) => p.clone(),
                     _ => {
                         let ppn = core.maps.read().l2p.get(&lpn).copied().ok_or_else(|| {
                             Error::corrupted(format!("{rid} points to an unmapped page"))

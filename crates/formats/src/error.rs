@@ -48,19 +48,28 @@ impl SqlState {
     /// codes that arrive as bytes.
     pub fn from_code(code: &str) -> SqlState {
         const KNOWN: &[SqlState] = &[
+            SqlState::SUCCESSFUL,
             SqlState::FEATURE_NOT_SUPPORTED,
+            SqlState::CARDINALITY_VIOLATION,
             SqlState::STRING_DATA_RIGHT_TRUNCATION,
             SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
             SqlState::INVALID_DATETIME_FORMAT,
+            SqlState::DATETIME_FIELD_OVERFLOW,
             SqlState::DIVISION_BY_ZERO,
             SqlState::INVALID_PARAMETER_VALUE,
             SqlState::INVALID_TEXT_REPRESENTATION,
             SqlState::INVALID_ESCAPE_SEQUENCE,
+            SqlState::NOT_NULL_VIOLATION,
+            SqlState::UNIQUE_VIOLATION,
+            SqlState::SERIALIZATION_FAILURE,
+            SqlState::DEADLOCK_DETECTED,
             SqlState::DATATYPE_MISMATCH,
             SqlState::UNDEFINED_FUNCTION,
+            SqlState::LOCK_NOT_AVAILABLE,
             SqlState::QUERY_CANCELED,
             SqlState::IO_ERROR,
             SqlState::DATA_CORRUPTED,
+            SqlState::INTERNAL_ERROR,
         ];
         KNOWN
             .iter()

@@ -556,6 +556,10 @@ impl Database {
 }
 
 /// The record at `rid` inside a cached device page.
+fn has_slot(page: &[u8], rid: RecId) -> bool {
+    PageRef::parse(page).is_ok_and(|v| rid.slot() < v.slot_count())
+}
+
 fn record_in(page: crate::buffer_pool::Page, rid: RecId) -> Result<RecordBytes> {
     let (start, end) = {
         let view = PageRef::parse(&page)?;
@@ -643,8 +647,12 @@ impl DbInner {
         last: &mut Option<(Lpn, crate::buffer_pool::Page)>,
     ) -> Result<Visible<RecordBytes>> {
         find_visible(head, snapshot, |rid| {
+            // The same LPN may have been flushed again since (flush &
+            // append): an older copy lacks the newer slots.
             let bytes = match last {
-                Some((lpn, page)) if *lpn == rid.lpn() => record_in(page.clone(), rid)?,
+                Some((lpn, page)) if *lpn == rid.lpn() && has_slot(page, rid) => {
+                    record_in(page.clone(), rid)?
+                }
                 _ => {
                     let b = self.fetch(rid)?;
                     if let RecordBytes::Cached(page, ..) = &b {

@@ -179,8 +179,10 @@ impl Transaction {
             EngineCounters::inc(&inner.counters.serialization_failures);
             return Err(Error::serialization());
         }
+        // Unused pages go back now (and only now: the part keeps none).
+        let mut part = part;
+        inner.free_space(&std::mem::take(&mut part.result.unused));
         // The new pages can be mapped now: nothing points to them yet.
-        inner.free_space(&part.result.unused);
         if !part.result.delta_l2p.is_empty() {
             if let Err(e) = inner.map_ndp_pages(&part.result.delta_l2p) {
                 inner.discard_part(&part);

@@ -94,6 +94,8 @@ impl DeviceClient {
     pub fn ndp(&self, op: crate::Opcode, payload: Vec<u8>) -> Result<Vec<u8>> {
         match self.call(&Request::Ndp(op, payload))? {
             Response::Ndp(b) => Ok(b),
+            // An empty NDP reply (NDP_SPACE, NDP_ABORT) frames as `Done`.
+            Response::Done => Ok(Vec::new()),
             r => Err(unexpected(r)),
         }
     }
