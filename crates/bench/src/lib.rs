@@ -2,6 +2,7 @@
 //!
 //! - [`chbench`]: CH-benCHmark ORDER-LINE, Query-SUM, selectivity and projectivity sweeps.
 //! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
+//! - [`mixed`]: YCSB with an injected bulk UPDATE, host vs update NDP.
 //! - [`pin`]: pinning host threads to CPUs.
 //! - [`plot`]: PNG line and bar charts.
 //! - [`sltbench`]: shared-lock-table latency, host and device side.
@@ -11,6 +12,7 @@
 
 pub mod chbench;
 pub mod htap;
+pub mod mixed;
 pub mod pin;
 pub mod plot;
 pub mod report;

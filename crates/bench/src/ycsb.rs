@@ -86,7 +86,7 @@ impl RunReport {
     }
 }
 
-fn random_field(rng: &mut SmallRng, len: usize) -> String {
+pub fn random_field(rng: &mut SmallRng, len: usize) -> String {
     rng.sample_iter(&Alphanumeric)
         .take(len)
         .map(char::from)

@@ -2,14 +2,17 @@
 //! forever and reports each one on stdout *before* and *after* commit:
 //!
 //! ```text
-//! begin <i> <k1> <k2> <k3>     about to commit transaction i (increments k1..k3,
-//!                              inserts log row i, deletes log row i-3)
+//! begin <i> <inc> <k>…         about to commit transaction i (adds inc to each
+//!                              counter k, inserts log row i, deletes log row i-3)
 //! ok <i>                       transaction i is durable (acknowledged)
 //! ```
 //!
-//! Every fourth transaction does the same work and rolls back, so its
-//! effects must never appear. The engine runs with a small delta buffer
-//! and WAL limit so flushes and checkpoints happen during the run.
+//! Most transactions increment three random counters by 1 on the host;
+//! every fifth adds 1000 to a third of the counters with one UPDATE on the
+//! device (update NDP) next to its host statements. Every fourth does the
+//! same work and rolls back, so its effects must never appear. The engine
+//! runs with a small delta buffer and WAL limit so flushes and checkpoints
+//! happen during the run.
 
 use std::io::Write;
 use std::path::Path;
@@ -62,13 +65,36 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
     let mut rng = Lcg(seed ^ 0x9E3779B97F4A7C15);
     let stdout = std::io::stdout();
     for i in start.. {
-        let keys: Vec<i64> = (0..3).map(|_| (rng.next() % 40) as i64).collect();
+        let mut keys: Vec<i64> = (0..3).map(|_| (rng.next() % 40) as i64).collect();
         let rollback = rng.next().is_multiple_of(4);
+        let on_device = i % 5 == 4;
+        let inc = if on_device { 1000 } else { 1 };
         s.execute("BEGIN")?;
-        for k in &keys {
-            let out = s.execute_prepared(&upsert, &[Value::Int(*k as i32)])?;
-            if out.tag() == "UPDATE 0" {
-                s.execute_prepared(&insert_counter, &[Value::Int(*k as i32)])?;
+        if on_device {
+            let r = (rng.next() % 3) as i64;
+            // The rows the device will change: those this snapshot sees.
+            keys = match s
+                .execute(&format!(
+                    "SELECT k FROM counters WHERE k % 3 = {r} ORDER BY k"
+                ))?
+                .pop()
+            {
+                Some(ndpdb_sql::Output::Rows { rows, .. }) => {
+                    rows.iter().filter_map(|r| r[0].as_i64()).collect()
+                }
+                _ => Vec::new(),
+            };
+            s.execute("SET ndp = on")?;
+            s.execute(&format!(
+                "UPDATE counters SET v = v + 1000 WHERE k % 3 = {r}"
+            ))?;
+            s.execute("SET ndp = off")?;
+        } else {
+            for k in &keys {
+                let out = s.execute_prepared(&upsert, &[Value::Int(*k as i32)])?;
+                if out.tag() == "UPDATE 0" {
+                    s.execute_prepared(&insert_counter, &[Value::Int(*k as i32)])?;
+                }
             }
         }
         let pad = "x".repeat(100 + (rng.next() % 1500) as usize);
@@ -82,7 +108,8 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
         }
         {
             let mut out = stdout.lock();
-            writeln!(out, "begin {i} {} {} {}", keys[0], keys[1], keys[2]).ok();
+            let ks: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+            writeln!(out, "begin {i} {inc} {}", ks.join(" ")).ok();
             out.flush().ok();
         }
         s.execute("COMMIT")?;

@@ -127,6 +127,36 @@ pub enum Bench {
         #[command(flatten)]
         device: DeviceArgs,
     },
+    /// YCSB on the host with one bulk UPDATE injected after a warm-up, run
+    /// on the host and then on the device; plus a selectivity sweep.
+    MixedUpdate {
+        #[arg(long, default_value_t = 200_000)]
+        records: u64,
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// YCSB workload on the host: a (50/50) or c (read only).
+        #[arg(long, default_value = "a")]
+        workload: String,
+        /// Seconds per run (at least until the update ends).
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        /// Seconds of YCSB before the update.
+        #[arg(long, default_value_t = 4.0)]
+        warmup: f64,
+        /// Percentage of rows the injected update changes.
+        #[arg(long, default_value_t = 100)]
+        selectivity: u32,
+        /// Skip the update-only selectivity sweep (0/10/25/50/100 %).
+        #[arg(long)]
+        no_sweep: bool,
+        /// Output folder; default a fresh one under bench-results/.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value_t = 64)]
+        buffer_pool_mib: usize,
+        #[command(flatten)]
+        device: DeviceArgs,
+    },
     /// Shared-lock-table latency: host and device side, uncontended and
     /// contended, against the host lock table alone and a mutex hash map.
     Slt {
@@ -241,6 +271,7 @@ pub fn demo(records: u64, seconds: u64, threads: usize, device: &DeviceArgs) -> 
         }
     }
     read_ndp_phase(&db)?;
+    update_ndp_phase(&db, records, threads)?;
     println!("demo finished in {:.1} s", started.elapsed().as_secs_f64());
     Ok(ExitCode::SUCCESS)
 }
@@ -279,6 +310,51 @@ fn read_ndp_phase(db: &Database) -> Result<()> {
     Ok(())
 }
 
+/// YCSB-A on the host while a bulk UPDATE of a quarter of the rows runs,
+/// first on the host, then on the device (update NDP).
+fn update_ndp_phase(db: &Database, records: u64, threads: usize) -> Result<()> {
+    let opts = ndpdb_bench::mixed::MixedOptions {
+        records,
+        threads,
+        workload: Workload::A,
+        seconds: 6,
+        warmup: 1.5,
+        selectivity: 25,
+        sample: Duration::from_millis(250),
+    };
+    println!(
+        "update NDP: YCSB-A on {threads} host threads; after {} s: {}",
+        opts.warmup,
+        ndpdb_bench::mixed::update_sql(opts.selectivity)
+    );
+    let mut took = Vec::new();
+    for ndp in [false, true] {
+        let r = ndpdb_bench::mixed::run(db, &opts, ndp)?;
+        let before = r.mean(ndpdb_bench::mixed::BEFORE);
+        let during = r.mean(ndpdb_bench::mixed::DURING);
+        println!(
+            "  ndp {:<3}: update {} rows in {:>8.1} ms   YCSB ops/s before {:>7.0}  during {:>7.0} ({:>5.1} %)  after {:>7.0}   data plane to host {:>10}, to device {:>10}",
+            if ndp { "on" } else { "off" },
+            r.rows,
+            r.update.as_secs_f64() * 1e3,
+            before,
+            during,
+            during * 100.0 / before.max(1.0),
+            r.mean(ndpdb_bench::mixed::AFTER),
+            ndpdb_bench::report::human_bytes(r.counter("link.data.to_host.bytes")),
+            ndpdb_bench::report::human_bytes(r.counter("link.data.to_device.bytes")),
+        );
+        took.push(r.update.as_secs_f64());
+    }
+    if let [host, device] = took[..] {
+        println!(
+            "  update NDP {:.2}× the speed of the host-only update",
+            host / device.max(1e-9)
+        );
+    }
+    Ok(())
+}
+
 fn default_out(name: &str) -> PathBuf {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -288,6 +364,146 @@ fn default_out(name: &str) -> PathBuf {
 
 pub fn bench(which: Bench) -> Result<ExitCode> {
     match which {
+        Bench::MixedUpdate {
+            records,
+            threads,
+            workload,
+            seconds,
+            warmup,
+            selectivity,
+            no_sweep,
+            out,
+            buffer_pool_mib,
+            device,
+        } => {
+            let w = Workload::parse(&workload).ok_or_else(|| {
+                Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("unknown workload {workload}"),
+                )
+            })?;
+            let out = out.unwrap_or_else(|| default_out("mixed-update"));
+            std::fs::create_dir_all(&out)?;
+            let dir = out.join("db");
+            let config = device.apply(Config {
+                buffer_pool_bytes: buffer_pool_mib << 20,
+                ..Config::default()
+            })?;
+            let mut summary = String::new();
+            let mut say = |line: String| {
+                println!("{line}");
+                summary.push_str(&line);
+                summary.push('\n');
+            };
+            {
+                let db = Database::open_with(&dir, config.clone())?;
+                say(machine_line(&db));
+                if db.table(ycsb::TABLE).is_err() {
+                    let t = ycsb::load(&db, records, 10, 100, true)?;
+                    say(format!("loaded {records} rows in {:.1} s", t.as_secs_f64()));
+                }
+            }
+            say(format!(
+                "settings: YCSB-{} on {threads} host threads (zipf 0.99, read committed), {records} rows, buffer pool {buffer_pool_mib} MiB; after {warmup} s: {}",
+                workload.to_uppercase(),
+                ndpdb_bench::mixed::update_sql(selectivity)
+            ));
+            let opts = ndpdb_bench::mixed::MixedOptions {
+                records,
+                threads,
+                workload: w,
+                seconds,
+                warmup,
+                selectivity,
+                sample: Duration::from_millis(250),
+            };
+            let mut runs = Vec::new();
+            for ndp in [false, true] {
+                let db = ndpdb_bench::mixed::open(&dir, &config)?;
+                let r = ndpdb_bench::mixed::run(&db, &opts, ndp)?;
+                let before = r.mean(ndpdb_bench::mixed::BEFORE);
+                say(format!(
+                    "ndp {:<3}: update {} rows in {:>8.1} ms; YCSB ops/s before {:>8.0}, during {:>8.0} ({:.1} %), after {:>8.0}; link to host {}, to device {}, control {} msgs; buffer misses {}; SLT CAS {}; YCSB errors {}",
+                    if ndp { "on" } else { "off" },
+                    r.rows,
+                    r.update.as_secs_f64() * 1e3,
+                    before,
+                    r.mean(ndpdb_bench::mixed::DURING),
+                    r.mean(ndpdb_bench::mixed::DURING) * 100.0 / before.max(1.0),
+                    r.mean(ndpdb_bench::mixed::AFTER),
+                    ndpdb_bench::report::human_bytes(r.counter("link.data.to_host.bytes")),
+                    ndpdb_bench::report::human_bytes(r.counter("link.data.to_device.bytes")),
+                    r.counter("link.control.to_device.messages"),
+                    r.counter("buffer.misses"),
+                    r.counter("slt.cas_attempts"),
+                    r.errors
+                ));
+                runs.push(r);
+            }
+            if runs.len() == 2 && runs[1].update.as_secs_f64() > 0.0 {
+                say(format!(
+                    "update NDP {:.2}× faster than host-only",
+                    runs[0].update.as_secs_f64() / runs[1].update.as_secs_f64()
+                ));
+            }
+            std::fs::write(out.join("mixed.csv"), ndpdb_bench::mixed::csv(&runs))?;
+            match ndpdb_bench::mixed::plot(
+                &out.join("throughput.png"),
+                &runs,
+                &format!(
+                    "YCSB-{} while a bulk UPDATE of {selectivity} % of the rows runs",
+                    workload.to_uppercase()
+                ),
+            ) {
+                Ok(true) => say(format!("plot: {}/throughput.png", out.display())),
+                Ok(false) => say("plot skipped: no TrueType font found".into()),
+                Err(e) => say(format!("plot failed: {e}")),
+            }
+            if !no_sweep {
+                let db = ndpdb_bench::mixed::open(&dir, &config)?;
+                let sweep =
+                    ndpdb_bench::mixed::sweep(&db, &[0, 10, 25, 50, 100], |l| say(l.to_string()))?;
+                let mut csv = String::from("selectivity,ndp,ms,rows\n");
+                for (pct, ndp, t, rows) in &sweep {
+                    csv.push_str(&format!(
+                        "{pct},{},{:.3},{rows}\n",
+                        if *ndp { "on" } else { "off" },
+                        t.as_secs_f64() * 1e3
+                    ));
+                }
+                std::fs::write(out.join("sweep.csv"), csv)?;
+                let cats: Vec<String> = [0, 10, 25, 50, 100]
+                    .iter()
+                    .map(|p| format!("{p} %"))
+                    .collect();
+                let values: Vec<Vec<f64>> = [0u32, 10, 25, 50, 100]
+                    .iter()
+                    .map(|p| {
+                        [false, true]
+                            .iter()
+                            .map(|n| {
+                                sweep
+                                    .iter()
+                                    .find(|s| s.0 == *p && s.1 == *n)
+                                    .map_or(0.0, |s| s.2.as_secs_f64() * 1e3)
+                            })
+                            .collect()
+                    })
+                    .collect();
+                let _ = ndpdb_bench::plot::bar_chart(
+                    &out.join("sweep.png"),
+                    "Bulk UPDATE by selectivity: host-only vs update NDP",
+                    "time (ms)",
+                    &cats,
+                    &["ndp off", "ndp on"],
+                    &values,
+                );
+            }
+            std::fs::write(out.join("summary.txt"), summary)?;
+            std::fs::remove_dir_all(&dir)?;
+            println!("wrote {}", out.display());
+            Ok(ExitCode::SUCCESS)
+        }
         Bench::Slt { ops, out } => {
             let out = out.unwrap_or_else(|| default_out("slt"));
             let header = format!(

@@ -1,7 +1,8 @@
 //! Crash recovery: a child process runs a write workload (`ndpdb
 //! crash-worker`) and is killed with SIGKILL at random moments. After each
 //! kill the database is reopened and checked against a model built from
-//! what the child acknowledged: every acknowledged commit is present, the
+//! what the child acknowledged (host and update-NDP transactions): every
+//! acknowledged commit is present, the
 //! one transaction that may have been in its commit when killed is either
 //! wholly present or wholly absent, rolled-back work never appears, and
 //! the primary-key indexes agree with the VID maps.
@@ -37,6 +38,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(0xC0FFEE);
     let mut model = Model::default();
     let mut acknowledged_total = 0u64;
+    let mut ndp_total = 0u64;
     for round in 0..20u64 {
         let mut child = Command::new(exe)
             .args(["crash-worker", "--db"])
@@ -70,21 +72,23 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
         let lines = reader.join().unwrap();
 
         // Replay the child's report into the model.
-        let mut pending: Option<(i64, Vec<i32>)> = None;
+        let mut pending: Option<(i64, i64, Vec<i32>)> = None;
         for l in &lines {
             let parts: Vec<&str> = l.split_whitespace().collect();
             match parts.as_slice() {
-                ["begin", i, k @ ..] => {
+                ["begin", i, inc, k @ ..] => {
                     pending = Some((
                         i.parse().unwrap(),
+                        inc.parse().unwrap(),
                         k.iter().map(|x| x.parse().unwrap()).collect(),
                     ));
                 }
                 ["ok", i] => {
-                    let (pi, keys) = pending.take().expect("ok without begin");
+                    let (pi, inc, keys) = pending.take().expect("ok without begin");
                     assert_eq!(pi, i.parse::<i64>().unwrap());
-                    apply(&mut model, pi, &keys);
+                    apply(&mut model, pi, inc, &keys);
                     acknowledged_total += 1;
+                    ndp_total += u64::from(inc > 1);
                 }
                 _ => panic!("unexpected worker output {l:?}"),
             }
@@ -94,10 +98,10 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
         db.verify_pk_indexes().unwrap();
         let mut s = Session::new(db);
         // Did the transaction in flight at the kill commit? Its log row tells.
-        if let Some((i, keys)) = pending {
+        if let Some((i, inc, keys)) = pending {
             let present = !rows(&mut s, &format!("SELECT id FROM log WHERE id = {i}")).is_empty();
             if present {
-                apply(&mut model, i, &keys);
+                apply(&mut model, i, inc, &keys);
             }
         }
         let got: BTreeMap<i32, i64> = rows(&mut s, "SELECT k, v FROM counters ORDER BY k")
@@ -118,12 +122,16 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
         acknowledged_total > 20,
         "the worker committed too little to test anything"
     );
+    assert!(
+        ndp_total >= 3,
+        "too few acknowledged update-NDP transactions ({ndp_total})"
+    );
 }
 
-/// Transaction i: +1 on each key, insert log i, delete log i-3.
-fn apply(model: &mut Model, i: i64, keys: &[i32]) {
+/// Transaction i: +inc on each key, insert log i, delete log i-3.
+fn apply(model: &mut Model, i: i64, inc: i64, keys: &[i32]) {
     for k in keys {
-        *model.counters.entry(*k).or_insert(0) += 1;
+        *model.counters.entry(*k).or_insert(0) += inc;
     }
     model.log.push(i);
     model.log.retain(|&x| x != i - 3);

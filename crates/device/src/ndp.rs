@@ -298,6 +298,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation, id: JobId) {
             tag: DeviceTag::for_job(id),
             space: &job.space,
             lock_timeout: Duration::from_millis(inv.lock_timeout_ms.max(1)),
+            read_committed: inv.read_committed,
         }),
         (true, None) => {
             let mut st = job.status.lock();
@@ -365,6 +366,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation, id: JobId) {
         modified.rows += part.rows;
         modified.delta_vids.extend(part.delta_vids);
         modified.locked.extend(part.locked);
+        modified.stale.extend(part.stale);
         written.extend(part.written);
         match o {
             Ok((out, stats)) => {
@@ -404,6 +406,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation, id: JobId) {
                 // and releases the locks the job holds.
                 modified.rows = 0;
                 modified.delta_vids.clear();
+                modified.stale.clear();
                 modified.unused.extend(written);
                 failed_state(&e)
             }

@@ -98,6 +98,7 @@ pub(crate) struct ModifyCtx<'a> {
     pub tag: DeviceTag,
     pub space: &'a SpacePool,
     pub lock_timeout: Duration,
+    pub read_committed: bool,
 }
 
 /// One PE's share of an update job: locks taken, versions written.
@@ -107,6 +108,7 @@ pub(crate) struct ModifyPart {
     pub delta_vids: Vec<DeltaVid>,
     pub written: Vec<(Lpn, Ppn)>,
     pub locked: Vec<Vid>,
+    pub stale: Vec<Vid>,
 }
 
 /// A PE's page being filled and its unloader thread's queue.
@@ -244,8 +246,13 @@ pub(crate) fn modify_row(
     }
     part.locked.push(change.vid);
     // First-updater-wins: a newer committed version than the one this
-    // snapshot sees means the job lost.
+    // snapshot sees means the job lost — under READ COMMITTED the host
+    // redoes the tuple on its newest version instead.
     if (change.head)() != change.read {
+        if ctx.read_committed {
+            part.stale.push(change.vid);
+            return Ok(());
+        }
         return Err(Error::sql(
             SqlState::SERIALIZATION_FAILURE,
             "could not serialize access due to concurrent update (detected on the device)",

@@ -113,6 +113,11 @@ pub struct Invocation {
     pub space: Vec<(Lpn, Ppn)>,
     /// How long a PE waits for one tuple lock before the job fails (ms).
     pub lock_timeout_ms: u64,
+    /// READ COMMITTED: a tuple with a newer committed version than the
+    /// one read is not a conflict; the device locks it, leaves it to the
+    /// host (`ModifyResult::stale`), which re-checks it on the newest
+    /// version as PostgreSQL does.
+    pub read_committed: bool,
 }
 
 impl Invocation {
@@ -171,7 +176,7 @@ impl Invocation {
         }
         w.u16(self.pes).bool(self.preload).u64(self.shared);
         encode_pages(&self.space, w);
-        w.u64(self.lock_timeout_ms);
+        w.u64(self.lock_timeout_ms).bool(self.read_committed);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Invocation> {
@@ -259,6 +264,7 @@ impl Invocation {
             shared: r.u64()?,
             space: decode_pages(r)?,
             lock_timeout_ms: r.u64()?,
+            read_committed: r.bool()?,
         })
     }
 }
@@ -299,6 +305,9 @@ pub struct ModifyResult {
     /// Tuples the job holds SLT locks on (also when it failed): the host
     /// releases them at commit or abort.
     pub locked: Vec<Vid>,
+    /// READ COMMITTED: locked tuples whose head had moved past the version
+    /// read; no new version was made, the host redoes them.
+    pub stale: Vec<Vid>,
     /// Pre-allocated pages left unused, back to the host's free list.
     pub unused: Vec<(Lpn, Ppn)>,
 }
@@ -311,9 +320,11 @@ impl ModifyResult {
             w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
         }
         encode_pages(&self.delta_l2p, w);
-        w.u32(self.locked.len() as u32);
-        for v in &self.locked {
-            w.u64(v.0);
+        for list in [&self.locked, &self.stale] {
+            w.u32(list.len() as u32);
+            for v in list {
+                w.u64(v.0);
+            }
         }
         encode_pages(&self.unused, w);
     }
@@ -330,16 +341,22 @@ impl ModifyResult {
             });
         }
         let delta_l2p = decode_pages(r)?;
-        let n = r.count(8)?;
-        let mut locked = Vec::with_capacity(n);
-        for _ in 0..n {
-            locked.push(Vid(r.u64()?));
-        }
+        let mut vid_list = || -> Result<Vec<Vid>> {
+            let n = r.count(8)?;
+            let mut v = Vec::with_capacity(n);
+            for _ in 0..n {
+                v.push(Vid(r.u64()?));
+            }
+            Ok(v)
+        };
+        let locked = vid_list()?;
+        let stale = vid_list()?;
         Ok(ModifyResult {
             rows,
             delta_vids,
             delta_l2p,
             locked,
+            stale,
             unused: decode_pages(r)?,
         })
     }
@@ -501,6 +518,7 @@ mod tests {
             shared: 17,
             space: vec![(Lpn(100), Ppn(200)), (Lpn(101), Ppn(207))],
             lock_timeout_ms: 1000,
+            read_committed: true,
         };
         let mut w = Writer::new();
         inv.encode(&mut w);
@@ -542,6 +560,7 @@ mod tests {
             }],
             delta_l2p: vec![(Lpn(100), Ppn(200))],
             locked: vec![Vid(3), Vid(4)],
+            stale: vec![Vid(4)],
             unused: vec![(Lpn(101), Ppn(207))],
         };
         let mut w = Writer::new();

@@ -139,12 +139,31 @@ impl LockTable {
     /// Acquires the exclusive lock on `key` for `tx`, sleeping while
     /// others (host transactions or device jobs) hold it.
     pub fn acquire(&self, tx: TxId, key: LockKey, timeout: Option<Duration>) -> Result<Acquired> {
+        self.acquire_in(tx, key, timeout, true)
+    }
+
+    /// [`Self::acquire`]; with `use_slt = false` only the HLT is used —
+    /// for a key whose SLT bucket one of `tx`'s own update jobs holds.
+    pub fn acquire_in(
+        &self,
+        tx: TxId,
+        key: LockKey,
+        timeout: Option<Duration>,
+        use_slt: bool,
+    ) -> Result<Acquired> {
         let mut g = self.inner.lock();
         let already = Self::holds(&g, tx, key);
-        if !already {
+        if !already && use_slt {
             self.slt_enter(&mut g, tx, key)?;
         }
-        if Self::grant_if_free(&mut g, tx, key) && self.slt_granted(&g, tx, key)? {
+        let slt_ok = |g: &Inner| -> Result<bool> {
+            if use_slt {
+                self.slt_granted(g, tx, key)
+            } else {
+                Ok(true)
+            }
+        };
+        if Self::grant_if_free(&mut g, tx, key) && slt_ok(&g)? {
             return Ok(Acquired::Immediately);
         }
         if !Self::holds(&g, tx, key) {
@@ -169,7 +188,7 @@ impl LockTable {
                     false
                 }
             };
-            if Self::holds(&g, tx, key) && self.slt_granted(&g, tx, key)? {
+            if Self::holds(&g, tx, key) && slt_ok(&g)? {
                 g.waiting_on.remove(&tx);
                 return Ok(Acquired::AfterWait);
             }

@@ -166,6 +166,7 @@ impl Transaction {
             shared: 0,
             space: Vec::new(),
             lock_timeout_ms: 0,
+            read_committed: self.isolation() == crate::transaction::Isolation::ReadCommitted,
         }
     }
 

@@ -9,7 +9,9 @@
 //!    NDP_RESULT → ΔVID, ΔL2P, locked tuples, unused pages
 //!    validate: every ΔVID predecessor is still the host VID head
 //!              (a host commit that slipped in before the device locked
-//!              the tuple) — else 40001, deltas dropped
+//!              the tuple) — else 40001, deltas dropped; under READ
+//!              COMMITTED such tuples (and those the device found moved)
+//!              are redone on the host on their newest version instead
 //!    ΔL2P → host L2P and MERGE_MAPS (pages nobody can reach yet)
 //!    ΔVID kept in the transaction: its own later statements see it
 //!  commit (one critical section with the host versions)
@@ -22,8 +24,9 @@
 use std::sync::atomic::Ordering;
 
 use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::ndp::{JobState, ModifyResult};
+use ndpdb_formats::ndp::{JobState, ModifyResult, NdpOp};
 use ndpdb_formats::page::PAGE_SIZE;
+use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};
 use ndpdb_slt::DeviceTag;
 use ndpdb_wal::WalRecord;
@@ -32,7 +35,7 @@ use crate::database::{DbInner, TableState};
 use crate::error::{Error, Result};
 use crate::ndp::{NdpReport, NdpRequest};
 use crate::stats::EngineCounters;
-use crate::transaction::Transaction;
+use crate::transaction::{Isolation, Transaction, WriteOutcome};
 
 /// One update-NDP statement of a transaction, waiting for its commit.
 #[derive(Clone, Debug)]
@@ -173,14 +176,28 @@ impl Transaction {
         }
         // Validation: a host commit that slipped in before the device
         // locked a tuple shows as a predecessor that is not the head.
-        if inner.stale_deltas(ts, &part.result) > 0 {
-            inner.discard_part(&part);
+        let mut part = part;
+        let slipped: Vec<Vid> = part
+            .result
+            .delta_vids
+            .iter()
+            .filter(|d| ts.vids.head(d.vid) != d.pred)
+            .map(|d| d.vid)
+            .collect();
+        if !slipped.is_empty() {
             EngineCounters::inc(&inner.counters.ndp_validation_failures);
-            EngineCounters::inc(&inner.counters.serialization_failures);
-            return Err(Error::serialization());
+            if self.isolation() != Isolation::ReadCommitted {
+                inner.discard_part(&part);
+                EngineCounters::inc(&inner.counters.serialization_failures);
+                return Err(Error::serialization());
+            }
+            // READ COMMITTED: those tuples are redone on the host below;
+            // the device's versions of them are never referenced.
+            part.result.delta_vids.retain(|d| !slipped.contains(&d.vid));
+            part.result.rows -= slipped.len() as u64;
+            part.result.stale.extend(slipped);
         }
         // Unused pages go back now (and only now: the part keeps none).
-        let mut part = part;
         inner.free_space(&std::mem::take(&mut part.result.unused));
         // The new pages can be mapped now: nothing points to them yet.
         if !part.result.delta_l2p.is_empty() {
@@ -189,13 +206,71 @@ impl Transaction {
                 return Err(e);
             }
         }
-        let rows = part.result.rows;
+        let mut rows = part.result.rows;
         inner
             .counters
             .ndp_rows_modified
             .fetch_add(rows, Ordering::Relaxed);
+        let stale = std::mem::take(&mut part.result.stale);
+        // The job's locks cover the stale tuples too (ndp_locked).
         self.add_ndp_part(part);
+        for vid in stale {
+            rows += self.redo_on_newest(ts, vid, req, params)?;
+        }
         Ok((rows, report))
+    }
+
+    /// READ COMMITTED redo of a tuple the job left (a newer version was
+    /// committed after the statement's snapshot): re-check the WHERE
+    /// clause on the newest version and apply the change on the host.
+    fn redo_on_newest(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        req: &NdpRequest,
+        params: &[Value],
+    ) -> Result<u64> {
+        let inner = self.database().inner.clone();
+        let head = ts.vids.head(vid);
+        if head.is_null() {
+            return Ok(0);
+        }
+        let bytes = inner.fetch(head)?;
+        if RecordHeader::parse(&bytes)?.is_tombstone() {
+            return Ok(0);
+        }
+        let qualifies = |row: &[Value]| -> Result<bool> {
+            Ok(match &req.filter {
+                Some(f) => f.eval_predicate(row, params)?,
+                None => true,
+            })
+        };
+        let outcome = match &req.op {
+            NdpOp::Update { sets, not_null } => {
+                let mut apply = |row: &[Value]| -> Result<Option<Vec<Value>>> {
+                    if !qualifies(row)? {
+                        return Ok(None);
+                    }
+                    let mut new_row = row.to_vec();
+                    for (c, p) in sets {
+                        new_row[*c as usize] = p.eval(row, params)?;
+                    }
+                    if not_null.iter().any(|c| new_row[*c as usize].is_null()) {
+                        return Err(Error::new(
+                            SqlState::NOT_NULL_VIOLATION,
+                            "null value violates not-null constraint",
+                        ));
+                    }
+                    Ok(Some(new_row))
+                };
+                self.update(ts, vid, head, &mut apply)?
+            }
+            _ => {
+                let mut recheck = |row: &[Value]| qualifies(row);
+                self.delete(ts, vid, head, &mut recheck)?
+            }
+        };
+        Ok(u64::from(matches!(outcome, WriteOutcome::Done(_))))
     }
 }
 

@@ -79,8 +79,9 @@ pub struct Transaction {
     ndp_parts: Vec<NdpPart>,
     /// Heads those statements moved (own reads see the new versions).
     ndp_heads: FxHashMap<(TableId, Vid), RecId>,
-    /// Tuples this transaction's jobs hold SLT locks on.
+    /// Tuples this transaction's jobs hold SLT locks on, and their buckets.
     ndp_locked: FxHashSet<LockKey>,
+    ndp_buckets: FxHashSet<usize>,
 }
 
 impl Database {
@@ -101,6 +102,7 @@ impl Database {
             ndp_parts: Vec::new(),
             ndp_heads: FxHashMap::default(),
             ndp_locked: FxHashSet::default(),
+            ndp_buckets: FxHashSet::default(),
         })
     }
 }
@@ -136,6 +138,14 @@ impl Transaction {
         self.ndp_heads.extend(own_heads(&part));
         self.ndp_locked
             .extend(part.result.locked.iter().map(|v| (part.table, *v)));
+        if let Some(slt) = self.db.inner.locks.slt() {
+            self.ndp_buckets.extend(
+                part.result
+                    .locked
+                    .iter()
+                    .map(|v| slt.index((part.table, *v))),
+            );
+        }
         self.ndp_parts.push(part);
     }
 
@@ -264,7 +274,18 @@ impl Transaction {
             return Ok(());
         }
         let inner = &self.db.inner;
-        match inner.locks.acquire(self.id, key, inner.config.lock_timeout) {
+        // A key sharing an SLT bucket with a tuple one of this
+        // transaction's update jobs locked: that bucket is already ours.
+        let use_slt = match inner.locks.slt() {
+            Some(slt) if !self.ndp_buckets.is_empty() => {
+                !self.ndp_buckets.contains(&slt.index(key))
+            }
+            _ => true,
+        };
+        match inner
+            .locks
+            .acquire_in(self.id, key, inner.config.lock_timeout, use_slt)
+        {
             Ok(Acquired::Immediately) => {}
             Ok(Acquired::AfterWait) => EngineCounters::inc(&inner.counters.lock_waits),
             Err(e) => {
@@ -538,6 +559,7 @@ impl Transaction {
         }
         self.ndp_heads.clear();
         self.ndp_locked.clear();
+        self.ndp_buckets.clear();
         self.locks.clear();
         self.writes.clear();
         self.order.clear();

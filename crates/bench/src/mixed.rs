@@ -1,0 +1,287 @@
+//! `mixed-update`: YCSB on the host while one bulk UPDATE of the table is
+//! injected after a warm-up, once run on the host and once on the device
+//! (update NDP §8, Fig. 1 and 18: host-only OLTP throughput drops during
+//! the update, update NDP stays close to flat).
+//!
+//! ```text
+//!  ops/s ─────────┐          ┌──────────      host-only: the update reads and
+//!                 └──────────┘                 writes every page through the pool
+//!  ops/s ─────────┬─┬────────────────────      update NDP: the device does it,
+//!                 └─┘                          the host pays locks and ΔMaps
+//!        warm-up  │ update │ after
+//! ```
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use ndpdb_formats::Value;
+use ndpdb_host::{Config, Database, Result};
+use ndpdb_sql::{Output, Session};
+
+use crate::report::{get, StatsDelta};
+use crate::ycsb::{random_field, Workload, TABLE};
+use crate::zipf::Zipfian;
+
+pub struct MixedOptions {
+    pub records: u64,
+    pub threads: usize,
+    pub workload: Workload,
+    /// Seconds per run.
+    pub seconds: u64,
+    /// Seconds of YCSB before the update starts.
+    pub warmup: f64,
+    /// Percentage of rows the update changes.
+    pub selectivity: u32,
+    pub sample: Duration,
+}
+
+/// The injected update: `selectivity` % of the rows get a new field9.
+pub fn update_sql(selectivity: u32) -> String {
+    let value = "u".repeat(100);
+    if selectivity >= 100 {
+        format!("UPDATE {TABLE} SET field9 = '{value}'")
+    } else {
+        format!("UPDATE {TABLE} SET field9 = '{value}' WHERE ycsb_key % 100 < {selectivity}")
+    }
+}
+
+/// Phases of a run.
+pub const BEFORE: u8 = 0;
+pub const DURING: u8 = 1;
+pub const AFTER: u8 = 2;
+
+/// One run: throughput samples and the update's figures.
+pub struct MixedRun {
+    pub ndp: bool,
+    /// (ms since start, YCSB ops/s, phase).
+    pub samples: Vec<(u64, f64, u8)>,
+    pub update: Duration,
+    pub rows: u64,
+    /// Engine counters over the update's duration.
+    pub engine: Vec<(String, i64)>,
+    /// YCSB operations that failed (e.g. 40001), by SQLSTATE.
+    pub errors: u64,
+}
+
+impl MixedRun {
+    /// Mean YCSB throughput in a phase.
+    pub fn mean(&self, phase: u8) -> f64 {
+        let v: Vec<f64> = self
+            .samples
+            .iter()
+            .filter(|s| s.2 == phase)
+            .map(|s| s.1)
+            .collect();
+        if v.is_empty() {
+            0.0
+        } else {
+            v.iter().sum::<f64>() / v.len() as f64
+        }
+    }
+
+    pub fn counter(&self, name: &str) -> i64 {
+        get(&self.engine, name)
+    }
+}
+
+/// The injected update's duration, rows and engine counters.
+type UpdateOutcome = (Duration, u64, Vec<(String, i64)>);
+
+fn thread_panic() -> ndpdb_host::Error {
+    ndpdb_host::Error::new(
+        ndpdb_formats::SqlState::INTERNAL_ERROR,
+        "benchmark thread panicked",
+    )
+}
+
+/// Runs YCSB for `opts.seconds` with the update injected after the warm-up.
+pub fn run(db: &Database, opts: &MixedOptions, ndp: bool) -> Result<MixedRun> {
+    let ops = Arc::new(AtomicU64::new(0));
+    let errors = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let phase = Arc::new(AtomicU8::new(BEFORE));
+    let zipf = Arc::new(Zipfian::new(opts.records, 0.99));
+    let mut clients = Vec::new();
+    for t in 0..opts.threads {
+        let (db, ops, errors, stop, zipf) = (
+            db.clone(),
+            ops.clone(),
+            errors.clone(),
+            stop.clone(),
+            zipf.clone(),
+        );
+        let read_fraction = opts.workload.read_fraction();
+        clients.push(std::thread::spawn(move || -> Result<()> {
+            crate::pin::pin_host_thread(t);
+            let mut s = Session::new(db);
+            s.execute("SET default_transaction_isolation = 'read committed'")?;
+            let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
+            let update = s.prepare(&format!(
+                "UPDATE {TABLE} SET field0 = $1 WHERE ycsb_key = $2"
+            ))?;
+            let mut rng = SmallRng::seed_from_u64(300 + t as u64);
+            while !stop.load(Ordering::Relaxed) {
+                let key = Value::BigInt(zipf.next_key(&mut rng) as i64);
+                let r = if rng.gen::<f64>() < read_fraction {
+                    s.execute_prepared(&read, &[key])
+                } else {
+                    let v = Value::Text(random_field(&mut rng, 100));
+                    s.execute_prepared(&update, &[v, key])
+                };
+                match r {
+                    Ok(_) => ops.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => errors.fetch_add(1, Ordering::Relaxed),
+                };
+            }
+            Ok(())
+        }));
+    }
+    let updater = {
+        let (db, phase) = (db.clone(), phase.clone());
+        let warmup = Duration::from_secs_f64(opts.warmup);
+        let sql = update_sql(opts.selectivity);
+        let thread = opts.threads;
+        std::thread::spawn(move || -> Result<UpdateOutcome> {
+            crate::pin::pin_host_thread(thread);
+            let mut s = Session::new(db.clone());
+            // PostgreSQL's default: conflicts are re-checked, not errors.
+            s.execute("SET default_transaction_isolation = 'read committed'")?;
+            s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
+            std::thread::sleep(warmup);
+            phase.store(DURING, Ordering::Relaxed);
+            let delta = StatsDelta::start(&db);
+            let t = Instant::now();
+            let out = s.execute(&sql);
+            let took = t.elapsed();
+            phase.store(AFTER, Ordering::Relaxed);
+            let rows = match out?.pop() {
+                Some(Output::Command { tag }) => tag
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0),
+                _ => 0,
+            };
+            Ok((took, rows, delta.finish(&db)))
+        })
+    };
+    let start = Instant::now();
+    let mut samples = Vec::new();
+    let mut last = 0;
+    let mut saw = BEFORE;
+    while start.elapsed() < Duration::from_secs(opts.seconds) || !updater.is_finished() {
+        std::thread::sleep(opts.sample);
+        // A sample belongs to the update if the update ran in any of it.
+        let p = phase.load(Ordering::Relaxed);
+        let label = if saw == DURING || p == DURING || (saw == BEFORE && p == AFTER) {
+            DURING
+        } else {
+            p
+        };
+        saw = p;
+        let now = ops.load(Ordering::Relaxed);
+        samples.push((
+            start.elapsed().as_millis() as u64,
+            (now - last) as f64 / opts.sample.as_secs_f64(),
+            label,
+        ));
+        last = now;
+    }
+    stop.store(true, Ordering::Relaxed);
+    for c in clients {
+        c.join().map_err(|_| thread_panic())??;
+    }
+    let (update, rows, engine) = updater.join().map_err(|_| thread_panic())??;
+    Ok(MixedRun {
+        ndp,
+        samples,
+        update,
+        rows,
+        engine,
+        errors: errors.load(Ordering::Relaxed),
+    })
+}
+
+/// The update alone (no YCSB) at each selectivity, ndp off and on:
+/// `(selectivity, ndp, duration, rows)`.
+pub fn sweep(
+    db: &Database,
+    selectivities: &[u32],
+    mut log: impl FnMut(&str),
+) -> Result<Vec<(u32, bool, Duration, u64)>> {
+    let mut out = Vec::new();
+    for &pct in selectivities {
+        for ndp in [false, true] {
+            let mut s = Session::new(db.clone());
+            s.execute("SET default_transaction_isolation = 'read committed'")?;
+            s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
+            let t = Instant::now();
+            let rows = match s.execute(&update_sql(pct))?.pop() {
+                Some(Output::Command { tag }) => tag
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0),
+                _ => 0,
+            };
+            let took = t.elapsed();
+            log(&format!(
+                "selectivity {pct:>3} %  ndp {:<3}  {:>9.1} ms  {rows} rows",
+                if ndp { "on" } else { "off" },
+                took.as_secs_f64() * 1e3
+            ));
+            out.push((pct, ndp, took, rows));
+        }
+    }
+    Ok(out)
+}
+
+pub fn csv(runs: &[MixedRun]) -> String {
+    let mut out = String::from("ndp,ms,ops_per_s,phase\n");
+    for r in runs {
+        for (ms, tput, phase) in &r.samples {
+            let p = ["before", "during", "after"][*phase as usize];
+            let _ = writeln!(
+                out,
+                "{},{ms},{tput:.0},{p}",
+                if r.ndp { "on" } else { "off" }
+            );
+        }
+    }
+    out
+}
+
+/// Throughput over time, one line per run; `Ok(false)` without a font.
+pub fn plot(path: &Path, runs: &[MixedRun], title: &str) -> std::result::Result<bool, String> {
+    let series: Vec<crate::plot::Series> = runs
+        .iter()
+        .map(|r| crate::plot::Series {
+            label: format!(
+                "bulk UPDATE {} ({:.1} s)",
+                if r.ndp {
+                    "on the device (ndp on)"
+                } else {
+                    "on the host (ndp off)"
+                },
+                r.update.as_secs_f64()
+            ),
+            points: r
+                .samples
+                .iter()
+                .map(|(ms, t, _)| (*ms as f64 / 1e3, *t))
+                .collect(),
+        })
+        .collect();
+    crate::plot::line_chart(path, title, "time (s)", "YCSB ops/s", &series)
+}
+
+/// Opens the database for a run (fresh buffer pool).
+pub fn open(dir: &Path, config: &Config) -> Result<Database> {
+    Database::open_with(dir, config.clone())
+}
