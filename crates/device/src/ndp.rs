@@ -184,7 +184,7 @@ impl NdpEngine {
                             cpus: &cpus,
                             slt: slt.as_deref(),
                         };
-                        run_job(&env, inv, JobId(id))
+                        run_job(&env, inv)
                     })
                     .map_err(|e| LinkError::Io(e.to_string()))?;
                 w.u64(id);
@@ -266,6 +266,7 @@ fn wanted_columns(inv: &Invocation) -> Vec<bool> {
         }
         // A new version (or tombstone) carries the whole row.
         NdpOp::Update { .. } | NdpOp::Delete => cols.extend(0..inv.types.len() as u32),
+        NdpOp::LockRows { columns } => cols.extend(columns),
     }
     let mut wanted = vec![false; inv.types.len()];
     for c in cols {
@@ -286,25 +287,30 @@ struct JobEnv<'a> {
     slt: Option<&'a SharedLockTable>,
 }
 
-fn run_job(env: &JobEnv<'_>, inv: Invocation, id: JobId) {
+fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     let (core, job, pes) = (env.core, env.job, env.pes);
     let start = Instant::now();
     let n = inv.vid_count;
     let wanted = wanted_columns(&inv);
-    let modify = match (inv.op.modifies(), env.slt) {
-        (false, _) => None,
-        (true, Some(slt)) => Some(ModifyCtx {
+    let tag = DeviceTag::new(inv.lock_tag);
+    let modify = match (inv.op.locks(), env.slt, tag) {
+        (false, _, _) => None,
+        (true, Some(slt), Some(tag)) => Some(ModifyCtx {
             slt,
-            tag: DeviceTag::for_job(id),
+            tag,
             space: &job.space,
             lock_timeout: Duration::from_millis(inv.lock_timeout_ms.max(1)),
             read_committed: inv.read_committed,
         }),
-        (true, None) => {
+        (true, slt, _) => {
             let mut st = job.status.lock();
             st.state = JobState::Failed(
                 SqlState::FEATURE_NOT_SUPPORTED.0.to_string(),
-                "this device has no shared lock table: update NDP is not available".into(),
+                if slt.is_none() {
+                    "this device has no shared lock table: update NDP is not available".into()
+                } else {
+                    format!("invalid SLT lock tag {}", inv.lock_tag)
+                },
             );
             drop(st);
             job.done.notify_all();
@@ -367,6 +373,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation, id: JobId) {
         modified.delta_vids.extend(part.delta_vids);
         modified.locked.extend(part.locked);
         modified.stale.extend(part.stale);
+        modified.locked_versions.extend(part.locked_versions);
         written.extend(part.written);
         match o {
             Ok((out, stats)) => {
@@ -394,6 +401,18 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation, id: JobId) {
     st.pages_read = pages_read;
     st.device_micros = start.elapsed().as_micros() as u64;
     if modify.is_some() {
+        // SELECT … FOR UPDATE: its rows first, then the lock report.
+        let locked_rows = match (&inv.op, &failure) {
+            (NdpOp::LockRows { .. }, None) => match merge(&inv, parts) {
+                Ok(rows) => Some(rows),
+                Err(e) => {
+                    failure = Some(e);
+                    Some(Vec::new())
+                }
+            },
+            (NdpOp::LockRows { .. }, Some(_)) => Some(Vec::new()),
+            _ => None,
+        };
         modified.unused = job.space.drain();
         let state = match failure {
             None => {
@@ -407,11 +426,16 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation, id: JobId) {
                 modified.rows = 0;
                 modified.delta_vids.clear();
                 modified.stale.clear();
+                modified.locked_versions.clear();
                 modified.unused.extend(written);
                 failed_state(&e)
             }
         };
         let mut w = Writer::new();
+        if let Some(rows) = &locked_rows {
+            encode_rows(rows, &mut w);
+            st.result_rows = rows.len() as u64;
+        }
         modified.encode(&mut w);
         job.finish(&mut st, w.into_inner(), state);
     } else {
@@ -444,7 +468,7 @@ fn failed_state(e: &Error) -> JobState {
 /// Merges the PEs' outputs in PE order (so rows come back in VID order).
 fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Error> {
     match &inv.op {
-        NdpOp::Scan { .. } => {
+        NdpOp::Scan { .. } | NdpOp::LockRows { .. } => {
             let mut chunks: Vec<(u64, Vec<Vec<Value>>)> = parts
                 .into_iter()
                 .flat_map(|p| match p {

@@ -38,7 +38,9 @@ use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, Value, Vid};
 use ndpdb_link::LinkError;
 
 use crate::engine::Core;
-use crate::update::{modify_row, unloader, ModifyCtx, ModifyPart, PageWriter, RowChange};
+use crate::update::{
+    lock_current, modify_row, unloader, ModifyCtx, ModifyPart, PageWriter, RowChange,
+};
 
 /// VIDs a PE takes at a time (one map read, one preload batch).
 pub(crate) const CHUNK: u64 = 1024;
@@ -182,6 +184,17 @@ fn walk_all<'scope, 'env>(
     walker: &mut Walker<'_>,
     s: &'scope std::thread::Scope<'scope, 'env>,
 ) -> Result<(), Error> {
+    if !task.inv.targets.is_empty() {
+        let step = task.chunks.step.max(1) as usize;
+        for (i, (vid, read)) in task.inv.targets.iter().enumerate() {
+            if i % step != task.chunks.first as usize {
+                continue;
+            }
+            task.check_cancel()?;
+            walker.apply_target(*vid, *read)?;
+        }
+        return Ok(());
+    }
     if task.inv.preload {
         let (tx, rx) = sync_channel(PRELOAD_DEPTH);
         std::thread::Builder::new()
@@ -455,80 +468,137 @@ impl<'a> Walker<'a> {
             };
             let body = rec.bytes().get(RECORD_HEADER_SIZE..).unwrap_or_default();
             decode_body_columns_into(&inv.types, body, Some(self.task.wanted), &mut self.row)?;
-            let row = &self.row;
             if let Some(f) = &inv.filter {
-                if !f.eval_predicate(row, &inv.params)? {
+                if !f.eval_predicate(&self.row, &inv.params)? {
                     continue;
                 }
             }
-            match &inv.op {
-                NdpOp::Scan { columns } => {
-                    chunk_rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
-                }
-                NdpOp::Aggregate { groups: gp, aggs } => {
-                    let accs = if gp.is_empty() {
-                        self.plain
-                            .get_or_insert_with(|| aggs.iter().map(Acc::new).collect())
-                    } else {
-                        let gv: Vec<Value> = gp
-                            .iter()
-                            .map(|p| p.eval(row, &inv.params))
-                            .collect::<Result<_, _>>()?;
-                        let mut w = Writer::new();
-                        for v in &gv {
-                            v.key_bytes(&mut w);
-                        }
-                        &mut self
-                            .groups
-                            .entry(w.into_inner())
-                            .or_insert_with(|| (gv, aggs.iter().map(Acc::new).collect()))
-                            .1
-                    };
-                    for (acc, spec) in accs.iter_mut().zip(aggs) {
-                        let v = match &spec.arg {
-                            Some(p) => p.eval(row, &inv.params)?,
-                            None => Value::Null,
-                        };
-                        acc.add(spec, v)?;
-                    }
-                }
-                NdpOp::Update { .. } | NdpOp::Delete => {
-                    let (Some(ctx), Some(writer)) = (task.modify, self.writer.as_mut()) else {
-                        return Err(Error::sql(
-                            SqlState::INTERNAL_ERROR,
-                            "update NDP without a modify context",
-                        ));
-                    };
-                    let (sets, not_null) = match &inv.op {
-                        NdpOp::Update { sets, not_null } => (Some(&sets[..]), &not_null[..]),
-                        _ => (None, &[][..]),
-                    };
-                    let head = || current_head(task, vid);
-                    modify_row(
-                        ctx,
-                        writer,
-                        &mut self.part,
-                        inv.table,
-                        &inv.types,
-                        inv.snapshot.txid,
-                        &inv.params,
-                        RowChange {
-                            vid,
-                            read,
-                            head: &head,
-                            row,
-                            sets,
-                            not_null,
-                        },
-                        task.cancel,
-                    )?;
-                }
-            }
+            self.apply_op(vid, read, &mut chunk_rows)?;
         }
         if !chunk_rows.is_empty() {
             self.rows.push((chunk, chunk_rows));
         }
         Ok(())
+    }
+
+    /// The operation on one visible, qualifying row (in `self.row`).
+    fn apply_op(
+        &mut self,
+        vid: Vid,
+        read: RecId,
+        chunk_rows: &mut Vec<Vec<Value>>,
+    ) -> Result<(), Error> {
+        let inv = self.task.inv;
+        let task = self.task;
+        let row = &self.row;
+        match &inv.op {
+            NdpOp::Scan { columns } => {
+                chunk_rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
+            }
+            NdpOp::LockRows { columns } => {
+                let Some(ctx) = task.modify else {
+                    return Err(Error::sql(
+                        SqlState::INTERNAL_ERROR,
+                        "SELECT FOR UPDATE on the device without a lock context",
+                    ));
+                };
+                let head = || current_head(task, vid);
+                if lock_current(
+                    ctx,
+                    &mut self.part,
+                    inv.table,
+                    vid,
+                    read,
+                    &head,
+                    task.cancel,
+                )? {
+                    self.part.locked_versions.push((vid, read));
+                    // The VID rides along as a last column (the host needs it).
+                    let mut out: Vec<Value> =
+                        columns.iter().map(|&c| row[c as usize].clone()).collect();
+                    out.push(Value::BigInt(vid.0 as i64));
+                    chunk_rows.push(out);
+                }
+            }
+            NdpOp::Aggregate { groups: gp, aggs } => {
+                let accs = if gp.is_empty() {
+                    self.plain
+                        .get_or_insert_with(|| aggs.iter().map(Acc::new).collect())
+                } else {
+                    let gv: Vec<Value> = gp
+                        .iter()
+                        .map(|p| p.eval(row, &inv.params))
+                        .collect::<Result<_, _>>()?;
+                    let mut w = Writer::new();
+                    for v in &gv {
+                        v.key_bytes(&mut w);
+                    }
+                    &mut self
+                        .groups
+                        .entry(w.into_inner())
+                        .or_insert_with(|| (gv, aggs.iter().map(Acc::new).collect()))
+                        .1
+                };
+                for (acc, spec) in accs.iter_mut().zip(aggs) {
+                    let v = match &spec.arg {
+                        Some(p) => p.eval(row, &inv.params)?,
+                        None => Value::Null,
+                    };
+                    acc.add(spec, v)?;
+                }
+            }
+            NdpOp::Update { .. } | NdpOp::Delete => {
+                let (Some(ctx), Some(writer)) = (task.modify, self.writer.as_mut()) else {
+                    return Err(Error::sql(
+                        SqlState::INTERNAL_ERROR,
+                        "update NDP without a modify context",
+                    ));
+                };
+                let (sets, not_null) = match &inv.op {
+                    NdpOp::Update { sets, not_null } => (Some(&sets[..]), &not_null[..]),
+                    _ => (None, &[][..]),
+                };
+                let head = || current_head(task, vid);
+                modify_row(
+                    ctx,
+                    writer,
+                    &mut self.part,
+                    inv.table,
+                    &inv.types,
+                    inv.snapshot.txid,
+                    &inv.params,
+                    RowChange {
+                        vid,
+                        read,
+                        head: &head,
+                        row,
+                        sets,
+                        not_null,
+                    },
+                    task.cancel,
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Update NDP after a SELECT … FOR UPDATE of the same rows: each
+    /// target is a locked version — no visibility walk, no filter.
+    fn apply_target(&mut self, vid: Vid, read: RecId) -> Result<(), Error> {
+        let inv = self.task.inv;
+        self.tuples += 1;
+        let rec = self.resolve(read)?;
+        let h = RecordHeader::parse(rec.bytes())?;
+        if h.vid != vid || h.is_tombstone() {
+            return Err(Error::corrupted(format!(
+                "target {read} is not a live version of VID {}",
+                vid.0
+            )));
+        }
+        let body = rec.bytes().get(RECORD_HEADER_SIZE..).unwrap_or_default();
+        decode_body_columns_into(&inv.types, body, Some(self.task.wanted), &mut self.row)?;
+        let mut unused = Vec::new();
+        self.apply_op(vid, read, &mut unused)
     }
 
     fn finish(mut self, t0: Instant) -> (PeOutput, PeStats) {
@@ -539,6 +609,7 @@ impl<'a> Walker<'a> {
             NdpOp::Scan { .. } => PeOutput::Rows(self.rows),
             NdpOp::Aggregate { .. } => PeOutput::Groups(self.groups),
             NdpOp::Update { .. } | NdpOp::Delete => PeOutput::Modified,
+            NdpOp::LockRows { .. } => PeOutput::Rows(self.rows),
         };
         let stats = PeStats {
             tuples: self.tuples,

@@ -109,6 +109,8 @@ pub(crate) struct ModifyPart {
     pub written: Vec<(Lpn, Ppn)>,
     pub locked: Vec<Vid>,
     pub stale: Vec<Vid>,
+    /// SELECT … FOR UPDATE: the versions locked.
+    pub locked_versions: Vec<(Vid, RecId)>,
 }
 
 /// A PE's page being filled and its unloader thread's queue.
@@ -211,6 +213,55 @@ pub(crate) struct RowChange<'r> {
     pub not_null: &'r [u32],
 }
 
+/// Locks `vid` for the job and certifies that `read` is still its head.
+/// `Ok(false)`: under READ COMMITTED the head moved (the tuple is left to
+/// the host, still locked).
+pub(crate) fn lock_current(
+    ctx: &ModifyCtx<'_>,
+    part: &mut ModifyPart,
+    table: TableId,
+    vid: Vid,
+    read: RecId,
+    head: &dyn Fn() -> RecId,
+    cancel: &AtomicBool,
+) -> Result<bool, Error> {
+    let key = (table, vid);
+    let stop = || cancel.load(Ordering::Relaxed);
+    match ctx
+        .slt
+        .acquire_device_unless(key, ctx.tag, ctx.lock_timeout, &stop)
+    {
+        Ok(_) => {}
+        Err(SltError::Timeout) => {
+            return Err(Error::sql(
+                SqlState::LOCK_NOT_AVAILABLE,
+                format!(
+                    "could not lock tuple {} of table {} on the device within {} ms (lock timeout, or a deadlock with a host transaction)",
+                    vid.0,
+                    table.0,
+                    ctx.lock_timeout.as_millis()
+                ),
+            ))
+        }
+        Err(e) => return Err(Error::sql(e.sqlstate(), e.to_string())),
+    }
+    part.locked.push(vid);
+    // First-updater-wins: a newer committed version than the one this
+    // snapshot sees means the job lost — under READ COMMITTED the host
+    // redoes the tuple on its newest version instead.
+    if head() != read {
+        if ctx.read_committed {
+            part.stale.push(vid);
+            return Ok(false);
+        }
+        return Err(Error::sql(
+            SqlState::SERIALIZATION_FAILURE,
+            "could not serialize access due to concurrent update (detected on the device)",
+        ));
+    }
+    Ok(true)
+}
+
 /// Lock → certify → new version (see the module docs).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn modify_row(
@@ -224,39 +275,16 @@ pub(crate) fn modify_row(
     change: RowChange<'_>,
     cancel: &AtomicBool,
 ) -> Result<(), Error> {
-    let key = (table, change.vid);
-    let stop = || cancel.load(Ordering::Relaxed);
-    match ctx
-        .slt
-        .acquire_device_unless(key, ctx.tag, ctx.lock_timeout, &stop)
-    {
-        Ok(_) => {}
-        Err(SltError::Timeout) => {
-            return Err(Error::sql(
-                SqlState::LOCK_NOT_AVAILABLE,
-                format!(
-                    "could not lock tuple {} of table {} on the device within {} ms (lock timeout, or a deadlock with a host transaction)",
-                    change.vid.0,
-                    table.0,
-                    ctx.lock_timeout.as_millis()
-                ),
-            ))
-        }
-        Err(e) => return Err(Error::sql(e.sqlstate(), e.to_string())),
-    }
-    part.locked.push(change.vid);
-    // First-updater-wins: a newer committed version than the one this
-    // snapshot sees means the job lost — under READ COMMITTED the host
-    // redoes the tuple on its newest version instead.
-    if (change.head)() != change.read {
-        if ctx.read_committed {
-            part.stale.push(change.vid);
-            return Ok(());
-        }
-        return Err(Error::sql(
-            SqlState::SERIALIZATION_FAILURE,
-            "could not serialize access due to concurrent update (detected on the device)",
-        ));
+    if !lock_current(
+        ctx,
+        part,
+        table,
+        change.vid,
+        change.read,
+        change.head,
+        cancel,
+    )? {
+        return Ok(());
     }
     let (row, flags) = match change.sets {
         Some(sets) => {

@@ -81,12 +81,23 @@ pub enum NdpOp {
     },
     /// Update NDP: a tombstone for every row.
     Delete,
+    /// In-storage SELECT … FOR UPDATE: lock every row in the SLT and
+    /// return these columns of it plus its VID (BIGINT, last); the job
+    /// reports each locked version
+    /// (`ModifyResult::locked_versions`) so a following UPDATE of the same
+    /// rows needs no second visibility walk.
+    LockRows { columns: Vec<u32> },
 }
 
 impl NdpOp {
-    /// Whether the operation creates versions (and takes SLT locks).
+    /// Whether the operation creates versions.
     pub fn modifies(&self) -> bool {
         matches!(self, NdpOp::Update { .. } | NdpOp::Delete)
+    }
+
+    /// Whether the operation takes SLT locks.
+    pub fn locks(&self) -> bool {
+        self.modifies() || matches!(self, NdpOp::LockRows { .. })
     }
 }
 
@@ -113,6 +124,14 @@ pub struct Invocation {
     pub space: Vec<(Lpn, Ppn)>,
     /// How long a PE waits for one tuple lock before the job fails (ms).
     pub lock_timeout_ms: u64,
+    /// The SLT slot value of the invoking transaction's jobs (update NDP;
+    /// unique among running transactions, so two statements of one
+    /// transaction share their locks).
+    pub lock_tag: u16,
+    /// If not empty: the tuples to change and the versions to change,
+    /// locked by an earlier SELECT … FOR UPDATE of this transaction — no
+    /// scan, no visibility walk, no filter.
+    pub targets: Vec<(Vid, RecId)>,
     /// READ COMMITTED: a tuple with a newer committed version than the
     /// one read is not a conflict; the device locks it, leaves it to the
     /// host (`ModifyResult::stale`), which re-checks it on the newest
@@ -169,6 +188,12 @@ impl Invocation {
             NdpOp::Delete => {
                 w.u8(4);
             }
+            NdpOp::LockRows { columns } => {
+                w.u8(5).u32(columns.len() as u32);
+                for c in columns {
+                    w.u32(*c);
+                }
+            }
         }
         w.u32(self.params.len() as u32);
         for p in &self.params {
@@ -176,7 +201,10 @@ impl Invocation {
         }
         w.u16(self.pes).bool(self.preload).u64(self.shared);
         encode_pages(&self.space, w);
-        w.u64(self.lock_timeout_ms).bool(self.read_committed);
+        w.u64(self.lock_timeout_ms)
+            .u16(self.lock_tag)
+            .bool(self.read_committed);
+        encode_versions(&self.targets, w);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Invocation> {
@@ -244,6 +272,18 @@ impl Invocation {
                 NdpOp::Update { sets, not_null }
             }
             4 => NdpOp::Delete,
+            5 => {
+                let n = r.count(4)?;
+                let mut columns = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let c = r.u32()?;
+                    if c as usize >= types.len() {
+                        return Err(Error::corrupted("locked column out of range"));
+                    }
+                    columns.push(c);
+                }
+                NdpOp::LockRows { columns }
+            }
             t => return Err(Error::corrupted(format!("NDP op tag {t}"))),
         };
         let n = r.count(1)?;
@@ -264,9 +304,31 @@ impl Invocation {
             shared: r.u64()?,
             space: decode_pages(r)?,
             lock_timeout_ms: r.u64()?,
+            lock_tag: r.u16()?,
             read_committed: r.bool()?,
+            targets: decode_versions(r)?,
         })
     }
+}
+
+fn encode_versions(v: &[(Vid, RecId)], w: &mut Writer) {
+    w.u32(v.len() as u32);
+    for (vid, rid) in v {
+        w.u64(vid.0).u64(rid.raw());
+    }
+}
+
+fn decode_versions(r: &mut Reader<'_>) -> Result<Vec<(Vid, RecId)>> {
+    let n = r.count(16)?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let vid = Vid(r.u64()?);
+        if vid.0 >= crate::ids::MAX_VID {
+            return Err(Error::corrupted("target VID out of range"));
+        }
+        v.push((vid, RecId::from_raw(r.u64()?)));
+    }
+    Ok(v)
 }
 
 fn encode_pages(pages: &[(Lpn, Ppn)], w: &mut Writer) {
@@ -310,6 +372,8 @@ pub struct ModifyResult {
     pub stale: Vec<Vid>,
     /// Pre-allocated pages left unused, back to the host's free list.
     pub unused: Vec<(Lpn, Ppn)>,
+    /// SELECT … FOR UPDATE: each locked tuple and the version locked.
+    pub locked_versions: Vec<(Vid, RecId)>,
 }
 
 impl ModifyResult {
@@ -327,6 +391,7 @@ impl ModifyResult {
             }
         }
         encode_pages(&self.unused, w);
+        encode_versions(&self.locked_versions, w);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<ModifyResult> {
@@ -358,6 +423,7 @@ impl ModifyResult {
             locked,
             stale,
             unused: decode_pages(r)?,
+            locked_versions: decode_versions(r)?,
         })
     }
 }
@@ -518,7 +584,9 @@ mod tests {
             shared: 17,
             space: vec![(Lpn(100), Ppn(200)), (Lpn(101), Ppn(207))],
             lock_timeout_ms: 1000,
+            lock_tag: 77,
             read_committed: true,
+            targets: vec![(Vid(5), RecId::new(Lpn(9), 1))],
         };
         let mut w = Writer::new();
         inv.encode(&mut w);
@@ -562,6 +630,7 @@ mod tests {
             locked: vec![Vid(3), Vid(4)],
             stale: vec![Vid(4)],
             unused: vec![(Lpn(101), Ppn(207))],
+            locked_versions: vec![(Vid(3), RecId::new(Lpn(1), 2))],
         };
         let mut w = Writer::new();
         m.encode(&mut w);

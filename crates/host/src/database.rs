@@ -118,6 +118,8 @@ pub(crate) struct DbInner {
     /// Pages of aborted or over-provisioned update jobs, never referenced
     /// by a committed map: reused by the next job.
     pub(crate) ndp_free: Mutex<Vec<(Lpn, Ppn)>>,
+    /// SLT tags of transactions with update jobs.
+    pub(crate) ndp_tags: Mutex<crate::ndp_update::TagPool>,
     flush_lock: Mutex<()>,
     checkpoint_gate: RwLock<()>,
     failed: AtomicBool,
@@ -336,6 +338,7 @@ impl Database {
             next_lpn: AtomicU64::new(max_lpn.map_or(0, |l| l.0 + 1)),
             next_ppn: AtomicU64::new(info.page_count),
             ndp_free: Mutex::new(Vec::new()),
+            ndp_tags: Mutex::new(Default::default()),
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
             failed: AtomicBool::new(false),

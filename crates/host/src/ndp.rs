@@ -166,6 +166,8 @@ impl Transaction {
             shared: 0,
             space: Vec::new(),
             lock_timeout_ms: 0,
+            lock_tag: 0,
+            targets: Vec::new(),
             read_committed: self.isolation() == crate::transaction::Isolation::ReadCommitted,
         }
     }

@@ -45,6 +45,17 @@ pub(crate) struct NdpPart {
     pub result: ModifyResult,
 }
 
+/// What an in-storage SELECT … FOR UPDATE of this transaction locked: a
+/// following UPDATE/DELETE with the same WHERE clause changes exactly
+/// these versions (no second scan or visibility walk).
+#[derive(Clone, Debug)]
+pub(crate) struct ForUpdate {
+    pub table: TableId,
+    pub filter: Option<ndpdb_formats::expr::Program>,
+    pub params: Vec<Value>,
+    pub versions: Vec<(Vid, RecId)>,
+}
+
 /// Pages a job starts with: a share of the table's size, grown on demand.
 fn initial_pages(ts: &TableState) -> usize {
     let row = ts
@@ -59,6 +70,29 @@ fn initial_pages(ts: &TableState) -> usize {
 
 fn decode_err(e: ndpdb_formats::Error) -> Error {
     Error::new(SqlState::DATA_CORRUPTED, format!("NDP reply: {e}"))
+}
+
+/// SLT tags of the transactions with update jobs: unique among them.
+#[derive(Default)]
+pub(crate) struct TagPool {
+    in_use: std::collections::HashSet<u16>,
+    next: u16,
+}
+
+impl TagPool {
+    pub(crate) fn alloc_tag(&mut self) -> Option<DeviceTag> {
+        for _ in 0..u16::MAX {
+            self.next = self.next.wrapping_add(1).max(2);
+            if self.in_use.insert(self.next) {
+                return DeviceTag::new(self.next);
+            }
+        }
+        None
+    }
+
+    pub(crate) fn free(&mut self, tag: DeviceTag) {
+        self.in_use.remove(&tag.raw());
+    }
 }
 
 impl DbInner {
@@ -99,13 +133,6 @@ impl DbInner {
         let _ = self.locks.release_device_keys(keys, tag);
     }
 
-    /// Drops an update job's work: its pages and its locks.
-    pub(crate) fn discard_part(&self, part: &NdpPart) {
-        self.free_space(&part.result.delta_l2p);
-        self.free_space(&part.result.unused);
-        self.release_job_locks(part.table, part.tag, &part.result.locked);
-    }
-
     /// The ΔVID predecessors that are no longer the VID head.
     pub(crate) fn stale_deltas(&self, ts: &TableState, r: &ModifyResult) -> usize {
         r.delta_vids
@@ -139,8 +166,14 @@ impl Transaction {
                 "cannot offload a modification of a table this transaction already changed",
             ));
         }
+        let tag = self.ndp_tag()?;
         let mut inv = self.invocation(ts, req, params);
+        inv.lock_tag = tag.raw();
         inv.space = inner.alloc_space(initial_pages(ts));
+        // The rows a SELECT … FOR UPDATE with the same predicate locked.
+        if let Some(fu) = self.take_for_update(ts.meta.id, &req.filter, params) {
+            inv.targets = fu.versions;
+        }
         inv.lock_timeout_ms = inner
             .config
             .lock_timeout
@@ -162,11 +195,11 @@ impl Transaction {
         let result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
         let part = NdpPart {
             table: ts.meta.id,
-            tag: DeviceTag::for_job(out.status.job),
+            tag,
             result,
         };
         if let JobState::Failed(code, message) = &out.status.state {
-            inner.discard_part(&part);
+            self.discard_failed(&part);
             let code = SqlState::from_code(code);
             if code == SqlState::SERIALIZATION_FAILURE {
                 EngineCounters::inc(&inner.counters.ndp_early_aborts);
@@ -187,7 +220,7 @@ impl Transaction {
         if !slipped.is_empty() {
             EngineCounters::inc(&inner.counters.ndp_validation_failures);
             if self.isolation() != Isolation::ReadCommitted {
-                inner.discard_part(&part);
+                self.discard_failed(&part);
                 EngineCounters::inc(&inner.counters.serialization_failures);
                 return Err(Error::serialization());
             }
@@ -202,7 +235,7 @@ impl Transaction {
         // The new pages can be mapped now: nothing points to them yet.
         if !part.result.delta_l2p.is_empty() {
             if let Err(e) = inner.map_ndp_pages(&part.result.delta_l2p) {
-                inner.discard_part(&part);
+                self.discard_failed(&part);
                 return Err(e);
             }
         }
@@ -217,6 +250,122 @@ impl Transaction {
         for vid in stale {
             rows += self.redo_on_newest(ts, vid, req, params)?;
         }
+        Ok((rows, report))
+    }
+
+    /// In-storage SELECT … FOR UPDATE: locks every visible row of `ts`
+    /// passing `req.filter` in the SLT (with this transaction's tag) and
+    /// returns `columns` of each (`req.op` is `NdpOp::LockRows`).
+    pub fn ndp_lock_rows(
+        &mut self,
+        ts: &TableState,
+        req: &NdpRequest,
+        params: &[Value],
+    ) -> Result<(Vec<Vec<Value>>, NdpReport)> {
+        let inner = self.database().inner.clone();
+        inner.check_ok()?;
+        let NdpOp::LockRows { columns } = &req.op else {
+            return Err(Error::new(
+                SqlState::INTERNAL_ERROR,
+                "ndp_lock_rows runs SELECT … FOR UPDATE only",
+            ));
+        };
+        if self.has_writes_to(ts) {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "cannot lock rows on the device in a table this transaction already changed",
+            ));
+        }
+        let tag = self.ndp_tag()?;
+        let mut inv = self.invocation(ts, req, params);
+        inv.lock_tag = tag.raw();
+        inv.lock_timeout_ms = inner
+            .config
+            .lock_timeout
+            .map_or(inner.config.ndp_lock_wait.as_millis() as u64, |t| {
+                t.as_millis() as u64
+            });
+        let mut report = NdpReport::default();
+        let out = self.ndp_call(ts, inv, &mut report)?;
+        let mut r = Reader::new(&out.result);
+        let device_rows = ndpdb_formats::ndp::decode_rows(&mut r).map_err(decode_err)?;
+        let result = ModifyResult::decode(&mut r).map_err(decode_err)?;
+        let mut part = NdpPart {
+            table: ts.meta.id,
+            tag,
+            result,
+        };
+        if let JobState::Failed(code, message) = &out.status.state {
+            self.discard_failed(&part);
+            return Err(Error::new(
+                SqlState::from_code(code),
+                format!("on the device: {message}"),
+            ));
+        }
+        // A version that is no longer the head slipped past the locks
+        // (committed on the host before the device locked it).
+        let slipped: Vec<Vid> = part
+            .result
+            .locked_versions
+            .iter()
+            .filter(|(v, read)| ts.vids.head(*v) != *read)
+            .map(|(v, _)| *v)
+            .collect();
+        if !slipped.is_empty() && self.isolation() != Isolation::ReadCommitted {
+            self.discard_failed(&part);
+            EngineCounters::inc(&inner.counters.ndp_validation_failures);
+            EngineCounters::inc(&inner.counters.serialization_failures);
+            return Err(Error::serialization());
+        }
+        let mut rows = Vec::with_capacity(device_rows.len());
+        for mut row in device_rows {
+            let vid = match row.pop() {
+                Some(Value::BigInt(v)) if v >= 0 => Vid(v as u64),
+                _ => {
+                    return Err(decode_err(ndpdb_formats::Error::corrupted(
+                        "locked row without VID",
+                    )))
+                }
+            };
+            if !slipped.contains(&vid) {
+                rows.push(row);
+            }
+        }
+        part.result
+            .locked_versions
+            .retain(|(v, _)| !slipped.contains(v));
+        let mut stale = std::mem::take(&mut part.result.stale);
+        stale.extend(slipped);
+        let mut versions = part.result.locked_versions.clone();
+        self.add_ndp_part(part);
+        // READ COMMITTED: re-check moved tuples on their newest version
+        // (they stay locked by this transaction's tag).
+        for vid in stale {
+            let head = ts.vids.head(vid);
+            if head.is_null() {
+                continue;
+            }
+            let bytes = inner.fetch(head)?;
+            let view = ndpdb_formats::record::RecordView::parse(&bytes)?;
+            if view.header.is_tombstone() {
+                continue;
+            }
+            let row = view.decode(&ts.types)?;
+            let keep = match &req.filter {
+                Some(f) => f.eval_predicate(&row, params)?,
+                None => true,
+            };
+            if keep {
+                rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
+                versions.push((vid, head));
+            }
+        }
+        self.set_for_update(ForUpdate {
+            table: ts.meta.id,
+            filter: req.filter.clone(),
+            params: params.to_vec(),
+            versions,
+        });
         Ok((rows, report))
     }
 

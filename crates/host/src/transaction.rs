@@ -82,6 +82,10 @@ pub struct Transaction {
     /// Tuples this transaction's jobs hold SLT locks on, and their buckets.
     ndp_locked: FxHashSet<LockKey>,
     ndp_buckets: FxHashSet<usize>,
+    /// The SLT tag all of this transaction's update jobs lock with.
+    ndp_tag: Option<ndpdb_slt::DeviceTag>,
+    /// The rows the last in-storage SELECT … FOR UPDATE locked.
+    for_update: Option<crate::ndp_update::ForUpdate>,
 }
 
 impl Database {
@@ -103,6 +107,8 @@ impl Database {
             ndp_heads: FxHashMap::default(),
             ndp_locked: FxHashSet::default(),
             ndp_buckets: FxHashSet::default(),
+            ndp_tag: None,
+            for_update: None,
         })
     }
 }
@@ -130,7 +136,67 @@ impl Transaction {
 
     pub(crate) fn wrote_table(&self, table: TableId) -> bool {
         self.order.iter().any(|(t, _)| *t == table)
-            || self.ndp_parts.iter().any(|p| p.table == table)
+            || self
+                .ndp_parts
+                .iter()
+                .any(|p| p.table == table && !p.result.delta_vids.is_empty())
+    }
+
+    pub(crate) fn set_for_update(&mut self, f: crate::ndp_update::ForUpdate) {
+        self.for_update = Some(f);
+    }
+
+    /// The locked rows of a SELECT … FOR UPDATE over `table` with the same
+    /// filter and parameters, if that was the last one.
+    pub(crate) fn take_for_update(
+        &mut self,
+        table: TableId,
+        filter: &Option<ndpdb_formats::expr::Program>,
+        params: &[Value],
+    ) -> Option<crate::ndp_update::ForUpdate> {
+        let same = self
+            .for_update
+            .as_ref()
+            .is_some_and(|f| f.table == table && &f.filter == filter && f.params == params);
+        if same {
+            self.for_update.take()
+        } else {
+            None
+        }
+    }
+
+    /// Drops a failed update job's work: its pages, and the locks it took
+    /// on buckets no earlier job of this transaction holds.
+    pub(crate) fn discard_failed(&self, part: &NdpPart) {
+        let inner = &self.db.inner;
+        inner.free_space(&part.result.delta_l2p);
+        inner.free_space(&part.result.unused);
+        let own: Vec<ndpdb_formats::Vid> = match inner.locks.slt() {
+            Some(slt) => part
+                .result
+                .locked
+                .iter()
+                .filter(|v| !self.ndp_buckets.contains(&slt.index((part.table, **v))))
+                .copied()
+                .collect(),
+            None => Vec::new(),
+        };
+        inner.release_job_locks(part.table, part.tag, &own);
+    }
+
+    /// This transaction's SLT tag (taken at its first update-NDP statement).
+    pub(crate) fn ndp_tag(&mut self) -> Result<ndpdb_slt::DeviceTag> {
+        if let Some(t) = self.ndp_tag {
+            return Ok(t);
+        }
+        let t = self.db.inner.ndp_tags.lock().alloc_tag().ok_or_else(|| {
+            Error::new(
+                SqlState("53000"),
+                "too many concurrent transactions with update-NDP statements",
+            )
+        })?;
+        self.ndp_tag = Some(t);
+        Ok(t)
     }
 
     /// Records a successful update-NDP statement.
@@ -550,16 +616,26 @@ impl Transaction {
         let inner = &self.db.inner;
         inner.txm.finish(self.id);
         inner.locks.release_all(self.id, &self.locks);
+        // Every job of this transaction locked with its tag: release the
+        // union of their tuples once (buckets may repeat across jobs).
+        if let Some(tag) = self.ndp_tag {
+            let keys: Vec<LockKey> = self.ndp_locked.iter().copied().collect();
+            let _ = inner.locks.release_device_keys(keys.into_iter(), tag);
+        }
         for part in self.ndp_parts.drain(..) {
-            if committed {
-                inner.release_job_locks(part.table, part.tag, &part.result.locked);
-            } else {
-                inner.discard_part(&part);
+            if !committed {
+                inner.free_space(&part.result.delta_l2p);
+                inner.free_space(&part.result.unused);
             }
         }
         self.ndp_heads.clear();
         self.ndp_locked.clear();
         self.ndp_buckets.clear();
+        self.for_update = None;
+        if let Some(t) = self.ndp_tag.take() {
+            // Its locks are released above: the tag may be reused.
+            inner.ndp_tags.lock().free(t);
+        }
         self.locks.clear();
         self.writes.clear();
         self.order.clear();

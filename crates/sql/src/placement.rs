@@ -80,7 +80,9 @@ pub fn estimate(db: &Database, ts: &TableState, op: &NdpOp, pes: u16) -> Estimat
     let resident_pages = db.stat("buffer.resident_pages") as f64;
     let resident = (resident_pages / table_pages).min(1.0);
     let result_bytes = match op {
-        NdpOp::Scan { columns } => rows as f64 * FILTER_SELECTIVITY * width(ts, Some(columns)),
+        NdpOp::Scan { columns } | NdpOp::LockRows { columns } => {
+            rows as f64 * FILTER_SELECTIVITY * width(ts, Some(columns))
+        }
         NdpOp::Aggregate { groups, aggs } => {
             let g = if groups.is_empty() { 1.0 } else { GROUPS };
             g * 24.0 * (groups.len() + aggs.len()) as f64

@@ -758,7 +758,10 @@ impl SelectPlan {
                 ids: Vec::new(),
             }]);
         };
-        let mut rows: Vec<Joined> = match self.device_scan(tx, params)? {
+        let device = self.device_scan(tx, params)?;
+        // Rows an in-storage SELECT … FOR UPDATE returned are locked already.
+        let locked_on_device = device.is_some() && self.for_update;
+        let mut rows: Vec<Joined> = match device {
             Some(rows) => rows,
             None => self
                 .read_source(tx, first, params)?
@@ -827,7 +830,7 @@ impl SelectPlan {
             }
             rows = kept;
         }
-        if self.for_update {
+        if self.for_update && !locked_on_device {
             let src = &self.sources[0];
             let mut locked = Vec::with_capacity(rows.len());
             for r in rows {
@@ -951,18 +954,23 @@ impl SelectPlan {
 
     fn run_on_device(
         &self,
-        tx: &Transaction,
+        tx: &mut Transaction,
         p: &NdpPlacement,
         params: &[Value],
     ) -> Result<Vec<Vec<Value>>> {
-        let (rows, report) = tx.ndp_execute(&self.sources[0].table, &p.request, params)?;
+        let ts = &self.sources[0].table;
+        let (rows, report) = if self.for_update {
+            tx.ndp_lock_rows(ts, &p.request, params)?
+        } else {
+            tx.ndp_execute(ts, &p.request, params)?
+        };
         if let Ok(mut last) = self.last_ndp.lock() {
             *last = Some(report);
         }
         Ok(rows)
     }
 
-    fn device_scan(&self, tx: &Transaction, params: &[Value]) -> Result<Option<Vec<Joined>>> {
+    fn device_scan(&self, tx: &mut Transaction, params: &[Value]) -> Result<Option<Vec<Joined>>> {
         let Some(p) = self.offload(tx).filter(|p| !p.aggregate) else {
             return Ok(None);
         };
@@ -986,7 +994,7 @@ impl SelectPlan {
 
     fn device_aggregate(
         &self,
-        tx: &Transaction,
+        tx: &mut Transaction,
         params: &[Value],
     ) -> Result<Option<Vec<Vec<Value>>>> {
         match self.offload(tx).filter(|p| p.aggregate) {
@@ -995,11 +1003,15 @@ impl SelectPlan {
         }
     }
 
-    /// Decides where the scan runs (DESIGN.md §9). Only single-table
-    /// plans without FOR UPDATE and without a primary-key lookup offload.
+    /// Decides where the scan runs (DESIGN.md §9). Only single-table plans
+    /// without a primary-key lookup offload; with FOR UPDATE the device
+    /// also locks the rows (`NdpOp::LockRows`).
     pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &Database) {
         self.ndp = None;
-        if mode == NdpMode::Off || self.sources.len() != 1 || self.for_update {
+        if mode == NdpMode::Off || self.sources.len() != 1 {
+            return;
+        }
+        if self.for_update && self.agg.is_some() {
             return;
         }
         let src = &self.sources[0];
@@ -1027,13 +1039,16 @@ impl SelectPlan {
                 }
                 cols.sort_unstable();
                 cols.dedup();
-                (
+                let op = if self.for_update {
+                    NdpOp::LockRows {
+                        columns: cols.clone(),
+                    }
+                } else {
                     NdpOp::Scan {
                         columns: cols.clone(),
-                    },
-                    false,
-                    cols,
-                )
+                    }
+                };
+                (op, false, cols)
             }
         };
         let reason = match mode {
@@ -1095,6 +1110,9 @@ impl SelectPlan {
                     lines.push(format!("    placement: {}", p.reason));
                     if !p.aggregate {
                         lines.push(format!("    columns returned: {:?}", p.columns));
+                    }
+                    if self.for_update {
+                        lines.push("    locks rows in the shared lock table (FOR UPDATE)".into());
                     }
                 }
             }

@@ -475,3 +475,60 @@ fn a_transaction_never_waits_for_its_own_jobs_bucket() {
         9 + 2 + 2 + 9
     );
 }
+
+/// In-storage SELECT … FOR UPDATE locks the qualifying rows in the SLT;
+/// an UPDATE with the same WHERE clause in the same transaction changes
+/// exactly those versions without walking the table again.
+#[test]
+fn select_for_update_on_the_device_then_update_reuses_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(
+        dir.path(),
+        Config {
+            lock_timeout: Some(Duration::from_millis(200)),
+            ..config()
+        },
+    )
+    .unwrap();
+    let mut s = setup(&db, 2000);
+    s.execute("SET ndp = on").unwrap();
+    let plan: Vec<String> = rows(
+        &mut s,
+        "EXPLAIN SELECT k, c FROM t WHERE k % 10 = 0 FOR UPDATE",
+    )
+    .iter()
+    .map(|r| r[0].to_pg_text().unwrap_or_default())
+    .collect();
+    assert!(plan.iter().any(|l| l.contains("locks rows")), "{plan:?}");
+    s.execute("BEGIN").unwrap();
+    let locked = rows(&mut s, "SELECT k, c FROM t WHERE k % 10 = 0 FOR UPDATE");
+    assert_eq!(locked.len(), 200);
+    // Another transaction cannot change a locked row, but can change others.
+    let mut other = Session::new(db.clone());
+    let e = other
+        .execute("UPDATE t SET c = 5 WHERE k = 10")
+        .unwrap_err();
+    assert_eq!(e.code, SqlState::LOCK_NOT_AVAILABLE);
+    other.execute("UPDATE t SET c = 5 WHERE k = 11").unwrap();
+    let walked = db.stat("ndp.tuples");
+    assert_eq!(
+        tag(&mut s, "UPDATE t SET c = c + 1 WHERE k % 10 = 0"),
+        "UPDATE 200"
+    );
+    assert_eq!(
+        db.stat("ndp.tuples") - walked,
+        200,
+        "the update walked only the locked rows"
+    );
+    s.execute("COMMIT").unwrap();
+    assert_eq!(int(&rows(&mut s, "SELECT sum(c) FROM t")[0][0]), 200 + 5);
+    other.execute("UPDATE t SET c = 7 WHERE k = 10").unwrap();
+    // A FOR UPDATE that ends without an update releases its locks too.
+    s.execute("BEGIN").unwrap();
+    assert_eq!(
+        rows(&mut s, "SELECT k FROM t WHERE k < 5 FOR UPDATE").len(),
+        5
+    );
+    s.execute("ROLLBACK").unwrap();
+    other.execute("UPDATE t SET c = 9 WHERE k = 3").unwrap();
+}
