@@ -242,6 +242,41 @@ pub fn sweep(
     Ok(out)
 }
 
+/// SELECT … FOR UPDATE followed by the UPDATE of the same rows, against
+/// the UPDATE alone, on the host and on the device (update NDP §7, NDP
+/// pipelines): `(ndp, update alone, select-for-update + update)`.
+pub fn for_update_overhead(
+    db: &Database,
+    selectivity: u32,
+    mut log: impl FnMut(&str),
+) -> Result<Vec<(bool, Duration, Duration)>> {
+    let pred = format!("ycsb_key % 100 < {selectivity}");
+    let mut out = Vec::new();
+    for ndp in [false, true] {
+        let mut s = Session::new(db.clone());
+        s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
+        let t = Instant::now();
+        s.execute(&format!(
+            "BEGIN; UPDATE {TABLE} SET field8 = 'a' WHERE {pred}; COMMIT"
+        ))?;
+        let alone = t.elapsed();
+        let t = Instant::now();
+        s.execute(&format!(
+            "BEGIN; SELECT ycsb_key FROM {TABLE} WHERE {pred} FOR UPDATE; UPDATE {TABLE} SET field8 = 'b' WHERE {pred}; COMMIT"
+        ))?;
+        let both = t.elapsed();
+        log(&format!(
+            "ndp {:<3}: UPDATE of {selectivity} % {:>9.1} ms; SELECT FOR UPDATE + UPDATE {:>9.1} ms ({:.2}×)",
+            if ndp { "on" } else { "off" },
+            alone.as_secs_f64() * 1e3,
+            both.as_secs_f64() * 1e3,
+            both.as_secs_f64() / alone.as_secs_f64().max(1e-9)
+        ));
+        out.push((ndp, alone, both));
+    }
+    Ok(out)
+}
+
 pub fn csv(runs: &[MixedRun]) -> String {
     let mut out = String::from("ndp,ms,ops_per_s,phase\n");
     for r in runs {

@@ -490,6 +490,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                             .collect()
                     })
                     .collect();
+                ndpdb_bench::mixed::for_update_overhead(&db, 10, |l| say(l.to_string()))?;
                 let _ = ndpdb_bench::plot::bar_chart(
                     &out.join("sweep.png"),
                     "Bulk UPDATE by selectivity: host-only vs update NDP",

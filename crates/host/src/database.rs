@@ -733,12 +733,14 @@ impl DbInner {
                         head: d.new,
                     });
                 }
-                records.push(WalRecord::EndNdp {
-                    txid,
-                    table: part.table,
-                    l2p: part.result.delta_l2p.clone(),
-                    vids: part.result.delta_vids.clone(),
-                });
+                if part.logged {
+                    records.push(WalRecord::EndNdp {
+                        txid,
+                        table: part.table,
+                        l2p: part.result.delta_l2p.clone(),
+                        vids: part.result.delta_vids.clone(),
+                    });
+                }
             }
             let mut chunk_bytes = 0usize;
             for v in versions {

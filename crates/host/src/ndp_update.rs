@@ -43,6 +43,8 @@ pub(crate) struct NdpPart {
     pub table: TableId,
     pub tag: DeviceTag,
     pub result: ModifyResult,
+    /// Logged with Start-NDP / End-NDP (`ndp_logging = basic`).
+    pub logged: bool,
 }
 
 /// What an in-storage SELECT … FOR UPDATE of this transaction locked: a
@@ -181,13 +183,16 @@ impl Transaction {
                 t.as_millis() as u64
             });
         // Start-NDP: all call parameters, before the device starts.
-        let mut w = Writer::new();
-        inv.encode(&mut w);
-        inner.wal.append(&[WalRecord::StartNdp {
-            txid: self.id(),
-            table: ts.meta.id,
-            invocation: w.into_inner(),
-        }]);
+        let logged = self.ndp_logging();
+        if logged {
+            let mut w = Writer::new();
+            inv.encode(&mut w);
+            inner.wal.append(&[WalRecord::StartNdp {
+                txid: self.id(),
+                table: ts.meta.id,
+                invocation: w.into_inner(),
+            }]);
+        }
         let mut report = NdpReport::default();
         // If the link fails here the device's state is unknown: its pages
         // are not reused and the statement fails.
@@ -197,6 +202,7 @@ impl Transaction {
             table: ts.meta.id,
             tag,
             result,
+            logged,
         };
         if let JobState::Failed(code, message) = &out.status.state {
             self.discard_failed(&part);
@@ -294,6 +300,7 @@ impl Transaction {
             table: ts.meta.id,
             tag,
             result,
+            logged: true,
         };
         if let JobState::Failed(code, message) = &out.status.state {
             self.discard_failed(&part);

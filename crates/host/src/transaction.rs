@@ -86,6 +86,8 @@ pub struct Transaction {
     ndp_tag: Option<ndpdb_slt::DeviceTag>,
     /// The rows the last in-storage SELECT … FOR UPDATE locked.
     for_update: Option<crate::ndp_update::ForUpdate>,
+    /// Basic NDP logging (Start-NDP / End-NDP records) for update jobs.
+    ndp_logging: bool,
 }
 
 impl Database {
@@ -109,6 +111,7 @@ impl Database {
             ndp_buckets: FxHashSet::default(),
             ndp_tag: None,
             for_update: None,
+            ndp_logging: true,
         })
     }
 }
@@ -140,6 +143,18 @@ impl Transaction {
                 .ndp_parts
                 .iter()
                 .any(|p| p.table == table && !p.result.delta_vids.is_empty())
+    }
+
+    /// `ndp_logging = basic` (true) or `off`: without NDP log records an
+    /// update job's changes are durable only once the checkpoint that
+    /// follows its commit has merged them into the device's maps (a crash
+    /// in between loses them: the papers' no-logging baseline).
+    pub fn set_ndp_logging(&mut self, basic: bool) {
+        self.ndp_logging = basic;
+    }
+
+    pub(crate) fn ndp_logging(&self) -> bool {
+        self.ndp_logging
     }
 
     pub(crate) fn set_for_update(&mut self, f: crate::ndp_update::ForUpdate) {
@@ -659,11 +674,19 @@ impl Transaction {
             .db
             .inner
             .commit_versions(self.id, &versions, &self.ndp_parts);
+        let unlogged = self.ndp_parts.iter().any(|p| !p.logged);
         self.end(result.is_ok());
         let counters = &self.db.inner.counters;
         match result {
             Ok(()) => {
                 EngineCounters::inc(&counters.commits);
+                if unlogged {
+                    // Without End-NDP records the ΔMaps must reach the
+                    // device's maps now, and redo replay must start after
+                    // them (older redo would move the heads back): a
+                    // checkpoint does both.
+                    let _ = self.db.inner.checkpoint();
+                }
                 // Maintenance failures poison the engine; the commit stands.
                 let _ = self.db.inner.after_commit();
                 Ok(())

@@ -67,6 +67,8 @@ pub struct Session {
     ndp: NdpMode,
     ndp_pes: u16,
     ndp_preload: bool,
+    /// `SET ndp_logging = basic | off`.
+    ndp_logging: bool,
     settings: BTreeMap<String, String>,
     /// Notices for the client (e.g. "there is no transaction in progress").
     pub notices: Vec<String>,
@@ -150,6 +152,7 @@ impl Session {
             ndp: NdpMode::Auto,
             ndp_pes: 0,
             ndp_preload: true,
+            ndp_logging: true,
             settings: BTreeMap::new(),
             notices: Vec::new(),
         }
@@ -271,6 +274,7 @@ impl Session {
             .as_mut()
             .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "no transaction"))?;
         tx.begin_statement();
+        tx.set_ndp_logging(self.ndp_logging);
         match f(tx) {
             Ok(out) => {
                 if autocommit {
@@ -541,6 +545,18 @@ impl Session {
                             )
                         })?
                     }
+                    "ndp_logging" => {
+                        self.ndp_logging = match value.to_ascii_lowercase().as_str() {
+                            "basic" | "on" => true,
+                            "off" => false,
+                            v => {
+                                return Err(Error::new(
+                                    SqlState::INVALID_PARAMETER_VALUE,
+                                    format!("invalid value for parameter \"ndp_logging\": \"{v}\" (basic or off)"),
+                                ))
+                            }
+                        }
+                    }
                     "ndp_preload" => {
                         self.ndp_preload = ndpdb_formats::value::parse_bool(&value)?;
                     }
@@ -621,6 +637,7 @@ impl Session {
             .to_string(),
             "ndp_pes" => self.ndp_pes.to_string(),
             "ndp_preload" => if self.ndp_preload { "on" } else { "off" }.to_string(),
+            "ndp_logging" => if self.ndp_logging { "basic" } else { "off" }.to_string(),
             "server_version" => "15.0 (ndpdb 0.1.0)".into(),
             "server_encoding" | "client_encoding" => "UTF8".into(),
             "datestyle" => "ISO, MDY".into(),

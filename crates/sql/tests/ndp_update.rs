@@ -532,3 +532,35 @@ fn select_for_update_on_the_device_then_update_reuses_its_rows() {
     s.execute("ROLLBACK").unwrap();
     other.execute("UPDATE t SET c = 9 WHERE k = 3").unwrap();
 }
+
+/// `ndp_logging = off`: no Start-/End-NDP records; the commit checkpoints
+/// instead (ΔMaps merged on the device, replay starting after them), so a
+/// crash after the commit keeps them.
+#[test]
+fn unlogged_ndp_updates_are_flushed_at_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open_with(dir.path(), config()).unwrap();
+        let mut s = setup(&db, 500);
+        db.flush().unwrap();
+        let wal = db.stat("wal.bytes");
+        s.execute("SET ndp = on").unwrap();
+        s.execute("SET ndp_logging = off").unwrap();
+        assert_eq!(
+            rows(&mut s, "SHOW ndp_logging")[0][0],
+            Value::Text("off".into())
+        );
+        assert_eq!(tag(&mut s, "UPDATE t SET c = 3"), "UPDATE 500");
+        // Only the commit and checkpoint records, not 500 × 24 B of ΔVID.
+        assert!(
+            db.stat("wal.bytes") - wal < 200,
+            "{}",
+            db.stat("wal.bytes") - wal
+        );
+        assert!(s.execute("SET ndp_logging = extended").is_err());
+        db.close_like_a_crash();
+    }
+    let db = Database::open_with(dir.path(), config()).unwrap();
+    let mut s = Session::new(db);
+    assert_eq!(int(&rows(&mut s, "SELECT sum(c) FROM t")[0][0]), 1500);
+}
