@@ -90,6 +90,18 @@ impl MixedRun {
     }
 }
 
+/// The row count of an `UPDATE n` / `DELETE n` command tag.
+fn rows_changed(out: Option<Output>) -> u64 {
+    match out {
+        Some(Output::Command { tag }) => tag
+            .rsplit(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
 /// The injected update's duration, rows and engine counters.
 type UpdateOutcome = (Duration, u64, Vec<(String, i64)>);
 
@@ -160,14 +172,7 @@ pub fn run(db: &Database, opts: &MixedOptions, ndp: bool) -> Result<MixedRun> {
             let out = s.execute(&sql);
             let took = t.elapsed();
             phase.store(AFTER, Ordering::Relaxed);
-            let rows = match out?.pop() {
-                Some(Output::Command { tag }) => tag
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0),
-                _ => 0,
-            };
+            let rows = rows_changed(out?.pop());
             Ok((took, rows, delta.finish(&db)))
         })
     };
@@ -222,14 +227,7 @@ pub fn sweep(
             s.execute("SET default_transaction_isolation = 'read committed'")?;
             s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
             let t = Instant::now();
-            let rows = match s.execute(&update_sql(pct))?.pop() {
-                Some(Output::Command { tag }) => tag
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0),
-                _ => 0,
-            };
+            let rows = rows_changed(s.execute(&update_sql(pct))?.pop());
             let took = t.elapsed();
             log(&format!(
                 "selectivity {pct:>3} %  ndp {:<3}  {:>9.1} ms  {rows} rows",

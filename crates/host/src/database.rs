@@ -129,6 +129,24 @@ pub(crate) struct DbInner {
     _dir_lock: std::fs::File,
 }
 
+/// Recovery: `rid` becomes the head of `vid` (host map and the ΔVID list
+/// the next flush merges into the device's map).
+fn replay_head(ts: &TableState, delta: &mut DeltaBuffer, vid: Vid, rid: RecId) -> Result<()> {
+    if vid.0 >= ndpdb_formats::ids::MAX_VID {
+        return Err(Error::new(
+            SqlState::DATA_CORRUPTED,
+            format!("WAL record with VID {}", vid.0),
+        ));
+    }
+    ts.vids.set(vid, rid);
+    delta.push_delta_vid(VidEntry {
+        table: ts.meta.id,
+        vid,
+        head: rid,
+    });
+    Ok(())
+}
+
 /// The shared lock table `config` asks for (none with 0 buckets).
 fn new_slt(config: &Config) -> Result<Option<Arc<SharedLockTable>>> {
     if config.slt_buckets == 0 {
@@ -261,19 +279,8 @@ impl Database {
                     };
                     for (rid, bytes) in entries {
                         let h = RecordHeader::parse(bytes)?;
-                        if h.vid.0 >= ndpdb_formats::ids::MAX_VID {
-                            return Err(Error::new(
-                                SqlState::DATA_CORRUPTED,
-                                format!("WAL redo record with VID {}", h.vid.0),
-                            ));
-                        }
                         delta.place(*table, *rid, bytes)?;
-                        ts.vids.set(h.vid, *rid);
-                        delta.push_delta_vid(VidEntry {
-                            table: *table,
-                            vid: h.vid,
-                            head: *rid,
-                        });
+                        replay_head(ts, &mut delta, h.vid, *rid)?;
                         max_lpn = max_lpn.max(Some(rid.lpn()));
                         report.replayed_versions += 1;
                     }
@@ -299,18 +306,7 @@ impl Database {
                         max_lpn = max_lpn.max(Some(*lpn));
                     }
                     for d in vids {
-                        if d.vid.0 >= ndpdb_formats::ids::MAX_VID {
-                            return Err(Error::new(
-                                SqlState::DATA_CORRUPTED,
-                                format!("WAL End-NDP record with VID {}", d.vid.0),
-                            ));
-                        }
-                        ts.vids.set(d.vid, d.new);
-                        delta.push_delta_vid(VidEntry {
-                            table: *table,
-                            vid: d.vid,
-                            head: d.new,
-                        });
+                        replay_head(ts, &mut delta, d.vid, d.new)?;
                         report.replayed_versions += 1;
                     }
                 }

@@ -432,9 +432,8 @@ mod tests {
         assert_eq!(lt.locked_keys(), 0);
     }
 
-    #[test]
-    fn deadlock_is_detected() {
-        let lt = Arc::new(LockTable::new());
+    /// T1 holds K1 and waits for K2; T2 holds K2 and asks for K1.
+    fn deadlock_scenario(lt: &Arc<LockTable>) {
         lt.acquire(TxId(1), K1, None).unwrap();
         lt.acquire(TxId(2), K2, None).unwrap();
         let lt2 = lt.clone();
@@ -446,6 +445,11 @@ mod tests {
         assert_eq!(e.code, SqlState::DEADLOCK_DETECTED);
         lt.release_all(TxId(2), &[K2]);
         assert_eq!(h.join().unwrap().unwrap(), Acquired::AfterWait);
+    }
+
+    #[test]
+    fn deadlock_is_detected() {
+        deadlock_scenario(&Arc::new(LockTable::new()));
     }
 
     #[test]
@@ -569,17 +573,7 @@ mod tests {
     #[test]
     fn host_only_behaviour_is_unchanged_with_an_slt() {
         let (lt, slt) = integrated();
-        lt.acquire(TxId(1), K1, None).unwrap();
-        lt.acquire(TxId(2), K2, None).unwrap();
-        let lt2 = lt.clone();
-        let h = thread::spawn(move || lt2.acquire(TxId(1), K2, None));
-        while lt.waiting() < 1 {
-            thread::yield_now();
-        }
-        let e = lt.acquire(TxId(2), K1, None).unwrap_err();
-        assert_eq!(e.code, SqlState::DEADLOCK_DETECTED);
-        lt.release_all(TxId(2), &[K2]);
-        assert_eq!(h.join().unwrap().unwrap(), Acquired::AfterWait);
+        deadlock_scenario(&lt);
         lt.release_all(TxId(1), &[K1, K2]);
         assert!(slt.load(K1).unwrap().is_empty() && slt.load(K2).unwrap().is_empty());
     }

@@ -135,6 +135,15 @@ impl DbInner {
         let _ = self.locks.release_device_keys(keys, tag);
     }
 
+    /// How long a PE may wait for one tuple lock: the lock timeout, else
+    /// the bound on undetectable host/device waits.
+    pub(crate) fn ndp_lock_wait_ms(&self) -> u64 {
+        self.config
+            .lock_timeout
+            .unwrap_or(self.config.ndp_lock_wait)
+            .as_millis() as u64
+    }
+
     /// The ΔVID predecessors that are no longer the VID head.
     pub(crate) fn stale_deltas(&self, ts: &TableState, r: &ModifyResult) -> usize {
         r.delta_vids
@@ -176,12 +185,7 @@ impl Transaction {
         if let Some(fu) = self.take_for_update(ts.meta.id, &req.filter, params) {
             inv.targets = fu.versions;
         }
-        inv.lock_timeout_ms = inner
-            .config
-            .lock_timeout
-            .map_or(inner.config.ndp_lock_wait.as_millis() as u64, |t| {
-                t.as_millis() as u64
-            });
+        inv.lock_timeout_ms = inner.ndp_lock_wait_ms();
         // Start-NDP: all call parameters, before the device starts.
         let logged = self.ndp_logging();
         if logged {
@@ -285,12 +289,7 @@ impl Transaction {
         let tag = self.ndp_tag()?;
         let mut inv = self.invocation(ts, req, params);
         inv.lock_tag = tag.raw();
-        inv.lock_timeout_ms = inner
-            .config
-            .lock_timeout
-            .map_or(inner.config.ndp_lock_wait.as_millis() as u64, |t| {
-                t.as_millis() as u64
-            });
+        inv.lock_timeout_ms = inner.ndp_lock_wait_ms();
         let mut report = NdpReport::default();
         let out = self.ndp_call(ts, inv, &mut report)?;
         let mut r = Reader::new(&out.result);
