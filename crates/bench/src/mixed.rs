@@ -275,6 +275,64 @@ pub fn for_update_overhead(
     Ok(out)
 }
 
+/// Early vs late abort of a full-table NDP update under REPEATABLE READ
+/// (update NDP §8.3.7, Fig. 23). Early: a host commit to the row at
+/// `at_percent` of the table was flushed before the job started, so the
+/// device finds the newer version there and stops all PEs. Late: the host
+/// commits to a row near the table's end just after the job started and
+/// is not flushed — the device cannot see it, finishes the whole job, and
+/// the host's validation rejects it. Returns (early, late) durations.
+pub fn abort_costs(db: &Database, records: u64, at_percent: u64) -> Result<(Duration, Duration)> {
+    let key = |pct: u64| (records * pct / 100) as i64;
+    let mut host = Session::new(db.clone());
+    // Early.
+    let mut n = Session::new(db.clone());
+    n.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")?;
+    n.execute(&format!("SELECT count(*) FROM {TABLE} WHERE ycsb_key = 0"))?;
+    host.execute(&format!(
+        "UPDATE {TABLE} SET field7 = 'early' WHERE ycsb_key = {}",
+        key(at_percent)
+    ))?;
+    db.flush()?;
+    n.execute("SET ndp = on")?;
+    let t = Instant::now();
+    let r = n.execute(&format!("UPDATE {TABLE} SET field7 = 'x'"));
+    let early = t.elapsed();
+    n.execute("ROLLBACK")?;
+    expect_conflict(r)?;
+    // Late.
+    let db2 = db.clone();
+    let job = std::thread::spawn(move || -> Result<(Duration, Result<Vec<Output>>)> {
+        let mut n = Session::new(db2);
+        n.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")?;
+        n.execute("SET ndp = on")?;
+        let t = Instant::now();
+        let r = n.execute(&format!("UPDATE {TABLE} SET field7 = 'y'"));
+        let took = t.elapsed();
+        n.execute("ROLLBACK")?;
+        Ok((took, r))
+    });
+    std::thread::sleep(Duration::from_millis(30));
+    host.execute(&format!(
+        "UPDATE {TABLE} SET field7 = 'late' WHERE ycsb_key = {}",
+        key(99)
+    ))?;
+    let (late, r) = job.join().map_err(|_| thread_panic())??;
+    expect_conflict(r)?;
+    Ok((early, late))
+}
+
+fn expect_conflict(r: Result<Vec<Output>>) -> Result<()> {
+    match r {
+        Err(e) if e.code == ndpdb_formats::SqlState::SERIALIZATION_FAILURE => Ok(()),
+        Err(e) => Err(e),
+        Ok(_) => Err(ndpdb_host::Error::new(
+            ndpdb_formats::SqlState::INTERNAL_ERROR,
+            "the abort experiment's update did not conflict (timing): rerun it",
+        )),
+    }
+}
+
 pub fn csv(runs: &[MixedRun]) -> String {
     let mut out = String::from("ndp,ms,ops_per_s,phase\n");
     for r in runs {

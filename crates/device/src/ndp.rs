@@ -385,7 +385,15 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
             Err(e) => {
                 st_tuples.push(0);
                 st_micros.push(0);
-                failure.get_or_insert(e);
+                // The PE that failed first cancels the others: report its
+                // error, not their "aborted".
+                let cancelled = |e: &Error| e.sqlstate() == SqlState::QUERY_CANCELED;
+                if failure
+                    .as_ref()
+                    .is_none_or(|f| cancelled(f) && !cancelled(&e))
+                {
+                    failure = Some(e);
+                }
             }
         }
     }

@@ -171,14 +171,17 @@ fn host_writer_waiting_on_an_ndp_lock_aborts_after_the_ndp_commit() {
 /// locked the tuple makes the job stop early (first-updater-wins).
 #[test]
 fn a_newer_committed_version_makes_the_ndp_job_abort_early() {
-    for flush in [false, true] {
+    // Keys in the chunks of either PE: the one that finds the conflict
+    // stops the other, and the statement reports the conflict.
+    for (flush, key) in [(false, 2500), (true, 2500), (false, 1500), (true, 1500)] {
         let dir = tempfile::tempdir().unwrap();
         let db = Database::open_with(dir.path(), config()).unwrap();
         let mut n = setup(&db, 3000);
         let mut h = Session::new(db.clone());
         n.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
         rows(&mut n, "SELECT count(*) FROM t");
-        h.execute("UPDATE t SET c = 1 WHERE k = 2500").unwrap();
+        h.execute(&format!("UPDATE t SET c = 1 WHERE k = {key}"))
+            .unwrap();
         if flush {
             db.flush().unwrap();
         }
