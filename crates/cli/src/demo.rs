@@ -438,6 +438,16 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     r.counter("slt.cas_attempts"),
                     r.errors
                 ));
+                if ndp {
+                    let us = r.update.as_secs_f64() * 1e6;
+                    say(format!(
+                        "  locking: PEs spent {:.1} ms taking SLT locks ({:.1} % of the update, summed over PEs); the host released them in {:.1} ms ({:.1} %)",
+                        r.counter("ndp.device_lock_micros") as f64 / 1e3,
+                        r.counter("ndp.device_lock_micros") as f64 * 100.0 / us.max(1.0),
+                        r.counter("ndp.host_release_micros") as f64 / 1e3,
+                        r.counter("ndp.host_release_micros") as f64 * 100.0 / us.max(1.0),
+                    ));
+                }
                 runs.push(r);
             }
             if runs.len() == 2 && runs[1].update.as_secs_f64() > 0.0 {

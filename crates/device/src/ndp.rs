@@ -155,6 +155,7 @@ impl NdpEngine {
                             pe_micros: vec![0; pes],
                             pages_read: 0,
                             device_micros: 0,
+                            lock_micros: 0,
                         }),
                         done: Condvar::new(),
                         result: Mutex::new(None),
@@ -367,6 +368,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     let mut parts = Vec::with_capacity(pes);
     let mut modified = ModifyResult::default();
     let mut written = Vec::new();
+    let mut lock_nanos = 0u64;
     let mut failure = None;
     for (o, part) in outputs {
         modified.rows += part.rows;
@@ -374,6 +376,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
         modified.locked.extend(part.locked);
         modified.stale.extend(part.stale);
         modified.locked_versions.extend(part.locked_versions);
+        lock_nanos += part.lock_nanos;
         written.extend(part.written);
         match o {
             Ok((out, stats)) => {
@@ -408,6 +411,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     st.pe_micros = st_micros;
     st.pages_read = pages_read;
     st.device_micros = start.elapsed().as_micros() as u64;
+    st.lock_micros = lock_nanos / 1000;
     if modify.is_some() {
         // SELECT … FOR UPDATE: its rows first, then the lock report.
         let locked_rows = match (&inv.op, &failure) {

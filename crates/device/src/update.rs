@@ -111,6 +111,8 @@ pub(crate) struct ModifyPart {
     pub stale: Vec<Vid>,
     /// SELECT … FOR UPDATE: the versions locked.
     pub locked_versions: Vec<(Vid, RecId)>,
+    /// Time spent taking SLT locks (waits included).
+    pub lock_nanos: u64,
 }
 
 /// A PE's page being filled and its unloader thread's queue.
@@ -227,10 +229,12 @@ pub(crate) fn lock_current(
 ) -> Result<bool, Error> {
     let key = (table, vid);
     let stop = || cancel.load(Ordering::Relaxed);
-    match ctx
+    let t = std::time::Instant::now();
+    let acquired = ctx
         .slt
-        .acquire_device_unless(key, ctx.tag, ctx.lock_timeout, &stop)
-    {
+        .acquire_device_unless(key, ctx.tag, ctx.lock_timeout, &stop);
+    part.lock_nanos += t.elapsed().as_nanos() as u64;
+    match acquired {
         Ok(_) => {}
         Err(SltError::Timeout) => {
             return Err(Error::sql(

@@ -455,6 +455,8 @@ pub struct JobStatus {
     pub pages_read: u64,
     /// Wall time of the job on the device in µs.
     pub device_micros: u64,
+    /// Time the PEs spent taking SLT locks (summed over PEs), in µs.
+    pub lock_micros: u64,
 }
 
 impl JobStatus {
@@ -479,7 +481,9 @@ impl JobStatus {
         for (t, us) in self.pe_tuples.iter().zip(&self.pe_micros) {
             w.u64(*t).u64(*us);
         }
-        w.u64(self.pages_read).u64(self.device_micros);
+        w.u64(self.pages_read)
+            .u64(self.device_micros)
+            .u64(self.lock_micros);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<JobStatus> {
@@ -508,6 +512,7 @@ impl JobStatus {
             pe_micros,
             pages_read: r.u64()?,
             device_micros: r.u64()?,
+            lock_micros: r.u64()?,
         })
     }
 }
@@ -604,6 +609,7 @@ mod tests {
             pe_micros: vec![7, 8],
             pages_read: 9,
             device_micros: 10,
+            lock_micros: 11,
         };
         let mut w = Writer::new();
         st.encode(&mut w);

@@ -204,10 +204,18 @@ impl<'a> PageRef<'a> {
         Ok(PageRef { bytes })
     }
 
-    /// Parses and, for a sealed page, verifies the checksum.
+    /// Parses a page from storage: it must be sealed and its checksum
+    /// must match (a flipped seal flag is corruption, not a way around
+    /// the checksum).
     pub fn parse_verified(bytes: &'a [u8]) -> Result<PageRef<'a>> {
         let p = PageRef::parse(bytes)?;
-        if p.is_sealed() && rd32(bytes, OFF_CRC) != page_crc(bytes) {
+        if !p.is_sealed() {
+            return Err(Error::corrupted(format!(
+                "unsealed page from storage (lpn {})",
+                p.lpn().0
+            )));
+        }
+        if rd32(bytes, OFF_CRC) != page_crc(bytes) {
             return Err(Error::corrupted(format!(
                 "page checksum mismatch (lpn {})",
                 p.lpn().0

@@ -510,6 +510,14 @@ impl Database {
                 "ndp.validation_failures".into(),
                 get(&c.ndp_validation_failures) as i64,
             ),
+            (
+                "ndp.device_lock_micros".into(),
+                get(&c.ndp_device_lock_micros) as i64,
+            ),
+            (
+                "ndp.host_release_micros".into(),
+                get(&c.ndp_host_release_micros) as i64,
+            ),
             ("locks.held".into(), i.locks.locked_keys() as i64),
             ("locks.waiting".into(), i.locks.waiting() as i64),
         ]);

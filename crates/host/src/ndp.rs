@@ -52,6 +52,8 @@ pub struct NdpReport {
     pub wall: Duration,
     /// Times an update job ran out of pre-allocated pages and got more.
     pub space_round_trips: u64,
+    /// PE time spent taking SLT locks (summed over PEs), µs.
+    pub lock_micros: u64,
 }
 
 fn decode_err(e: ndpdb_formats::Error) -> Error {
@@ -123,6 +125,7 @@ impl Transaction {
         w.u64(job.0);
         let result = inner.device.ndp(Opcode::NdpResult, w.into_inner())?;
         report.device_micros = status.device_micros;
+        report.lock_micros = status.lock_micros;
         report.pe_tuples = status.pe_tuples.clone();
         report.pe_micros = status.pe_micros.clone();
         report.pages_read = status.pages_read;
@@ -143,6 +146,8 @@ impl Transaction {
             .fetch_add(report.pages_read, Ordering::Relaxed);
         c.ndp_space_round_trips
             .fetch_add(report.space_round_trips, Ordering::Relaxed);
+        c.ndp_device_lock_micros
+            .fetch_add(report.lock_micros, Ordering::Relaxed);
         Ok(JobOutcome { status, result })
     }
 

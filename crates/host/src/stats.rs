@@ -25,6 +25,10 @@ pub struct EngineCounters {
     pub ndp_early_aborts: AtomicU64,
     /// Update jobs whose ΔVID failed host validation.
     pub ndp_validation_failures: AtomicU64,
+    /// PE time spent taking SLT locks.
+    pub ndp_device_lock_micros: AtomicU64,
+    /// Host time spent releasing update jobs' SLT locks at transaction end.
+    pub ndp_host_release_micros: AtomicU64,
 }
 
 impl EngineCounters {

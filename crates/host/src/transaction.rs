@@ -634,8 +634,13 @@ impl Transaction {
         // Every job of this transaction locked with its tag: release the
         // union of their tuples once (buckets may repeat across jobs).
         if let Some(tag) = self.ndp_tag {
+            let t = std::time::Instant::now();
             let keys: Vec<LockKey> = self.ndp_locked.iter().copied().collect();
             let _ = inner.locks.release_device_keys(keys.into_iter(), tag);
+            inner.counters.ndp_host_release_micros.fetch_add(
+                t.elapsed().as_micros() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
         }
         for part in self.ndp_parts.drain(..) {
             if !committed {
