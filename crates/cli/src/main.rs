@@ -1,4 +1,4 @@
-//! The `ndpdb` command: `sql`, `demo`, `bench ycsb` (DESIGN.md §11).
+//! The `ndpdb` command: `sql`, `serve`, `demo`, `bench …` (DESIGN.md §11).
 
 mod crash_worker;
 mod demo;
@@ -45,6 +45,23 @@ enum Command {
         #[command(flatten)]
         device: demo::DeviceArgs,
     },
+    /// Serve the database to PostgreSQL clients (psql, drivers).
+    Serve {
+        /// Database directory (created if missing).
+        #[arg(long)]
+        db: PathBuf,
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:5433")]
+        listen: String,
+        /// Connections beyond this are refused.
+        #[arg(long, default_value_t = 256)]
+        max_connections: usize,
+        /// Buffer-pool budget in MiB.
+        #[arg(long, default_value_t = 64)]
+        buffer_pool_mib: usize,
+        #[command(flatten)]
+        device: demo::DeviceArgs,
+    },
     /// Load a YCSB table into a fresh embedded database and run YCSB-A and -C.
     Demo {
         /// Rows to load.
@@ -74,6 +91,28 @@ enum Command {
     },
 }
 
+fn serve(
+    dir: &std::path::Path,
+    listen: &str,
+    max_connections: usize,
+    config: ndpdb_host::Config,
+) -> ndpdb_host::Result<ExitCode> {
+    let db = ndpdb_host::Database::open_with(dir, config)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(listen).await?;
+        println!(
+            "ndpdb serving {} on {}",
+            dir.display(),
+            listener.local_addr()?
+        );
+        ndpdb_server::serve(db, listener, ndpdb_server::ServerConfig { max_connections }).await?;
+        Ok::<_, ndpdb_host::Error>(ExitCode::SUCCESS)
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -99,6 +138,18 @@ fn main() -> ExitCode {
             device,
         } => demo::demo(records, seconds, threads, &device),
         Command::Bench { which } => demo::bench(which),
+        Command::Serve {
+            db,
+            listen,
+            max_connections,
+            buffer_pool_mib,
+            device,
+        } => device
+            .apply(ndpdb_host::Config {
+                buffer_pool_bytes: buffer_pool_mib << 20,
+                ..ndpdb_host::Config::default()
+            })
+            .and_then(|config| serve(&db, &listen, max_connections, config)),
         Command::CrashWorker { db, seed } => crash_worker::run(&db, seed),
     };
     match result {

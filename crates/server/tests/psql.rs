@@ -1,0 +1,103 @@
+//! Real clients: psql talks to `ndpdb_server::serve` over TCP.
+
+use std::process::Command;
+
+use ndpdb_host::Database;
+
+/// Starts a server on a free port in a background runtime; returns the port.
+fn start(db: Database) -> u16 {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            tx.send(listener.local_addr().unwrap().port()).unwrap();
+            ndpdb_server::serve(db, listener, ndpdb_server::ServerConfig::default())
+                .await
+                .unwrap();
+        });
+    });
+    rx.recv().unwrap()
+}
+
+fn psql(port: u16, commands: &[&str]) -> (String, String) {
+    let mut cmd = Command::new("psql");
+    cmd.args([
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-U",
+        "app",
+        "-d",
+        "app",
+    ])
+    .args(["-X", "-v", "VERBOSITY=verbose"])
+    .env("PGCONNECT_TIMEOUT", "5");
+    for c in commands {
+        cmd.args(["-c", c]);
+    }
+    let out = cmd
+        .output()
+        .expect("psql must be installed (.ci/run installs it)");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn psql_runs_ddl_dml_transactions_and_shows_sqlstates() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = start(Database::open(dir.path()).unwrap());
+    let (out, err) = psql(
+        port,
+        &[
+            "CREATE TABLE t (id INT PRIMARY KEY, v TEXT, n NUMERIC(8,2), d DATE)",
+            "INSERT INTO t VALUES (1, 'a', 1.50, '2024-02-29'), (2, NULL, 2.25, NULL)",
+            "UPDATE t SET v = 'b' WHERE id = 2",
+            "DELETE FROM t WHERE id = 3",
+            "SELECT * FROM t ORDER BY id",
+        ],
+    );
+    assert!(err.is_empty(), "{err}");
+    assert!(out.contains("CREATE TABLE"), "{out}");
+    assert!(out.contains("INSERT 0 2"), "{out}");
+    assert!(out.contains("UPDATE 1"), "{out}");
+    assert!(out.contains("DELETE 0"), "{out}");
+    assert!(out.contains("  1 | a | 1.50 | 2024-02-29"), "{out}");
+    assert!(out.contains("  2 | b | 2.25 | "), "{out}");
+    assert!(out.contains("(2 rows)"), "{out}");
+
+    // A rolled-back transaction leaves nothing; a committed one stays.
+    let (out, err) = psql(
+        port,
+        &[
+            "BEGIN",
+            "INSERT INTO t VALUES (3, 'c', 0, NULL)",
+            "ROLLBACK",
+            "BEGIN",
+            "INSERT INTO t VALUES (4, 'd', 0, NULL)",
+            "COMMIT",
+            "SELECT count(*), sum(n) FROM t",
+        ],
+    );
+    assert!(err.is_empty(), "{err}");
+    assert!(
+        out.contains("BEGIN") && out.contains("ROLLBACK") && out.contains("COMMIT"),
+        "{out}"
+    );
+    assert!(out.contains("     3 | 3.75"), "{out}");
+
+    // Errors carry their SQLSTATE and do not end the server.
+    let (_, err) = psql(port, &["SELECT nope FROM t"]);
+    assert!(err.contains("ERROR:  42703"), "{err}");
+    let (_, err) = psql(port, &["INSERT INTO t VALUES (1, 'dup', 0, NULL)"]);
+    assert!(err.contains("ERROR:  23505"), "{err}");
+    let (out, err) = psql(port, &["SELECT count(*) FROM t"]);
+    assert!(err.is_empty() && out.contains("     3"), "{out}{err}");
+}
