@@ -101,3 +101,38 @@ fn psql_runs_ddl_dml_transactions_and_shows_sqlstates() {
     let (out, err) = psql(port, &["SELECT count(*) FROM t"]);
     assert!(err.is_empty() && out.contains("     3"), "{out}{err}");
 }
+
+/// A client that disconnects inside a transaction: its transaction is
+/// rolled back and its locks are released (the next writer does not wait).
+#[test]
+fn a_client_that_disconnects_mid_transaction_leaves_no_locks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(
+        dir.path(),
+        ndpdb_host::Config {
+            lock_timeout: Some(std::time::Duration::from_secs(2)),
+            ..ndpdb_host::Config::default()
+        },
+    )
+    .unwrap();
+    let port = start(db);
+    let (_, err) = psql(
+        port,
+        &[
+            "CREATE TABLE t (id INT PRIMARY KEY, v TEXT)",
+            "INSERT INTO t VALUES (1, 'a')",
+        ],
+    );
+    assert!(err.is_empty(), "{err}");
+    // psql exits after its last -c: the connection closes with the
+    // transaction open and the row locked.
+    let (out, err) = psql(port, &["BEGIN", "UPDATE t SET v = 'lost' WHERE id = 1"]);
+    assert!(err.is_empty() && out.contains("UPDATE 1"), "{out}{err}");
+    let (out, err) = psql(
+        port,
+        &["UPDATE t SET v = 'b' WHERE id = 1", "SELECT v FROM t"],
+    );
+    assert!(err.is_empty(), "{err}");
+    assert!(out.contains(" b\n"), "{out}");
+    assert!(!out.contains("lost"), "{out}");
+}
