@@ -866,6 +866,11 @@ impl Compiler<'_> {
         if let Some(func) = agg_func {
             return self.aggregate(whole, func, &args, distinct);
         }
+        if name == "version" && args.is_empty() {
+            // What clients read to learn the server (PostgreSQL-compatible
+            // prefix, as drivers parse it).
+            return Ok(self.push_const(Value::Text(crate::SERVER_VERSION.to_string())));
+        }
         let func = Func::by_name(&name).ok_or_else(|| {
             Error::new(
                 SqlState::UNDEFINED_FUNCTION,

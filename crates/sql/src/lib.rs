@@ -26,5 +26,12 @@ pub mod scope;
 pub mod session;
 
 pub use ndpdb_host::{Error, Result};
+
+/// `SELECT version()`: PostgreSQL-compatible prefix, then ndpdb's own.
+pub const SERVER_VERSION: &str = concat!(
+    "PostgreSQL 15.0 (ndpdb ",
+    env!("CARGO_PKG_VERSION"),
+    ", a near-data-processing database)"
+);
 pub use output::{Output, ResultColumn};
 pub use session::Session;
