@@ -58,20 +58,10 @@ impl HtapRun {
 
     /// Mean throughput in samples with and without a query running.
     pub fn means(&self) -> (f64, f64) {
-        let mean = |busy: bool| {
-            let v: Vec<f64> = self
-                .samples
-                .iter()
-                .filter(|s| s.2 == busy)
-                .map(|s| s.1)
-                .collect();
-            if v.is_empty() {
-                0.0
-            } else {
-                v.iter().sum::<f64>() / v.len() as f64
-            }
-        };
-        (mean(false), mean(true))
+        (
+            crate::report::mean_where(&self.samples, false),
+            crate::report::mean_where(&self.samples, true),
+        )
     }
 }
 

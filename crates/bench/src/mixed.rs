@@ -72,17 +72,7 @@ pub struct MixedRun {
 impl MixedRun {
     /// Mean YCSB throughput in a phase.
     pub fn mean(&self, phase: u8) -> f64 {
-        let v: Vec<f64> = self
-            .samples
-            .iter()
-            .filter(|s| s.2 == phase)
-            .map(|s| s.1)
-            .collect();
-        if v.is_empty() {
-            0.0
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
+        crate::report::mean_where(&self.samples, phase)
     }
 
     pub fn counter(&self, name: &str) -> i64 {

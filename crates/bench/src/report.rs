@@ -81,3 +81,18 @@ pub fn engine_lines(delta: &[(String, i64)]) -> Vec<String> {
 pub fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
+
+/// Mean throughput of the samples `(ms, ops/s, label)` whose label is `label`
+/// (0 when there are none).
+pub fn mean_where<L: PartialEq + Copy>(samples: &[(u64, f64, L)], label: L) -> f64 {
+    let v: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.2 == label)
+        .map(|s| s.1)
+        .collect();
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}

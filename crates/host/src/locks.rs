@@ -244,19 +244,7 @@ impl LockTable {
     /// Releases a device job's SLT lock on `key`'s bucket (at the job's
     /// commit or abort) and wakes host waiters.
     pub fn release_device(&self, key: LockKey, tag: DeviceTag) -> Result<()> {
-        let Some(slt) = &self.slt else {
-            return Ok(());
-        };
-        let g = self.inner.lock();
-        let wake = g
-            .host_side
-            .release_device(slt, slt.index(key), tag)
-            .map_err(slt_error)?;
-        drop(g);
-        if wake {
-            self.wake.notify_all();
-        }
-        Ok(())
+        self.release_device_keys(std::iter::once(key), tag)
     }
 
     /// Releases a device job's locks on `keys` (one release per SLT
