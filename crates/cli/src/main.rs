@@ -56,6 +56,11 @@ enum Command {
         /// Connections beyond this are refused.
         #[arg(long, default_value_t = 256)]
         max_connections: usize,
+        /// Require md5 password authentication for this user name (the
+        /// password comes from the NDPDB_PASSWORD environment variable).
+        /// Without it every client is trusted.
+        #[arg(long)]
+        md5_user: Option<String>,
         /// Buffer-pool budget in MiB.
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
@@ -94,7 +99,7 @@ enum Command {
 fn serve(
     dir: &std::path::Path,
     listen: &str,
-    max_connections: usize,
+    server: ndpdb_server::ServerConfig,
     config: ndpdb_host::Config,
 ) -> ndpdb_host::Result<ExitCode> {
     let db = ndpdb_host::Database::open_with(dir, config)?;
@@ -108,9 +113,23 @@ fn serve(
             dir.display(),
             listener.local_addr()?
         );
-        ndpdb_server::serve(db, listener, ndpdb_server::ServerConfig { max_connections }).await?;
+        ndpdb_server::serve(db, listener, server).await?;
         Ok::<_, ndpdb_host::Error>(ExitCode::SUCCESS)
     })
+}
+
+/// Trust, or md5 for `user` with the password from NDPDB_PASSWORD.
+fn server_auth(md5_user: Option<String>) -> ndpdb_host::Result<ndpdb_server::Auth> {
+    let Some(user) = md5_user else {
+        return Ok(ndpdb_server::Auth::Trust);
+    };
+    let password = std::env::var("NDPDB_PASSWORD").map_err(|_| {
+        ndpdb_host::Error::new(
+            ndpdb_formats::SqlState::INVALID_PARAMETER_VALUE,
+            "--md5-user needs the password in the NDPDB_PASSWORD environment variable",
+        )
+    })?;
+    Ok(ndpdb_server::Auth::Md5 { user, password })
 }
 
 fn main() -> ExitCode {
@@ -142,14 +161,23 @@ fn main() -> ExitCode {
             db,
             listen,
             max_connections,
+            md5_user,
             buffer_pool_mib,
             device,
-        } => device
-            .apply(ndpdb_host::Config {
-                buffer_pool_bytes: buffer_pool_mib << 20,
-                ..ndpdb_host::Config::default()
-            })
-            .and_then(|config| serve(&db, &listen, max_connections, config)),
+        } => server_auth(md5_user).and_then(|auth| {
+            device
+                .apply(ndpdb_host::Config {
+                    buffer_pool_bytes: buffer_pool_mib << 20,
+                    ..ndpdb_host::Config::default()
+                })
+                .and_then(|config| {
+                    let server = ndpdb_server::ServerConfig {
+                        max_connections,
+                        auth,
+                    };
+                    serve(&db, &listen, server, config)
+                })
+        }),
         Command::CrashWorker { db, seed } => crash_worker::run(&db, seed),
     };
     match result {

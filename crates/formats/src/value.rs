@@ -314,8 +314,30 @@ pub fn days_from_date(d: NaiveDate) -> i32 {
 
 use chrono::Datelike;
 
+/// Drops a trailing time-zone offset (`+00`, `-05:30`, `Z`, `UTC`), which
+/// PostgreSQL ignores for DATE and TIMESTAMP (without time zone) input —
+/// drivers such as JDBC send one.
+fn strip_zone(t: &str) -> &str {
+    for suffix in ["Z", " UTC", " GMT"] {
+        if let Some(rest) = t.strip_suffix(suffix) {
+            return rest.trim_end();
+        }
+    }
+    // The offset sign comes after the date part (YYYY-MM-DD).
+    if let Some(p) = t.rfind(['+', '-']).filter(|p| *p >= 10) {
+        let zone = &t[p + 1..];
+        if (2..=5).contains(&zone.len())
+            && zone.bytes().all(|b| b.is_ascii_digit() || b == b':')
+            && zone.as_bytes()[0].is_ascii_digit()
+        {
+            return t[..p].trim_end();
+        }
+    }
+    t
+}
+
 pub fn parse_date(s: &str) -> Result<i32> {
-    let t = s.trim();
+    let t = strip_zone(s.trim());
     NaiveDate::parse_from_str(t, "%Y-%m-%d")
         .map(days_from_date)
         .map_err(|_| {
@@ -327,7 +349,7 @@ pub fn parse_date(s: &str) -> Result<i32> {
 }
 
 pub fn parse_timestamp(s: &str) -> Result<i64> {
-    let t = s.trim();
+    let t = strip_zone(s.trim());
     for fmt in [
         "%Y-%m-%d %H:%M:%S%.f",
         "%Y-%m-%dT%H:%M:%S%.f",
@@ -706,6 +728,22 @@ pub fn constrain_numeric(d: Decimal, precision: u8, scale: u8) -> Result<Decimal
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dates_and_timestamps_ignore_a_time_zone_offset() {
+        let d = parse_date("2024-01-11").unwrap();
+        assert_eq!(parse_date("2024-01-11 +00").unwrap(), d);
+        assert_eq!(parse_date("2024-01-11+05:30").unwrap(), d);
+        let t = parse_timestamp("2024-01-01 12:00:01").unwrap();
+        assert_eq!(parse_timestamp("2024-01-01 12:00:01+00").unwrap(), t);
+        assert_eq!(
+            parse_timestamp("2024-01-01 12:00:01.000000-0800").unwrap(),
+            t
+        );
+        assert_eq!(parse_timestamp("2024-01-01T12:00:01Z").unwrap(), t);
+        assert!(parse_date("2024-01-1x").is_err());
+        assert!(parse_timestamp("2024-01-01 12:00:01+ab").is_err());
+    }
 
     #[test]
     fn decimal_text_and_arithmetic() {

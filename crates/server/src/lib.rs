@@ -1,164 +1,201 @@
 //! The PostgreSQL wire-protocol server (DESIGN.md §11): `ndpdb serve`.
 //!
 //! ```text
-//!  TCP accept ─► connection limit ─► one Session per connection (its own
-//!                                    transaction state, SET values)
-//!  startup (trust) ─► simple query: Session::execute ─► RowDescription
-//!                     (type OIDs) + DataRows in text format, command tags,
-//!                     ErrorResponse with SQLSTATE, ReadyForQuery status
+//!  TCP accept ─► connection limit (53300 beyond it) ─► one Connection:
+//!     startup: trust, or md5 password ─► ParameterStatus (server_version
+//!              15.0, UTF8, ISO dates) ─► ReadyForQuery
+//!     simple Query, extended Parse/Bind/Describe/Execute/Sync, COPY FROM
+//!     STDIN ─► the connection's own Session (connection.rs)
 //! ```
 //!
-//! Sessions run the blocking engine on the runtime's worker threads
-//! (`block_in_place`); a connection that drops mid-transaction drops its
-//! session, which rolls the transaction back and releases its locks.
-//! Not yet: the extended query protocol (Parse/Bind/Execute), COPY,
-//! password authentication, cancellation.
+//! Modules, bottom-up:
+//! - [`types`]: type OIDs, text and binary formats of values.
+//! - [`copy`]: COPY FROM STDIN parsing (text, CSV) and loading.
+//! - [`catalog`]: psql's `\dt` / `\d` table list.
+//! - [`connection`]: the per-connection handlers over one `Session`.
+//!
+//! A protocol error (malformed or truncated message) ends that connection
+//! only; a dropped connection drops its session, which rolls back its
+//! transaction and releases its locks.
 
+pub mod catalog;
+pub mod connection;
+pub mod copy;
+pub mod types;
+
+use std::fmt::Debug;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use futures::stream;
-use parking_lot::Mutex;
-use pgwire::api::auth::noop::NoopStartupHandler;
-use pgwire::api::query::SimpleQueryHandler;
-use pgwire::api::results::{DataRowEncoder, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
-use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore, PgWireServerHandlers, Type};
-use pgwire::error::{ErrorInfo, PgWireResult};
+use futures::sink::Sink;
+use futures::FutureExt;
+use pgwire::api::auth::md5pass::{hash_md5_password, Md5PasswordAuthStartupHandler};
+use pgwire::api::auth::{
+    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
+    DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
+};
+use pgwire::api::RandomPidSecretKeyGenerator;
+use pgwire::api::{ClientInfo, PgWireServerHandlers, PidSecretKeyGenerator};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use std::panic::AssertUnwindSafe;
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
-use ndpdb_formats::DataType;
 use ndpdb_host::Database;
-use ndpdb_sql::{Output, Session};
 
-/// The PostgreSQL type of a column type.
-pub fn pg_type(ty: &DataType) -> Type {
-    match ty {
-        DataType::Bool => Type::BOOL,
-        DataType::Int => Type::INT4,
-        DataType::BigInt => Type::INT8,
-        DataType::Double => Type::FLOAT8,
-        DataType::Numeric { .. } => Type::NUMERIC,
-        DataType::Text => Type::TEXT,
-        DataType::Varchar(_) => Type::VARCHAR,
-        DataType::Bytea => Type::BYTEA,
-        DataType::Date => Type::DATE,
-        DataType::Timestamp => Type::TIMESTAMP,
-    }
-}
+pub use connection::Connection;
+pub use types::pg_type;
 
-/// A command tag as pgwire's `Tag`: `INSERT 0 3` → INSERT, oid 0, 3 rows.
-fn tag_of(tag: &str) -> Tag {
-    let words: Vec<&str> = tag.split_whitespace().collect();
-    match words.as_slice() {
-        ["INSERT", oid, n] => match (oid.parse(), n.parse()) {
-            (Ok(o), Ok(n)) => Tag::new("INSERT").with_oid(o).with_rows(n),
-            _ => Tag::new(tag),
-        },
-        [cmd, n] => match n.parse() {
-            Ok(n) => Tag::new(cmd).with_rows(n),
-            Err(_) => Tag::new(tag),
-        },
-        _ => Tag::new(tag),
-    }
-}
-
-fn response(out: Output) -> PgWireResult<Response> {
-    Ok(match out {
-        Output::Rows { columns, rows } => {
-            let fields: Vec<FieldInfo> = columns
-                .iter()
-                .map(|c| {
-                    FieldInfo::new(
-                        c.name.clone(),
-                        None,
-                        None,
-                        pg_type(&c.ty),
-                        FieldFormat::Text,
-                    )
-                })
-                .collect();
-            let schema = Arc::new(fields);
-            let mut encoder = DataRowEncoder::new(schema.clone());
-            let mut data = Vec::with_capacity(rows.len());
-            for row in rows {
-                for v in &row {
-                    encoder.encode_field(&v.to_pg_text())?;
-                }
-                data.push(Ok(encoder.take_row()));
-            }
-            Response::Query(QueryResponse::new(schema, stream::iter(data)))
-        }
-        Output::Command { tag } => {
-            let upper = tag.to_ascii_uppercase();
-            if upper == "BEGIN" || upper == "START TRANSACTION" {
-                Response::TransactionStart(tag_of(&tag))
-            } else if upper == "COMMIT" || upper == "ROLLBACK" {
-                Response::TransactionEnd(tag_of(&tag))
-            } else {
-                Response::Execution(tag_of(&tag))
-            }
-        }
-    })
-}
-
-/// One connection: its own session.
-pub struct Connection {
-    session: Mutex<Session>,
-}
-
-#[async_trait]
-impl NoopStartupHandler for Connection {}
-
-#[async_trait]
-impl SimpleQueryHandler for Connection {
-    async fn do_query<C>(&self, _client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
-    where
-        C: ClientInfo + ClientPortalStore + Unpin + Send + Sync,
-        C::PortalStore: PortalStore,
-    {
-        if query.trim().trim_end_matches(';').trim().is_empty() {
-            return Ok(vec![Response::EmptyQuery]);
-        }
-        let result = tokio::task::block_in_place(|| self.session.lock().execute(query));
-        match result {
-            Ok(outs) => outs.into_iter().map(response).collect(),
-            Err(e) => {
-                let mut info = ErrorInfo::new("ERROR".into(), e.code.0.into(), e.message.clone());
-                info.detail = e.detail.clone();
-                Ok(vec![Response::Error(Box::new(info))])
-            }
-        }
-    }
-}
-
-struct Handlers {
-    conn: Arc<Connection>,
-}
-
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
-        self.conn.clone()
-    }
-
-    fn startup_handler(&self) -> Arc<impl pgwire::api::auth::StartupHandler> {
-        self.conn.clone()
-    }
+/// How clients authenticate.
+#[derive(Clone, Debug, Default)]
+pub enum Auth {
+    /// Every client is let in (the default, for local use).
+    #[default]
+    Trust,
+    /// PostgreSQL's md5 challenge: one user name and its password.
+    Md5 { user: String, password: String },
 }
 
 /// Server settings.
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Connections beyond this are refused.
+    /// Connections beyond this are refused with SQLSTATE 53300.
     pub max_connections: usize,
+    pub auth: Auth,
 }
 
 impl Default for ServerConfig {
     fn default() -> ServerConfig {
         ServerConfig {
             max_connections: 256,
+            auth: Auth::Trust,
         }
+    }
+}
+
+/// What the server reports in ParameterStatus at startup.
+fn server_parameters() -> DefaultServerParameterProvider {
+    let mut p = DefaultServerParameterProvider::default();
+    p.server_version = "15.0".into();
+    p.date_style = "ISO, MDY".into();
+    p.time_zone = "UTC".into();
+    p
+}
+
+/// The md5 password of the configured user.
+#[derive(Debug)]
+struct Passwords {
+    user: String,
+    password: String,
+}
+
+#[async_trait]
+impl AuthSource for Passwords {
+    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
+        let user = login.user().unwrap_or_default();
+        if user != self.user {
+            return Err(PgWireError::InvalidPassword(user.to_owned()));
+        }
+        let salt: [u8; 4] = rand::random();
+        let hash = hash_md5_password(user, &self.password, &salt);
+        Ok(Password::new(Some(salt.to_vec()), hash.into_bytes()))
+    }
+}
+
+/// Startup: trust, or md5 through pgwire's handler.
+struct Startup {
+    md5: Option<Md5PasswordAuthStartupHandler<Passwords, DefaultServerParameterProvider>>,
+    params: DefaultServerParameterProvider,
+    pids: Arc<RandomPidSecretKeyGenerator>,
+}
+
+#[async_trait]
+impl StartupHandler for Startup {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        if let Some(md5) = &self.md5 {
+            return md5.on_startup(client, message).await;
+        }
+        if let PgWireFrontendMessage::Startup(ref startup) = message {
+            protocol_negotiation(client, startup).await?;
+            save_startup_parameters_to_metadata(client, startup);
+            let (pid, key) = self.pids.generate(client);
+            client.set_pid_and_secret_key(pid, key);
+            finish_authentication(client, &self.params).await?;
+        }
+        Ok(())
+    }
+}
+
+struct Handlers {
+    conn: Arc<Connection>,
+    startup: Arc<Startup>,
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl pgwire::api::query::SimpleQueryHandler> {
+        self.conn.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl pgwire::api::query::ExtendedQueryHandler> {
+        self.conn.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
+        self.conn.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.startup.clone()
+    }
+}
+
+/// Refuses a connection over the limit as PostgreSQL does: an
+/// ErrorResponse "sorry, too many clients already" (53300), then close.
+async fn refuse(mut socket: tokio::net::TcpStream) {
+    let info = ErrorInfo::new(
+        "FATAL".into(),
+        "53300".into(),
+        "sorry, too many clients already".into(),
+    );
+    let fields: Vec<(u8, String)> = vec![
+        (b'S', info.severity.clone()),
+        (b'V', info.severity.clone()),
+        (b'C', info.code.clone()),
+        (b'M', info.message.clone()),
+    ];
+    let mut body = Vec::new();
+    for (k, v) in fields {
+        body.push(k);
+        body.extend_from_slice(v.as_bytes());
+        body.push(0);
+    }
+    body.push(0);
+    let mut msg = vec![b'E'];
+    msg.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
+    msg.extend_from_slice(&body);
+    // The client's startup message is not read: PostgreSQL also answers
+    // before authentication. Errors here only mean the client left.
+    let _ = socket.write_all(&msg).await;
+    let _ = socket.shutdown().await;
+}
+
+/// One open connection, counted against the limit until dropped.
+struct Slot(Arc<AtomicUsize>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -169,6 +206,20 @@ pub async fn serve(
     config: ServerConfig,
 ) -> std::io::Result<()> {
     let open = Arc::new(AtomicUsize::new(0));
+    let startup = Arc::new(Startup {
+        md5: match &config.auth {
+            Auth::Trust => None,
+            Auth::Md5 { user, password } => Some(Md5PasswordAuthStartupHandler::new(
+                Arc::new(Passwords {
+                    user: user.clone(),
+                    password: password.clone(),
+                }),
+                Arc::new(server_parameters()),
+            )),
+        },
+        params: server_parameters(),
+        pids: Arc::new(RandomPidSecretKeyGenerator::default()),
+    });
     loop {
         let (socket, _) = match listener.accept().await {
             Ok(s) => s,
@@ -179,21 +230,25 @@ pub async fn serve(
                 continue;
             }
         };
+        let _ = socket.set_nodelay(true);
         if open.fetch_add(1, Ordering::AcqRel) >= config.max_connections {
             open.fetch_sub(1, Ordering::AcqRel);
-            drop(socket);
+            tokio::spawn(refuse(socket));
             continue;
         }
         let handlers = Handlers {
-            conn: Arc::new(Connection {
-                session: Mutex::new(Session::new(db.clone())),
-            }),
+            conn: Arc::new(Connection::new(db.clone())),
+            startup: startup.clone(),
         };
-        let open = open.clone();
+        let slot = Slot(open.clone());
         tokio::spawn(async move {
-            // Protocol errors end this connection only.
-            let _ = pgwire::tokio::process_socket(socket, None, handlers).await;
-            open.fetch_sub(1, Ordering::AcqRel);
+            // Protocol errors end this connection only. pgwire's message
+            // decoders can panic on some malformed messages (unchecked
+            // reads in Bind); that too ends only this connection: its
+            // session drops (rollback, locks released) and its slot frees.
+            let conn = pgwire::tokio::process_socket(socket, None, handlers);
+            let _ = AssertUnwindSafe(conn).catch_unwind().await;
+            drop(slot);
         });
     }
 }

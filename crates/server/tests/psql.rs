@@ -4,25 +4,8 @@ use std::process::Command;
 
 use ndpdb_host::Database;
 
-/// Starts a server on a free port in a background runtime; returns the port.
-fn start(db: Database) -> u16 {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            tx.send(listener.local_addr().unwrap().port()).unwrap();
-            ndpdb_server::serve(db, listener, ndpdb_server::ServerConfig::default())
-                .await
-                .unwrap();
-        });
-    });
-    rx.recv().unwrap()
-}
+mod common;
+use common::start;
 
 fn psql(port: u16, commands: &[&str]) -> (String, String) {
     let mut cmd = Command::new("psql");
@@ -135,4 +118,84 @@ fn a_client_that_disconnects_mid_transaction_leaves_no_locks() {
     assert!(err.is_empty(), "{err}");
     assert!(out.contains(" b\n"), "{out}");
     assert!(!out.contains("lost"), "{out}");
+}
+
+/// psql's `\dt` lists tables (with a pattern); `\copy … from stdin` loads
+/// text and CSV through COPY FROM STDIN; a bad row rolls the COPY back.
+#[test]
+fn psql_lists_tables_and_copies_from_stdin() {
+    use std::io::Write;
+    use std::process::Stdio;
+
+    let dir = tempfile::tempdir().unwrap();
+    let port = start(Database::open(dir.path()).unwrap());
+    let (_, err) = psql(
+        port,
+        &[
+            "CREATE TABLE orders (id INT PRIMARY KEY, note TEXT, amount NUMERIC(8,2))",
+            "CREATE TABLE items (id INT PRIMARY KEY)",
+        ],
+    );
+    assert!(err.is_empty(), "{err}");
+    let (out, err) = psql(port, &["\\dt", "\\dt ord*"]);
+    assert!(err.is_empty(), "{err}");
+    assert!(out.contains(" public | items  | table"), "{out}");
+    assert_eq!(out.matches(" public | orders | table").count(), 2, "{out}");
+    assert!(out.contains("(1 row)"), "{out}");
+
+    let copy = |command: &str, data: &str| {
+        let mut child = Command::new("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-U",
+                "app",
+                "-d",
+                "app",
+            ])
+            .args(["-X", "-v", "VERBOSITY=verbose", "-c", command])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("psql");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(data.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (out, err) = copy(
+        "\\copy orders from stdin",
+        "1\tfirst\t1.50\n2\t\\N\t2.25\n3\ttab\\there\t\\N\n",
+    );
+    assert!(err.is_empty() && out.contains("COPY 3"), "{out}{err}");
+    let (out, err) = copy(
+        "\\copy orders (id, note) from stdin with (format csv, header true)",
+        "id,note\n4,\"quoted, with comma\"\n5,\n",
+    );
+    assert!(err.is_empty() && out.contains("COPY 2"), "{out}{err}");
+    // Row 2 does not parse: nothing of this COPY stays.
+    let (_, err) = copy(
+        "\\copy orders from stdin",
+        "6\tok\t1\n7\tbad\tnot-a-number\n",
+    );
+    assert!(err.contains("22P02"), "{err}");
+    let (out, err) = psql(port, &["SELECT id, note, amount FROM orders ORDER BY id"]);
+    assert!(err.is_empty(), "{err}");
+    assert!(out.contains("  1 | first              |   1.50"), "{out}");
+    assert!(out.contains("  3 | tab"), "{out}");
+    assert!(out.contains("  4 | quoted, with comma |"), "{out}");
+    assert!(out.contains("(5 rows)"), "{out}");
+    // The escaped tab arrived as one character.
+    let (out, _) = psql(port, &["SELECT length(note) FROM orders WHERE id = 3"]);
+    assert!(out.contains("      8"), "{out}");
 }

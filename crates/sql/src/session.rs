@@ -201,6 +201,7 @@ impl Session {
     }
 
     pub fn prepare_statement(&mut self, stmt: Statement) -> Result<Prepared> {
+        let stmt = self.resolve_settings(stmt)?;
         let mut param_types = Vec::new();
         let kind = match &stmt {
             Statement::Query(q) => {
@@ -307,6 +308,22 @@ impl Session {
 
     /// A statement that is not allowed to run in a failed block fails the
     /// block when it errors, like any other statement.
+    /// Sets a parameter's session value without SQL (the server passes
+    /// the client's startup parameters, e.g. application_name).
+    pub fn set_setting(&mut self, name: &str, value: &str) {
+        self.settings.insert(name.to_lowercase(), value.to_string());
+    }
+
+    /// Marks an open transaction block failed (rolled back; later
+    /// statements get 25P02 until ROLLBACK), as an error in a statement
+    /// the server runs outside this session (COPY data) requires.
+    pub fn fail_transaction(&mut self) {
+        if self.block == Block::Active {
+            self.tx = None;
+            self.block = Block::Failed;
+        }
+    }
+
     fn guarded(&mut self, f: impl FnOnce(&mut Session) -> Result<Output>) -> Result<Output> {
         self.check_not_failed()?;
         let r = f(self);
@@ -584,6 +601,126 @@ impl Session {
         }
     }
 
+    /// The current value of a setting, as SHOW and current_setting() see it.
+    pub fn setting_value(&self, name: &str) -> Result<String> {
+        Ok(match name {
+            "transaction_isolation" | "transaction isolation level" => isolation_name(
+                self.tx
+                    .as_ref()
+                    .map_or(self.default_isolation, |t| t.isolation()),
+            )
+            .to_string(),
+            "default_transaction_isolation" => isolation_name(self.default_isolation).to_string(),
+            "ndp" => match self.ndp {
+                NdpMode::On => "on",
+                NdpMode::Off => "off",
+                NdpMode::Auto => "auto",
+            }
+            .to_string(),
+            "ndp_pes" => self.ndp_pes.to_string(),
+            "ndp_preload" => if self.ndp_preload { "on" } else { "off" }.to_string(),
+            "ndp_logging" => if self.ndp_logging { "basic" } else { "off" }.to_string(),
+            "server_version" => "15.0 (ndpdb 0.1.0)".into(),
+            "server_encoding" => "UTF8".into(),
+            "server_version_num" => "150000".into(),
+            "standard_conforming_strings" | "integer_datetimes" => "on".into(),
+            "search_path" => self
+                .settings
+                .get("search_path")
+                .cloned()
+                .unwrap_or_else(|| "\"$user\", public".into()),
+            "client_encoding" | "application_name" | "statement_timeout" | "lock_timeout"
+            | "extra_float_digits" => match self.settings.get(name) {
+                Some(v) => v.clone(),
+                None => match name {
+                    "client_encoding" => "UTF8",
+                    "application_name" => "",
+                    "extra_float_digits" => "1",
+                    _ => "0",
+                }
+                .into(),
+            },
+            "datestyle" => "ISO, MDY".into(),
+            "timezone" => self
+                .settings
+                .get("timezone")
+                .cloned()
+                .unwrap_or_else(|| "UTC".into()),
+            other => match self.settings.get(other) {
+                Some(v) => v.clone(),
+                None => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("unrecognized configuration parameter \"{other}\""),
+                    ))
+                }
+            },
+        })
+    }
+
+    /// Replaces `current_setting('name' [, missing_ok])` by the setting's
+    /// value when the statement is planned (the function is stable within
+    /// a statement, as in PostgreSQL).
+    fn resolve_settings(&self, mut stmt: Statement) -> Result<Statement> {
+        use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+        use std::ops::ControlFlow;
+        let mut error = None;
+        let _ = sqlparser::ast::visit_expressions_mut(&mut stmt, |e| {
+            let Expr::Function(f) = e else {
+                return ControlFlow::Continue(());
+            };
+            let fname = f.name.to_string().to_ascii_lowercase();
+            if fname != "current_setting" && fname != "pg_catalog.current_setting" {
+                return ControlFlow::Continue(());
+            }
+            let args: Vec<&Expr> = match &f.args {
+                FunctionArguments::List(l) => l
+                    .args
+                    .iter()
+                    .filter_map(|a| match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let literal = |e: &Expr| match e {
+                Expr::Value(v) => match &v.value {
+                    sqlparser::ast::Value::SingleQuotedString(s) => Some(s.clone()),
+                    sqlparser::ast::Value::Boolean(b) => Some(b.to_string()),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let name = args.first().and_then(|a| literal(a));
+            let missing_ok = args
+                .get(1)
+                .and_then(|a| literal(a))
+                .is_some_and(|b| b == "true");
+            let Some(name) = name.filter(|_| args.len() <= 2) else {
+                error = Some(Error::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    "current_setting() takes a setting name as a string literal",
+                ));
+                return ControlFlow::Break(());
+            };
+            let value = match self.setting_value(&name.to_lowercase()) {
+                Ok(v) => sqlparser::ast::Value::SingleQuotedString(v),
+                Err(_) if missing_ok => sqlparser::ast::Value::Null,
+                Err(err) => {
+                    error = Some(err);
+                    return ControlFlow::Break(());
+                }
+            };
+            *e = Expr::Value(value.into());
+            ControlFlow::Continue(())
+        });
+        match error {
+            Some(e) => Err(e),
+            None => Ok(stmt),
+        }
+    }
+
     fn show(&mut self, name: &str) -> Result<Output> {
         if name == "stats" {
             let rows = self
@@ -621,41 +758,7 @@ impl Session {
                 rows,
             });
         }
-        let value = match name {
-            "transaction_isolation" | "transaction isolation level" => isolation_name(
-                self.tx
-                    .as_ref()
-                    .map_or(self.default_isolation, |t| t.isolation()),
-            )
-            .to_string(),
-            "default_transaction_isolation" => isolation_name(self.default_isolation).to_string(),
-            "ndp" => match self.ndp {
-                NdpMode::On => "on",
-                NdpMode::Off => "off",
-                NdpMode::Auto => "auto",
-            }
-            .to_string(),
-            "ndp_pes" => self.ndp_pes.to_string(),
-            "ndp_preload" => if self.ndp_preload { "on" } else { "off" }.to_string(),
-            "ndp_logging" => if self.ndp_logging { "basic" } else { "off" }.to_string(),
-            "server_version" => "15.0 (ndpdb 0.1.0)".into(),
-            "server_encoding" | "client_encoding" => "UTF8".into(),
-            "datestyle" => "ISO, MDY".into(),
-            "timezone" => self
-                .settings
-                .get("timezone")
-                .cloned()
-                .unwrap_or_else(|| "UTC".into()),
-            other => match self.settings.get(other) {
-                Some(v) => v.clone(),
-                None => {
-                    return Err(Error::new(
-                        SqlState::UNDEFINED_OBJECT,
-                        format!("unrecognized configuration parameter \"{other}\""),
-                    ))
-                }
-            },
-        };
+        let value = self.setting_value(name)?;
         Ok(Output::Rows {
             columns: vec![ResultColumn {
                 name: name.replace(' ', "_"),

@@ -1,0 +1,107 @@
+//! Unmodified drivers against the server: psycopg 3 and the PostgreSQL JDBC
+//! driver run their scripts in `tests/clients/` (parameterised statements,
+//! transactions, prepared statements, binary results, COPY); psql checks
+//! md5 password authentication. `.ci/run` installs the drivers.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+use common::{start, start_with, temp_db};
+
+fn clients_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
+}
+
+fn run(mut cmd: Command, what: &str) {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what} must be installed (.ci/run installs it): {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what} failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("ok"), "{what}: {stdout}\n{stderr}");
+}
+
+#[test]
+fn psycopg3_runs_parameterised_statements_transactions_and_copy() {
+    let (_dir, db) = temp_db();
+    let port = start(db);
+    let mut cmd = Command::new("python3");
+    cmd.arg(clients_dir().join("psycopg_client.py"))
+        .arg(port.to_string());
+    run(cmd, "python3 with psycopg");
+}
+
+/// The JDBC driver jar: `NDPDB_JDBC_JAR`, or where `mvn dependency:get`
+/// (run by .ci/run) puts it.
+fn jdbc_jar() -> PathBuf {
+    if let Ok(p) = std::env::var("NDPDB_JDBC_JAR") {
+        return PathBuf::from(p);
+    }
+    let home = std::env::var("HOME").unwrap_or_else(|_| "/root".into());
+    Path::new(&home).join(".m2/repository/org/postgresql/postgresql/42.7.4/postgresql-42.7.4.jar")
+}
+
+#[test]
+fn jdbc_runs_prepared_statements_batches_and_transactions() {
+    let jar = jdbc_jar();
+    assert!(
+        jar.exists(),
+        "the PostgreSQL JDBC driver is missing at {} (.ci/run installs it)",
+        jar.display()
+    );
+    let (_dir, db) = temp_db();
+    let port = start(db);
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp")
+        .arg(&jar)
+        .arg(clients_dir().join("JdbcClient.java"))
+        .arg(port.to_string());
+    run(cmd, "java with the JDBC driver");
+}
+
+fn psql_as(port: u16, user: &str, password: &str, sql: &str) -> (bool, String, String) {
+    let out = Command::new("psql")
+        .args([
+            "-h",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-U",
+            user,
+            "-d",
+            "db",
+        ])
+        .args(["-X", "-w", "-v", "VERBOSITY=verbose", "-c", sql])
+        .env("PGPASSWORD", password)
+        .env("PGCONNECT_TIMEOUT", "5")
+        .output()
+        .expect("psql must be installed (.ci/run installs it)");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn md5_authentication_admits_the_right_password_only() {
+    let (_dir, db) = temp_db();
+    let port = start_with(
+        db,
+        ndpdb_server::ServerConfig {
+            auth: ndpdb_server::Auth::Md5 {
+                user: "alice".into(),
+                password: "s3cret".into(),
+            },
+            ..ndpdb_server::ServerConfig::default()
+        },
+    );
+    let (ok, out, err) = psql_as(port, "alice", "s3cret", "SELECT 40 + 2");
+    assert!(ok && out.contains("42"), "{out}{err}");
+    let (ok, _, err) = psql_as(port, "alice", "wrong", "SELECT 1");
+    assert!(!ok && err.contains("authentication failed"), "{err}");
+    let (ok, _, err) = psql_as(port, "mallory", "s3cret", "SELECT 1");
+    assert!(!ok && err.contains("authentication failed"), "{err}");
+}
