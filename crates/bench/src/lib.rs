@@ -5,6 +5,7 @@
 //! - [`mixed`]: YCSB with an injected bulk UPDATE, host vs update NDP.
 //! - [`pin`]: pinning host threads to CPUs.
 //! - [`plot`]: PNG line and bar charts.
+//! - [`target`]: embedded ndpdb, an ndpdb server or PostgreSQL as the target.
 //! - [`sltbench`]: shared-lock-table latency, host and device side.
 //! - [`zipf`]: YCSB's scrambled Zipfian key chooser.
 //! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
@@ -17,5 +18,6 @@ pub mod pin;
 pub mod plot;
 pub mod report;
 pub mod sltbench;
+pub mod target;
 pub mod ycsb;
 pub mod zipf;

@@ -10,6 +10,15 @@ pub fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid histogram bounds")
 }
 
+/// The latency at quantile `p` in µs, or "-" for no samples.
+pub fn quantile_us(h: &Histogram<u64>, p: f64) -> String {
+    if h.is_empty() {
+        "-".to_string()
+    } else {
+        h.value_at_quantile(p).to_string()
+    }
+}
+
 /// A counter snapshot to report differences over a phase.
 #[derive(Clone, Debug, Default)]
 pub struct StatsDelta {

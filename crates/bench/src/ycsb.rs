@@ -18,9 +18,9 @@ use rand::{Rng, SeedableRng};
 
 use ndpdb_formats::{Column, DataType, Schema, Value};
 use ndpdb_host::{Database, Isolation, Result};
-use ndpdb_sql::Session;
 
-use crate::report::{histogram, StatsDelta};
+use crate::report::{histogram, quantile_us, StatsDelta};
+use crate::target::{copy_rows, copy_text, wire_error, Backend, Conn};
 use crate::zipf::Zipfian;
 
 pub const TABLE: &str = "usertable";
@@ -116,18 +116,7 @@ pub fn load(
     }
     db.create_table(TABLE, Schema::new(columns, vec![0]))?;
     let table = db.table(TABLE)?;
-    let bar = if progress {
-        let b = ProgressBar::new(records);
-        b.set_style(
-            ProgressStyle::with_template(
-                "loading {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        b
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = progress_bar(records, progress);
     let start = Instant::now();
     let mut rng = SmallRng::seed_from_u64(42);
     let mut key = 0u64;
@@ -151,27 +140,89 @@ pub fn load(
     Ok(start.elapsed())
 }
 
-/// Runs a workload for the configured time on `threads` sessions.
-pub fn run(db: &Database, cfg: &RunConfig) -> Result<RunReport> {
+/// Creates `usertable` on a wire target (dropping an old one) and loads
+/// the same rows as [`load`] through COPY FROM STDIN, 10,000 rows per
+/// COPY; returns the load time.
+pub fn load_wire(
+    conn: &mut Conn,
+    records: u64,
+    field_count: usize,
+    field_len: usize,
+    progress: bool,
+) -> Result<Duration> {
+    let Conn::Wire(client) = conn else {
+        return Err(ndpdb_host::Error::new(
+            ndpdb_formats::SqlState::INTERNAL_ERROR,
+            "load_wire needs a wire connection",
+        ));
+    };
+    let fields: Vec<String> = (0..field_count).map(|i| format!("field{i} TEXT")).collect();
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} (ycsb_key BIGINT PRIMARY KEY, {})",
+            fields.join(", ")
+        ))
+        .map_err(wire_error)?;
+    let bar = progress_bar(records, progress);
+    let start = Instant::now();
+    let mut rng = SmallRng::seed_from_u64(42);
+    copy_rows(
+        client,
+        TABLE,
+        records,
+        10_000,
+        |k, line| {
+            line.push_str(&k.to_string());
+            for _ in 0..field_count {
+                line.push('\t');
+                line.push_str(&copy_text(&random_field(&mut rng, field_len)));
+            }
+        },
+        |n| bar.inc(n),
+    )?;
+    bar.finish_and_clear();
+    Ok(start.elapsed())
+}
+
+fn progress_bar(records: u64, progress: bool) -> ProgressBar {
+    if !progress {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new(records);
+    b.set_style(
+        ProgressStyle::with_template("loading {bar:40} {pos}/{len} rows ({per_sec}, eta {eta})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    b
+}
+
+/// Runs a workload for the configured time on `threads` sessions of the
+/// target, each with its own connection and prepared statements.
+pub fn run(backend: &Backend, cfg: &RunConfig) -> Result<RunReport> {
     let zipf = Arc::new(Zipfian::new(cfg.records, cfg.theta));
     let stop = Arc::new(AtomicBool::new(false));
-    let delta = StatsDelta::start(db);
+    let delta = backend.database().map(StatsDelta::start);
+    // Connect and prepare before the clock starts.
+    let mut sessions = Vec::new();
+    for _ in 0..cfg.threads {
+        let mut conn = backend.connect()?;
+        conn.batch("SET default_transaction_isolation = 'read committed'")?;
+        let read = conn.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
+        let updates: Vec<_> = (0..cfg.field_count)
+            .map(|f| {
+                conn.prepare(&format!(
+                    "UPDATE {TABLE} SET field{f} = $1 WHERE ycsb_key = $2"
+                ))
+            })
+            .collect::<Result<_>>()?;
+        sessions.push((conn, read, updates));
+    }
     let start = Instant::now();
     let mut handles = Vec::new();
-    for t in 0..cfg.threads {
-        let (db, zipf, stop, cfg) = (db.clone(), zipf.clone(), stop.clone(), cfg.clone());
+    for (t, (mut conn, read, updates)) in sessions.into_iter().enumerate() {
+        let (zipf, stop, cfg) = (zipf.clone(), stop.clone(), cfg.clone());
         handles.push(std::thread::spawn(move || -> Result<ThreadResult> {
             crate::pin::pin_host_thread(t);
-            let mut session = Session::new(db);
-            session.execute("SET default_transaction_isolation = 'read committed'")?;
-            let read = session.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
-            let updates: Vec<_> = (0..cfg.field_count)
-                .map(|f| {
-                    session.prepare(&format!(
-                        "UPDATE {TABLE} SET field{f} = $1 WHERE ycsb_key = $2"
-                    ))
-                })
-                .collect::<Result<_>>()?;
             let mut rng = SmallRng::seed_from_u64(cfg.seed.wrapping_add(t as u64 * 7919));
             let (mut rh, mut uh) = (histogram(), histogram());
             let mut errors = BTreeMap::new();
@@ -180,17 +231,17 @@ pub fn run(db: &Database, cfg: &RunConfig) -> Result<RunReport> {
                 let is_read = rng.gen::<f64>() < cfg.workload.read_fraction();
                 let t0 = Instant::now();
                 let r = if is_read {
-                    session.execute_prepared(&read, &[key])
+                    conn.execute(&read, &[key])
                 } else {
                     let f = rng.gen_range(0..updates.len());
                     let v = Value::Text(random_field(&mut rng, cfg.field_len));
-                    session.execute_prepared(&updates[f], &[v, key])
+                    conn.execute(&updates[f], &[v, key])
                 };
                 let us = (t0.elapsed().as_micros() as u64).max(1);
                 match r {
                     Ok(_) if is_read => rh.saturating_record(us),
                     Ok(_) => uh.saturating_record(us),
-                    Err(e) => *errors.entry(e.code.to_string()).or_insert(0) += 1,
+                    Err(code) => *errors.entry(code).or_insert(0) += 1,
                 }
             }
             Ok((rh, uh, errors))
@@ -220,19 +271,16 @@ pub fn run(db: &Database, cfg: &RunConfig) -> Result<RunReport> {
         updates,
         errors,
         error_codes,
-        engine: delta.finish(db),
+        engine: match (delta, backend.database()) {
+            (Some(d), Some(db)) => d.finish(db),
+            _ => Vec::new(),
+        },
     })
 }
 
 /// The report lines of one run.
 pub fn describe(name: &str, r: &RunReport) -> Vec<String> {
-    let q = |h: &Histogram<u64>, p: f64| {
-        if h.is_empty() {
-            "-".to_string()
-        } else {
-            format!("{:.1}", h.value_at_quantile(p) as f64)
-        }
-    };
+    let q = quantile_us;
     let mut lines = vec![format!(
         "{name}: {:.0} ops/s ({} ops in {:.1} s, {} errors{})",
         r.throughput(),

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 
 use ndpdb_bench::report::{engine_lines, StatsDelta};
+use ndpdb_bench::target::Backend;
 use ndpdb_bench::ycsb::{self, RunConfig, Workload};
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Config, Database, Error, NvmProfile, Result};
@@ -103,6 +104,12 @@ pub enum Bench {
         /// Database directory (default: a fresh temporary one).
         #[arg(long)]
         db: Option<PathBuf>,
+        /// Where to run, repeatable for a side-by-side table: ndpdb
+        /// (embedded), ndpdb-server[=HOST:PORT] (without an address: a
+        /// server in this process on a fresh database), postgres[=CONNSTRING]
+        /// (default $NDPDB_POSTGRES, see scripts/postgres-baseline.sh).
+        #[arg(long, default_value = "ndpdb")]
+        target: Vec<String>,
         #[command(flatten)]
         device: DeviceArgs,
     },
@@ -204,7 +211,7 @@ fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-fn machine_line(db: &Database) -> String {
+pub fn machine_line(db: &Database) -> String {
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     let mem = std::fs::read_to_string("/proc/meminfo")
         .ok()
@@ -265,7 +272,7 @@ pub fn demo(records: u64, seconds: u64, threads: usize, device: &DeviceArgs) -> 
             field_len: 100,
             seed: 7,
         };
-        let r = ycsb::run(&db, &cfg)?;
+        let r = ycsb::run(&Backend::Embedded(db.clone()), &cfg)?;
         for l in ycsb::describe(&format!("{name} ({threads} threads, zipf 0.99)"), &r) {
             println!("{l}");
         }
@@ -677,45 +684,28 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             buffer_pool_mib,
             delta_buffer_kib,
             db,
+            target,
             device,
         } => {
-            let w = Workload::parse(&workload).ok_or_else(|| {
-                Error::new(
-                    SqlState::INVALID_PARAMETER_VALUE,
-                    format!("unknown workload {workload}"),
-                )
-            })?;
-            let tmp = tempfile::tempdir()?;
-            let dir = db.unwrap_or_else(|| tmp.path().to_path_buf());
             let config = device.apply(Config {
                 buffer_pool_bytes: buffer_pool_mib << 20,
                 delta_buffer_bytes: delta_buffer_kib << 10,
                 ..Config::default()
             })?;
-            let db = Database::open_with(&dir, config)?;
-            println!("{}", machine_line(&db));
+            let run = crate::targets::YcsbRun {
+                records,
+                workload,
+                threads,
+                seconds,
+                zipf,
+                db,
+                targets: target,
+            };
             println!(
                 "settings: buffer pool {buffer_pool_mib} MiB, delta buffer {delta_buffer_kib} KiB, {records} records, workload {}, {threads} threads, {seconds} s, zipf {zipf}",
-                workload.to_uppercase()
+                run.workload.to_uppercase()
             );
-            if db.table(ycsb::TABLE).is_err() {
-                let t = ycsb::load(&db, records, 10, 100, true)?;
-                println!("loaded in {:.1} s", t.as_secs_f64());
-            }
-            let cfg = RunConfig {
-                workload: w,
-                records,
-                threads,
-                duration: Duration::from_secs(seconds),
-                theta: zipf,
-                field_count: 10,
-                field_len: 100,
-                seed: 11,
-            };
-            let r = ycsb::run(&db, &cfg)?;
-            for l in ycsb::describe(&format!("YCSB-{}", workload.to_uppercase()), &r) {
-                println!("{l}");
-            }
+            crate::targets::ycsb(&run, config)?;
             Ok(ExitCode::SUCCESS)
         }
     }

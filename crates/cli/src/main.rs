@@ -3,6 +3,7 @@
 mod crash_worker;
 mod demo;
 mod sql;
+mod targets;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

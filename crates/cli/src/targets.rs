@@ -1,0 +1,119 @@
+//! `ndpdb bench ycsb --target …`: one workload against several targets
+//! (embedded ndpdb, an ndpdb server, PostgreSQL) in one run, with a
+//! side-by-side table at the end (DESIGN.md §12).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use ndpdb_bench::report::quantile_us;
+use ndpdb_bench::target::{endpoint, Backend, Target};
+use ndpdb_bench::ycsb::{self, RunConfig, RunReport, Workload};
+use ndpdb_formats::SqlState;
+use ndpdb_host::{Config, Database, Error, Result};
+
+pub struct YcsbRun {
+    pub records: u64,
+    pub workload: String,
+    pub threads: usize,
+    pub seconds: u64,
+    pub zipf: f64,
+    pub db: Option<PathBuf>,
+    pub targets: Vec<String>,
+}
+
+/// Opens a target; for embedded ndpdb, in `dir` (or a fresh temporary one).
+fn backend(
+    target: &Target,
+    config: &Config,
+    dir: Option<PathBuf>,
+) -> Result<(Backend, Option<tempfile::TempDir>)> {
+    match target {
+        Target::Ndpdb => {
+            let tmp = tempfile::tempdir()?;
+            let path = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+            Ok((
+                Backend::Embedded(Database::open_with(&path, config.clone())?),
+                Some(tmp),
+            ))
+        }
+        t => Ok((Backend::Wire(endpoint(t, config.clone(), dir)?), None)),
+    }
+}
+
+pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
+    let w = Workload::parse(&run.workload).ok_or_else(|| {
+        Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("unknown workload {}", run.workload),
+        )
+    })?;
+    let targets: Vec<Target> = run
+        .targets
+        .iter()
+        .map(|t| Target::parse(t))
+        .collect::<Result<_>>()?;
+    let mut results: Vec<(Target, RunReport, Duration)> = Vec::new();
+    for (i, target) in targets.iter().enumerate() {
+        let (backend, _tmp) = backend(target, &config, run.db.clone())?;
+        if i == 0 {
+            if let Some(db) = backend.database() {
+                println!("{}", crate::demo::machine_line(db));
+            }
+        }
+        println!("--- {}", target.label());
+        let load = match &backend {
+            Backend::Embedded(db) => {
+                if db.table(ycsb::TABLE).is_ok() {
+                    Duration::ZERO
+                } else {
+                    ycsb::load(db, run.records, 10, 100, true)?
+                }
+            }
+            Backend::Wire(_) => {
+                let mut conn = backend.connect()?;
+                let t = ycsb::load_wire(&mut conn, run.records, 10, 100, true)?;
+                // PostgreSQL plans with statistics; ndpdb has no ANALYZE.
+                if matches!(target, Target::Postgres(_)) {
+                    conn.batch(&format!("VACUUM ANALYZE {}", ycsb::TABLE))?;
+                }
+                t
+            }
+        };
+        println!("loaded in {:.1} s", load.as_secs_f64());
+        let cfg = RunConfig {
+            workload: w,
+            records: run.records,
+            threads: run.threads,
+            duration: Duration::from_secs(run.seconds),
+            theta: run.zipf,
+            field_count: 10,
+            field_len: 100,
+            seed: 11,
+        };
+        let r = ycsb::run(&backend, &cfg)?;
+        for l in ycsb::describe(&format!("YCSB-{}", run.workload.to_uppercase()), &r) {
+            println!("{l}");
+        }
+        results.push((target.clone(), r, load));
+    }
+    if results.len() > 1 {
+        println!();
+        println!("| target | load s | ops/s | read p50 µs | read p99 µs | update p50 µs | update p99 µs | errors |");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+        for (t, r, load) in &results {
+            let q = quantile_us;
+            println!(
+                "| {} | {:.1} | {:.0} | {} | {} | {} | {} | {} |",
+                t.label(),
+                load.as_secs_f64(),
+                r.throughput(),
+                q(&r.reads, 0.5),
+                q(&r.reads, 0.99),
+                q(&r.updates, 0.5),
+                q(&r.updates, 0.99),
+                r.errors
+            );
+        }
+    }
+    Ok(())
+}
