@@ -25,6 +25,7 @@ use ndpdb_link::LinkModel;
 use ndpdb_sql::{Output, Session};
 
 use crate::report::{get, StatsDelta};
+use crate::target::{copy_rows, copy_text, wire_error};
 
 pub const TABLE: &str = "order_line";
 
@@ -72,76 +73,209 @@ fn schema() -> Schema {
     )
 }
 
-/// Loads `rows` order lines (10 districts per warehouse, 3,000 orders per
-/// district, 5–15 lines per order, as CH-benCHmark's initial population).
+/// The order lines of CH-benCHmark's initial population (10 districts per
+/// warehouse, 3,000 orders per district, 5–15 lines per order), the same
+/// sequence for every target.
+pub struct OrderLines {
+    rng: SmallRng,
+    base: i64,
+    left: u64,
+    /// Lines left in the current order, and the order's position.
+    lines: i32,
+    n: i32,
+    o: i32,
+    d: i32,
+    w: i32,
+}
+
+impl OrderLines {
+    pub fn new(rows: u64) -> Result<OrderLines> {
+        Ok(OrderLines {
+            rng: SmallRng::seed_from_u64(6),
+            base: parse_timestamp(FIRST_DAY)?,
+            left: rows,
+            lines: 0,
+            n: 0,
+            o: 1,
+            d: 1,
+            w: 1,
+        })
+    }
+}
+
+impl Iterator for OrderLines {
+    type Item = Vec<Value>;
+
+    fn next(&mut self) -> Option<Vec<Value>> {
+        if self.left == 0 {
+            return None;
+        }
+        if self.n == self.lines {
+            if self.lines > 0 {
+                self.o += 1;
+                if self.o > 3000 {
+                    self.o = 1;
+                    self.d += 1;
+                    if self.d > 10 {
+                        self.d = 1;
+                        self.w += 1;
+                    }
+                }
+            }
+            self.lines = self.rng.gen_range(5..=15);
+            self.n = 0;
+        }
+        self.n += 1;
+        self.left -= 1;
+        let rng = &mut self.rng;
+        let day = rng.gen_range(0..DAYS);
+        let micros = self.base + day * 86_400_000_000 + rng.gen_range(0..86_400i64) * 1_000_000;
+        let dist: String = (0..24)
+            .map(|_| rng.gen_range(b'a'..=b'z') as char)
+            .collect();
+        let mut features = [0f32; SPN_FEATURES];
+        for f in features.iter_mut() {
+            *f = rng.gen_range(-3.0..3.0);
+        }
+        Some(vec![
+            Value::Int(self.o),
+            Value::Int(self.d),
+            Value::Int(self.w),
+            Value::Int(self.n),
+            Value::Int(rng.gen_range(1..100_000)),
+            Value::Int(self.w),
+            Value::Timestamp(micros),
+            Value::Int(rng.gen_range(1..=10)),
+            Value::Numeric(Decimal::new(rng.gen_range(1..1_000_000), 2)),
+            Value::Text(dist),
+            Value::Bytea(spn_features(&features)),
+        ])
+    }
+}
+
+fn progress_bar(rows: u64, progress: bool) -> ProgressBar {
+    if !progress {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new(rows);
+    b.set_style(
+        ProgressStyle::with_template(
+            "loading {bar:40} {pos}/{len} order lines ({per_sec}, eta {eta})",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    b
+}
+
+/// Loads `rows` order lines, 2,000 per transaction.
 pub fn load(db: &Database, rows: u64, progress: bool) -> Result<Duration> {
     db.create_table(TABLE, schema())?;
     let table = db.table(TABLE)?;
-    let bar = if progress {
-        let b = ProgressBar::new(rows);
-        b.set_style(
-            ProgressStyle::with_template(
-                "loading {bar:40} {pos}/{len} order lines ({per_sec}, eta {eta})",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        b
-    } else {
-        ProgressBar::hidden()
-    };
-    let base = parse_timestamp(FIRST_DAY)?;
-    let mut rng = SmallRng::seed_from_u64(6);
+    let bar = progress_bar(rows, progress);
     let start = Instant::now();
-    let (mut w, mut d, mut o, mut loaded) = (1i32, 1i32, 1i32, 0u64);
-    while loaded < rows {
+    let mut lines = OrderLines::new(rows)?.peekable();
+    while lines.peek().is_some() {
         let mut tx = db.begin(Isolation::Snapshot)?;
         tx.begin_statement();
-        let batch_end = (loaded + 2000).min(rows);
-        while loaded < batch_end {
-            let lines = rng.gen_range(5..=15).min((batch_end - loaded) as i32);
-            for n in 1..=lines {
-                let day = rng.gen_range(0..DAYS);
-                let micros = base + day * 86_400_000_000 + rng.gen_range(0..86_400i64) * 1_000_000;
-                let dist: String = (0..24)
-                    .map(|_| rng.gen_range(b'a'..=b'z') as char)
-                    .collect();
-                let mut features = [0f32; SPN_FEATURES];
-                for f in features.iter_mut() {
-                    *f = rng.gen_range(-3.0..3.0);
-                }
-                tx.insert(
-                    &table,
-                    vec![
-                        Value::Int(o),
-                        Value::Int(d),
-                        Value::Int(w),
-                        Value::Int(n),
-                        Value::Int(rng.gen_range(1..100_000)),
-                        Value::Int(w),
-                        Value::Timestamp(micros),
-                        Value::Int(rng.gen_range(1..=10)),
-                        Value::Numeric(Decimal::new(rng.gen_range(1..1_000_000), 2)),
-                        Value::Text(dist),
-                        Value::Bytea(spn_features(&features)),
-                    ],
-                )?;
-                loaded += 1;
-            }
-            o += 1;
-            if o > 3000 {
-                o = 1;
-                d += 1;
-                if d > 10 {
-                    d = 1;
-                    w += 1;
-                }
-            }
+        for row in lines.by_ref().take(2000) {
+            tx.insert(&table, row)?;
+            bar.inc(1);
         }
         tx.commit()?;
-        bar.set_position(loaded);
     }
     bar.finish_and_clear();
     Ok(start.elapsed())
+}
+
+/// `CREATE TABLE order_line (…)` as SQL, for wire targets.
+pub fn create_table_sql() -> String {
+    let s = schema();
+    let columns: Vec<String> = s
+        .columns
+        .iter()
+        .map(|c| {
+            format!(
+                "{} {}{}",
+                c.name,
+                c.ty,
+                if c.nullable { "" } else { " NOT NULL" }
+            )
+        })
+        .collect();
+    let pk: Vec<&str> = s
+        .primary_key
+        .iter()
+        .map(|i| s.columns[*i].name.as_str())
+        .collect();
+    format!(
+        "CREATE TABLE {TABLE} ({}, PRIMARY KEY ({}))",
+        columns.join(", "),
+        pk.join(", ")
+    )
+}
+
+/// Loads the same order lines into a wire target through COPY.
+pub fn load_wire(client: &mut postgres::Client, rows: u64, progress: bool) -> Result<Duration> {
+    client
+        .batch_execute(&format!(
+            "DROP TABLE IF EXISTS {TABLE}; {}",
+            create_table_sql()
+        ))
+        .map_err(wire_error)?;
+    let bar = progress_bar(rows, progress);
+    let start = Instant::now();
+    let mut lines = OrderLines::new(rows)?;
+    copy_rows(
+        client,
+        TABLE,
+        rows,
+        20_000,
+        |_, line| {
+            if let Some(row) = lines.next() {
+                let fields: Vec<String> = row
+                    .iter()
+                    .map(|v| {
+                        v.to_pg_text()
+                            .map_or_else(|| "\\N".to_string(), |t| copy_text(&t))
+                    })
+                    .collect();
+                line.push_str(&fields.join("\t"));
+            }
+        },
+        |n| bar.inc(n),
+    )?;
+    bar.finish_and_clear();
+    Ok(start.elapsed())
+}
+
+/// Runs `sql` `runs` times on a wire target; returns each time and the
+/// last result as text.
+pub fn measure_wire(
+    client: &mut postgres::Client,
+    sql: &str,
+    runs: usize,
+) -> Result<(Vec<Duration>, String)> {
+    let mut times = Vec::new();
+    let mut result = String::new();
+    for _ in 0..runs {
+        let t = Instant::now();
+        let msgs = client.simple_query(sql).map_err(wire_error)?;
+        times.push(t.elapsed());
+        result = msgs
+            .iter()
+            .filter_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(r) => Some(
+                    (0..r.len())
+                        .map(|i| r.get(i).unwrap_or("NULL"))
+                        .collect::<Vec<_>>()
+                        .join(","),
+                ),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(";");
+    }
+    Ok((times, result))
 }
 
 /// One measured query execution.
@@ -401,6 +535,64 @@ pub struct ChOptions {
     pub presets: Vec<LinkModel>,
     pub base: Config,
     pub sweeps: bool,
+    /// PostgreSQL baseline: a connection string (Query-SUM on the same rows).
+    pub postgres: Option<String>,
+}
+
+/// The PostgreSQL column: the same order lines loaded through COPY, then
+/// Query-SUM three times (PostgreSQL's defaults: parallel workers on; the
+/// first run after the load and VACUUM ANALYZE, as cold as PostgreSQL gets
+/// without a restart). Compares its result with ndpdb's.
+fn postgres_query_sum(
+    conninfo: &str,
+    rows: u64,
+    ndpdb: &[Measurement],
+    log: &mut impl FnMut(&str),
+) -> Result<()> {
+    let mut client = postgres::Client::connect(conninfo, postgres::NoTls).map_err(wire_error)?;
+    let t = load_wire(&mut client, rows, true)?;
+    client
+        .batch_execute(&format!("VACUUM ANALYZE {TABLE}"))
+        .map_err(wire_error)?;
+    log(&format!(
+        "PostgreSQL: loaded {rows} order lines through COPY in {:.1} s",
+        t.as_secs_f64()
+    ));
+    let (times, result) = measure_wire(&mut client, QUERY_SUM, 3)?;
+    let mut sorted = times.clone();
+    sorted.sort();
+    let median = sorted[sorted.len() / 2];
+    log(&format!(
+        "query-sum  PostgreSQL   runs {} ms, median {:.1} ms  result {result}",
+        times
+            .iter()
+            .map(|t| format!("{:.1}", t.as_secs_f64() * 1e3))
+            .collect::<Vec<_>>()
+            .join(" / "),
+        median.as_secs_f64() * 1e3
+    ));
+    for m in ndpdb.iter().filter(|m| m.label == "query-sum" && m.ndp) {
+        let same = if m.result == result {
+            "same result"
+        } else {
+            "RESULT DIFFERS"
+        };
+        let ratio = median.as_secs_f64() / m.elapsed.as_secs_f64().max(1e-9);
+        let verdict = if ratio >= 1.0 {
+            format!("NDP ({}) {ratio:.2}× faster than PostgreSQL", m.preset)
+        } else {
+            format!(
+                "PostgreSQL {:.2}× faster than NDP ({})",
+                1.0 / ratio,
+                m.preset
+            )
+        };
+        log(&format!(
+            "query-sum  {verdict} (PostgreSQL median; {same}: {})",
+            m.result
+        ));
+    }
+    Ok(())
 }
 
 /// Loads the table and runs every measurement; writes CSV and a summary.
@@ -453,6 +645,9 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
                 all.push(m);
             }
         }
+    }
+    if let Some(conninfo) = &opts.postgres {
+        postgres_query_sum(conninfo, opts.rows, &all, &mut log)?;
     }
     // The yardstick: one thread reading as many bytes as a PE scanned.
     if let Some(m) = all

@@ -25,6 +25,7 @@ use ndpdb_host::{Config, Database, Result};
 use ndpdb_sql::{Output, Session};
 
 use crate::report::{get, StatsDelta};
+use crate::target::Backend;
 use crate::ycsb::{random_field, Workload, TABLE};
 use crate::zipf::Zipfian;
 
@@ -59,6 +60,8 @@ pub const AFTER: u8 = 2;
 /// One run: throughput samples and the update's figures.
 pub struct MixedRun {
     pub ndp: bool,
+    /// What ran the update, e.g. "ndp on", "PostgreSQL".
+    pub label: String,
     /// (ms since start, YCSB ops/s, phase).
     pub samples: Vec<(u64, f64, u8)>,
     pub update: Duration,
@@ -102,8 +105,9 @@ fn thread_panic() -> ndpdb_host::Error {
     )
 }
 
-/// Runs YCSB for `opts.seconds` with the update injected after the warm-up.
-pub fn run(db: &Database, opts: &MixedOptions, ndp: bool) -> Result<MixedRun> {
+/// Runs YCSB for `opts.seconds` with the update injected after the
+/// warm-up, on any target; `ndp` sets `ndp` on or off (ndpdb targets).
+pub fn run(backend: &Backend, opts: &MixedOptions, ndp: bool) -> Result<MixedRun> {
     let ops = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
@@ -111,30 +115,24 @@ pub fn run(db: &Database, opts: &MixedOptions, ndp: bool) -> Result<MixedRun> {
     let zipf = Arc::new(Zipfian::new(opts.records, 0.99));
     let mut clients = Vec::new();
     for t in 0..opts.threads {
-        let (db, ops, errors, stop, zipf) = (
-            db.clone(),
-            ops.clone(),
-            errors.clone(),
-            stop.clone(),
-            zipf.clone(),
-        );
+        let mut s = backend.connect()?;
+        s.batch("SET default_transaction_isolation = 'read committed'")?;
+        let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
+        let update = s.prepare(&format!(
+            "UPDATE {TABLE} SET field0 = $1 WHERE ycsb_key = $2"
+        ))?;
+        let (ops, errors, stop, zipf) = (ops.clone(), errors.clone(), stop.clone(), zipf.clone());
         let read_fraction = opts.workload.read_fraction();
         clients.push(std::thread::spawn(move || -> Result<()> {
             crate::pin::pin_host_thread(t);
-            let mut s = Session::new(db);
-            s.execute("SET default_transaction_isolation = 'read committed'")?;
-            let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
-            let update = s.prepare(&format!(
-                "UPDATE {TABLE} SET field0 = $1 WHERE ycsb_key = $2"
-            ))?;
             let mut rng = SmallRng::seed_from_u64(300 + t as u64);
             while !stop.load(Ordering::Relaxed) {
                 let key = Value::BigInt(zipf.next_key(&mut rng) as i64);
                 let r = if rng.gen::<f64>() < read_fraction {
-                    s.execute_prepared(&read, &[key])
+                    s.execute(&read, &[key])
                 } else {
                     let v = Value::Text(random_field(&mut rng, 100));
-                    s.execute_prepared(&update, &[v, key])
+                    s.execute(&update, &[v, key])
                 };
                 match r {
                     Ok(_) => ops.fetch_add(1, Ordering::Relaxed),
@@ -145,25 +143,36 @@ pub fn run(db: &Database, opts: &MixedOptions, ndp: bool) -> Result<MixedRun> {
         }));
     }
     let updater = {
-        let (db, phase) = (db.clone(), phase.clone());
+        let mut s = backend.connect()?;
+        // PostgreSQL's default: conflicts are re-checked, not errors.
+        s.batch("SET default_transaction_isolation = 'read committed'")?;
+        if !backend.is_postgres() {
+            s.batch(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
+        }
+        let update = s.prepare(&update_sql(opts.selectivity))?;
+        let (db, phase) = (backend.database().cloned(), phase.clone());
         let warmup = Duration::from_secs_f64(opts.warmup);
-        let sql = update_sql(opts.selectivity);
         let thread = opts.threads;
         std::thread::spawn(move || -> Result<UpdateOutcome> {
             crate::pin::pin_host_thread(thread);
-            let mut s = Session::new(db.clone());
-            // PostgreSQL's default: conflicts are re-checked, not errors.
-            s.execute("SET default_transaction_isolation = 'read committed'")?;
-            s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
             std::thread::sleep(warmup);
             phase.store(DURING, Ordering::Relaxed);
-            let delta = StatsDelta::start(&db);
+            let delta = db.as_ref().map(StatsDelta::start);
             let t = Instant::now();
-            let out = s.execute(&sql);
+            let out = s.execute(&update, &[]);
             let took = t.elapsed();
             phase.store(AFTER, Ordering::Relaxed);
-            let rows = rows_changed(out?.pop());
-            Ok((took, rows, delta.finish(&db)))
+            let rows = out.map_err(|code| {
+                ndpdb_host::Error::new(
+                    ndpdb_formats::SqlState::from_code(&code),
+                    format!("the bulk update failed with SQLSTATE {code}"),
+                )
+            })?;
+            let engine = match (delta, &db) {
+                (Some(d), Some(db)) => d.finish(db),
+                _ => Vec::new(),
+            };
+            Ok((took, rows, engine))
         })
     };
     let start = Instant::now();
@@ -195,6 +204,13 @@ pub fn run(db: &Database, opts: &MixedOptions, ndp: bool) -> Result<MixedRun> {
     let (update, rows, engine) = updater.join().map_err(|_| thread_panic())??;
     Ok(MixedRun {
         ndp,
+        label: if backend.is_postgres() {
+            "PostgreSQL".to_string()
+        } else if ndp {
+            "ndp on".to_string()
+        } else {
+            "ndp off".to_string()
+        },
         samples,
         update,
         rows,
@@ -324,15 +340,11 @@ fn expect_conflict(r: Result<Vec<Output>>) -> Result<()> {
 }
 
 pub fn csv(runs: &[MixedRun]) -> String {
-    let mut out = String::from("ndp,ms,ops_per_s,phase\n");
+    let mut out = String::from("run,ms,ops_per_s,phase\n");
     for r in runs {
         for (ms, tput, phase) in &r.samples {
             let p = ["before", "during", "after"][*phase as usize];
-            let _ = writeln!(
-                out,
-                "{},{ms},{tput:.0},{p}",
-                if r.ndp { "on" } else { "off" }
-            );
+            let _ = writeln!(out, "{},{ms},{tput:.0},{p}", r.label);
         }
     }
     out
@@ -345,10 +357,10 @@ pub fn plot(path: &Path, runs: &[MixedRun], title: &str) -> std::result::Result<
         .map(|r| crate::plot::Series {
             label: format!(
                 "bulk UPDATE {} ({:.1} s)",
-                if r.ndp {
-                    "on the device (ndp on)"
-                } else {
-                    "on the host (ndp off)"
+                match r.label.as_str() {
+                    "ndp on" => "on the device (ndp on)",
+                    "ndp off" => "on the host (ndp off)",
+                    other => other,
                 },
                 r.update.as_secs_f64()
             ),

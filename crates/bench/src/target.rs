@@ -86,6 +86,8 @@ pub fn wire_code(e: &postgres::Error) -> String {
 /// server (with its database directory) if one was started.
 pub struct Endpoint {
     pub conninfo: String,
+    /// PostgreSQL rather than ndpdb.
+    pub postgres: bool,
     /// The in-process server's database (for engine counters).
     pub db: Option<Database>,
     _dir: Option<tempfile::TempDir>,
@@ -106,6 +108,7 @@ pub fn endpoint(target: &Target, config: Config, dir: Option<PathBuf>) -> Result
         Target::Ndpdb => Err(invalid("the embedded target has no wire endpoint")),
         Target::Postgres(c) => Ok(Endpoint {
             conninfo: c.clone(),
+            postgres: true,
             db: None,
             _dir: None,
         }),
@@ -113,6 +116,7 @@ pub fn endpoint(target: &Target, config: Config, dir: Option<PathBuf>) -> Result
             let (host, port) = addr.rsplit_once(':').unwrap_or((addr.as_str(), "5433"));
             Ok(Endpoint {
                 conninfo: format!("host={host} port={port} user=bench dbname=bench"),
+                postgres: false,
                 db: None,
                 _dir: None,
             })
@@ -131,6 +135,7 @@ pub fn endpoint(target: &Target, config: Config, dir: Option<PathBuf>) -> Result
             let port = start_server(db.clone())?;
             Ok(Endpoint {
                 conninfo: format!("host=127.0.0.1 port={port} user=bench dbname=bench"),
+                postgres: false,
                 db: Some(db),
                 _dir: tmp,
             })
@@ -239,6 +244,11 @@ impl Backend {
             Backend::Embedded(db) => Conn::Embedded(Box::new(Session::new(db.clone()))),
             Backend::Wire(e) => Conn::Wire(Box::new(e.connect()?)),
         })
+    }
+
+    /// The target is PostgreSQL (no ndpdb settings).
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Backend::Wire(e) if e.postgres)
     }
 
     /// The ndpdb database behind the target, when there is one in this

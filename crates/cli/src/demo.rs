@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 
 use ndpdb_bench::report::{engine_lines, StatsDelta};
-use ndpdb_bench::target::Backend;
+use ndpdb_bench::target::{endpoint, Backend, Target};
 use ndpdb_bench::ycsb::{self, RunConfig, Workload};
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Config, Database, Error, NvmProfile, Result};
@@ -161,6 +161,11 @@ pub enum Bench {
         out: Option<PathBuf>,
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
+        /// Where to run, repeatable: ndpdb (embedded; ndp off and on),
+        /// ndpdb-server[=HOST:PORT] (through the wire; ndp off and on),
+        /// postgres[=CONNSTRING] (host-only baseline; default $NDPDB_POSTGRES).
+        #[arg(long, default_value = "ndpdb")]
+        target: Vec<String>,
         #[command(flatten)]
         device: DeviceArgs,
     },
@@ -204,6 +209,11 @@ pub enum Bench {
         /// Emulated NVM latency of the device's store: off, fast, mid, slow.
         #[arg(long, default_value = "off")]
         nvm: String,
+        /// Also run Query-SUM on PostgreSQL: postgres[=CONNSTRING] (default
+        /// $NDPDB_POSTGRES, see scripts/postgres-baseline.sh). ndpdb itself
+        /// always runs embedded here.
+        #[arg(long)]
+        target: Vec<String>,
     },
 }
 
@@ -336,7 +346,7 @@ fn update_ndp_phase(db: &Database, records: u64, threads: usize) -> Result<()> {
     );
     let mut took = Vec::new();
     for ndp in [false, true] {
-        let r = ndpdb_bench::mixed::run(db, &opts, ndp)?;
+        let r = ndpdb_bench::mixed::run(&Backend::Embedded(db.clone()), &opts, ndp)?;
         let before = r.mean(ndpdb_bench::mixed::BEFORE);
         let during = r.mean(ndpdb_bench::mixed::DURING);
         println!(
@@ -381,8 +391,13 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             no_sweep,
             out,
             buffer_pool_mib,
+            target,
             device,
         } => {
+            let targets: Vec<Target> = target
+                .iter()
+                .map(|t| Target::parse(t))
+                .collect::<Result<_>>()?;
             let w = Workload::parse(&workload).ok_or_else(|| {
                 Error::new(
                     SqlState::INVALID_PARAMETER_VALUE,
@@ -402,7 +417,8 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 summary.push_str(&line);
                 summary.push('\n');
             };
-            {
+            let embedded = targets.contains(&Target::Ndpdb);
+            if embedded {
                 let db = Database::open_with(&dir, config.clone())?;
                 say(machine_line(&db));
                 if db.table(ycsb::TABLE).is_err() {
@@ -411,7 +427,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 }
             }
             say(format!(
-                "settings: YCSB-{} on {threads} host threads (zipf 0.99, read committed), {records} rows, buffer pool {buffer_pool_mib} MiB; after {warmup} s: {}",
+                "settings: YCSB-{} on {threads} client threads (zipf 0.99, read committed), {records} rows, buffer pool {buffer_pool_mib} MiB; after {warmup} s: {}",
                 workload.to_uppercase(),
                 ndpdb_bench::mixed::update_sql(selectivity)
             ));
@@ -425,42 +441,96 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 sample: Duration::from_millis(250),
             };
             let mut runs = Vec::new();
-            for ndp in [false, true] {
-                let db = ndpdb_bench::mixed::open(&dir, &config)?;
-                let r = ndpdb_bench::mixed::run(&db, &opts, ndp)?;
-                let before = r.mean(ndpdb_bench::mixed::BEFORE);
-                say(format!(
-                    "ndp {:<3}: update {} rows in {:>8.1} ms; YCSB ops/s before {:>8.0}, during {:>8.0} ({:.1} %), after {:>8.0}; link to host {}, to device {}, control {} msgs; buffer misses {}; SLT CAS {}; YCSB errors {}",
-                    if ndp { "on" } else { "off" },
-                    r.rows,
-                    r.update.as_secs_f64() * 1e3,
-                    before,
-                    r.mean(ndpdb_bench::mixed::DURING),
-                    r.mean(ndpdb_bench::mixed::DURING) * 100.0 / before.max(1.0),
-                    r.mean(ndpdb_bench::mixed::AFTER),
-                    ndpdb_bench::report::human_bytes(r.counter("link.data.to_host.bytes")),
-                    ndpdb_bench::report::human_bytes(r.counter("link.data.to_device.bytes")),
-                    r.counter("link.control.to_device.messages"),
-                    r.counter("buffer.misses"),
-                    r.counter("slt.cas_attempts"),
-                    r.errors
-                ));
-                if ndp {
-                    let us = r.update.as_secs_f64() * 1e6;
+            for t in &targets {
+                // Embedded: a fresh buffer pool per run. Wire targets:
+                // loaded once through COPY, then both runs.
+                let wire = match t {
+                    Target::Ndpdb => None,
+                    t => {
+                        let e = endpoint(t, config.clone(), Some(out.join("server-db")))?;
+                        let backend = Backend::Wire(e);
+                        let mut conn = backend.connect()?;
+                        let took = ycsb::load_wire(&mut conn, records, 10, 100, true)?;
+                        if backend.is_postgres() {
+                            conn.batch(&format!("VACUUM ANALYZE {}", ycsb::TABLE))?;
+                        }
+                        say(format!(
+                            "{}: loaded {records} rows through COPY in {:.1} s",
+                            t.label(),
+                            took.as_secs_f64()
+                        ));
+                        Some(backend)
+                    }
+                };
+                let modes: &[bool] = if wire.as_ref().is_some_and(|b| b.is_postgres()) {
+                    &[false]
+                } else {
+                    &[false, true]
+                };
+                for &ndp in modes {
+                    let backend = match &wire {
+                        Some(b) => b,
+                        None => &Backend::Embedded(ndpdb_bench::mixed::open(&dir, &config)?),
+                    };
+                    let r = ndpdb_bench::mixed::run(backend, &opts, ndp)?;
+                    let before = r.mean(ndpdb_bench::mixed::BEFORE);
+                    let name = match t {
+                        Target::Ndpdb => format!("ndp {:<3}", if ndp { "on" } else { "off" }),
+                        Target::NdpdbServer(_) => {
+                            format!("server, ndp {}", if ndp { "on" } else { "off" })
+                        }
+                        Target::Postgres(_) => "PostgreSQL".to_string(),
+                    };
+                    let engine = if r.engine.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            "; link to host {}, to device {}, control {} msgs; buffer misses {}; SLT CAS {}",
+                            ndpdb_bench::report::human_bytes(r.counter("link.data.to_host.bytes")),
+                            ndpdb_bench::report::human_bytes(r.counter("link.data.to_device.bytes")),
+                            r.counter("link.control.to_device.messages"),
+                            r.counter("buffer.misses"),
+                            r.counter("slt.cas_attempts"),
+                        )
+                    };
                     say(format!(
-                        "  locking: PEs spent {:.1} ms taking SLT locks ({:.1} % of the update, summed over PEs); the host released them in {:.1} ms ({:.1} %)",
-                        r.counter("ndp.device_lock_micros") as f64 / 1e3,
-                        r.counter("ndp.device_lock_micros") as f64 * 100.0 / us.max(1.0),
-                        r.counter("ndp.host_release_micros") as f64 / 1e3,
-                        r.counter("ndp.host_release_micros") as f64 * 100.0 / us.max(1.0),
+                        "{name}: update {} rows in {:>8.1} ms; YCSB ops/s before {:>8.0}, during {:>8.0} ({:.1} %), after {:>8.0}{engine}; YCSB errors {}",
+                        r.rows,
+                        r.update.as_secs_f64() * 1e3,
+                        before,
+                        r.mean(ndpdb_bench::mixed::DURING),
+                        r.mean(ndpdb_bench::mixed::DURING) * 100.0 / before.max(1.0),
+                        r.mean(ndpdb_bench::mixed::AFTER),
+                        r.errors
                     ));
+                    if ndp && *t == Target::Ndpdb {
+                        let us = r.update.as_secs_f64() * 1e6;
+                        say(format!(
+                            "  locking: PEs spent {:.1} ms taking SLT locks ({:.1} % of the update, summed over PEs); the host released them in {:.1} ms ({:.1} %)",
+                            r.counter("ndp.device_lock_micros") as f64 / 1e3,
+                            r.counter("ndp.device_lock_micros") as f64 * 100.0 / us.max(1.0),
+                            r.counter("ndp.host_release_micros") as f64 / 1e3,
+                            r.counter("ndp.host_release_micros") as f64 * 100.0 / us.max(1.0),
+                        ));
+                    }
+                    runs.push(r);
                 }
-                runs.push(r);
             }
-            if runs.len() == 2 && runs[1].update.as_secs_f64() > 0.0 {
+            let find = |label: &str| {
+                runs.iter()
+                    .find(|r| r.label == label)
+                    .map(|r| r.update.as_secs_f64())
+            };
+            if let (Some(on), Some(pg)) = (find("ndp on"), find("PostgreSQL")) {
+                say(format!(
+                    "update NDP {:.2}× faster than PostgreSQL (host-only)",
+                    pg / on.max(1e-9)
+                ));
+            }
+            if let (Some(off), Some(on)) = (find("ndp off"), find("ndp on")) {
                 say(format!(
                     "update NDP {:.2}× faster than host-only",
-                    runs[0].update.as_secs_f64() / runs[1].update.as_secs_f64()
+                    off / on.max(1e-9)
                 ));
             }
             std::fs::write(out.join("mixed.csv"), ndpdb_bench::mixed::csv(&runs))?;
@@ -476,7 +546,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 Ok(false) => say("plot skipped: no TrueType font found".into()),
                 Err(e) => say(format!("plot failed: {e}")),
             }
-            if !no_sweep {
+            if !no_sweep && embedded {
                 let db = ndpdb_bench::mixed::open(&dir, &config)?;
                 let sweep =
                     ndpdb_bench::mixed::sweep(&db, &[0, 10, 25, 50, 100], |l| say(l.to_string()))?;
@@ -628,6 +698,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             device_cpus,
             host_cpus,
             nvm,
+            target,
         } => {
             let machine_cpus = cpus();
             ndpdb_bench::pin::set_host_cpus(&host_cpus);
@@ -655,6 +726,13 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     ..Config::default()
                 },
                 sweeps: !no_sweeps,
+                postgres: match target.iter().find(|t| t.starts_with("postgres")) {
+                    Some(t) => match Target::parse(t)? {
+                        Target::Postgres(c) => Some(c),
+                        _ => None,
+                    },
+                    None => None,
+                },
             };
             let mut summary = String::new();
             let header = format!(
