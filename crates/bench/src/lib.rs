@@ -1,6 +1,7 @@
 //! Benchmark workloads and reporting (DESIGN.md §12).
 //!
 //! - [`chbench`]: CH-benCHmark ORDER-LINE, Query-SUM, selectivity and projectivity sweeps.
+//! - [`diff`]: SQL conformance: generated queries on ndpdb and PostgreSQL, rows compared.
 //! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
 //! - [`mixed`]: YCSB with an injected bulk UPDATE, host vs update NDP.
 //! - [`pin`]: pinning host threads to CPUs.
@@ -12,6 +13,7 @@
 //! - [`report`]: latency histograms and the figures every run prints.
 
 pub mod chbench;
+pub mod diff;
 pub mod htap;
 pub mod mixed;
 pub mod pin;

@@ -169,6 +169,21 @@ pub enum Bench {
         #[command(flatten)]
         device: DeviceArgs,
     },
+    /// SQL conformance: the same random tables in ndpdb (a server in this
+    /// process) and PostgreSQL, generated queries on both, rows compared.
+    Diff {
+        /// Rows in t1 (t2 gets twice as many).
+        #[arg(long, default_value_t = 2000)]
+        rows: u64,
+        #[arg(long, default_value_t = 500)]
+        queries: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// PostgreSQL: postgres[=CONNSTRING] (default $NDPDB_POSTGRES); also
+        /// ndpdb-server=HOST:PORT to test a running server instead.
+        #[arg(long, default_value = "postgres")]
+        target: Vec<String>,
+    },
     /// Shared-lock-table latency: host and device side, uncontended and
     /// contended, against the host lock table alone and a mutex hash map.
     Slt {
@@ -753,6 +768,12 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             println!("wrote {}", opts.out.display());
             Ok(ExitCode::SUCCESS)
         }
+        Bench::Diff {
+            rows,
+            queries,
+            seed,
+            target,
+        } => crate::targets::diff(rows, queries, seed, &target),
         Bench::Ycsb {
             records,
             workload,

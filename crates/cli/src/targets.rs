@@ -117,3 +117,55 @@ pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
     }
     Ok(())
 }
+
+/// `ndpdb bench diff`: loads the same tables into ndpdb and PostgreSQL,
+/// compares generated queries; exit status 1 on any mismatch.
+pub fn diff(
+    rows: u64,
+    queries: usize,
+    seed: u64,
+    targets: &[String],
+) -> Result<std::process::ExitCode> {
+    let mut postgres = None;
+    let mut server = Target::NdpdbServer(None);
+    for t in targets {
+        match Target::parse(t)? {
+            Target::Postgres(c) => postgres = Some(Target::Postgres(c)),
+            s @ Target::NdpdbServer(_) => server = s,
+            Target::Ndpdb => {}
+        }
+    }
+    let postgres = postgres.ok_or_else(|| {
+        Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            "bench diff needs --target postgres[=CONNSTRING]",
+        )
+    })?;
+    let mine = endpoint(&server, Config::default(), None)?;
+    let theirs = endpoint(&postgres, Config::default(), None)?;
+    let (mut a, mut b) = (mine.connect()?, theirs.connect()?);
+    ndpdb_bench::diff::load(&mut a, rows, seed)?;
+    ndpdb_bench::diff::load(&mut b, rows, seed)?;
+    let report = ndpdb_bench::diff::compare(&mut a, &mut b, queries, seed);
+    for m in report.mismatches.iter().take(20) {
+        println!(
+            "MISMATCH {}\n  ndpdb:      {}\n  PostgreSQL: {}",
+            m.sql, m.ndpdb, m.postgres
+        );
+    }
+    println!(
+        "diff: {} queries on {rows} + {} rows (seed {seed}): {} match PostgreSQL ({} rows compared; {} with no rows, {} rejected by both), {} differ",
+        report.queries,
+        rows * 2,
+        report.matched,
+        report.rows_compared,
+        report.matched_empty,
+        report.matched_errors,
+        report.mismatches.len()
+    );
+    Ok(if report.mismatches.is_empty() {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}

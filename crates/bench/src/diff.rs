@@ -1,0 +1,389 @@
+//! `ndpdb bench diff`: SQL conformance against PostgreSQL (DESIGN.md §12).
+//! The same random tables are loaded into ndpdb and PostgreSQL through
+//! COPY; then generated queries — filters, aggregates, GROUP BY, joins,
+//! ORDER BY with LIMIT — run on both over the wire and their rows are
+//! compared: exactly for text, integers and NUMERIC, within 1e-9 relative
+//! for DOUBLE PRECISION columns.
+//!
+//! ```text
+//!  seed ─► t1 (id, a INT, b BIGINT, n NUMERIC(10,2), d DOUBLE, s TEXT,
+//!              dt DATE, f BOOLEAN; ~10 % NULLs)   t2 (id, t1_id, v, label)
+//!       ─► query generator ─► ndpdb rows ═? PostgreSQL rows
+//! ```
+//!
+//! Queries without ORDER BY compare as multisets; with ORDER BY … LIMIT
+//! the order is total (the key ends with the primary key) and compares
+//! row by row.
+
+use std::fmt::Write as _;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+use ndpdb_host::Result;
+
+use crate::target::{copy_rows, wire_error};
+
+/// One generated query.
+#[derive(Clone, Debug)]
+pub struct Query {
+    pub sql: String,
+    /// Output columns holding DOUBLE PRECISION values.
+    pub floats: Vec<usize>,
+    /// Rows compare in order (ORDER BY with a total key).
+    pub ordered: bool,
+}
+
+/// One disagreement.
+#[derive(Clone, Debug)]
+pub struct Mismatch {
+    pub sql: String,
+    pub ndpdb: String,
+    pub postgres: String,
+}
+
+#[derive(Debug, Default)]
+pub struct DiffReport {
+    pub queries: usize,
+    pub matched: usize,
+    /// Matches where both sides returned no rows, or both failed.
+    pub matched_empty: usize,
+    pub matched_errors: usize,
+    /// Rows compared in matching results.
+    pub rows_compared: usize,
+    pub mismatches: Vec<Mismatch>,
+}
+
+const WORDS: &[&str] = &[
+    "apple", "pear", "fig", "kiwi", "plum", "Lime", "grape", "melon", "", "a b",
+];
+
+/// A value from `gen`, or NULL (`\N`) one time in ten.
+fn maybe_null(rng: &mut SmallRng, gen: impl FnOnce(&mut SmallRng) -> String) -> String {
+    let v = gen(rng);
+    if rng.gen_bool(0.1) {
+        "\\N".into()
+    } else {
+        v
+    }
+}
+
+/// Creates and loads t1 and t2 on one side.
+pub fn load(client: &mut postgres::Client, rows: u64, seed: u64) -> Result<()> {
+    client
+        .batch_execute(
+            "DROP TABLE IF EXISTS t1; DROP TABLE IF EXISTS t2; \
+             CREATE TABLE t1 (id INT PRIMARY KEY, a INT, b BIGINT, n NUMERIC(10,2), \
+             d DOUBLE PRECISION, s TEXT, dt DATE, f BOOLEAN); \
+             CREATE TABLE t2 (id INT PRIMARY KEY, t1_id INT, v INT, label VARCHAR(8))",
+        )
+        .map_err(wire_error)?;
+    let mut rng = SmallRng::seed_from_u64(seed);
+    copy_rows(
+        client,
+        "t1",
+        rows,
+        10_000,
+        |i, line| {
+            let a = maybe_null(&mut rng, |r| r.gen_range(-50..50).to_string());
+            let b = maybe_null(&mut rng, |r| {
+                r.gen_range(-1_000_000i64..1_000_000).to_string()
+            });
+            let cents: i64 = rng.gen_range(-100_000..100_000);
+            let n = maybe_null(&mut rng, |_| {
+                format!(
+                    "{}{}.{:02}",
+                    if cents < 0 { "-" } else { "" },
+                    cents.abs() / 100,
+                    cents.abs() % 100
+                )
+            });
+            let d = maybe_null(&mut rng, |r| {
+                format!("{}", r.gen_range(-1000.0..1000.0f64) / 7.0)
+            });
+            let s = maybe_null(&mut rng, |r| WORDS[r.gen_range(0..WORDS.len())].to_string());
+            let dt = maybe_null(&mut rng, |r| {
+                format!("2024-{:02}-{:02}", r.gen_range(1..=12), r.gen_range(1..=28))
+            });
+            let f = maybe_null(&mut rng, |r| if r.gen_bool(0.5) { "t" } else { "f" }.into());
+            let _ = write!(line, "{i}\t{a}\t{b}\t{n}\t{d}\t{s}\t{dt}\t{f}");
+        },
+        |_| {},
+    )?;
+    let t2_rows = rows * 2;
+    copy_rows(
+        client,
+        "t2",
+        t2_rows,
+        10_000,
+        |i, line| {
+            let t1 = maybe_null(&mut rng, |r| r.gen_range(0..rows as i64 + 10).to_string());
+            let v = maybe_null(&mut rng, |r| r.gen_range(0..100).to_string());
+            let label = maybe_null(&mut rng, |r| format!("L{}", r.gen_range(0..20)));
+            let _ = write!(line, "{i}\t{t1}\t{v}\t{label}");
+        },
+        |_| {},
+    )?;
+    Ok(())
+}
+
+fn predicate(rng: &mut SmallRng, depth: u32) -> String {
+    if depth < 2 && rng.gen_bool(0.35) {
+        let op = if rng.gen_bool(0.5) { "AND" } else { "OR" };
+        let l = predicate(rng, depth + 1);
+        let r = predicate(rng, depth + 1);
+        return if rng.gen_bool(0.2) {
+            format!("NOT ({l} {op} {r})")
+        } else {
+            format!("({l} {op} {r})")
+        };
+    }
+    let k: i32 = rng.gen_range(-50..50);
+    match rng.gen_range(0..14) {
+        0 => format!("t1.a > {k}"),
+        1 => format!("t1.a BETWEEN {k} AND {}", k + rng.gen_range(0..40)),
+        2 => format!("t1.b % 7 = {}", rng.gen_range(-6..7)),
+        3 => format!("t1.n < {k}.5"),
+        4 => format!("t1.n >= {}", k * 10),
+        5 => format!(
+            "t1.s LIKE '{}%'",
+            &WORDS[rng.gen_range(0..WORDS.len())]
+                .chars()
+                .take(2)
+                .collect::<String>()
+        ),
+        6 => "t1.a IS NULL".into(),
+        7 => "t1.s IS NOT NULL".into(),
+        8 => "t1.f".into(),
+        9 => "NOT t1.f".into(),
+        10 => format!("t1.dt >= '2024-{:02}-15'", rng.gen_range(1..=12)),
+        11 => format!("t1.a IN ({k}, {}, {})", k + 1, -k),
+        12 => format!("t1.d < {}", rng.gen_range(-100..100)),
+        _ => format!("t1.a + t1.b % 10 <> {k}"),
+    }
+}
+
+/// Generates the `i`-th query.
+pub fn query(rng: &mut SmallRng) -> Query {
+    let p = predicate(rng, 0);
+    match rng.gen_range(0..10) {
+        0 => Query {
+            sql: format!("SELECT t1.id, t1.a, t1.n, t1.s, t1.dt, t1.f FROM t1 WHERE {p}"),
+            floats: vec![],
+            ordered: false,
+        },
+        1 => Query {
+            sql: format!(
+                "SELECT COUNT(*), COUNT(t1.a), SUM(t1.a), SUM(t1.b), MIN(t1.n), MAX(t1.n), SUM(t1.n), MIN(t1.s), MAX(t1.dt) FROM t1 WHERE {p}"
+            ),
+            floats: vec![],
+            ordered: false,
+        },
+        2 => {
+            let key = ["t1.a % 5", "t1.s", "t1.f", "t1.dt"][rng.gen_range(0..4)];
+            Query {
+                sql: format!(
+                    "SELECT {key}, COUNT(*), SUM(t1.n), MIN(t1.b), MAX(t1.a) FROM t1 WHERE {p} GROUP BY {key}"
+                ),
+                floats: vec![],
+                ordered: false,
+            }
+        }
+        3 => Query {
+            sql: format!(
+                "SELECT t1.id, t2.id, t2.v, t2.label FROM t1 JOIN t2 ON t1.id = t2.t1_id WHERE {p}"
+            ),
+            floats: vec![],
+            ordered: false,
+        },
+        4 => {
+            let (key, dir) = (
+                ["t1.a", "t1.n", "t1.s", "t1.dt", "t1.b"][rng.gen_range(0..5)],
+                if rng.gen_bool(0.5) { "ASC" } else { "DESC" },
+            );
+            Query {
+                sql: format!(
+                    "SELECT t1.id, {key} FROM t1 WHERE {p} ORDER BY {key} {dir}, t1.id LIMIT {}",
+                    rng.gen_range(1..30)
+                ),
+                floats: vec![],
+                ordered: true,
+            }
+        }
+        5 => Query {
+            sql: format!("SELECT t1.id, t1.d, t1.d * 2 + 1 FROM t1 WHERE {p}"),
+            floats: vec![1, 2],
+            ordered: false,
+        },
+        6 => Query {
+            sql: format!(
+                "SELECT t2.label, COUNT(*), SUM(t2.v), SUM(t1.n) FROM t1 JOIN t2 ON t1.id = t2.t1_id WHERE {p} GROUP BY t2.label"
+            ),
+            floats: vec![],
+            ordered: false,
+        },
+        7 => Query {
+            sql: format!(
+                "SELECT AVG(t1.a), AVG(t1.n), AVG(t1.b), COUNT(DISTINCT t1.s), AVG(t1.d) FROM t1 WHERE {p}"
+            ),
+            floats: vec![4],
+            ordered: false,
+        },
+        8 => Query {
+            sql: format!(
+                "SELECT DISTINCT t1.a % 3, t1.f FROM t1 WHERE {p}"
+            ),
+            floats: vec![],
+            ordered: false,
+        },
+        _ => Query {
+            sql: format!(
+                "SELECT t1.id, t1.n * 2, t1.n / 3, t1.a * t1.b, CASE WHEN t1.a > 0 THEN 'pos' WHEN t1.a < 0 THEN 'neg' ELSE 'zero' END, upper(t1.s), length(t1.s), t1.dt + 1 FROM t1 WHERE {p}"
+            ),
+            floats: vec![],
+            ordered: false,
+        },
+    }
+}
+
+type Rows = Vec<Vec<Option<String>>>;
+
+/// Runs a query; an error becomes its SQLSTATE, so both sides must agree
+/// on failing too.
+fn rows_of(client: &mut postgres::Client, sql: &str) -> std::result::Result<Rows, String> {
+    let msgs = client
+        .simple_query(sql)
+        .map_err(|e| match e.as_db_error() {
+            Some(db) => format!("ERROR {}: {}", db.code().code(), db.message()),
+            None => format!("ERROR {e}"),
+        })?;
+    Ok(msgs
+        .into_iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
+            }
+            _ => None,
+        })
+        .collect())
+}
+
+fn cell_eq(a: &Option<String>, b: &Option<String>, float: bool) -> bool {
+    match (a, b) {
+        (Some(x), Some(y)) if float => match (x.parse::<f64>(), y.parse::<f64>()) {
+            (Ok(p), Ok(q)) => p == q || (p - q).abs() <= 1e-9 * p.abs().max(q.abs()),
+            _ => x == y,
+        },
+        _ => a == b,
+    }
+}
+
+fn rows_eq(a: &Rows, b: &Rows, q: &Query) -> bool {
+    let (mut a, mut b) = (a.clone(), b.clone());
+    if !q.ordered {
+        a.sort();
+        b.sort();
+    }
+    a.len() == b.len()
+        && a.iter().zip(&b).all(|(x, y)| {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .enumerate()
+                    .all(|(i, (p, q2))| cell_eq(p, q2, q.floats.contains(&i)))
+        })
+}
+
+fn show(r: &std::result::Result<Rows, String>) -> String {
+    match r {
+        Err(e) => e.clone(),
+        Ok(rows) => {
+            let mut s = format!("{} rows", rows.len());
+            for row in rows.iter().take(5) {
+                let cells: Vec<&str> = row.iter().map(|c| c.as_deref().unwrap_or("NULL")).collect();
+                let _ = write!(s, " | {}", cells.join(","));
+            }
+            s
+        }
+    }
+}
+
+/// Runs `queries` generated queries on both sides and compares.
+pub fn compare(
+    ndpdb: &mut postgres::Client,
+    postgres: &mut postgres::Client,
+    queries: usize,
+    seed: u64,
+) -> DiffReport {
+    let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(7));
+    let mut report = DiffReport::default();
+    for _ in 0..queries {
+        let q = query(&mut rng);
+        let mine = rows_of(ndpdb, &q.sql);
+        let theirs = rows_of(postgres, &q.sql);
+        report.queries += 1;
+        let same = match (&mine, &theirs) {
+            (Ok(a), Ok(b)) => rows_eq(a, b, &q),
+            // Both reject it with the same SQLSTATE.
+            (Err(a), Err(b)) => a.split(':').next() == b.split(':').next(),
+            _ => false,
+        };
+        if same {
+            report.matched += 1;
+            match &mine {
+                Ok(r) if r.is_empty() => report.matched_empty += 1,
+                Ok(r) => report.rows_compared += r.len(),
+                Err(_) => report.matched_errors += 1,
+            }
+        } else {
+            report.mismatches.push(Mismatch {
+                sql: q.sql.clone(),
+                ndpdb: show(&mine),
+                postgres: show(&theirs),
+            });
+        }
+    }
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(v: &[&[Option<&str>]]) -> Rows {
+        v.iter()
+            .map(|r| r.iter().map(|c| c.map(str::to_string)).collect())
+            .collect()
+    }
+
+    #[test]
+    fn comparison_is_exact_except_for_double_columns() {
+        let q = |floats: Vec<usize>, ordered| Query {
+            sql: String::new(),
+            floats,
+            ordered,
+        };
+        let a = rows(&[&[Some("1"), Some("0.30000000000000004")]]);
+        let b = rows(&[&[Some("1"), Some("0.3")]]);
+        assert!(rows_eq(&a, &b, &q(vec![1], false)));
+        assert!(
+            !rows_eq(&a, &b, &q(vec![], false)),
+            "NUMERIC/text compare exactly"
+        );
+        let c = rows(&[&[Some("1"), Some("0.3001")]]);
+        assert!(!rows_eq(&c, &b, &q(vec![1], false)));
+        // NULL is not an empty string.
+        assert!(!rows_eq(
+            &rows(&[&[None]]),
+            &rows(&[&[Some("")]]),
+            &q(vec![], false)
+        ));
+        // Order matters only for ordered queries; multiplicity always.
+        let x = rows(&[&[Some("1")], &[Some("2")]]);
+        let y = rows(&[&[Some("2")], &[Some("1")]]);
+        assert!(rows_eq(&x, &y, &q(vec![], false)));
+        assert!(!rows_eq(&x, &y, &q(vec![], true)));
+        let z = rows(&[&[Some("1")], &[Some("1")]]);
+        assert!(!rows_eq(&x, &z, &q(vec![], false)));
+    }
+}
