@@ -13,9 +13,9 @@ use rand::rngs::SmallRng;
 use rand::SeedableRng;
 
 use ndpdb_formats::Value;
-use ndpdb_host::{Config, Database, Result};
-use ndpdb_sql::Session;
+use ndpdb_host::Result;
 
+use crate::target::Backend;
 use crate::ycsb::TABLE;
 use crate::zipf::Zipfian;
 
@@ -35,6 +35,8 @@ pub struct HtapOptions {
 /// and the analytic queries' durations.
 pub struct HtapRun {
     pub ndp: bool,
+    /// "ndp off", "ndp on" or "PostgreSQL".
+    pub label: String,
     pub samples: Vec<(u64, f64, bool)>,
     pub queries: Vec<Duration>,
 }
@@ -65,36 +67,39 @@ impl HtapRun {
     }
 }
 
-pub fn run(dir: &Path, config: &Config, opts: &HtapOptions, ndp: bool) -> Result<HtapRun> {
-    let db = Database::open_with(dir, config.clone())?;
+/// One run on any target; `ndp` places the analytic query (ndpdb targets).
+pub fn run(backend: &Backend, opts: &HtapOptions, ndp: bool) -> Result<HtapRun> {
     let ops = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let busy = Arc::new(AtomicBool::new(false));
     let zipf = Arc::new(Zipfian::new(opts.records, 0.99));
     let mut clients = Vec::new();
     for t in 0..opts.threads {
-        let (db, ops, stop, zipf) = (db.clone(), ops.clone(), stop.clone(), zipf.clone());
+        let mut s = backend.connect()?;
+        let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
+        let (ops, stop, zipf) = (ops.clone(), stop.clone(), zipf.clone());
         clients.push(std::thread::spawn(move || -> Result<()> {
             crate::pin::pin_host_thread(t);
-            let mut s = Session::new(db);
-            let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
             let mut rng = SmallRng::seed_from_u64(100 + t as u64);
             while !stop.load(Ordering::Relaxed) {
                 let key = Value::BigInt(zipf.next_key(&mut rng) as i64);
-                s.execute_prepared(&read, &[key])?;
+                s.execute(&read, &[key]).map_err(read_failed)?;
                 ops.fetch_add(1, Ordering::Relaxed);
             }
             Ok(())
         }));
     }
     let analytic = {
-        let (db, stop, busy) = (db.clone(), stop.clone(), busy.clone());
+        let mut s = backend.connect()?;
+        if !backend.is_postgres() {
+            s.batch(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
+        }
+        let query = s.prepare(ANALYTIC_QUERY)?;
+        let (stop, busy) = (stop.clone(), busy.clone());
         let every = Duration::from_secs_f64(opts.every);
         let analytic_thread = opts.threads;
         std::thread::spawn(move || -> Result<Vec<Duration>> {
             crate::pin::pin_host_thread(analytic_thread);
-            let mut s = Session::new(db);
-            s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
             let mut times = Vec::new();
             let mut next = Instant::now() + every / 2;
             while !stop.load(Ordering::Relaxed) {
@@ -104,7 +109,7 @@ pub fn run(dir: &Path, config: &Config, opts: &HtapOptions, ndp: bool) -> Result
                 }
                 busy.store(true, Ordering::Relaxed);
                 let t = Instant::now();
-                s.execute(ANALYTIC_QUERY)?;
+                s.execute(&query, &[]).map_err(read_failed)?;
                 times.push(t.elapsed());
                 busy.store(false, Ordering::Relaxed);
                 next = Instant::now() + every;
@@ -135,9 +140,23 @@ pub fn run(dir: &Path, config: &Config, opts: &HtapOptions, ndp: bool) -> Result
     let queries = analytic.join().map_err(|_| thread_panic())??;
     Ok(HtapRun {
         ndp,
+        label: if backend.is_postgres() {
+            "PostgreSQL".into()
+        } else if ndp {
+            "ndp on".into()
+        } else {
+            "ndp off".into()
+        },
         samples,
         queries,
     })
+}
+
+fn read_failed(code: String) -> ndpdb_host::Error {
+    ndpdb_host::Error::new(
+        ndpdb_formats::SqlState::from_code(&code),
+        format!("a read failed with SQLSTATE {code}"),
+    )
 }
 
 fn thread_panic() -> ndpdb_host::Error {
@@ -154,10 +173,10 @@ pub fn plot(path: &Path, runs: &[HtapRun], title: &str) -> std::result::Result<b
         .map(|r| crate::plot::Series {
             label: format!(
                 "analytic query {}",
-                if r.ndp {
-                    "on the device (ndp on)"
-                } else {
-                    "on the host (ndp off)"
+                match r.label.as_str() {
+                    "ndp on" => "on the device (ndp on)",
+                    "ndp off" => "on the host (ndp off)",
+                    _ => "on PostgreSQL",
                 }
             ),
             points: r
@@ -171,15 +190,10 @@ pub fn plot(path: &Path, runs: &[HtapRun], title: &str) -> std::result::Result<b
 }
 
 pub fn csv(runs: &[HtapRun]) -> String {
-    let mut out = String::from("ndp,ms,ops_per_s,query_running\n");
+    let mut out = String::from("run,ms,ops_per_s,query_running\n");
     for r in runs {
         for (ms, tput, busy) in &r.samples {
-            let _ = writeln!(
-                out,
-                "{},{ms},{tput:.0},{}",
-                if r.ndp { "on" } else { "off" },
-                *busy as u8
-            );
+            let _ = writeln!(out, "{},{ms},{tput:.0},{}", r.label, *busy as u8);
         }
     }
     out

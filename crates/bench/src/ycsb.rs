@@ -305,7 +305,13 @@ pub fn describe(name: &str, r: &RunReport) -> Vec<String> {
         q(&r.updates, 0.99),
         r.updates.len()
     ));
-    for l in crate::report::engine_lines(&r.engine) {
+    // Engine counters exist for ndpdb in this process only.
+    let engine = if r.engine.is_empty() {
+        Vec::new()
+    } else {
+        crate::report::engine_lines(&r.engine)
+    };
+    for l in engine {
         lines.push(format!("  {l}"));
     }
     lines

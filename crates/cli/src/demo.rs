@@ -131,6 +131,11 @@ pub enum Bench {
         out: Option<PathBuf>,
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
+        /// Where to run, repeatable: ndpdb (embedded; query on the host,
+        /// then on the device), ndpdb-server[=HOST:PORT], postgres[=CONNSTRING]
+        /// (default $NDPDB_POSTGRES).
+        #[arg(long, default_value = "ndpdb")]
+        target: Vec<String>,
         #[command(flatten)]
         device: DeviceArgs,
     },
@@ -638,8 +643,13 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             every,
             out,
             buffer_pool_mib,
+            target,
             device,
         } => {
+            let targets: Vec<Target> = target
+                .iter()
+                .map(|t| Target::parse(t))
+                .collect::<Result<_>>()?;
             let out = out.unwrap_or_else(|| default_out("htap-read"));
             std::fs::create_dir_all(&out)?;
             let dir = out.join("db");
@@ -647,7 +657,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 buffer_pool_bytes: buffer_pool_mib << 20,
                 ..Config::default()
             })?;
-            {
+            if targets.contains(&Target::Ndpdb) {
                 let db = Database::open_with(&dir, config.clone())?;
                 println!("{}", machine_line(&db));
                 if db.table(ycsb::TABLE).is_err() {
@@ -667,26 +677,55 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 ndpdb_bench::htap::ANALYTIC_QUERY
             );
             let mut runs = Vec::new();
-            for ndp in [false, true] {
-                let r = ndpdb_bench::htap::run(&dir, &config, &opts, ndp)?;
-                let (idle, busy) = r.means();
-                let q: Vec<String> = r
-                    .queries
-                    .iter()
-                    .map(|d| format!("{:.0}", d.as_secs_f64() * 1e3))
-                    .collect();
-                let line = format!(
-                    "ndp {:<3}: YCSB-C mean {:.0} ops/s over the run; {idle:.0} ops/s without a query, {busy:.0} ops/s while one runs ({:.1} %, {:.0} % of the time); queries took [{}] ms",
-                    if ndp { "on" } else { "off" },
-                    r.overall(),
-                    if idle > 0.0 { 100.0 * busy / idle } else { 0.0 },
-                    100.0 * r.busy_share(),
-                    q.join(", ")
-                );
-                println!("{line}");
-                summary.push_str(&line);
-                summary.push('\n');
-                runs.push(r);
+            for t in &targets {
+                let wire = match t {
+                    Target::Ndpdb => None,
+                    t => {
+                        let backend = Backend::Wire(endpoint(
+                            t,
+                            config.clone(),
+                            Some(out.join("server-db")),
+                        )?);
+                        let mut conn = backend.connect()?;
+                        ycsb::load_wire(&mut conn, records, 10, 100, true)?;
+                        if backend.is_postgres() {
+                            conn.batch(&format!("VACUUM ANALYZE {}", ycsb::TABLE))?;
+                        }
+                        Some(backend)
+                    }
+                };
+                let modes: &[bool] = if wire.as_ref().is_some_and(|b| b.is_postgres()) {
+                    &[false]
+                } else {
+                    &[false, true]
+                };
+                for &ndp in modes {
+                    let backend = match &wire {
+                        Some(b) => b,
+                        // A fresh buffer pool per embedded run.
+                        None => &Backend::Embedded(Database::open_with(&dir, config.clone())?),
+                    };
+                    let r = ndpdb_bench::htap::run(backend, &opts, ndp)?;
+                    let (idle, busy) = r.means();
+                    let q: Vec<String> = r
+                        .queries
+                        .iter()
+                        .map(|d| format!("{:.0}", d.as_secs_f64() * 1e3))
+                        .collect();
+                    let line = format!(
+                        "{}{}: YCSB-C mean {:.0} ops/s over the run; {idle:.0} ops/s without a query, {busy:.0} ops/s while one runs ({:.1} %, {:.0} % of the time); queries took [{}] ms",
+                        if matches!(t, Target::NdpdbServer(_)) { "server, " } else { "" },
+                        r.label,
+                        r.overall(),
+                        if idle > 0.0 { 100.0 * busy / idle } else { 0.0 },
+                        100.0 * r.busy_share(),
+                        q.join(", ")
+                    );
+                    println!("{line}");
+                    summary.push_str(&line);
+                    summary.push('\n');
+                    runs.push(r);
+                }
             }
             std::fs::write(out.join("htap-read.csv"), ndpdb_bench::htap::csv(&runs))?;
             let title = format!(

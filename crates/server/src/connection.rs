@@ -10,8 +10,8 @@
 //!  COPY … FROM STDIN ─► CopyIn + CopyLoader ◄── CopyData / CopyDone
 //! ```
 //!
-//! The engine is blocking: each call runs under `block_in_place` with the
-//! session locked. The session is dropped with the connection, which rolls
+//! The engine is blocking: each connection has an OS thread of its own
+//! (`serve`), and calls run inline on it with the session locked. The session is dropped with the connection, which rolls
 //! back an open transaction and releases its locks.
 
 use std::collections::HashSet;
@@ -37,7 +37,9 @@ use pgwire::api::{ClientInfo, ClientPortalStore, Type, DEFAULT_NAME};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
 use pgwire::messages::data::{DataRow, ParameterDescription};
-use pgwire::messages::extendedquery::{Describe, Parse, ParseComplete, TARGET_TYPE_BYTE_STATEMENT};
+use pgwire::messages::extendedquery::{
+    Bind, Describe, Execute, Parse, ParseComplete, TARGET_TYPE_BYTE_STATEMENT,
+};
 use pgwire::messages::response::NoticeResponse;
 use pgwire::messages::PgWireBackendMessage;
 use sqlparser::ast::Statement as Ast;
@@ -114,9 +116,10 @@ impl Connection {
         }
     }
 
-    /// Runs `f` on the session from async code.
+    /// Runs `f` on the session. The connection has a thread of its own
+    /// (see `serve`), so the blocking engine runs inline.
     fn with_session<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
-        tokio::task::block_in_place(|| f(&mut self.session.lock()))
+        f(&mut self.session.lock())
     }
 
     /// Starts a COPY: prepares the insert and opens a transaction if none.
@@ -358,7 +361,10 @@ impl QueryParser for Parser {
             })));
         }
         let extra_columns = other_columns(&stmt);
-        let prepared = tokio::task::block_in_place(|| self.session.lock().prepare_statement(stmt))
+        let prepared = self
+            .session
+            .lock()
+            .prepare_statement(stmt)
             .map_err(|e| user_error(&e))?;
         let mut columns = prepared.columns();
         if columns.is_empty() {
@@ -423,6 +429,28 @@ impl ExtendedQueryHandler for Connection {
 
     fn query_parser(&self) -> Arc<Parser> {
         self.parser.clone()
+    }
+
+    /// Bind without flushing (batching.rs).
+    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        crate::batching::bind(client, message).await
+    }
+
+    /// Execute without flushing (batching.rs); Sync flushes.
+    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        crate::batching::execute(self, client, message).await
     }
 
     /// Parse, remembering the statement's name for DEALLOCATE ALL.

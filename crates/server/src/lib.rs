@@ -13,11 +13,13 @@
 //! - [`copy`]: COPY FROM STDIN parsing (text, CSV) and loading.
 //! - [`catalog`]: psql's `\dt` / `\d` table list.
 //! - [`connection`]: the per-connection handlers over one `Session`.
+//! - [`batching`]: Bind/Execute replies buffered until Sync.
 //!
 //! A protocol error (malformed or truncated message) ends that connection
 //! only; a dropped connection drops its session, which rolls back its
 //! transaction and releases its locks.
 
+pub mod batching;
 pub mod catalog;
 pub mod connection;
 pub mod copy;
@@ -190,6 +192,28 @@ async fn refuse(mut socket: tokio::net::TcpStream) {
     let _ = socket.shutdown().await;
 }
 
+/// Runs one connection to its end on the current thread.
+fn serve_connection(socket: std::net::TcpStream, handlers: Handlers, slot: Slot) {
+    let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    rt.block_on(async move {
+        let Ok(socket) = tokio::net::TcpStream::from_std(socket) else {
+            return;
+        };
+        // Protocol errors end this connection only. pgwire's message
+        // decoders can panic on some malformed messages (unchecked reads
+        // in Bind); that too ends only this connection: its session drops
+        // (rollback, locks released) and its slot frees.
+        let conn = pgwire::tokio::process_socket(socket, None, handlers);
+        let _ = AssertUnwindSafe(conn).catch_unwind().await;
+    });
+    drop(slot);
+}
+
 /// One open connection, counted against the limit until dropped.
 struct Slot(Arc<AtomicUsize>);
 
@@ -241,14 +265,17 @@ pub async fn serve(
             startup: startup.clone(),
         };
         let slot = Slot(open.clone());
-        tokio::spawn(async move {
-            // Protocol errors end this connection only. pgwire's message
-            // decoders can panic on some malformed messages (unchecked
-            // reads in Bind); that too ends only this connection: its
-            // session drops (rollback, locks released) and its slot frees.
-            let conn = pgwire::tokio::process_socket(socket, None, handlers);
-            let _ = AssertUnwindSafe(conn).catch_unwind().await;
-            drop(slot);
-        });
+        // One OS thread per connection (as PostgreSQL has a process per
+        // connection): the blocking engine runs inline on it, and a long
+        // statement delays no other client.
+        let socket = match socket.into_std() {
+            Ok(s) => s,
+            Err(_) => continue,
+        };
+        let spawned = std::thread::Builder::new()
+            .name("ndpdb-conn".into())
+            .spawn(move || serve_connection(socket, handlers, slot));
+        // Out of threads: the connection (moved into the closure) is dropped.
+        drop(spawned);
     }
 }
