@@ -16,12 +16,14 @@
 //! - [`ndp_update`]: update NDP: UPDATE/DELETE on the device, ΔMaps validated and applied at commit.
 //! - [`transaction`]: the transaction API used by SQL (reads, writes, commit).
 //! - [`stats`]: counters shown by `SHOW STATS`.
+//! - [`interrupt`]: statement cancellation and `statement_timeout`.
 
 pub mod buffer_pool;
 pub mod catalog;
 pub mod config;
 pub mod database;
 pub mod error;
+pub mod interrupt;
 pub mod locks;
 pub mod maps;
 pub mod ndp;
@@ -36,6 +38,7 @@ pub use catalog::TableMeta;
 pub use config::Config;
 pub use database::Database;
 pub use error::{Error, Result};
+pub use interrupt::Interrupt;
 pub use ndpdb_device::NvmProfile;
 pub use transaction::{Isolation, Transaction, WriteOutcome};
 pub use txn::Snapshot;

@@ -34,6 +34,7 @@ use ndpdb_formats::{SqlState, TableId, TxId, Vid};
 use ndpdb_slt::{DeviceTag, HostSide, SharedLockTable, SltError};
 
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 
 pub type LockKey = (TableId, Vid);
 
@@ -139,17 +140,19 @@ impl LockTable {
     /// Acquires the exclusive lock on `key` for `tx`, sleeping while
     /// others (host transactions or device jobs) hold it.
     pub fn acquire(&self, tx: TxId, key: LockKey, timeout: Option<Duration>) -> Result<Acquired> {
-        self.acquire_in(tx, key, timeout, true)
+        self.acquire_in(tx, key, timeout, true, None)
     }
 
     /// [`Self::acquire`]; with `use_slt = false` only the HLT is used —
     /// for a key whose SLT bucket one of `tx`'s own update jobs holds.
+    /// A wait also ends when `interrupt` fires (checked every 50 ms).
     pub fn acquire_in(
         &self,
         tx: TxId,
         key: LockKey,
         timeout: Option<Duration>,
         use_slt: bool,
+        interrupt: Option<&Interrupt>,
     ) -> Result<Acquired> {
         let mut g = self.inner.lock();
         let already = Self::holds(&g, tx, key);
@@ -180,17 +183,28 @@ impl LockTable {
             }
         }
         let deadline = timeout.map(|t| Instant::now() + t);
+        const INTERRUPT_SLICE: Duration = Duration::from_millis(50);
         loop {
-            let timed_out = match deadline {
-                Some(d) => self.wake.wait_until(&mut g, d).timed_out(),
-                None => {
+            let timed_out = match (deadline, interrupt) {
+                (Some(d), None) => self.wake.wait_until(&mut g, d).timed_out(),
+                (None, None) => {
                     self.wake.wait(&mut g);
                     false
+                }
+                (d, Some(_)) => {
+                    let slice = Instant::now() + INTERRUPT_SLICE;
+                    let until = d.map_or(slice, |d| d.min(slice));
+                    self.wake.wait_until(&mut g, until);
+                    d.is_some_and(|d| Instant::now() >= d)
                 }
             };
             if Self::holds(&g, tx, key) && slt_ok(&g)? {
                 g.waiting_on.remove(&tx);
                 return Ok(Acquired::AfterWait);
+            }
+            if let Some(Err(e)) = interrupt.map(Interrupt::check) {
+                self.give_up(&mut g, tx, key);
+                return Err(e);
             }
             if timed_out {
                 self.give_up(&mut g, tx, key);

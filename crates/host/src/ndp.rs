@@ -104,6 +104,17 @@ impl Transaction {
             w.u64(job.0).u32(250);
             let reply = inner.device.ndp(Opcode::NdpStatus, w.into_inner())?;
             let st = JobStatus::decode(&mut Reader::new(&reply)).map_err(decode_err)?;
+            // A read-only job can be dropped mid-run; an update or lock
+            // job runs to its end (its locks and ΔMaps are released by the
+            // failing statement's abort).
+            if st.state == JobState::Running && !inv.op.locks() {
+                if let Err(e) = self.check_interrupt() {
+                    let mut w = Writer::new();
+                    w.u64(job.0);
+                    inner.device.ndp(Opcode::NdpAbort, w.into_inner())?;
+                    return Err(e);
+                }
+            }
             match st.state {
                 JobState::Running => {}
                 JobState::NeedSpace => {
@@ -124,6 +135,10 @@ impl Transaction {
         let mut w = Writer::new();
         w.u64(job.0);
         let result = inner.device.ndp(Opcode::NdpResult, w.into_inner())?;
+        if !inv.op.locks() {
+            // Done, but too late (the job is gone from the device now).
+            self.check_interrupt()?;
+        }
         report.device_micros = status.device_micros;
         report.lock_micros = status.lock_micros;
         report.pe_tuples = status.pe_tuples.clone();

@@ -208,6 +208,12 @@ impl Transaction {
             result,
             logged,
         };
+        // Canceled or timed out while the job ran (it ran to its end):
+        // the statement fails like a failed job.
+        if let Err(e) = self.check_interrupt() {
+            self.discard_failed(&part);
+            return Err(e);
+        }
         if let JobState::Failed(code, message) = &out.status.state {
             self.discard_failed(&part);
             let code = SqlState::from_code(code);
@@ -301,6 +307,10 @@ impl Transaction {
             result,
             logged: true,
         };
+        if let Err(e) = self.check_interrupt() {
+            self.discard_failed(&part);
+            return Err(e);
+        }
         if let JobState::Failed(code, message) = &out.status.state {
             self.discard_failed(&part);
             return Err(Error::new(

@@ -26,6 +26,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::database::{Database, PendingVersion, TableState};
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 use crate::locks::{Acquired, LockKey};
 use crate::ndp_update::{own_heads, NdpPart};
 use crate::stats::EngineCounters;
@@ -88,6 +89,8 @@ pub struct Transaction {
     for_update: Option<crate::ndp_update::ForUpdate>,
     /// Basic NDP logging (Start-NDP / End-NDP records) for update jobs.
     ndp_logging: bool,
+    /// Cancellation and statement timeout of the session running this.
+    interrupt: Option<Interrupt>,
 }
 
 impl Database {
@@ -112,6 +115,7 @@ impl Database {
             ndp_tag: None,
             for_update: None,
             ndp_logging: true,
+            interrupt: None,
         })
     }
 }
@@ -300,6 +304,19 @@ impl Transaction {
         Ok(self.get(ts, vid)?.map(|(rid, row)| (vid, rid, row)))
     }
 
+    /// Lets `interrupt` cancel or time out this transaction's statements.
+    pub fn set_interrupt(&mut self, interrupt: Interrupt) {
+        self.interrupt = Some(interrupt);
+    }
+
+    /// `Err(57014)` if the running statement was canceled or timed out.
+    pub fn check_interrupt(&self) -> Result<()> {
+        match &self.interrupt {
+            Some(i) => i.check(),
+            None => Ok(()),
+        }
+    }
+
     /// Visits every tuple visible to this transaction, in VID order;
     /// `visit` returns `false` to stop.
     pub fn scan(
@@ -314,6 +331,7 @@ impl Transaction {
         let mut from = 0;
         while from < n {
             let to = (from + 1024).min(n);
+            self.check_interrupt()?;
             ts.vids.heads_range(from, to, &mut heads);
             for (i, head) in heads.iter().enumerate() {
                 let vid = Vid(from + i as u64);
@@ -363,10 +381,13 @@ impl Transaction {
             }
             _ => true,
         };
-        match inner
-            .locks
-            .acquire_in(self.id, key, inner.config.lock_timeout, use_slt)
-        {
+        match inner.locks.acquire_in(
+            self.id,
+            key,
+            inner.config.lock_timeout,
+            use_slt,
+            self.interrupt.as_ref(),
+        ) {
             Ok(Acquired::Immediately) => {}
             Ok(Acquired::AfterWait) => EngineCounters::inc(&inner.counters.lock_waits),
             Err(e) => {

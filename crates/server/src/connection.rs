@@ -97,6 +97,11 @@ impl Connection {
         }
     }
 
+    /// Cancels this connection's running statement.
+    pub fn interrupt(&self) -> ndpdb_host::Interrupt {
+        self.session.lock().interrupt()
+    }
+
     /// DEALLOCATE name | ALL: forgets prepared statements.
     fn deallocate<C>(&self, client: &mut C, name: &str) -> Output
     where

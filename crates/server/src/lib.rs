@@ -14,12 +14,14 @@
 //! - [`catalog`]: psql's `\dt` / `\d` table list.
 //! - [`connection`]: the per-connection handlers over one `Session`.
 //! - [`batching`]: Bind/Execute replies buffered until Sync.
+//! - [`cancel`]: CancelRequest → the session's interrupt (57014).
 //!
 //! A protocol error (malformed or truncated message) ends that connection
 //! only; a dropped connection drops its session, which rolls back its
 //! transaction and releases its locks.
 
 pub mod batching;
+pub mod cancel;
 pub mod catalog;
 pub mod connection;
 pub mod copy;
@@ -37,7 +39,6 @@ use pgwire::api::auth::{
     finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
     DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
 };
-use pgwire::api::RandomPidSecretKeyGenerator;
 use pgwire::api::{ClientInfo, PgWireServerHandlers, PidSecretKeyGenerator};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
@@ -47,6 +48,7 @@ use tokio::net::TcpListener;
 
 use ndpdb_host::Database;
 
+use cancel::{Canceller, Registrar, Registry};
 pub use connection::Connection;
 pub use types::pg_type;
 
@@ -107,10 +109,11 @@ impl AuthSource for Passwords {
 }
 
 /// Startup: trust, or md5 through pgwire's handler.
+/// One connection's startup: its pid and cancel key come from `pids`.
 struct Startup {
     md5: Option<Md5PasswordAuthStartupHandler<Passwords, DefaultServerParameterProvider>>,
-    params: DefaultServerParameterProvider,
-    pids: Arc<RandomPidSecretKeyGenerator>,
+    params: Arc<DefaultServerParameterProvider>,
+    pids: Arc<Registrar>,
 }
 
 #[async_trait]
@@ -142,6 +145,7 @@ impl StartupHandler for Startup {
 struct Handlers {
     conn: Arc<Connection>,
     startup: Arc<Startup>,
+    cancel: Arc<Canceller>,
 }
 
 impl PgWireServerHandlers for Handlers {
@@ -159,6 +163,10 @@ impl PgWireServerHandlers for Handlers {
 
     fn startup_handler(&self) -> Arc<impl StartupHandler> {
         self.startup.clone()
+    }
+
+    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
+        self.cancel.clone()
     }
 }
 
@@ -230,20 +238,16 @@ pub async fn serve(
     config: ServerConfig,
 ) -> std::io::Result<()> {
     let open = Arc::new(AtomicUsize::new(0));
-    let startup = Arc::new(Startup {
-        md5: match &config.auth {
-            Auth::Trust => None,
-            Auth::Md5 { user, password } => Some(Md5PasswordAuthStartupHandler::new(
-                Arc::new(Passwords {
-                    user: user.clone(),
-                    password: password.clone(),
-                }),
-                Arc::new(server_parameters()),
-            )),
-        },
-        params: server_parameters(),
-        pids: Arc::new(RandomPidSecretKeyGenerator::default()),
-    });
+    let params = Arc::new(server_parameters());
+    let passwords = match &config.auth {
+        Auth::Trust => None,
+        Auth::Md5 { user, password } => Some(Arc::new(Passwords {
+            user: user.clone(),
+            password: password.clone(),
+        })),
+    };
+    let registry = Registry::new();
+    let cancel = Arc::new(Canceller(registry.clone()));
     loop {
         let (socket, _) = match listener.accept().await {
             Ok(s) => s,
@@ -260,9 +264,19 @@ pub async fn serve(
             tokio::spawn(refuse(socket));
             continue;
         }
+        let conn = Arc::new(Connection::new(db.clone()));
+        let pids = Arc::new(Registrar::new(registry.clone(), conn.interrupt()));
         let handlers = Handlers {
-            conn: Arc::new(Connection::new(db.clone())),
-            startup: startup.clone(),
+            startup: Arc::new(Startup {
+                md5: passwords.as_ref().map(|p| {
+                    Md5PasswordAuthStartupHandler::new(p.clone(), params.clone())
+                        .with_pid_secret_key_generator(pids.clone())
+                }),
+                params: params.clone(),
+                pids,
+            }),
+            conn,
+            cancel: cancel.clone(),
         };
         let slot = Slot(open.clone());
         // One OS thread per connection (as PostgreSQL has a process per

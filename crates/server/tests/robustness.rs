@@ -379,3 +379,73 @@ fn extended_protocol_binary_results_and_portals() {
         assert_eq!(texts, vec!["row 3".to_string()]);
     });
 }
+
+/// A statement waiting on a lock ends with 57014 when `statement_timeout`
+/// passes, and when the client sends a CancelRequest (psql's Ctrl-C); the
+/// session stays usable and the lock holder is unaffected.
+#[test]
+fn statement_timeout_and_cancel_requests_end_a_waiting_statement() {
+    let (_dir, db) = temp_db();
+    let port = start(db);
+    runtime().block_on(async {
+        let holder = connect(port).await;
+        holder
+            .batch_execute(
+                "CREATE TABLE t (id INT PRIMARY KEY, v INT); INSERT INTO t VALUES (1, 0)",
+            )
+            .await
+            .unwrap();
+        holder
+            .batch_execute("BEGIN; UPDATE t SET v = 1 WHERE id = 1")
+            .await
+            .unwrap();
+        let waiter = connect(port).await;
+        waiter
+            .batch_execute("SET statement_timeout = '200ms'")
+            .await
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        let e = waiter
+            .execute("UPDATE t SET v = 2 WHERE id = 1", &[])
+            .await
+            .unwrap_err();
+        let db = e.as_db_error().expect("a server error");
+        assert_eq!(db.code().code(), "57014", "{e}");
+        assert!(db.message().contains("statement timeout"), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(10));
+
+        waiter
+            .batch_execute("SET statement_timeout = 0")
+            .await
+            .unwrap();
+        let token = waiter.cancel_token();
+        let canceller = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            token.cancel_query(NoTls).await.unwrap();
+        });
+        let e = waiter
+            .execute("UPDATE t SET v = 3 WHERE id = 1", &[])
+            .await
+            .unwrap_err();
+        canceller.await.unwrap();
+        let db = e.as_db_error().expect("a server error");
+        assert_eq!(db.code().code(), "57014", "{e}");
+        assert!(db.message().contains("user request"), "{e}");
+
+        // Both sessions go on; the holder's update commits.
+        let one: i32 = waiter.query_one("SELECT 1", &[]).await.unwrap().get(0);
+        assert_eq!(one, 1);
+        holder.batch_execute("COMMIT").await.unwrap();
+        let n = waiter
+            .execute("UPDATE t SET v = v + 10 WHERE id = 1", &[])
+            .await
+            .unwrap();
+        assert_eq!(n, 1);
+        let v: i32 = waiter
+            .query_one("SELECT v FROM t", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(v, 11);
+    });
+}

@@ -14,9 +14,10 @@
 //! which then reports ROLLBACK), exactly like PostgreSQL.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use ndpdb_formats::{DataType, SqlState, Value};
-use ndpdb_host::{Database, Isolation, Transaction};
+use ndpdb_host::{Database, Interrupt, Isolation, Transaction};
 use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, TransactionMode};
 use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::parser::Parser;
@@ -72,6 +73,9 @@ pub struct Session {
     settings: BTreeMap<String, String>,
     /// Notices for the client (e.g. "there is no transaction in progress").
     pub notices: Vec<String>,
+    /// Cancels the running statement; armed with `statement_timeout`.
+    interrupt: Interrupt,
+    statement_timeout: Option<Duration>,
 }
 
 fn parse_error(e: sqlparser::parser::ParserError) -> Error {
@@ -81,6 +85,39 @@ fn parse_error(e: sqlparser::parser::ParserError) -> Error {
         .unwrap_or(&msg)
         .to_string();
     Error::new(SqlState::SYNTAX_ERROR, format!("syntax error: {msg}"))
+}
+
+/// A PostgreSQL time setting: milliseconds, or a number with a unit (us,
+/// ms, s, min, h, d); 0 is "no limit".
+fn parse_duration_ms(value: &str) -> Result<Option<Duration>> {
+    let v = value.trim();
+    let split = v
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: f64 = num.parse().map_err(|_| {
+        Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("invalid value for parameter \"statement_timeout\": \"{value}\""),
+        )
+    })?;
+    let ms = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "ms" => n,
+        "us" => n / 1e3,
+        "s" => n * 1e3,
+        "min" => n * 60e3,
+        "h" => n * 3600e3,
+        "d" => n * 86_400e3,
+        u => {
+            return Err(Error::new(
+                SqlState::INVALID_PARAMETER_VALUE,
+                format!(
+                "invalid unit \"{u}\" for parameter \"statement_timeout\" (us, ms, s, min, h, d)"
+            ),
+            ))
+        }
+    };
+    Ok((ms > 0.0).then(|| Duration::from_secs_f64(ms / 1e3)))
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect).
@@ -155,7 +192,21 @@ impl Session {
             ndp_logging: true,
             settings: BTreeMap::new(),
             notices: Vec::new(),
+            interrupt: Interrupt::new(),
+            statement_timeout: None,
         }
+    }
+
+    /// The handle that cancels this session's running statement (what a
+    /// PostgreSQL CancelRequest reaches).
+    pub fn interrupt(&self) -> Interrupt {
+        self.interrupt.clone()
+    }
+
+    fn begin_tx(&self, isolation: Isolation) -> Result<Transaction> {
+        let mut tx = self.db.begin(isolation)?;
+        tx.set_interrupt(self.interrupt.clone());
+        Ok(tx)
     }
 
     pub fn database(&self) -> &Database {
@@ -230,6 +281,7 @@ impl Session {
     /// Executes a prepared statement; parameters are cast to their
     /// inferred types.
     pub fn execute_prepared(&mut self, p: &Prepared, params: &[Value]) -> Result<Output> {
+        self.interrupt.start_statement(self.statement_timeout);
         if let PreparedKind::Other(stmt) = &p.kind {
             return self.execute_statement(stmt, params);
         }
@@ -268,7 +320,7 @@ impl Session {
         self.check_not_failed()?;
         let autocommit = self.tx.is_none();
         if autocommit {
-            self.tx = Some(self.db.begin(self.default_isolation)?);
+            self.tx = Some(self.begin_tx(self.default_isolation)?);
         }
         let tx = self
             .tx
@@ -335,6 +387,7 @@ impl Session {
     }
 
     pub fn execute_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Output> {
+        self.interrupt.start_statement(self.statement_timeout);
         match stmt {
             Statement::StartTransaction { modes, .. } => {
                 let iso = isolation_of(modes)?;
@@ -343,7 +396,7 @@ impl Session {
                         .push("there is already a transaction in progress".into());
                     return Ok(Output::command("BEGIN"));
                 }
-                self.tx = Some(self.db.begin(iso.unwrap_or(self.default_isolation))?);
+                self.tx = Some(self.begin_tx(iso.unwrap_or(self.default_isolation))?);
                 self.block = Block::Active;
                 Ok(Output::command("BEGIN"))
             }
@@ -576,6 +629,9 @@ impl Session {
                     }
                     "ndp_preload" => {
                         self.ndp_preload = ndpdb_formats::value::parse_bool(&value)?;
+                    }
+                    "statement_timeout" => {
+                        self.statement_timeout = parse_duration_ms(&value)?;
                     }
                     _ => {}
                 }

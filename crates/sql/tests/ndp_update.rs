@@ -567,3 +567,44 @@ fn unlogged_ndp_updates_are_flushed_at_commit() {
     let mut s = Session::new(db);
     assert_eq!(int(&rows(&mut s, "SELECT sum(c) FROM t")[0][0]), 1500);
 }
+
+/// `statement_timeout` ends a host scan, a device scan and a device
+/// update with 57014; the update's versions are discarded and its SLT
+/// locks released, so the same update then runs on a clean table.
+#[test]
+fn statement_timeout_cancels_host_and_device_statements_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(dir.path(), config()).unwrap();
+    let mut s = setup(&db, 20_000);
+    db.flush().unwrap();
+    // 1 µs: every statement that reaches a check point is out of time.
+    s.execute("SET statement_timeout = '1us'").unwrap();
+    for (ndp, sql) in [
+        ("off", "SELECT count(*) FROM t WHERE name LIKE 'row%'"),
+        ("on", "SELECT count(*) FROM t WHERE name LIKE 'row%'"),
+        ("on", "UPDATE t SET c = c + 1"),
+    ] {
+        s.execute(&format!("SET ndp = {ndp}")).unwrap();
+        let e = match s.execute(sql) {
+            Ok(out) => panic!("{sql} (ndp {ndp}) was not canceled: {out:?}"),
+            Err(e) => e,
+        };
+        assert_eq!(e.code, SqlState::QUERY_CANCELED, "{sql} (ndp {ndp}): {e:?}");
+        assert!(e.message.contains("statement timeout"), "{e:?}");
+    }
+    s.execute("SET statement_timeout = 0").unwrap();
+    assert_eq!(
+        rows(&mut s, "SELECT count(*) FROM t WHERE c <> 0")[0][0],
+        Value::BigInt(0),
+        "the canceled update left nothing behind"
+    );
+    // Its locks are gone: a host writer and the same update go through.
+    let mut other = Session::new(db.clone());
+    other.execute("SET statement_timeout = '5s'").unwrap();
+    assert_eq!(
+        tag(&mut other, "UPDATE t SET g = 1 WHERE k = 5"),
+        "UPDATE 1"
+    );
+    s.execute("SET ndp = on").unwrap();
+    assert_eq!(tag(&mut s, "UPDATE t SET c = c + 1"), "UPDATE 20000");
+}
