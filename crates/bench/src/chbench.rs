@@ -25,7 +25,7 @@ use ndpdb_link::LinkModel;
 use ndpdb_sql::{Output, Session};
 
 use crate::report::{get, StatsDelta};
-use crate::target::{copy_rows, copy_text, wire_error};
+use crate::target::{copy_rows, copy_text, text_rows, wire_error};
 
 pub const TABLE: &str = "order_line";
 
@@ -261,16 +261,14 @@ pub fn measure_wire(
         let t = Instant::now();
         let msgs = client.simple_query(sql).map_err(wire_error)?;
         times.push(t.elapsed());
-        result = msgs
+        // As ndpdb's measurements print results: `|` between columns.
+        result = text_rows(msgs)
             .iter()
-            .filter_map(|m| match m {
-                postgres::SimpleQueryMessage::Row(r) => Some(
-                    (0..r.len())
-                        .map(|i| r.get(i).unwrap_or("NULL"))
-                        .collect::<Vec<_>>()
-                        .join(","),
-                ),
-                _ => None,
+            .map(|r| {
+                r.iter()
+                    .map(|c| c.as_deref().unwrap_or("NULL"))
+                    .collect::<Vec<_>>()
+                    .join("|")
             })
             .collect::<Vec<_>>()
             .join(";");

@@ -22,7 +22,7 @@ use rand::{Rng, SeedableRng};
 
 use ndpdb_host::Result;
 
-use crate::target::{copy_rows, wire_error};
+use crate::target::{copy_rows, text_rows, wire_error};
 
 /// One generated query.
 #[derive(Clone, Debug)]
@@ -257,15 +257,7 @@ fn rows_of(client: &mut postgres::Client, sql: &str) -> std::result::Result<Rows
             Some(db) => format!("ERROR {}: {}", db.code().code(), db.message()),
             None => format!("ERROR {e}"),
         })?;
-    Ok(msgs
-        .into_iter()
-        .filter_map(|m| match m {
-            postgres::SimpleQueryMessage::Row(r) => {
-                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-            }
-            _ => None,
-        })
-        .collect())
+    Ok(text_rows(msgs))
 }
 
 fn cell_eq(a: &Option<String>, b: &Option<String>, float: bool) -> bool {

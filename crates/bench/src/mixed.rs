@@ -360,7 +360,7 @@ pub fn plot(path: &Path, runs: &[MixedRun], title: &str) -> std::result::Result<
                 match r.label.as_str() {
                     "ndp on" => "on the device (ndp on)",
                     "ndp off" => "on the host (ndp off)",
-                    other => other,
+                    _ => "on PostgreSQL",
                 },
                 r.update.as_secs_f64()
             ),

@@ -316,35 +316,19 @@ impl Conn {
             _ => Err("XX000".into()),
         }
     }
+}
 
-    /// Runs a query and returns its rows as text (simple protocol on the
-    /// wire; NULL as None).
-    pub fn query_text(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
-        match self {
-            Conn::Embedded(s) => {
-                let mut outs = s.execute(sql)?;
-                Ok(match outs.pop() {
-                    Some(Output::Rows { rows, .. }) => rows
-                        .into_iter()
-                        .map(|r| r.iter().map(|v| v.to_pg_text()).collect())
-                        .collect(),
-                    _ => Vec::new(),
-                })
+/// The rows of a simple-protocol reply as text (NULL as `None`).
+pub fn text_rows(messages: Vec<postgres::SimpleQueryMessage>) -> Vec<Vec<Option<String>>> {
+    messages
+        .into_iter()
+        .filter_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(r) => {
+                Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
             }
-            Conn::Wire(c) => {
-                let msgs = c.simple_query(sql).map_err(wire_error)?;
-                Ok(msgs
-                    .into_iter()
-                    .filter_map(|m| match m {
-                        postgres::SimpleQueryMessage::Row(r) => {
-                            Some((0..r.len()).map(|i| r.get(i).map(str::to_string)).collect())
-                        }
-                        _ => None,
-                    })
-                    .collect())
-            }
-        }
-    }
+            _ => None,
+        })
+        .collect()
 }
 
 /// A value bound as a wire parameter, encoded as the type the server

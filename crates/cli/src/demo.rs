@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 
 use ndpdb_bench::report::{engine_lines, StatsDelta};
-use ndpdb_bench::target::{endpoint, Backend, Target};
+use ndpdb_bench::target::{Backend, Target};
+
+use crate::targets::{ndp_modes, ycsb_wire};
 use ndpdb_bench::ycsb::{self, RunConfig, Workload};
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Config, Database, Error, NvmProfile, Result};
@@ -467,13 +469,8 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 let wire = match t {
                     Target::Ndpdb => None,
                     t => {
-                        let e = endpoint(t, config.clone(), Some(out.join("server-db")))?;
-                        let backend = Backend::Wire(e);
-                        let mut conn = backend.connect()?;
-                        let took = ycsb::load_wire(&mut conn, records, 10, 100, true)?;
-                        if backend.is_postgres() {
-                            conn.batch(&format!("VACUUM ANALYZE {}", ycsb::TABLE))?;
-                        }
+                        let (backend, took) =
+                            ycsb_wire(t, &config, Some(out.join("server-db")), records)?;
                         say(format!(
                             "{}: loaded {records} rows through COPY in {:.1} s",
                             t.label(),
@@ -482,12 +479,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                         Some(backend)
                     }
                 };
-                let modes: &[bool] = if wire.as_ref().is_some_and(|b| b.is_postgres()) {
-                    &[false]
-                } else {
-                    &[false, true]
-                };
-                for &ndp in modes {
+                for &ndp in ndp_modes(wire.as_ref()) {
                     let backend = match &wire {
                         Some(b) => b,
                         None => &Backend::Embedded(ndpdb_bench::mixed::open(&dir, &config)?),
@@ -616,7 +608,11 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 );
             }
             std::fs::write(out.join("summary.txt"), summary)?;
-            std::fs::remove_dir_all(&dir)?;
+            for d in [dir, out.join("server-db")] {
+                if d.exists() {
+                    std::fs::remove_dir_all(&d)?;
+                }
+            }
             println!("wrote {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
@@ -680,26 +676,9 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             for t in &targets {
                 let wire = match t {
                     Target::Ndpdb => None,
-                    t => {
-                        let backend = Backend::Wire(endpoint(
-                            t,
-                            config.clone(),
-                            Some(out.join("server-db")),
-                        )?);
-                        let mut conn = backend.connect()?;
-                        ycsb::load_wire(&mut conn, records, 10, 100, true)?;
-                        if backend.is_postgres() {
-                            conn.batch(&format!("VACUUM ANALYZE {}", ycsb::TABLE))?;
-                        }
-                        Some(backend)
-                    }
+                    t => Some(ycsb_wire(t, &config, Some(out.join("server-db")), records)?.0),
                 };
-                let modes: &[bool] = if wire.as_ref().is_some_and(|b| b.is_postgres()) {
-                    &[false]
-                } else {
-                    &[false, true]
-                };
-                for &ndp in modes {
+                for &ndp in ndp_modes(wire.as_ref()) {
                     let backend = match &wire {
                         Some(b) => b,
                         // A fresh buffer pool per embedded run.
@@ -738,7 +717,11 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 Err(e) => println!("plot failed: {e} (CSV written)"),
             }
             std::fs::write(out.join("summary.txt"), summary)?;
-            std::fs::remove_dir_all(&dir)?;
+            for d in [dir, out.join("server-db")] {
+                if d.exists() {
+                    std::fs::remove_dir_all(&d)?;
+                }
+            }
             println!("wrote {}", out.display());
             Ok(ExitCode::SUCCESS)
         }

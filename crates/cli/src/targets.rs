@@ -21,22 +21,40 @@ pub struct YcsbRun {
     pub targets: Vec<String>,
 }
 
-/// Opens a target; for embedded ndpdb, in `dir` (or a fresh temporary one).
-fn backend(
+/// Opens embedded ndpdb in `dir` (or a fresh temporary one).
+fn backend(config: &Config, dir: Option<PathBuf>) -> Result<(Backend, Option<tempfile::TempDir>)> {
+    let tmp = tempfile::tempdir()?;
+    let path = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+    Ok((
+        Backend::Embedded(Database::open_with(&path, config.clone())?),
+        Some(tmp),
+    ))
+}
+
+/// A wire target with `usertable` loaded through COPY (PostgreSQL then
+/// gets VACUUM ANALYZE, as it plans with statistics and ndpdb has none);
+/// returns it with the load time.
+pub fn ycsb_wire(
     target: &Target,
     config: &Config,
     dir: Option<PathBuf>,
-) -> Result<(Backend, Option<tempfile::TempDir>)> {
-    match target {
-        Target::Ndpdb => {
-            let tmp = tempfile::tempdir()?;
-            let path = dir.unwrap_or_else(|| tmp.path().to_path_buf());
-            Ok((
-                Backend::Embedded(Database::open_with(&path, config.clone())?),
-                Some(tmp),
-            ))
-        }
-        t => Ok((Backend::Wire(endpoint(t, config.clone(), dir)?), None)),
+    records: u64,
+) -> Result<(Backend, Duration)> {
+    let backend = Backend::Wire(endpoint(target, config.clone(), dir)?);
+    let mut conn = backend.connect()?;
+    let took = ycsb::load_wire(&mut conn, records, 10, 100, true)?;
+    if backend.is_postgres() {
+        conn.batch(&format!("VACUUM ANALYZE {}", ycsb::TABLE))?;
+    }
+    Ok((backend, took))
+}
+
+/// The runs a target gets: ndp off and on for ndpdb, one for PostgreSQL.
+pub fn ndp_modes(wire: Option<&Backend>) -> &'static [bool] {
+    if wire.is_some_and(Backend::is_postgres) {
+        &[false]
+    } else {
+        &[false, true]
     }
 }
 
@@ -54,30 +72,32 @@ pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
         .collect::<Result<_>>()?;
     let mut results: Vec<(Target, RunReport, Duration)> = Vec::new();
     for (i, target) in targets.iter().enumerate() {
-        let (backend, _tmp) = backend(target, &config, run.db.clone())?;
+        let (backend, _tmp, wire_load) = match target {
+            Target::Ndpdb => {
+                let (b, tmp) = backend(&config, run.db.clone())?;
+                (b, tmp, None)
+            }
+            t => {
+                let (b, took) = ycsb_wire(t, &config, run.db.clone(), run.records)?;
+                (b, None, Some(took))
+            }
+        };
         if i == 0 {
             if let Some(db) = backend.database() {
                 println!("{}", crate::demo::machine_line(db));
             }
         }
         println!("--- {}", target.label());
-        let load = match &backend {
-            Backend::Embedded(db) => {
+        let load = match (&backend, wire_load) {
+            (_, Some(took)) => took,
+            (Backend::Embedded(db), None) => {
                 if db.table(ycsb::TABLE).is_ok() {
                     Duration::ZERO
                 } else {
                     ycsb::load(db, run.records, 10, 100, true)?
                 }
             }
-            Backend::Wire(_) => {
-                let mut conn = backend.connect()?;
-                let t = ycsb::load_wire(&mut conn, run.records, 10, 100, true)?;
-                // PostgreSQL plans with statistics; ndpdb has no ANALYZE.
-                if matches!(target, Target::Postgres(_)) {
-                    conn.batch(&format!("VACUUM ANALYZE {}", ycsb::TABLE))?;
-                }
-                t
-            }
+            (Backend::Wire(_), None) => Duration::ZERO,
         };
         println!("loaded in {:.1} s", load.as_secs_f64());
         let cfg = RunConfig {

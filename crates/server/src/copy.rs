@@ -174,6 +174,17 @@ fn bad_copy(line: u64, what: impl Into<String>) -> Error {
         .with_detail(format!("COPY input, line {line}"))
 }
 
+/// A field's bytes as text (COPY data must be UTF-8).
+fn utf8(bytes: Vec<u8>, line: u64) -> Result<String> {
+    String::from_utf8(bytes).map_err(|_| {
+        Error::new(
+            SqlState("22021"),
+            "invalid byte sequence for encoding \"UTF8\"",
+        )
+        .with_detail(format!("COPY input, line {line}"))
+    })
+}
+
 /// One field of a record: `None` is NULL.
 type Field = Option<String>;
 
@@ -240,14 +251,7 @@ fn text_fields(line: &[u8], delimiter: u8, null: &str, lineno: u64) -> Result<Ve
                 other => out.push(other),
             }
         }
-        let s = String::from_utf8(out).map_err(|_| {
-            Error::new(
-                SqlState("22021"),
-                "invalid byte sequence for encoding \"UTF8\"",
-            )
-            .with_detail(format!("COPY input, line {lineno}"))
-        })?;
-        fields.push(Some(s));
+        fields.push(Some(utf8(out, lineno)?));
     }
     Ok(fields)
 }
@@ -417,13 +421,7 @@ fn csv_fields(
         if in_quotes {
             return Err(bad_copy(lineno, "unterminated CSV quoted field"));
         }
-        let s = String::from_utf8(out).map_err(|_| {
-            Error::new(
-                SqlState("22021"),
-                "invalid byte sequence for encoding \"UTF8\"",
-            )
-            .with_detail(format!("COPY input, line {lineno}"))
-        })?;
+        let s = utf8(out, lineno)?;
         fields.push(if !quoted && s == null { None } else { Some(s) });
         if i >= rec.len() {
             break;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod common;
-use common::{start, start_with, temp_db};
+use common::{psql_command, start, start_with, temp_db};
 
 fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
@@ -62,20 +62,9 @@ fn jdbc_runs_prepared_statements_batches_and_transactions() {
 }
 
 fn psql_as(port: u16, user: &str, password: &str, sql: &str) -> (bool, String, String) {
-    let out = Command::new("psql")
-        .args([
-            "-h",
-            "127.0.0.1",
-            "-p",
-            &port.to_string(),
-            "-U",
-            user,
-            "-d",
-            "db",
-        ])
-        .args(["-X", "-w", "-v", "VERBOSITY=verbose", "-c", sql])
+    let out = psql_command(port, user)
+        .args(["-w", "-c", sql])
         .env("PGPASSWORD", password)
-        .env("PGCONNECT_TIMEOUT", "5")
         .output()
         .expect("psql must be installed (.ci/run installs it)");
     (

@@ -5,22 +5,10 @@ use std::process::Command;
 use ndpdb_host::Database;
 
 mod common;
-use common::start;
+use common::{psql_command, start};
 
 fn psql(port: u16, commands: &[&str]) -> (String, String) {
-    let mut cmd = Command::new("psql");
-    cmd.args([
-        "-h",
-        "127.0.0.1",
-        "-p",
-        &port.to_string(),
-        "-U",
-        "app",
-        "-d",
-        "app",
-    ])
-    .args(["-X", "-v", "VERBOSITY=verbose"])
-    .env("PGCONNECT_TIMEOUT", "5");
+    let mut cmd = psql_command(port, "app");
     for c in commands {
         cmd.args(["-c", c]);
     }

@@ -45,3 +45,22 @@ pub fn temp_db() -> (tempfile::TempDir, Database) {
 pub fn conninfo(port: u16) -> String {
     format!("host=127.0.0.1 port={port} user=test dbname=test connect_timeout=10")
 }
+
+/// A psql command for the server on `port` as `user` (quiet about
+/// ~/.psqlrc, verbose errors so SQLSTATEs show, a connect timeout).
+pub fn psql_command(port: u16, user: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new("psql");
+    cmd.args([
+        "-h",
+        "127.0.0.1",
+        "-p",
+        &port.to_string(),
+        "-U",
+        user,
+        "-d",
+        user,
+    ])
+    .args(["-X", "-v", "VERBOSITY=verbose"])
+    .env("PGCONNECT_TIMEOUT", "5");
+    cmd
+}
