@@ -1,12 +1,19 @@
-//! The catalog questions psql asks (DESIGN.md §11): `\dt` and `\d` without
-//! a name list the tables. ndpdb has no `pg_catalog` schema; any other
-//! query on it gets a clear 0A000 instead of a confusing parse error.
+//! The catalog questions psql asks (DESIGN.md §11): `\dt` and `\d` list
+//! the tables, `\d NAME` describes one (columns, types, NOT NULL, the
+//! primary key). ndpdb has no `pg_catalog` schema: it recognises psql's
+//! (PostgreSQL 15) queries by what they select, and answers any other
+//! catalog query with a clear 0A000 instead of a confusing parse error.
 //!
 //! ```text
 //!  \dt [pattern]  ─► SELECT n.nspname as "Schema", c.relname as "Name", …
-//!                    FROM pg_catalog.pg_class c … WHERE c.relkind IN ('r',…)
-//!                    [AND c.relname OPERATOR(pg_catalog.~) '^(pattern)$']
 //!                 ◄─ Schema | Name | Type | Owner, one row per table
+//!  \d NAME        ─► 1. SELECT c.oid, n.nspname, c.relname … '^(NAME)$'
+//!                 ◄─ oid (16384 + table id) | public | NAME
+//!                 ─► 2. SELECT c.relchecks, c.relkind, … WHERE c.oid = 'OID'
+//!                    3. … FROM pg_catalog.pg_attribute a WHERE a.attrelid = 'OID'
+//!                    4. … pg_catalog.pg_index i … (the primary key)
+//!                    5–9. policies, statistics, publications, inheritance:
+//!                       no rows
 //! ```
 //!
 //! psql writes name patterns as anchored regular expressions in which `*`
@@ -14,7 +21,7 @@
 //! what the matcher here understands.
 
 use ndpdb_formats::{DataType, SqlState, Value};
-use ndpdb_host::Database;
+use ndpdb_host::{Database, TableMeta};
 use ndpdb_sql::{Error, Output, ResultColumn};
 
 /// Answers a psql catalog query, or `None` if `sql` does not read
@@ -29,10 +36,12 @@ pub fn answer(db: &Database, sql: &str) -> Option<Result<Output, Error>> {
         && lower.contains("as \"name\"")
         && lower.contains("c.relkind in (");
     if !lists_relations {
+        if let Some(answer) = describe(db, sql, &lower) {
+            return Some(Ok(answer));
+        }
         return Some(Err(Error::new(
             SqlState::FEATURE_NOT_SUPPORTED,
-            "this catalog query is not supported: ndpdb answers psql's \\dt and \\d (table list); \
-             use SHOW TABLES and SELECT … LIMIT 0 to inspect a table",
+            "this catalog query is not supported: ndpdb answers psql's \\d, \\dt and \\d NAME",
         )));
     }
     let kinds = lower
@@ -56,6 +65,211 @@ pub fn answer(db: &Database, sql: &str) -> Option<Result<Output, Error>> {
         .collect();
     names.sort();
     Some(Ok(relation_rows(names)))
+}
+
+/// The OID a table shows in the catalog.
+const FIRST_OID: u32 = 16_384;
+
+fn text_columns(names: &[&str]) -> Vec<ResultColumn> {
+    names
+        .iter()
+        .map(|n| ResultColumn {
+            name: n.to_string(),
+            ty: DataType::Text,
+        })
+        .collect()
+}
+
+fn text_row(cells: &[&str]) -> Vec<Value> {
+    cells.iter().map(|c| Value::Text(c.to_string())).collect()
+}
+
+/// The table a `… = 'OID'` condition names.
+fn table_by_oid(db: &Database, sql: &str, marker: &str) -> Option<std::sync::Arc<TableMeta>> {
+    let at = sql.find(marker)? + marker.len();
+    let digits: String = sql[at..]
+        .trim_start_matches([' ', '\''])
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    let oid: u32 = digits.parse().ok()?;
+    db.tables().into_iter().find(|t| FIRST_OID + t.id.0 == oid)
+}
+
+/// PostgreSQL's `format_type` of a column type.
+fn format_type(ty: &DataType) -> String {
+    match ty {
+        DataType::Bool => "boolean".into(),
+        DataType::Int => "integer".into(),
+        DataType::BigInt => "bigint".into(),
+        DataType::Double => "double precision".into(),
+        DataType::Numeric { precision: 0, .. } => "numeric".into(),
+        DataType::Numeric { precision, scale } => format!("numeric({precision},{scale})"),
+        DataType::Text => "text".into(),
+        DataType::Varchar(n) => format!("character varying({n})"),
+        DataType::Bytea => "bytea".into(),
+        DataType::Date => "date".into(),
+        DataType::Timestamp => "timestamp without time zone".into(),
+    }
+}
+
+/// psql's `\d NAME` queries (PostgreSQL 15's psql), or `None`.
+fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
+    let rows = |columns: &[&str], rows: Vec<Vec<Value>>| Output::Rows {
+        columns: text_columns(columns),
+        rows,
+    };
+    // 1. Which relation the name means.
+    if lower.contains("select c.oid,")
+        && lower.contains("from pg_catalog.pg_class c")
+        && lower.contains("c.relname operator(pg_catalog.~)")
+    {
+        let pattern = name_pattern(sql);
+        let mut found: Vec<_> = db
+            .tables()
+            .into_iter()
+            .filter(|t| {
+                pattern
+                    .as_deref()
+                    .is_none_or(|p| matches(p.as_bytes(), t.name.as_bytes()))
+            })
+            .collect();
+        found.sort_by(|a, b| a.name.cmp(&b.name));
+        let found = found
+            .iter()
+            .map(|t| text_row(&[&(FIRST_OID + t.id.0).to_string(), "public", &t.name]))
+            .collect();
+        return Some(rows(&["oid", "nspname", "relname"], found));
+    }
+    // 2. The relation's kind and flags.
+    if lower.contains("select c.relchecks, c.relkind") {
+        let t = table_by_oid(db, sql, "WHERE c.oid =");
+        let found = t
+            .map(|_| {
+                vec![text_row(&[
+                    "0", "r", "t", "f", "f", "f", "f", "f", "f", "", "0", "", "p", "d", "heap",
+                ])]
+            })
+            .unwrap_or_default();
+        return Some(rows(
+            &[
+                "relchecks",
+                "relkind",
+                "relhasindex",
+                "relhasrules",
+                "relhastriggers",
+                "relrowsecurity",
+                "relforcerowsecurity",
+                "relhasoids",
+                "relispartition",
+                "reloptions",
+                "reltablespace",
+                "reloftype",
+                "relpersistence",
+                "relreplident",
+                "amname",
+            ],
+            found,
+        ));
+    }
+    // 3. Columns.
+    if lower.contains("from pg_catalog.pg_attribute a") && lower.contains("a.attrelid =") {
+        let t = table_by_oid(db, sql, "a.attrelid =");
+        let found = t
+            .map(|t| {
+                t.schema
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        let mut row = text_row(&[&c.name, &format_type(&c.ty)]);
+                        row.push(Value::Null);
+                        row.push(Value::Text(if c.nullable { "f" } else { "t" }.into()));
+                        row.push(Value::Null);
+                        row.push(Value::Text(String::new()));
+                        row.push(Value::Text(String::new()));
+                        row
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Some(rows(
+            &[
+                "attname",
+                "format_type",
+                "default",
+                "attnotnull",
+                "attcollation",
+                "attidentity",
+                "attgenerated",
+            ],
+            found,
+        ));
+    }
+    // 4. Indexes: the primary key (a hash index from key to VID).
+    if lower.contains("pg_catalog.pg_index i") && lower.contains("where c.oid =") {
+        let t = table_by_oid(db, sql, "WHERE c.oid =");
+        let found = t
+            .filter(|t| !t.schema.primary_key.is_empty())
+            .map(|t| {
+                let key: Vec<&str> = t
+                    .schema
+                    .primary_key
+                    .iter()
+                    .map(|i| t.schema.columns[*i].name.as_str())
+                    .collect();
+                let key = key.join(", ");
+                let name = t.pk_constraint_name();
+                vec![text_row(&[
+                    &name,
+                    "t",
+                    "t",
+                    "f",
+                    "t",
+                    &format!(
+                        "CREATE UNIQUE INDEX {name} ON public.{} USING hash ({key})",
+                        t.name
+                    ),
+                    &format!("PRIMARY KEY ({key})"),
+                    "p",
+                    "f",
+                    "f",
+                    "f",
+                    "0",
+                ])]
+            })
+            .unwrap_or_default();
+        return Some(rows(
+            &[
+                "relname",
+                "indisprimary",
+                "indisunique",
+                "indisclustered",
+                "indisvalid",
+                "pg_get_indexdef",
+                "pg_get_constraintdef",
+                "contype",
+                "condeferrable",
+                "condeferred",
+                "indisreplident",
+                "reltablespace",
+            ],
+            found,
+        ));
+    }
+    // 5–9. Row security, extended statistics, publications, inheritance.
+    for (what, columns) in [
+        ("pg_catalog.pg_policy", 6),
+        ("pg_catalog.pg_statistic_ext", 9),
+        ("pg_catalog.pg_publication", 3),
+        ("pg_catalog.pg_inherits", 4),
+    ] {
+        if lower.contains(what) {
+            let names: Vec<String> = (1..=columns).map(|i| format!("column{i}")).collect();
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            return Some(rows(&names, Vec::new()));
+        }
+    }
+    None
 }
 
 fn relation_rows(names: Vec<String>) -> Output {

@@ -108,7 +108,7 @@ fn a_client_that_disconnects_mid_transaction_leaves_no_locks() {
     assert!(!out.contains("lost"), "{out}");
 }
 
-/// psql's `\dt` lists tables (with a pattern); `\copy … from stdin` loads
+/// psql's `\dt` lists tables (with a pattern), `\d NAME` describes one; `\copy … from stdin` loads
 /// text and CSV through COPY FROM STDIN; a bad row rolls the COPY back.
 #[test]
 fn psql_lists_tables_and_copies_from_stdin() {
@@ -130,6 +130,25 @@ fn psql_lists_tables_and_copies_from_stdin() {
     assert!(out.contains(" public | items  | table"), "{out}");
     assert_eq!(out.matches(" public | orders | table").count(), 2, "{out}");
     assert!(out.contains("(1 row)"), "{out}");
+    // \d NAME: columns, types, NOT NULL and the primary key.
+    let (out, err) = psql(port, &["\\d orders", "\\d nope"]);
+    assert!(out.contains("Table \"public.orders\""), "{out}{err}");
+    assert!(
+        out.contains(" id     | integer      |           | not null |"),
+        "{out}"
+    );
+    assert!(
+        out.contains(" amount | numeric(8,2) |           |          |"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\"orders_pkey\" PRIMARY KEY, hash (id)"),
+        "{out}"
+    );
+    assert!(
+        err.contains("Did not find any relation named \"nope\""),
+        "{err}"
+    );
 
     let copy = |command: &str, data: &str| {
         let mut child = Command::new("psql")
