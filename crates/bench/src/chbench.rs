@@ -25,7 +25,7 @@ use ndpdb_link::LinkModel;
 use ndpdb_sql::{Output, Session};
 
 use crate::report::{get, StatsDelta};
-use crate::target::{copy_rows, copy_text, text_rows, wire_error};
+use crate::target::{copy_rows, copy_text, endpoint, text_rows, wire_error, Target};
 
 pub const TABLE: &str = "order_line";
 
@@ -535,6 +535,32 @@ pub struct ChOptions {
     pub sweeps: bool,
     /// PostgreSQL baseline: a connection string (Query-SUM on the same rows).
     pub postgres: Option<String>,
+    /// Also run Query-SUM through the wire protocol, against a server on
+    /// the same database in this process (ndp off, then on).
+    pub server: bool,
+}
+
+/// Query-SUM through the wire: a server on the loaded database (fresh
+/// buffer pool, the base link preset), `SET ndp = off` then `on`.
+fn server_query_sum(dir: &Path, config: &Config, log: &mut impl FnMut(&str)) -> Result<()> {
+    let server = endpoint(
+        &Target::NdpdbServer(None),
+        config.clone(),
+        Some(dir.to_path_buf()),
+    )?;
+    let mut client = server.connect()?;
+    for ndp in ["off", "on"] {
+        client
+            .batch_execute(&format!("SET ndp = {ndp}"))
+            .map_err(wire_error)?;
+        let (times, result) = measure_wire(&mut client, QUERY_SUM, 1)?;
+        log(&format!(
+            "query-sum  {:<12} ndp {ndp:<3} {:>9.1} ms  through the ndpdb server (wire protocol)  result {result}",
+            config.link.name,
+            times[0].as_secs_f64() * 1e3
+        ));
+    }
+    Ok(())
 }
 
 /// The PostgreSQL column: the same order lines loaded through COPY, then
@@ -643,6 +669,9 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
                 all.push(m);
             }
         }
+    }
+    if opts.server {
+        server_query_sum(&dir, &opts.base, &mut log)?;
     }
     if let Some(conninfo) = &opts.postgres {
         postgres_query_sum(conninfo, opts.rows, &all, &mut log)?;

@@ -231,9 +231,10 @@ pub enum Bench {
         /// Emulated NVM latency of the device's store: off, fast, mid, slow.
         #[arg(long, default_value = "off")]
         nvm: String,
-        /// Also run Query-SUM on PostgreSQL: postgres[=CONNSTRING] (default
-        /// $NDPDB_POSTGRES, see scripts/postgres-baseline.sh). ndpdb itself
-        /// always runs embedded here.
+        /// Also run Query-SUM through the wire: ndpdb-server (a server on
+        /// the loaded database in this process), postgres[=CONNSTRING]
+        /// (the same rows in PostgreSQL; default $NDPDB_POSTGRES, see
+        /// scripts/postgres-baseline.sh). The main measurements are embedded.
         #[arg(long)]
         target: Vec<String>,
     },
@@ -751,7 +752,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     })
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let opts = ndpdb_bench::chbench::ChOptions {
+            let mut opts = ndpdb_bench::chbench::ChOptions {
                 rows,
                 out: out.unwrap_or_else(|| default_out("chbench")),
                 presets,
@@ -763,14 +764,22 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     ..Config::default()
                 },
                 sweeps: !no_sweeps,
-                postgres: match target.iter().find(|t| t.starts_with("postgres")) {
-                    Some(t) => match Target::parse(t)? {
-                        Target::Postgres(c) => Some(c),
-                        _ => None,
-                    },
-                    None => None,
-                },
+                postgres: None,
+                server: false,
             };
+            for t in &target {
+                match Target::parse(t)? {
+                    Target::Postgres(c) => opts.postgres = Some(c),
+                    Target::NdpdbServer(None) => opts.server = true,
+                    Target::NdpdbServer(Some(_)) => {
+                        return Err(Error::new(
+                            SqlState::INVALID_PARAMETER_VALUE,
+                            "chbench serves its own database: use --target ndpdb-server without an address",
+                        ))
+                    }
+                    Target::Ndpdb => {}
+                }
+            }
             let mut summary = String::new();
             let header = format!(
                 "chbench: {rows} order lines, buffer pool {buffer_pool_mib} MiB, device PEs {} (CPUs {device_cpus:?}), NVM {}, host thread CPUs {host_cpus:?}, machine {} CPUs",
