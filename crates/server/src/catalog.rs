@@ -96,23 +96,6 @@ fn table_by_oid(db: &Database, sql: &str, marker: &str) -> Option<std::sync::Arc
     db.tables().into_iter().find(|t| FIRST_OID + t.id.0 == oid)
 }
 
-/// PostgreSQL's `format_type` of a column type.
-fn format_type(ty: &DataType) -> String {
-    match ty {
-        DataType::Bool => "boolean".into(),
-        DataType::Int => "integer".into(),
-        DataType::BigInt => "bigint".into(),
-        DataType::Double => "double precision".into(),
-        DataType::Numeric { precision: 0, .. } => "numeric".into(),
-        DataType::Numeric { precision, scale } => format!("numeric({precision},{scale})"),
-        DataType::Text => "text".into(),
-        DataType::Varchar(n) => format!("character varying({n})"),
-        DataType::Bytea => "bytea".into(),
-        DataType::Date => "date".into(),
-        DataType::Timestamp => "timestamp without time zone".into(),
-    }
-}
-
 /// psql's `\d NAME` queries (PostgreSQL 15's psql), or `None`.
 fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
     let rows = |columns: &[&str], rows: Vec<Vec<Value>>| Output::Rows {
@@ -181,7 +164,7 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
                     .columns
                     .iter()
                     .map(|c| {
-                        let mut row = text_row(&[&c.name, &format_type(&c.ty)]);
+                        let mut row = text_row(&[&c.name, &c.ty.sql_name()]);
                         row.push(Value::Null);
                         row.push(Value::Text(if c.nullable { "f" } else { "t" }.into()));
                         row.push(Value::Null);
