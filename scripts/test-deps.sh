@@ -2,7 +2,9 @@
 # Installs what the wire-protocol tests run against real clients, from the
 # distribution's packages and the language registries, when missing:
 #   psql (postgresql-client), python3 + psycopg 3, java + the PostgreSQL
-#   JDBC driver (into ~/.m2, where crates/server/tests/clients.rs looks).
+#   JDBC driver (into ~/.m2, where crates/server/tests/clients.rs looks),
+#   and PostgreSQL 15 itself for the conformance test
+#   (crates/cli/tests/conformance.rs, through scripts/postgres-baseline.sh).
 set -euo pipefail
 
 JDBC_VERSION=42.7.4
@@ -20,6 +22,7 @@ apt_install() {
 }
 
 command -v psql >/dev/null 2>&1 || apt_install postgresql-client
+[ -x /usr/lib/postgresql/15/bin/initdb ] || apt_install postgresql-15
 command -v python3 >/dev/null 2>&1 || apt_install python3 python3-pip
 
 if ! python3 -c "import psycopg" >/dev/null 2>&1; then

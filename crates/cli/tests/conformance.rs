@@ -1,0 +1,40 @@
+//! SQL conformance against PostgreSQL 15 in CI: `ndpdb bench diff` loads
+//! the same random tables into an ndpdb server and a throwaway PostgreSQL
+//! cluster (`scripts/postgres-baseline.sh`, which installs PostgreSQL 15
+//! when missing) and compares the rows of generated queries — filters,
+//! aggregates, GROUP BY, joins, ORDER BY … LIMIT, expressions.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn generated_queries_return_the_rows_postgresql_returns() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new("bash")
+        .arg(root.join("scripts/postgres-baseline.sh"))
+        // A port of its own, so it never meets a baseline run by hand.
+        .args(["--port", "55499", "--"])
+        .arg(env!("CARGO_BIN_EXE_ndpdb"))
+        .args([
+            "bench",
+            "diff",
+            "--rows",
+            "1000",
+            "--queries",
+            "400",
+            "--seed",
+            "11",
+        ])
+        .output()
+        .expect("bash and scripts/postgres-baseline.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "ndpdb and PostgreSQL disagree (or PostgreSQL could not start):\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("400 match PostgreSQL") && stdout.contains(", 0 differ"),
+        "{stdout}\n{stderr}"
+    );
+}
