@@ -16,7 +16,6 @@
 
 use std::collections::HashSet;
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -25,45 +24,25 @@ use futures::sink::{Sink, SinkExt};
 use futures::stream;
 use parking_lot::Mutex;
 use pgwire::api::copy::CopyHandler;
-use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{send_describe_response, ExtendedQueryHandler, SimpleQueryHandler};
-use pgwire::api::results::{
-    CopyResponse, DescribePortalResponse, DescribeStatementResponse, FieldFormat, FieldInfo,
-    QueryResponse, Response, Tag,
-};
-use pgwire::api::stmt::{QueryParser, StoredStatement};
-use pgwire::api::store::{Entry, PortalStore};
-use pgwire::api::{ClientInfo, ClientPortalStore, Type, DEFAULT_NAME};
+use pgwire::api::portal::Format;
+use pgwire::api::query::SimpleQueryHandler;
+use pgwire::api::results::{CopyResponse, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{ClientInfo, ClientPortalStore};
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
-use pgwire::messages::data::{DataRow, ParameterDescription};
-use pgwire::messages::extendedquery::{
-    Bind, Describe, Execute, Parse, ParseComplete, TARGET_TYPE_BYTE_STATEMENT,
-};
+use pgwire::messages::data::DataRow;
 use pgwire::messages::response::NoticeResponse;
 use pgwire::messages::PgWireBackendMessage;
 use sqlparser::ast::Statement as Ast;
 
-use ndpdb_formats::{DataType, SqlState, Value};
+use ndpdb_formats::SqlState;
 use ndpdb_host::Database;
-use ndpdb_sql::session::Prepared;
 use ndpdb_sql::{Error, Output, ResultColumn, Session};
 
 use crate::copy::{copy_spec, CopyIn, CopyLoader, CopySpec};
-use crate::types::{decode_param, pg_type, put_field};
-
-/// A parsed statement of the extended protocol.
-pub struct Parsed {
-    kind: ParsedKind,
-}
-
-enum ParsedKind {
-    Plan {
-        prepared: Box<Prepared>,
-        columns: Vec<ResultColumn>,
-    },
-    Copy(CopySpec),
-}
+use crate::extended::Parser;
+use crate::types::{pg_type, put_field};
 
 /// An in-progress `COPY … FROM STDIN`.
 struct CopyState {
@@ -77,20 +56,17 @@ struct CopyState {
 /// One connection: its own session.
 pub struct Connection {
     session: Arc<Mutex<Session>>,
-    parser: Arc<Parser>,
+    pub(crate) parser: Arc<Parser>,
     copy: Mutex<Option<CopyState>>,
     /// Names of prepared statements (for DEALLOCATE ALL / DISCARD ALL).
-    statements: Mutex<HashSet<String>>,
+    pub(crate) statements: Mutex<HashSet<String>>,
 }
 
 impl Connection {
     pub fn new(db: Database) -> Connection {
         let session = Arc::new(Mutex::new(Session::new(db)));
         Connection {
-            parser: Arc::new(Parser {
-                session: session.clone(),
-                adopted: AtomicBool::new(false),
-            }),
+            parser: Arc::new(Parser::new(session.clone())),
             session,
             copy: Mutex::new(None),
             statements: Mutex::new(HashSet::new()),
@@ -123,12 +99,12 @@ impl Connection {
 
     /// Runs `f` on the session. The connection has a thread of its own
     /// (see `serve`), so the blocking engine runs inline.
-    fn with_session<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
+    pub(crate) fn with_session<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
         f(&mut self.session.lock())
     }
 
     /// Starts a COPY: prepares the insert and opens a transaction if none.
-    fn start_copy(&self, spec: CopySpec) -> Result<Response, Error> {
+    pub(crate) fn start_copy(&self, spec: CopySpec) -> Result<Response, Error> {
         let state = self.with_session(|s| -> Result<CopyState, Error> {
             let own_tx = s.transaction_status() == 'I';
             if s.transaction_status() == 'E' {
@@ -165,12 +141,12 @@ pub fn error_info(e: &Error) -> ErrorInfo {
     info
 }
 
-fn user_error(e: &Error) -> PgWireError {
+pub(crate) fn user_error(e: &Error) -> PgWireError {
     PgWireError::UserError(Box::new(error_info(e)))
 }
 
 /// A command tag as pgwire's `Tag`: `INSERT 0 3` → INSERT, oid 0, 3 rows.
-fn tag_of(tag: &str) -> Tag {
+pub(crate) fn tag_of(tag: &str) -> Tag {
     let words: Vec<&str> = tag.split_whitespace().collect();
     match words.as_slice() {
         ["INSERT", oid, n] => match (oid.parse(), n.parse()) {
@@ -185,7 +161,7 @@ fn tag_of(tag: &str) -> Tag {
     }
 }
 
-fn field_infos(columns: &[ResultColumn], formats: Option<&Format>) -> Vec<FieldInfo> {
+pub(crate) fn field_infos(columns: &[ResultColumn], formats: Option<&Format>) -> Vec<FieldInfo> {
     columns
         .iter()
         .enumerate()
@@ -196,7 +172,7 @@ fn field_infos(columns: &[ResultColumn], formats: Option<&Format>) -> Vec<FieldI
         .collect()
 }
 
-fn response(out: Output, formats: Option<&Format>) -> Response {
+pub(crate) fn response(out: Output, formats: Option<&Format>) -> Response {
     match out {
         Output::Rows { columns, rows } => {
             let fields = Arc::new(field_infos(&columns, formats));
@@ -228,7 +204,7 @@ fn response(out: Output, formats: Option<&Format>) -> Response {
 
 /// Sends the session's pending notices (e.g. "there is no transaction in
 /// progress") as NoticeResponse messages.
-async fn send_notices<C>(client: &mut C, notices: Vec<String>) -> PgWireResult<()>
+pub(crate) async fn send_notices<C>(client: &mut C, notices: Vec<String>) -> PgWireResult<()>
 where
     C: Sink<PgWireBackendMessage> + Unpin + Send,
     C::Error: Debug,
@@ -304,335 +280,6 @@ impl SimpleQueryHandler for Connection {
         }
         Ok(responses)
     }
-}
-
-/// Parses and plans statements of the extended protocol on the session.
-pub struct Parser {
-    session: Arc<Mutex<Session>>,
-    /// The client's startup parameters were copied into the session.
-    adopted: AtomicBool,
-}
-
-impl Parser {
-    /// Copies startup parameters (application_name, client_encoding, the
-    /// user) into the session once, so SHOW and current_setting see them.
-    fn adopt_startup<C: ClientInfo>(&self, client: &C) {
-        if self.adopted.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let mut s = self.session.lock();
-        for (key, setting) in [
-            ("application_name", "application_name"),
-            ("client_encoding", "client_encoding"),
-            ("user", "session_authorization"),
-        ] {
-            if let Some(v) = client.metadata().get(key) {
-                s.set_setting(setting, v);
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl QueryParser for Parser {
-    type Statement = Arc<Parsed>;
-
-    async fn parse_sql<C>(
-        &self,
-        client: &C,
-        sql: &str,
-        _types: &[Option<Type>],
-    ) -> PgWireResult<Option<Arc<Parsed>>>
-    where
-        C: ClientInfo + Unpin + Send + Sync,
-    {
-        self.adopt_startup(client);
-        let mut stmts = ndpdb_sql::session::parse(sql).map_err(|e| user_error(&e))?;
-        match stmts.len() {
-            0 => return Ok(None),
-            1 => {}
-            _ => {
-                return Err(user_error(&Error::new(
-                    SqlState::SYNTAX_ERROR,
-                    "cannot insert multiple commands into a prepared statement",
-                )))
-            }
-        }
-        let stmt = stmts.remove(0);
-        if let Some(spec) = copy_spec(&stmt) {
-            let spec = spec.map_err(|e| user_error(&e))?;
-            return Ok(Some(Arc::new(Parsed {
-                kind: ParsedKind::Copy(spec),
-            })));
-        }
-        let extra_columns = other_columns(&stmt);
-        let prepared = self
-            .session
-            .lock()
-            .prepare_statement(stmt)
-            .map_err(|e| user_error(&e))?;
-        let mut columns = prepared.columns();
-        if columns.is_empty() {
-            columns = extra_columns;
-        }
-        Ok(Some(Arc::new(Parsed {
-            kind: ParsedKind::Plan {
-                prepared: Box::new(prepared),
-                columns,
-            },
-        })))
-    }
-
-    fn get_parameter_types(&self, stmt: &Arc<Parsed>) -> PgWireResult<Vec<Type>> {
-        Ok(match &stmt.kind {
-            ParsedKind::Plan { prepared, .. } => prepared
-                .param_types
-                .iter()
-                .map(|t| t.as_ref().map_or(Type::TEXT, pg_type))
-                .collect(),
-            ParsedKind::Copy(_) => Vec::new(),
-        })
-    }
-
-    fn get_result_schema(
-        &self,
-        stmt: &Arc<Parsed>,
-        column_format: Option<&Format>,
-    ) -> PgWireResult<Vec<FieldInfo>> {
-        Ok(match &stmt.kind {
-            ParsedKind::Plan { columns, .. } => field_infos(columns, column_format),
-            ParsedKind::Copy(_) => Vec::new(),
-        })
-    }
-}
-
-/// Result columns of statements that are not plans but return rows.
-fn other_columns(stmt: &Ast) -> Vec<ResultColumn> {
-    let text = |name: String| {
-        vec![ResultColumn {
-            name,
-            ty: DataType::Text,
-        }]
-    };
-    match stmt {
-        Ast::ShowVariable { variable } => text(
-            variable
-                .iter()
-                .map(|i| i.value.to_lowercase())
-                .collect::<Vec<_>>()
-                .join("_"),
-        ),
-        Ast::Explain { .. } => text("QUERY PLAN".into()),
-        _ => Vec::new(),
-    }
-}
-
-#[async_trait]
-impl ExtendedQueryHandler for Connection {
-    type Statement = Arc<Parsed>;
-    type QueryParser = Parser;
-
-    fn query_parser(&self) -> Arc<Parser> {
-        self.parser.clone()
-    }
-
-    /// Bind without flushing (batching.rs).
-    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        crate::batching::bind(client, message).await
-    }
-
-    /// Execute without flushing (batching.rs); Sync flushes.
-    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        crate::batching::execute(self, client, message).await
-    }
-
-    /// Parse, remembering the statement's name for DEALLOCATE ALL.
-    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let name = message
-            .name
-            .clone()
-            .unwrap_or_else(|| DEFAULT_NAME.to_owned());
-        match StoredStatement::parse(client, &message, self.parser.clone()).await? {
-            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
-            None => client.portal_store().put_empty_statement(&name),
-        }
-        if name != DEFAULT_NAME {
-            self.statements.lock().insert(name);
-        }
-        client
-            .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
-            .await?;
-        Ok(())
-    }
-
-    async fn do_query<C>(
-        &self,
-        client: &mut C,
-        portal: &Portal<Arc<Parsed>>,
-        _max_rows: usize,
-    ) -> PgWireResult<Response>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let stored: &StoredStatement<Arc<Parsed>> = &portal.statement;
-        let (prepared, columns) = match &stored.statement.kind {
-            ParsedKind::Copy(spec) => {
-                return Ok(match self.start_copy(spec.clone()) {
-                    Ok(r) => r,
-                    Err(e) => Response::Error(Box::new(error_info(&e))),
-                })
-            }
-            ParsedKind::Plan { prepared, columns } => (prepared, columns),
-        };
-        let params = match bound_params(portal, prepared) {
-            Ok(p) => p,
-            Err(e) => return Ok(Response::Error(Box::new(error_info(&e)))),
-        };
-        let (result, notices) = self.with_session(|s| {
-            let r = s.execute_prepared(prepared, &params);
-            (r, std::mem::take(&mut s.notices))
-        });
-        send_notices(client, notices).await?;
-        Ok(match result {
-            Ok(Output::Rows { rows, .. }) => response(
-                Output::Rows {
-                    columns: columns.clone(),
-                    rows,
-                },
-                Some(&portal.result_column_format),
-            ),
-            Ok(out) => response(out, Some(&portal.result_column_format)),
-            Err(e) => Response::Error(Box::new(error_info(&e))),
-        })
-    }
-
-    /// Describe of a statement: ParameterDescription, then NoData for a
-    /// statement without result columns (pgwire would send an empty
-    /// RowDescription when there are parameters, which drivers read as
-    /// "returns rows").
-    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        if message.target_type == TARGET_TYPE_BYTE_STATEMENT {
-            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-            if let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) {
-                let described = self.do_describe_statement(client, &stmt).await?;
-                let oids = described.parameters.iter().map(|t| t.oid()).collect();
-                client
-                    .send(PgWireBackendMessage::ParameterDescription(
-                        ParameterDescription::new(oids),
-                    ))
-                    .await?;
-                let fields = DescribePortalResponse::new(described.fields);
-                return send_describe_response(client, &fields).await;
-            }
-        }
-        self._on_describe(client, message).await
-    }
-
-    async fn do_describe_statement<C>(
-        &self,
-        _client: &mut C,
-        target: &StoredStatement<Arc<Parsed>>,
-    ) -> PgWireResult<DescribeStatementResponse>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let inferred = self.parser.get_parameter_types(&target.statement)?;
-        let n = inferred.len().max(target.parameter_types.len());
-        let params = (0..n)
-            .map(|i| {
-                target
-                    .parameter_types
-                    .get(i)
-                    .cloned()
-                    .flatten()
-                    .filter(|t| *t != Type::UNKNOWN)
-                    .or_else(|| inferred.get(i).cloned())
-                    .unwrap_or(Type::TEXT)
-            })
-            .collect();
-        let fields = self.parser.get_result_schema(&target.statement, None)?;
-        Ok(DescribeStatementResponse::new(params, fields))
-    }
-
-    async fn do_describe_portal<C>(
-        &self,
-        _client: &mut C,
-        target: &Portal<Arc<Parsed>>,
-    ) -> PgWireResult<DescribePortalResponse>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let fields = self.parser.get_result_schema(
-            &target.statement.statement,
-            Some(&target.result_column_format),
-        )?;
-        Ok(DescribePortalResponse::new(fields))
-    }
-}
-
-/// Decodes the portal's parameters (text or binary, per Bind's formats).
-fn bound_params(portal: &Portal<Arc<Parsed>>, prepared: &Prepared) -> Result<Vec<Value>, Error> {
-    let needed = prepared.param_types.len();
-    if portal.parameters.len() != needed {
-        return Err(Error::new(
-            SqlState("08P01"),
-            format!(
-                "bind message supplies {} parameters, but prepared statement requires {needed}",
-                portal.parameters.len()
-            ),
-        ));
-    }
-    portal
-        .parameters
-        .iter()
-        .enumerate()
-        .map(|(i, bytes)| {
-            decode_param(
-                bytes.as_deref(),
-                portal.parameter_format.is_binary(i),
-                portal
-                    .statement
-                    .parameter_types
-                    .get(i)
-                    .and_then(|t| t.as_ref()),
-                prepared.param_types[i],
-            )
-            .map_err(Error::from)
-        })
-        .collect()
 }
 
 #[async_trait]

@@ -12,7 +12,9 @@
 //! - [`types`]: type OIDs, text and binary formats of values.
 //! - [`copy`]: COPY FROM STDIN parsing (text, CSV) and loading.
 //! - [`catalog`]: psql's `\dt` / `\d` table list.
-//! - [`connection`]: the per-connection handlers over one `Session`.
+//! - [`connection`]: the per-connection handlers over one `Session`
+//!   (simple queries, COPY data).
+//! - [`extended`]: the extended query protocol (Parse/Bind/Describe/Execute).
 //! - [`batching`]: Bind/Execute replies buffered until Sync.
 //! - [`cancel`]: CancelRequest → the session's interrupt (57014).
 //!
@@ -25,6 +27,7 @@ pub mod cancel;
 pub mod catalog;
 pub mod connection;
 pub mod copy;
+pub mod extended;
 pub mod types;
 
 use std::fmt::Debug;
