@@ -57,11 +57,14 @@ enum Command {
         /// Connections beyond this are refused.
         #[arg(long, default_value_t = 256)]
         max_connections: usize,
-        /// Require md5 password authentication for this user name (the
-        /// password comes from the NDPDB_PASSWORD environment variable).
-        /// Without it every client is trusted.
+        /// Client authentication: trust (every client), scram
+        /// (SCRAM-SHA-256) or md5, for the user named by --user with the
+        /// password in the NDPDB_PASSWORD environment variable.
+        #[arg(long, default_value = "trust")]
+        auth: String,
+        /// The user name password authentication admits.
         #[arg(long)]
-        md5_user: Option<String>,
+        user: Option<String>,
         /// Buffer-pool budget in MiB.
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
@@ -119,18 +122,23 @@ fn serve(
     })
 }
 
-/// Trust, or md5 for `user` with the password from NDPDB_PASSWORD.
-fn server_auth(md5_user: Option<String>) -> ndpdb_host::Result<ndpdb_server::Auth> {
-    let Some(user) = md5_user else {
+/// The `--auth` method; passwords come from NDPDB_PASSWORD.
+fn server_auth(method: &str, user: Option<String>) -> ndpdb_host::Result<ndpdb_server::Auth> {
+    let invalid =
+        |msg: &str| ndpdb_host::Error::new(ndpdb_formats::SqlState::INVALID_PARAMETER_VALUE, msg);
+    if method == "trust" {
         return Ok(ndpdb_server::Auth::Trust);
-    };
-    let password = std::env::var("NDPDB_PASSWORD").map_err(|_| {
-        ndpdb_host::Error::new(
-            ndpdb_formats::SqlState::INVALID_PARAMETER_VALUE,
-            "--md5-user needs the password in the NDPDB_PASSWORD environment variable",
-        )
-    })?;
-    Ok(ndpdb_server::Auth::Md5 { user, password })
+    }
+    let user = user.ok_or_else(|| invalid("--auth md5|scram needs --user NAME"))?;
+    let password = std::env::var("NDPDB_PASSWORD")
+        .map_err(|_| invalid("--auth md5|scram needs the password in NDPDB_PASSWORD"))?;
+    match method {
+        "scram" | "scram-sha-256" => Ok(ndpdb_server::Auth::Scram { user, password }),
+        "md5" => Ok(ndpdb_server::Auth::Md5 { user, password }),
+        other => Err(invalid(&format!(
+            "unknown --auth {other} (trust, scram or md5)"
+        ))),
+    }
 }
 
 fn main() -> ExitCode {
@@ -162,10 +170,11 @@ fn main() -> ExitCode {
             db,
             listen,
             max_connections,
-            md5_user,
+            auth,
+            user,
             buffer_pool_mib,
             device,
-        } => server_auth(md5_user).and_then(|auth| {
+        } => server_auth(&auth, user).and_then(|auth| {
             device
                 .apply(ndpdb_host::Config {
                     buffer_pool_bytes: buffer_pool_mib << 20,

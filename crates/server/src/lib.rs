@@ -2,13 +2,14 @@
 //!
 //! ```text
 //!  TCP accept ─► connection limit (53300 beyond it) ─► one Connection:
-//!     startup: trust, or md5 password ─► ParameterStatus (server_version
+//!     startup: trust, md5 or SCRAM-SHA-256 ─► ParameterStatus (server_version
 //!              15.0, UTF8, ISO dates) ─► ReadyForQuery
 //!     simple Query, extended Parse/Bind/Describe/Execute/Sync, COPY FROM
 //!     STDIN ─► the connection's own Session (connection.rs)
 //! ```
 //!
 //! Modules, bottom-up:
+//! - [`auth`]: trust, md5 or SCRAM-SHA-256 at startup.
 //! - [`types`]: type OIDs, text and binary formats of values.
 //! - [`copy`]: COPY FROM STDIN parsing (text, CSV) and loading.
 //! - [`catalog`]: psql's `\dt` / `\d` table list.
@@ -22,6 +23,7 @@
 //! only; a dropped connection drops its session, which rolls back its
 //! transaction and releases its locks.
 
+pub mod auth;
 pub mod batching;
 pub mod cancel;
 pub mod catalog;
@@ -34,36 +36,21 @@ use std::fmt::Debug;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use futures::sink::Sink;
 use futures::FutureExt;
-use pgwire::api::auth::md5pass::{hash_md5_password, Md5PasswordAuthStartupHandler};
-use pgwire::api::auth::{
-    finish_authentication, protocol_negotiation, save_startup_parameters_to_metadata, AuthSource,
-    DefaultServerParameterProvider, LoginInfo, Password, StartupHandler,
-};
-use pgwire::api::{ClientInfo, PgWireServerHandlers, PidSecretKeyGenerator};
-use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pgwire::api::auth::StartupHandler;
+use pgwire::api::PgWireServerHandlers;
+use pgwire::error::ErrorInfo;
 use std::panic::AssertUnwindSafe;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 use ndpdb_host::Database;
 
+pub use auth::Auth;
+use auth::{server_parameters, Passwords, Startup};
 use cancel::{Canceller, Registrar, Registry};
 pub use connection::Connection;
 pub use types::pg_type;
-
-/// How clients authenticate.
-#[derive(Clone, Debug, Default)]
-pub enum Auth {
-    /// Every client is let in (the default, for local use).
-    #[default]
-    Trust,
-    /// PostgreSQL's md5 challenge: one user name and its password.
-    Md5 { user: String, password: String },
-}
 
 /// Server settings.
 #[derive(Clone, Debug)]
@@ -79,69 +66,6 @@ impl Default for ServerConfig {
             max_connections: 256,
             auth: Auth::Trust,
         }
-    }
-}
-
-/// What the server reports in ParameterStatus at startup.
-fn server_parameters() -> DefaultServerParameterProvider {
-    let mut p = DefaultServerParameterProvider::default();
-    p.server_version = "15.0".into();
-    p.date_style = "ISO, MDY".into();
-    p.time_zone = "UTC".into();
-    p
-}
-
-/// The md5 password of the configured user.
-#[derive(Debug)]
-struct Passwords {
-    user: String,
-    password: String,
-}
-
-#[async_trait]
-impl AuthSource for Passwords {
-    async fn get_password(&self, login: &LoginInfo) -> PgWireResult<Password> {
-        let user = login.user().unwrap_or_default();
-        if user != self.user {
-            return Err(PgWireError::InvalidPassword(user.to_owned()));
-        }
-        let salt: [u8; 4] = rand::random();
-        let hash = hash_md5_password(user, &self.password, &salt);
-        Ok(Password::new(Some(salt.to_vec()), hash.into_bytes()))
-    }
-}
-
-/// Startup: trust, or md5 through pgwire's handler.
-/// One connection's startup: its pid and cancel key come from `pids`.
-struct Startup {
-    md5: Option<Md5PasswordAuthStartupHandler<Passwords, DefaultServerParameterProvider>>,
-    params: Arc<DefaultServerParameterProvider>,
-    pids: Arc<Registrar>,
-}
-
-#[async_trait]
-impl StartupHandler for Startup {
-    async fn on_startup<C>(
-        &self,
-        client: &mut C,
-        message: PgWireFrontendMessage,
-    ) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        if let Some(md5) = &self.md5 {
-            return md5.on_startup(client, message).await;
-        }
-        if let PgWireFrontendMessage::Startup(ref startup) = message {
-            protocol_negotiation(client, startup).await?;
-            save_startup_parameters_to_metadata(client, startup);
-            let (pid, key) = self.pids.generate(client);
-            client.set_pid_and_secret_key(pid, key);
-            finish_authentication(client, &self.params).await?;
-        }
-        Ok(())
     }
 }
 
@@ -242,13 +166,7 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let open = Arc::new(AtomicUsize::new(0));
     let params = Arc::new(server_parameters());
-    let passwords = match &config.auth {
-        Auth::Trust => None,
-        Auth::Md5 { user, password } => Some(Arc::new(Passwords {
-            user: user.clone(),
-            password: password.clone(),
-        })),
-    };
+    let passwords = Passwords::new(&config.auth);
     let registry = Registry::new();
     let cancel = Arc::new(Canceller(registry.clone()));
     loop {
@@ -270,14 +188,7 @@ pub async fn serve(
         let conn = Arc::new(Connection::new(db.clone()));
         let pids = Arc::new(Registrar::new(registry.clone(), conn.interrupt()));
         let handlers = Handlers {
-            startup: Arc::new(Startup {
-                md5: passwords.as_ref().map(|p| {
-                    Md5PasswordAuthStartupHandler::new(p.clone(), params.clone())
-                        .with_pid_secret_key_generator(pids.clone())
-                }),
-                params: params.clone(),
-                pids,
-            }),
+            startup: Arc::new(Startup::new(&passwords, &params, pids)),
             conn,
             cancel: cancel.clone(),
         };

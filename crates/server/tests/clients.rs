@@ -1,7 +1,7 @@
 //! Unmodified drivers against the server: psycopg 3 and the PostgreSQL JDBC
 //! driver run their scripts in `tests/clients/` (parameterised statements,
 //! transactions, prepared statements, binary results, COPY); psql checks
-//! md5 password authentication. `.ci/run` installs the drivers.
+//! md5 and SCRAM-SHA-256 password authentication. `.ci/run` installs the drivers.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -74,16 +74,12 @@ fn psql_as(port: u16, user: &str, password: &str, sql: &str) -> (bool, String, S
     )
 }
 
-#[test]
-fn md5_authentication_admits_the_right_password_only() {
+fn password_auth_admits_the_right_password_only(auth: ndpdb_server::Auth) {
     let (_dir, db) = temp_db();
     let port = start_with(
         db,
         ndpdb_server::ServerConfig {
-            auth: ndpdb_server::Auth::Md5 {
-                user: "alice".into(),
-                password: "s3cret".into(),
-            },
+            auth,
             ..ndpdb_server::ServerConfig::default()
         },
     );
@@ -93,4 +89,20 @@ fn md5_authentication_admits_the_right_password_only() {
     assert!(!ok && err.contains("authentication failed"), "{err}");
     let (ok, _, err) = psql_as(port, "mallory", "s3cret", "SELECT 1");
     assert!(!ok && err.contains("authentication failed"), "{err}");
+}
+
+#[test]
+fn md5_authentication_admits_the_right_password_only() {
+    password_auth_admits_the_right_password_only(ndpdb_server::Auth::Md5 {
+        user: "alice".into(),
+        password: "s3cret".into(),
+    });
+}
+
+#[test]
+fn scram_authentication_admits_the_right_password_only() {
+    password_auth_admits_the_right_password_only(ndpdb_server::Auth::Scram {
+        user: "alice".into(),
+        password: "s3cret".into(),
+    });
 }
