@@ -97,6 +97,17 @@ impl Connection {
         }
     }
 
+    /// Runs `f` on the session and takes the notices it left for the
+    /// client.
+    pub(crate) fn with_session_notices<T>(
+        &self,
+        f: impl FnOnce(&mut Session) -> T,
+    ) -> (T, Vec<String>) {
+        let mut s = self.session.lock();
+        let r = f(&mut s);
+        (r, std::mem::take(&mut s.notices))
+    }
+
     /// Runs `f` on the session. The connection has a thread of its own
     /// (see `serve`), so the blocking engine runs inline.
     pub(crate) fn with_session<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
@@ -263,10 +274,13 @@ impl SimpleQueryHandler for Connection {
                     self.deallocate(client, "all");
                     Ok(Output::command("DISCARD ALL"))
                 }
-                _ => self.with_session(|s| s.execute_statement(stmt, &[])),
+                _ => {
+                    let (out, notices) =
+                        self.with_session_notices(|s| s.execute_statement(stmt, &[]));
+                    send_notices(client, notices).await?;
+                    out
+                }
             };
-            let notices = self.with_session(|s| std::mem::take(&mut s.notices));
-            send_notices(client, notices).await?;
             match out {
                 Ok(out) => responses.push(response(out, None)),
                 Err(e) => {

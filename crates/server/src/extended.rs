@@ -265,10 +265,8 @@ impl ExtendedQueryHandler for Connection {
             Ok(p) => p,
             Err(e) => return Ok(Response::Error(Box::new(error_info(&e)))),
         };
-        let (result, notices) = self.with_session(|s| {
-            let r = s.execute_prepared(prepared, &params);
-            (r, std::mem::take(&mut s.notices))
-        });
+        let (result, notices) =
+            self.with_session_notices(|s| s.execute_prepared(prepared, &params));
         send_notices(client, notices).await?;
         Ok(match result {
             Ok(Output::Rows { rows, .. }) => response(

@@ -40,6 +40,8 @@ use futures::FutureExt;
 use pgwire::api::auth::StartupHandler;
 use pgwire::api::PgWireServerHandlers;
 use pgwire::error::ErrorInfo;
+use pgwire::messages::response::ErrorResponse;
+use pgwire::messages::Message;
 use std::panic::AssertUnwindSafe;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -105,22 +107,10 @@ async fn refuse(mut socket: tokio::net::TcpStream) {
         "53300".into(),
         "sorry, too many clients already".into(),
     );
-    let fields: Vec<(u8, String)> = vec![
-        (b'S', info.severity.clone()),
-        (b'V', info.severity.clone()),
-        (b'C', info.code.clone()),
-        (b'M', info.message.clone()),
-    ];
-    let mut body = Vec::new();
-    for (k, v) in fields {
-        body.push(k);
-        body.extend_from_slice(v.as_bytes());
-        body.push(0);
+    let mut msg = bytes::BytesMut::new();
+    if ErrorResponse::from(info).encode(&mut msg).is_err() {
+        return;
     }
-    body.push(0);
-    let mut msg = vec![b'E'];
-    msg.extend_from_slice(&((body.len() + 4) as i32).to_be_bytes());
-    msg.extend_from_slice(&body);
     // The client's startup message is not read: PostgreSQL also answers
     // before authentication. Errors here only mean the client left.
     let _ = socket.write_all(&msg).await;
