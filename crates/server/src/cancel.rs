@@ -3,8 +3,9 @@
 //! ```text
 //!  startup ─► Registrar::generate ─► (pid, secret key) in BackendKeyData,
 //!             and pid → (key, the session's Interrupt) in the Registry
-//!  new connection: CancelRequest(pid, key) ─► Canceller ─► key matches?
-//!             ─► Interrupt::cancel ─► the running statement fails with 57014
+//!  new connection: CancelRequest(pid, key) ─► Registry::cancel ─► key
+//!             matches? ─► Interrupt::cancel ─► the running statement
+//!             fails with 57014
 //! ```
 //!
 //! The secret key is random per connection; a request with a wrong key
@@ -14,11 +15,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use parking_lot::Mutex;
-use pgwire::api::cancel::CancelHandler;
 use pgwire::api::{ClientInfo, PidSecretKeyGenerator, RandomPidSecretKeyGenerator};
-use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::startup::SecretKey;
 
 use ndpdb_host::Interrupt;
@@ -26,7 +24,7 @@ use ndpdb_host::Interrupt;
 /// Live connections by backend pid.
 #[derive(Default)]
 pub struct Registry {
-    connections: Mutex<HashMap<i32, (SecretKey, Interrupt)>>,
+    connections: Mutex<HashMap<i32, (Vec<u8>, Interrupt)>>,
     next_pid: AtomicI32,
 }
 
@@ -40,6 +38,20 @@ impl Registry {
 
     fn forget(&self, pid: i32) {
         self.connections.lock().remove(&pid);
+    }
+
+    /// A CancelRequest: interrupts the statement `pid` runs if `key` is
+    /// that connection's secret key.
+    pub fn cancel(&self, pid: i32, key: &[u8]) {
+        let target = self
+            .connections
+            .lock()
+            .get(&pid)
+            .filter(|(k, _)| k.as_slice() == key)
+            .map(|(_, i)| i.clone());
+        if let Some(interrupt) = target {
+            interrupt.cancel();
+        }
     }
 }
 
@@ -62,6 +74,14 @@ impl Registrar {
     }
 }
 
+/// A key as its wire bytes (a protocol 3.0 key is sent as an i32).
+fn key_bytes(key: &SecretKey) -> Vec<u8> {
+    match key {
+        SecretKey::I32(i) => i.to_be_bytes().to_vec(),
+        SecretKey::Bytes(b) => b.to_vec(),
+    }
+}
+
 impl PidSecretKeyGenerator for Registrar {
     fn generate(&self, client: &dyn ClientInfo) -> (i32, SecretKey) {
         // The random key (its length follows the protocol version).
@@ -70,7 +90,7 @@ impl PidSecretKeyGenerator for Registrar {
         self.registry
             .connections
             .lock()
-            .insert(pid, (key.clone(), self.interrupt.clone()));
+            .insert(pid, (key_bytes(&key), self.interrupt.clone()));
         *self.pid.lock() = Some(pid);
         (pid, key)
     }
@@ -84,44 +104,25 @@ impl Drop for Registrar {
     }
 }
 
-/// A key as its wire bytes: pgwire decodes a CancelRequest's 4-byte key
-/// (protocol 3.0) as bytes, while BackendKeyData sent it as an i32.
-fn key_bytes(key: &SecretKey) -> Vec<u8> {
-    match key {
-        SecretKey::I32(i) => i.to_be_bytes().to_vec(),
-        SecretKey::Bytes(b) => b.to_vec(),
-    }
-}
-
-/// Answers CancelRequests.
-pub struct Canceller(pub Arc<Registry>);
-
-#[async_trait]
-impl CancelHandler for Canceller {
-    async fn on_cancel_request(&self, request: CancelRequest) {
-        let target = self
-            .0
-            .connections
-            .lock()
-            .get(&request.pid)
-            .filter(|(key, _)| key_bytes(key) == key_bytes(&request.secret_key))
-            .map(|(_, i)| i.clone());
-        if let Some(interrupt) = target {
-            interrupt.cancel();
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_key_matches_in_either_wire_form_and_only_itself() {
-        let k = SecretKey::I32(-567_948_894);
-        let same = SecretKey::Bytes(bytes::Bytes::from_static(&[0xde, 0x25, 0xc9, 0xa2]));
-        let other = SecretKey::Bytes(bytes::Bytes::from_static(&[0xde, 0x25, 0xc9, 0xa3]));
-        assert_eq!(key_bytes(&k), key_bytes(&same));
-        assert_ne!(key_bytes(&k), key_bytes(&other));
+    fn only_the_right_key_cancels() {
+        let registry = Registry::new();
+        let interrupt = Interrupt::new();
+        let registrar = Registrar::new(registry.clone(), interrupt.clone());
+        let key = SecretKey::I32(-567_948_894);
+        registry
+            .connections
+            .lock()
+            .insert(7, (key_bytes(&key), interrupt.clone()));
+        registry.cancel(7, &[0xde, 0x25, 0xc9, 0xa3]);
+        registry.cancel(8, &[0xde, 0x25, 0xc9, 0xa2]);
+        assert!(interrupt.check().is_ok());
+        registry.cancel(7, &[0xde, 0x25, 0xc9, 0xa2]);
+        assert!(interrupt.check().is_err());
+        drop(registrar);
     }
 }

@@ -1,390 +1,320 @@
-//! One client connection (DESIGN.md §11): its session and the three ways
-//! statements arrive — simple Query, the extended protocol
-//! (Parse/Bind/Describe/Execute/Sync) and COPY data.
+//! One client connection after startup (DESIGN.md §11): a loop over
+//! framed messages that follows PostgreSQL's own rules (postgres.c,
+//! `PostgresMain`), driving the connection's own [`Session`].
 //!
 //! ```text
-//!  Query ──────────────► Session::execute_each ─┐
-//!  Parse ─► Session::prepare ─► Statement       ├─► Output ─► RowDescription,
-//!  Bind ──► Portal (params, result formats)     │             DataRow (text or
-//!  Execute ─► decode params ─► execute_prepared ┘             binary), tag
-//!  COPY … FROM STDIN ─► CopyIn + CopyLoader ◄── CopyData / CopyDone
+//!          ┌──────────────── ReadyForQuery(I|T|E) ◄───────────────┐
+//!          ▼                                                       │
+//!  read type ─ unknown ─► FATAL 08P01, close                       │
+//!     │ read body ─ bad length / EOF ─► close (rolls back)         │
+//!     ▼                                                            │
+//!  skipping till Sync? ─ yes (not S/X) ─► drop message             │
+//!     │ no                                                         │
+//!  Q ─► simple.rs (implicit transaction of its statements) ───────►┤
+//!  P B D E C ─► extended.rs (implicit transaction until Sync)      │
+//!  S ─► commit the implicit transaction ──────────────────────────►┘
+//!  H flush · X close · d c f ignored outside COPY · F refused
+//!  error in Q or S ─► ErrorResponse, ReadyForQuery
+//!  error in P B D E C H ─► ErrorResponse, skip till Sync
 //! ```
 //!
-//! The engine is blocking: each connection has an OS thread of its own
-//! (`serve`), and calls run inline on it with the session locked. The session is dropped with the connection, which rolls
-//! back an open transaction and releases its locks.
+//! Any error aborts the open transaction, as in PostgreSQL. The session is
+//! dropped with the connection — by a close, a Terminate, a reset, or a
+//! panic caught in `serve` — which rolls back whatever was not committed
+//! (an implicit transaction without its Sync included), releases its
+//! locks and discards its NDP jobs.
 
-use std::collections::HashSet;
-use std::fmt::Debug;
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use bytes::BytesMut;
-use futures::sink::{Sink, SinkExt};
-use futures::stream;
-use parking_lot::Mutex;
-use pgwire::api::copy::CopyHandler;
-use pgwire::api::portal::Format;
-use pgwire::api::query::SimpleQueryHandler;
-use pgwire::api::results::{CopyResponse, FieldFormat, FieldInfo, QueryResponse, Response, Tag};
-use pgwire::api::store::PortalStore;
-use pgwire::api::{ClientInfo, ClientPortalStore};
-use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
-use pgwire::messages::copy::{CopyData, CopyDone, CopyFail};
-use pgwire::messages::data::DataRow;
-use pgwire::messages::response::NoticeResponse;
+use pgwire::messages::copy::CopyInResponse;
+use pgwire::messages::data::{DataRow, FieldDescription, NoData, RowDescription};
+use pgwire::messages::response::{CommandComplete, EmptyQueryResponse};
 use pgwire::messages::PgWireBackendMessage;
-use sqlparser::ast::Statement as Ast;
+use tokio::io::{AsyncRead, AsyncWrite};
 
-use ndpdb_formats::SqlState;
-use ndpdb_host::Database;
-use ndpdb_sql::{Error, Output, ResultColumn, Session};
+use ndpdb_formats::{DataType, SqlState, Value};
+use ndpdb_sql::{Error, ResultColumn, Session};
 
-use crate::copy::{copy_spec, CopyIn, CopyLoader, CopySpec};
-use crate::extended::Parser;
-use crate::types::{pg_type, put_field};
+use crate::portal::{Portal, Statement};
+use crate::types::{pg_type, put_field, Format};
+use crate::wire::body::protocol_violation;
+use crate::wire::frontend::{self, Frontend};
+use crate::wire::{FrameReader, Gone, Out};
 
-/// An in-progress `COPY … FROM STDIN`.
-struct CopyState {
-    reader: CopyIn,
-    loader: CopyLoader,
-    /// The COPY opened its own transaction (the session was idle).
-    own_tx: bool,
-    error: Option<Error>,
+/// Why a message could not be handled.
+pub(crate) enum Failure {
+    /// An ERROR: reported, the transaction aborted, the connection goes on.
+    Error(Error),
+    /// A FATAL error: reported, then the connection ends.
+    Fatal(Error),
+    /// The client is gone.
+    Closed,
 }
 
-/// One connection: its own session.
-pub struct Connection {
-    session: Arc<Mutex<Session>>,
-    pub(crate) parser: Arc<Parser>,
-    copy: Mutex<Option<CopyState>>,
-    /// Names of prepared statements (for DEALLOCATE ALL / DISCARD ALL).
-    pub(crate) statements: Mutex<HashSet<String>>,
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Error(e)
+    }
 }
 
-impl Connection {
-    pub fn new(db: Database) -> Connection {
-        let session = Arc::new(Mutex::new(Session::new(db)));
+impl From<ndpdb_formats::Error> for Failure {
+    fn from(e: ndpdb_formats::Error) -> Failure {
+        Failure::Error(e.into())
+    }
+}
+
+impl From<Gone> for Failure {
+    fn from(_: Gone) -> Failure {
+        Failure::Closed
+    }
+}
+
+pub(crate) type Handled = Result<(), Failure>;
+
+/// What the loop does after a message.
+enum Step {
+    Continue,
+    /// Send ReadyForQuery before reading on.
+    Ready,
+    Exit,
+}
+
+/// One connection: its session, prepared statements and portals.
+pub struct Connection<R, W> {
+    pub(crate) reader: FrameReader<R>,
+    pub(crate) out: Out<W>,
+    pub(crate) session: Session,
+    pub(crate) statements: HashMap<String, Arc<Statement>>,
+    pub(crate) portals: HashMap<String, Portal>,
+}
+
+impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
+    pub(crate) fn new(reader: FrameReader<R>, out: Out<W>, session: Session) -> Connection<R, W> {
         Connection {
-            parser: Arc::new(Parser::new(session.clone())),
+            reader,
+            out,
             session,
-            copy: Mutex::new(None),
-            statements: Mutex::new(HashSet::new()),
+            statements: HashMap::new(),
+            portals: HashMap::new(),
         }
     }
 
-    /// Cancels this connection's running statement.
-    pub fn interrupt(&self) -> ndpdb_host::Interrupt {
-        self.session.lock().interrupt()
-    }
-
-    /// DEALLOCATE name | ALL: forgets prepared statements.
-    fn deallocate<C>(&self, client: &mut C, name: &str) -> Output
-    where
-        C: ClientPortalStore,
-        C::PortalStore: PortalStore,
-    {
-        let mut names = self.statements.lock();
-        if name.eq_ignore_ascii_case("all") {
-            for n in names.drain() {
-                client.portal_store().rm_statement(&n);
-            }
-            Output::command("DEALLOCATE ALL")
-        } else {
-            names.remove(name);
-            client.portal_store().rm_statement(name);
-            Output::command("DEALLOCATE")
-        }
-    }
-
-    /// Runs `f` on the session and takes the notices it left for the
-    /// client.
-    pub(crate) fn with_session_notices<T>(
-        &self,
-        f: impl FnOnce(&mut Session) -> T,
-    ) -> (T, Vec<String>) {
-        let mut s = self.session.lock();
-        let r = f(&mut s);
-        (r, std::mem::take(&mut s.notices))
-    }
-
-    /// Runs `f` on the session. The connection has a thread of its own
-    /// (see `serve`), so the blocking engine runs inline.
-    pub(crate) fn with_session<T>(&self, f: impl FnOnce(&mut Session) -> T) -> T {
-        f(&mut self.session.lock())
-    }
-
-    /// Starts a COPY: prepares the insert and opens a transaction if none.
-    pub(crate) fn start_copy(&self, spec: CopySpec) -> Result<Response, Error> {
-        let state = self.with_session(|s| -> Result<CopyState, Error> {
-            let own_tx = s.transaction_status() == 'I';
-            if s.transaction_status() == 'E' {
-                return Err(Error::new(
-                    SqlState::IN_FAILED_SQL_TRANSACTION,
-                    "current transaction is aborted, commands ignored until end of transaction block",
-                ));
-            }
-            let loader = CopyLoader::new(s, &spec)?;
-            if own_tx {
-                s.execute("BEGIN")?;
-            }
-            Ok(CopyState {
-                reader: CopyIn::new(spec),
-                loader,
-                own_tx,
-                error: None,
-            })
-        })?;
-        let columns = state.loader.columns();
-        *self.copy.lock() = Some(state);
-        Ok(Response::CopyIn(CopyResponse::new(
-            0,
-            columns,
-            stream::empty(),
-        )))
-    }
-}
-
-/// Turns an engine error into pgwire's error info (SQLSTATE, detail).
-pub fn error_info(e: &Error) -> ErrorInfo {
-    let mut info = ErrorInfo::new("ERROR".into(), e.code.0.into(), e.message.clone());
-    info.detail = e.detail.clone();
-    info
-}
-
-pub(crate) fn user_error(e: &Error) -> PgWireError {
-    PgWireError::UserError(Box::new(error_info(e)))
-}
-
-/// A command tag as pgwire's `Tag`: `INSERT 0 3` → INSERT, oid 0, 3 rows.
-pub(crate) fn tag_of(tag: &str) -> Tag {
-    let words: Vec<&str> = tag.split_whitespace().collect();
-    match words.as_slice() {
-        ["INSERT", oid, n] => match (oid.parse(), n.parse()) {
-            (Ok(o), Ok(n)) => Tag::new("INSERT").with_oid(o).with_rows(n),
-            _ => Tag::new(tag),
-        },
-        [cmd, n] => match n.parse() {
-            Ok(n) => Tag::new(cmd).with_rows(n),
-            Err(_) => Tag::new(tag),
-        },
-        _ => Tag::new(tag),
-    }
-}
-
-pub(crate) fn field_infos(columns: &[ResultColumn], formats: Option<&Format>) -> Vec<FieldInfo> {
-    columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            let format = formats.map_or(FieldFormat::Text, |f| f.format_for(i));
-            FieldInfo::new(c.name.clone(), None, None, pg_type(&c.ty), format)
-        })
-        .collect()
-}
-
-pub(crate) fn response(out: Output, formats: Option<&Format>) -> Response {
-    match out {
-        Output::Rows { columns, rows } => {
-            let fields = Arc::new(field_infos(&columns, formats));
-            let field_formats: Vec<FieldFormat> = fields.iter().map(|f| f.format()).collect();
-            let data: Vec<PgWireResult<DataRow>> = rows
-                .into_iter()
-                .map(|row| {
-                    let mut buf = BytesMut::with_capacity(16 * row.len());
-                    for (v, f) in row.iter().zip(&field_formats) {
-                        put_field(&mut buf, v, *f);
-                    }
-                    Ok(DataRow::new(buf, row.len() as i16))
-                })
-                .collect();
-            Response::Query(QueryResponse::new(fields, stream::iter(data)))
-        }
-        Output::Command { tag } => {
-            let upper = tag.to_ascii_uppercase();
-            if upper == "BEGIN" || upper == "START TRANSACTION" {
-                Response::TransactionStart(tag_of(&tag))
-            } else if upper == "COMMIT" || upper == "ROLLBACK" {
-                Response::TransactionEnd(tag_of(&tag))
-            } else {
-                Response::Execution(tag_of(&tag))
-            }
-        }
-    }
-}
-
-/// Sends the session's pending notices (e.g. "there is no transaction in
-/// progress") as NoticeResponse messages.
-pub(crate) async fn send_notices<C>(client: &mut C, notices: Vec<String>) -> PgWireResult<()>
-where
-    C: Sink<PgWireBackendMessage> + Unpin + Send,
-    C::Error: Debug,
-    PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-{
-    for n in notices {
-        let info = ErrorInfo::new("WARNING".into(), "25000".into(), n);
-        client
-            .feed(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
-                info,
-            )))
-            .await?;
-    }
-    Ok(())
-}
-
-#[async_trait]
-impl SimpleQueryHandler for Connection {
-    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        self.parser.adopt_startup(client);
-        let catalog = self.with_session(|s| crate::catalog::answer(s.database(), query));
-        if let Some(answer) = catalog {
-            return Ok(vec![match answer {
-                Ok(out) => response(out, None),
-                Err(e) => Response::Error(Box::new(error_info(&e))),
-            }]);
-        }
-        let stmts = match ndpdb_sql::session::parse(query) {
-            Ok(s) => s,
-            Err(e) => return Ok(vec![Response::Error(Box::new(error_info(&e)))]),
-        };
-        if let Some(spec) = stmts.first().and_then(copy_spec) {
-            let started = match (stmts.len(), spec) {
-                (1, Ok(spec)) => self.start_copy(spec),
-                (_, Err(e)) => Err(e),
-                _ => Err(Error::new(
-                    SqlState::FEATURE_NOT_SUPPORTED,
-                    "COPY must be the only statement of its query",
-                )),
-            };
-            return Ok(vec![
-                started.unwrap_or_else(|e| Response::Error(Box::new(error_info(&e))))
-            ]);
-        }
-        let mut responses = Vec::new();
-        for stmt in &stmts {
-            let out = match stmt {
-                Ast::Deallocate { name, .. } => Ok(self.deallocate(client, &name.value)),
-                Ast::Discard { .. } => {
-                    self.deallocate(client, "all");
-                    Ok(Output::command("DISCARD ALL"))
-                }
-                _ => {
-                    let (out, notices) =
-                        self.with_session_notices(|s| s.execute_statement(stmt, &[]));
-                    send_notices(client, notices).await?;
-                    out
-                }
-            };
-            match out {
-                Ok(out) => responses.push(response(out, None)),
-                Err(e) => {
-                    responses.push(Response::Error(Box::new(error_info(&e))));
+    /// Serves messages until the client leaves or a FATAL error.
+    pub(crate) async fn serve(mut self) {
+        let mut skip_till_sync = false;
+        let mut send_ready = false;
+        loop {
+            if send_ready {
+                if self.ready().await.is_err() {
                     break;
                 }
+                send_ready = false;
+            }
+            let Ok(ty) = self.reader.message_type().await else {
+                break;
+            };
+            let Some(limit) = frontend::limit_of(ty) else {
+                // The message boundaries are lost: PostgreSQL gives up.
+                let e = protocol_violation(format!("invalid frontend message type {ty}"));
+                let _ = self.out.fatal(&e).await;
+                break;
+            };
+            let Ok(body) = self.reader.message_body(limit).await else {
+                break;
+            };
+            if ty == b'S' || ty == b'X' {
+                skip_till_sync = false;
+            }
+            if skip_till_sync {
+                continue;
+            }
+            let result = match frontend::decode(ty, body) {
+                Ok(msg) => self.handle(msg).await,
+                Err(e) => Err(Failure::Error(e)),
+            };
+            match result {
+                Ok(Step::Continue) => {}
+                Ok(Step::Ready) => send_ready = true,
+                Ok(Step::Exit) => break,
+                Err(Failure::Error(e)) => {
+                    self.session.fail_transaction();
+                    if self.out.error(&e).await.is_err() {
+                        break;
+                    }
+                    if frontend::is_extended(ty) {
+                        skip_till_sync = true;
+                    } else {
+                        send_ready = true;
+                    }
+                }
+                Err(Failure::Fatal(e)) => {
+                    let _ = self.out.fatal(&e).await;
+                    break;
+                }
+                Err(Failure::Closed) => break,
             }
         }
-        if responses.is_empty() {
-            responses.push(Response::EmptyQuery);
-        }
-        Ok(responses)
+        self.out.shutdown().await;
+        // Dropping `self` drops the session: an open transaction rolls back.
     }
-}
 
-#[async_trait]
-impl CopyHandler for Connection {
-    async fn on_copy_data<C>(&self, _client: &mut C, data: CopyData) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let mut guard = self.copy.lock();
-        let Some(state) = guard.as_mut() else {
-            return Ok(());
-        };
-        if state.error.is_some() {
-            return Ok(());
+    async fn handle(&mut self, msg: Frontend) -> Result<Step, Failure> {
+        match msg {
+            Frontend::Query(sql) => {
+                crate::simple::query(self, &sql).await?;
+                return Ok(Step::Ready);
+            }
+            Frontend::Parse {
+                name,
+                sql,
+                param_types,
+            } => {
+                self.session.begin_implicit();
+                crate::extended::parse(self, name, &sql, param_types).await?;
+            }
+            Frontend::Bind(body) => {
+                self.session.begin_implicit();
+                crate::extended::bind(self, body).await?;
+            }
+            Frontend::Describe { target, name } => {
+                self.session.begin_implicit();
+                crate::extended::describe(self, target, &name).await?;
+            }
+            Frontend::Execute { portal, max_rows } => {
+                self.session.begin_implicit();
+                crate::extended::execute(self, &portal, max_rows).await?;
+            }
+            Frontend::Close { target, name } => crate::extended::close(self, target, &name).await?,
+            Frontend::Sync => {
+                self.session.end_implicit()?;
+                return Ok(Step::Ready);
+            }
+            Frontend::Flush => self.out.flush().await?,
+            Frontend::Terminate => return Ok(Step::Exit),
+            // Left over from a COPY that failed: PostgreSQL ignores them.
+            Frontend::CopyData(_) | Frontend::CopyDone | Frontend::CopyFail(_) => {}
+            Frontend::FunctionCall => {
+                return Err(Failure::Error(Error::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    "fastpath function calls are not supported",
+                )))
+            }
         }
-        let result = state
-            .reader
-            .push(&data.data)
-            .and_then(|records| self.with_session(|s| state.loader.load(s, records)));
-        if let Err(e) = result {
-            state.error = Some(e);
+        Ok(Step::Continue)
+    }
+
+    /// ReadyForQuery with the session's status. Outside a transaction
+    /// block no portal survives (they end with their transaction).
+    async fn ready(&mut self) -> Result<(), Gone> {
+        let status = self.session.transaction_status();
+        if status != 'T' {
+            self.portals.clear();
+        }
+        self.out.ready(status).await
+    }
+
+    /// Sends the warnings the session left for the client.
+    pub(crate) async fn notices(&mut self) -> Handled {
+        let notices = std::mem::take(&mut self.session.notices);
+        Ok(self.out.notices(notices).await?)
+    }
+
+    pub(crate) async fn send(&mut self, msg: PgWireBackendMessage) -> Handled {
+        Ok(self.out.send(msg).await?)
+    }
+
+    pub(crate) async fn row_description(
+        &mut self,
+        columns: &[ResultColumn],
+        formats: &Format,
+    ) -> Handled {
+        let fields = columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let ty = pg_type(&c.ty);
+                FieldDescription::new(
+                    c.name.clone(),
+                    0,
+                    0,
+                    ty.oid(),
+                    type_size(&c.ty),
+                    -1,
+                    formats.code(i),
+                )
+            })
+            .collect();
+        self.send(PgWireBackendMessage::RowDescription(RowDescription::new(
+            fields,
+        )))
+        .await
+    }
+
+    pub(crate) async fn no_data(&mut self) -> Handled {
+        self.send(PgWireBackendMessage::NoData(NoData::new())).await
+    }
+
+    pub(crate) async fn data_row(&mut self, row: &[Value], formats: &Format) -> Handled {
+        let mut buf = bytes::BytesMut::with_capacity(16 * row.len());
+        for (i, v) in row.iter().enumerate() {
+            put_field(&mut buf, v, formats.field_format(i));
+        }
+        self.send(PgWireBackendMessage::DataRow(DataRow::new(
+            buf,
+            row.len() as i16,
+        )))
+        .await
+    }
+
+    pub(crate) async fn command_complete(&mut self, tag: String) -> Handled {
+        self.send(PgWireBackendMessage::CommandComplete(CommandComplete::new(
+            tag,
+        )))
+        .await
+    }
+
+    pub(crate) async fn empty_query(&mut self) -> Handled {
+        self.send(PgWireBackendMessage::EmptyQueryResponse(
+            EmptyQueryResponse::new(),
+        ))
+        .await
+    }
+
+    pub(crate) async fn copy_in_response(&mut self, columns: usize) -> Handled {
+        let columns = i16::try_from(columns).unwrap_or(i16::MAX);
+        self.send(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
+            0,
+            columns,
+            vec![0; columns as usize],
+        )))
+        .await?;
+        Ok(self.out.flush().await?)
+    }
+
+    /// DEALLOCATE name | ALL (and DISCARD ALL): forgets prepared statements.
+    pub(crate) fn deallocate(&mut self, name: Option<&str>) -> Result<(), Error> {
+        match name {
+            None => self.statements.clear(),
+            Some(name) => {
+                if self.statements.remove(name).is_none() {
+                    return Err(Error::new(
+                        SqlState::INVALID_SQL_STATEMENT_NAME,
+                        format!("prepared statement \"{name}\" does not exist"),
+                    ));
+                }
+            }
         }
         Ok(())
     }
-
-    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let Some(mut state) = self.copy.lock().take() else {
-            return Ok(());
-        };
-        let result = self.with_session(|s| {
-            let r = match state.error.take() {
-                Some(e) => Err(e),
-                None => state
-                    .reader
-                    .finish()
-                    .and_then(|records| state.loader.load(s, records)),
-            };
-            finish_copy(s, state.own_tx, r)
-        });
-        match result {
-            Ok(()) => {
-                let tag = Tag::new("COPY").with_rows(state.loader.rows as usize);
-                client
-                    .send(PgWireBackendMessage::CommandComplete(tag.into()))
-                    .await?;
-                Ok(())
-            }
-            Err(e) => Err(user_error(&e)),
-        }
-    }
-
-    async fn on_copy_fail<C>(&self, _client: &mut C, fail: CopyFail) -> PgWireError
-    where
-        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        if let Some(state) = self.copy.lock().take() {
-            let e = Error::new(
-                SqlState::QUERY_CANCELED,
-                format!("COPY from stdin failed: {}", fail.message),
-            );
-            let _ = self.with_session(|s| finish_copy(s, state.own_tx, Err(e)));
-        }
-        user_error(&Error::new(
-            SqlState::QUERY_CANCELED,
-            format!("COPY from stdin failed: {}", fail.message),
-        ))
-    }
 }
 
-/// Commits or rolls back the COPY's own transaction; inside a block an
-/// error fails the block (the session already marked it).
-fn finish_copy(s: &mut Session, own_tx: bool, r: Result<(), Error>) -> Result<(), Error> {
-    match (own_tx, r) {
-        (true, Ok(())) => s.execute("COMMIT").map(|_| ()),
-        (true, Err(e)) => {
-            let _ = s.execute("ROLLBACK");
-            Err(e)
-        }
-        (false, Ok(())) => Ok(()),
-        (false, Err(e)) => {
-            s.fail_transaction();
-            Err(e)
-        }
+/// PostgreSQL's typlen of a column type (-1: variable length).
+fn type_size(ty: &DataType) -> i16 {
+    match ty {
+        DataType::Bool => 1,
+        DataType::Int | DataType::Date => 4,
+        DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
+        DataType::Numeric { .. } | DataType::Text | DataType::Varchar(_) | DataType::Bytea => -1,
     }
 }

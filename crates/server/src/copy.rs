@@ -9,10 +9,10 @@
 //!  CopyDone  ─► CommandComplete "COPY n" (or the first error)
 //! ```
 //!
-//! A COPY outside a transaction block runs in its own transaction: all
-//! rows or none. Inside a block, an error fails the block like any other
-//! statement. After the first error the remaining data is read and dropped,
-//! and the error is reported at CopyDone.
+//! A COPY outside a transaction block runs in the implicit transaction of
+//! its Query (or of the extended protocol up to Sync): all rows or none.
+//! Inside a block, an error fails the block like any other statement. The
+//! sub-protocol (CopyData / CopyDone / CopyFail) is copy_in.rs.
 
 use sqlparser::ast::{
     CopyLegacyCsvOption, CopyLegacyOption, CopyOption, CopySource, CopyTarget, Statement,

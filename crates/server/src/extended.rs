@@ -2,164 +2,63 @@
 //! once on the connection's session, Bind decodes parameters (text or
 //! binary, per the client's declared types or ndpdb's inferred ones),
 //! Describe reports parameter types and result columns (NoData for
-//! commands), Execute runs the plan.
+//! commands), Execute runs the plan, Close forgets.
 //!
 //! ```text
-//!  Parse "SELECT … WHERE k = $1" ─► Session::prepare ─► Parsed (plan,
+//!  Parse "SELECT … WHERE k = $1" ─► Session::prepare ─► Statement (plan,
 //!                                   columns, inferred $1 type)
-//!  Bind [params, formats] ─► Portal ─► Execute ─► bound_params ─►
-//!                                   Session::execute_prepared ─► rows
+//!  Bind [formats, params, result formats] ─► Portal (values decoded)
+//!  Execute (max_rows) ─► Session::execute_prepared ─► rows ─► DataRow…,
+//!                        PortalSuspended | CommandComplete
 //! ```
+//!
+//! Every check follows PostgreSQL's order and wording (exec_bind_message
+//! and friends), and every statement since the last Sync runs in one
+//! implicit transaction that only Sync commits (connection.rs).
 
-use std::fmt::Debug;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use futures::sink::{Sink, SinkExt};
-use parking_lot::Mutex;
-use pgwire::api::portal::{Format, Portal};
-use pgwire::api::query::{send_describe_response, ExtendedQueryHandler};
-use pgwire::api::results::{
-    DescribePortalResponse, DescribeStatementResponse, FieldInfo, Response,
-};
-use pgwire::api::stmt::{QueryParser, StoredStatement};
-use pgwire::api::store::{Entry, PortalStore};
-use pgwire::api::{ClientInfo, ClientPortalStore, Type, DEFAULT_NAME};
-use pgwire::error::{PgWireError, PgWireResult};
 use pgwire::messages::data::ParameterDescription;
 use pgwire::messages::extendedquery::{
-    Bind, Describe, Execute, Parse, ParseComplete, TARGET_TYPE_BYTE_STATEMENT,
+    BindComplete, CloseComplete, ParseComplete, PortalSuspended,
 };
 use pgwire::messages::PgWireBackendMessage;
 use sqlparser::ast::Statement as Ast;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use ndpdb_formats::{DataType, SqlState, Value};
-use ndpdb_sql::session::Prepared;
-use ndpdb_sql::{Error, Output, ResultColumn, Session};
+use ndpdb_sql::{Error, Output, ResultColumn};
 
-use crate::connection::{error_info, field_infos, response, send_notices, user_error, Connection};
-use crate::copy::{copy_spec, CopySpec};
-use crate::types::{decode_param, pg_type};
+use crate::connection::{Connection, Handled};
+use crate::copy::copy_spec;
+use crate::portal::{rows_complete, rows_tag, Plan, Portal, PortalState, Statement};
+use crate::types::{decode_param, Format};
+use crate::wire::body::protocol_violation;
+use crate::wire::{Body, Target};
 
-/// A parsed statement of the extended protocol.
-pub struct Parsed {
-    kind: ParsedKind,
+fn failed_transaction() -> Error {
+    Error::new(
+        SqlState::IN_FAILED_SQL_TRANSACTION,
+        "current transaction is aborted, commands ignored until end of transaction block",
+    )
 }
 
-enum ParsedKind {
-    Plan {
-        prepared: Box<Prepared>,
-        columns: Vec<ResultColumn>,
-    },
-    Copy(CopySpec),
+fn statement_missing(name: &str) -> Error {
+    Error::new(
+        SqlState::INVALID_SQL_STATEMENT_NAME,
+        if name.is_empty() {
+            "unnamed prepared statement does not exist".to_owned()
+        } else {
+            format!("prepared statement \"{name}\" does not exist")
+        },
+    )
 }
 
-/// Parses and plans statements of the extended protocol on the session.
-pub struct Parser {
-    session: Arc<Mutex<Session>>,
-    /// The client's startup parameters were copied into the session.
-    adopted: AtomicBool,
-}
-
-impl Parser {
-    pub(crate) fn new(session: Arc<Mutex<Session>>) -> Parser {
-        Parser {
-            session,
-            adopted: AtomicBool::new(false),
-        }
-    }
-
-    /// Copies startup parameters (application_name, client_encoding, the
-    /// user) into the session once, so SHOW and current_setting see them.
-    pub(crate) fn adopt_startup<C: ClientInfo>(&self, client: &C) {
-        if self.adopted.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        let mut s = self.session.lock();
-        for (key, setting) in [
-            ("application_name", "application_name"),
-            ("client_encoding", "client_encoding"),
-            ("user", "session_authorization"),
-        ] {
-            if let Some(v) = client.metadata().get(key) {
-                s.set_setting(setting, v);
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl QueryParser for Parser {
-    type Statement = Arc<Parsed>;
-
-    async fn parse_sql<C>(
-        &self,
-        client: &C,
-        sql: &str,
-        _types: &[Option<Type>],
-    ) -> PgWireResult<Option<Arc<Parsed>>>
-    where
-        C: ClientInfo + Unpin + Send + Sync,
-    {
-        self.adopt_startup(client);
-        let mut stmts = ndpdb_sql::session::parse(sql).map_err(|e| user_error(&e))?;
-        match stmts.len() {
-            0 => return Ok(None),
-            1 => {}
-            _ => {
-                return Err(user_error(&Error::new(
-                    SqlState::SYNTAX_ERROR,
-                    "cannot insert multiple commands into a prepared statement",
-                )))
-            }
-        }
-        let stmt = stmts.remove(0);
-        if let Some(spec) = copy_spec(&stmt) {
-            let spec = spec.map_err(|e| user_error(&e))?;
-            return Ok(Some(Arc::new(Parsed {
-                kind: ParsedKind::Copy(spec),
-            })));
-        }
-        let extra_columns = other_columns(&stmt);
-        let prepared = self
-            .session
-            .lock()
-            .prepare_statement(stmt)
-            .map_err(|e| user_error(&e))?;
-        let mut columns = prepared.columns();
-        if columns.is_empty() {
-            columns = extra_columns;
-        }
-        Ok(Some(Arc::new(Parsed {
-            kind: ParsedKind::Plan {
-                prepared: Box::new(prepared),
-                columns,
-            },
-        })))
-    }
-
-    fn get_parameter_types(&self, stmt: &Arc<Parsed>) -> PgWireResult<Vec<Type>> {
-        Ok(match &stmt.kind {
-            ParsedKind::Plan { prepared, .. } => prepared
-                .param_types
-                .iter()
-                .map(|t| t.as_ref().map_or(Type::TEXT, pg_type))
-                .collect(),
-            ParsedKind::Copy(_) => Vec::new(),
-        })
-    }
-
-    fn get_result_schema(
-        &self,
-        stmt: &Arc<Parsed>,
-        column_format: Option<&Format>,
-    ) -> PgWireResult<Vec<FieldInfo>> {
-        Ok(match &stmt.kind {
-            ParsedKind::Plan { columns, .. } => field_infos(columns, column_format),
-            ParsedKind::Copy(_) => Vec::new(),
-        })
-    }
+fn portal_missing(name: &str) -> Error {
+    Error::new(
+        SqlState::INVALID_CURSOR_NAME,
+        format!("portal \"{name}\" does not exist"),
+    )
 }
 
 /// Result columns of statements that are not plans but return rows.
@@ -183,208 +82,338 @@ fn other_columns(stmt: &Ast) -> Vec<ResultColumn> {
     }
 }
 
-#[async_trait]
-impl ExtendedQueryHandler for Connection {
-    type Statement = Arc<Parsed>;
-    type QueryParser = Parser;
-
-    fn query_parser(&self) -> Arc<Parser> {
-        self.parser.clone()
-    }
-
-    /// Bind without flushing (batching.rs).
-    async fn on_bind<C>(&self, client: &mut C, message: Bind) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        crate::batching::bind(client, message).await
-    }
-
-    /// Execute without flushing (batching.rs); Sync flushes.
-    async fn on_execute<C>(&self, client: &mut C, message: Execute) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        crate::batching::execute(self, client, message).await
-    }
-
-    /// Parse, remembering the statement's name for DEALLOCATE ALL.
-    async fn on_parse<C>(&self, client: &mut C, message: Parse) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let name = message
-            .name
-            .clone()
-            .unwrap_or_else(|| DEFAULT_NAME.to_owned());
-        match StoredStatement::parse(client, &message, self.parser.clone()).await? {
-            Some(stmt) => client.portal_store().put_statement(Arc::new(stmt)),
-            None => client.portal_store().put_empty_statement(&name),
+/// Plans one statement of the extended protocol.
+fn plan<R, W>(conn: &mut Connection<R, W>, sql: &str) -> Result<(Plan, bool), Error>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut stmts = ndpdb_sql::session::parse(sql)?;
+    let stmt = match stmts.len() {
+        0 => return Ok((Plan::Empty, false)),
+        1 => stmts.remove(0),
+        _ => {
+            return Err(Error::new(
+                SqlState::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement",
+            ))
         }
-        if name != DEFAULT_NAME {
-            self.statements.lock().insert(name);
-        }
-        client
-            .send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
-            .await?;
-        Ok(())
+    };
+    let transaction_exit = matches!(stmt, Ast::Commit { .. } | Ast::Rollback { .. });
+    if conn.session.transaction_status() == 'E' && !transaction_exit {
+        return Err(failed_transaction());
     }
-
-    async fn do_query<C>(
-        &self,
-        client: &mut C,
-        portal: &Portal<Arc<Parsed>>,
-        _max_rows: usize,
-    ) -> PgWireResult<Response>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let stored: &StoredStatement<Arc<Parsed>> = &portal.statement;
-        let (prepared, columns) = match &stored.statement.kind {
-            ParsedKind::Copy(spec) => {
-                return Ok(match self.start_copy(spec.clone()) {
-                    Ok(r) => r,
-                    Err(e) => Response::Error(Box::new(error_info(&e))),
-                })
-            }
-            ParsedKind::Plan { prepared, columns } => (prepared, columns),
-        };
-        let params = match bound_params(portal, prepared) {
-            Ok(p) => p,
-            Err(e) => return Ok(Response::Error(Box::new(error_info(&e)))),
-        };
-        let (result, notices) =
-            self.with_session_notices(|s| s.execute_prepared(prepared, &params));
-        send_notices(client, notices).await?;
-        Ok(match result {
-            Ok(Output::Rows { rows, .. }) => response(
-                Output::Rows {
-                    columns: columns.clone(),
-                    rows,
+    if let Some(spec) = copy_spec(&stmt) {
+        return Ok((Plan::Copy(spec?), false));
+    }
+    match &stmt {
+        Ast::Deallocate { name, .. } => {
+            let all = name.value.eq_ignore_ascii_case("all");
+            return Ok((
+                Plan::Deallocate {
+                    name: (!all).then(|| name.value.clone()),
+                    tag: if all { "DEALLOCATE ALL" } else { "DEALLOCATE" },
                 },
-                Some(&portal.result_column_format),
-            ),
-            Ok(out) => response(out, Some(&portal.result_column_format)),
-            Err(e) => Response::Error(Box::new(error_info(&e))),
-        })
+                false,
+            ));
+        }
+        Ast::Discard { .. } => {
+            return Ok((
+                Plan::Deallocate {
+                    name: None,
+                    tag: "DISCARD ALL",
+                },
+                false,
+            ))
+        }
+        _ => {}
     }
+    let tag = rows_tag(&stmt);
+    let extra_columns = other_columns(&stmt);
+    let prepared = conn.session.prepare_statement(stmt)?;
+    let mut columns = prepared.columns();
+    if columns.is_empty() {
+        columns = extra_columns;
+    }
+    Ok((
+        Plan::Query {
+            prepared: Box::new(prepared),
+            columns,
+            tag,
+        },
+        transaction_exit,
+    ))
+}
 
-    /// Describe of a statement: ParameterDescription, then NoData for a
-    /// statement without result columns (pgwire would send an empty
-    /// RowDescription when there are parameters, which drivers read as
-    /// "returns rows").
-    async fn on_describe<C>(&self, client: &mut C, message: Describe) -> PgWireResult<()>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        if message.target_type == TARGET_TYPE_BYTE_STATEMENT {
-            let name = message.name.as_deref().unwrap_or(DEFAULT_NAME);
-            if let Some(Entry::Value(stmt)) = client.portal_store().get_statement(name) {
-                let described = self.do_describe_statement(client, &stmt).await?;
-                let oids = described.parameters.iter().map(|t| t.oid()).collect();
-                client
-                    .send(PgWireBackendMessage::ParameterDescription(
-                        ParameterDescription::new(oids),
-                    ))
-                    .await?;
-                let fields = DescribePortalResponse::new(described.fields);
-                return send_describe_response(client, &fields).await;
+/// Parse: plans the statement and stores it under its name.
+pub(crate) async fn parse<R, W>(
+    conn: &mut Connection<R, W>,
+    name: String,
+    sql: &str,
+    declared: Vec<u32>,
+) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    if !name.is_empty() && conn.statements.contains_key(&name) {
+        return Err(Error::new(
+            SqlState::DUPLICATE_PREPARED_STATEMENT,
+            format!("prepared statement \"{name}\" already exists"),
+        )
+        .into());
+    }
+    let (plan, transaction_exit) = plan(conn, sql)?;
+    conn.statements.insert(
+        name,
+        Arc::new(Statement {
+            plan,
+            declared,
+            transaction_exit,
+        }),
+    );
+    conn.send(PgWireBackendMessage::ParseComplete(ParseComplete::new()))
+        .await
+}
+
+/// Reads `n` format codes (`n` checked against what the body holds).
+fn format_codes(body: &mut Body) -> Result<Vec<i16>, Error> {
+    let n = body.count16()?;
+    if n * 2 > body.remaining() {
+        return Err(protocol_violation("insufficient data left in message"));
+    }
+    (0..n).map(|_| body.int16()).collect()
+}
+
+/// Bind: decodes the parameters in PostgreSQL's order (statement, formats,
+/// counts, values, result formats, end of message) and stores the portal.
+pub(crate) async fn bind<R, W>(conn: &mut Connection<R, W>, mut body: Body) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let portal_name = body.cstr()?;
+    let statement_name = body.cstr()?;
+    let statement = conn
+        .statements
+        .get(&statement_name)
+        .cloned()
+        .ok_or_else(|| statement_missing(&statement_name))?;
+    let param_formats = Format::new(format_codes(&mut body)?);
+    let n = body.count16()?;
+    if param_formats.len() > 1 && param_formats.len() != n {
+        return Err(protocol_violation(format!(
+            "bind message has {} parameter formats but {n} parameters",
+            param_formats.len()
+        ))
+        .into());
+    }
+    let needed = statement.param_count();
+    if n != needed {
+        return Err(protocol_violation(format!(
+            "bind message supplies {n} parameters, but prepared statement \"{statement_name}\" requires {needed}"
+        ))
+        .into());
+    }
+    if conn.session.transaction_status() == 'E' && !statement.transaction_exit {
+        return Err(failed_transaction().into());
+    }
+    if !portal_name.is_empty() && conn.portals.contains_key(&portal_name) {
+        return Err(Error::new(
+            SqlState::DUPLICATE_CURSOR,
+            format!("cursor \"{portal_name}\" already exists"),
+        )
+        .into());
+    }
+    let mut params = Vec::new();
+    for i in 0..n {
+        let len = body.int32()?;
+        let bytes = if len == -1 {
+            None
+        } else {
+            Some(body.bytes(len)?)
+        };
+        let binary = param_formats.binary(i)?;
+        let value = decode_param(
+            bytes.as_deref(),
+            binary,
+            statement.declared_type(i).as_ref(),
+            statement.inferred_type(i),
+        )
+        .map_err(Error::from)?;
+        params.push(value);
+    }
+    let formats = Format::new(format_codes(&mut body)?);
+    body.end()?;
+    let columns = statement.columns().len();
+    if formats.len() > 1 && formats.len() != columns {
+        return Err(protocol_violation(format!(
+            "bind message has {} result formats but query has {columns} columns",
+            formats.len()
+        ))
+        .into());
+    }
+    conn.portals.insert(
+        portal_name,
+        Portal {
+            statement,
+            params,
+            formats,
+            state: PortalState::Ready,
+        },
+    );
+    conn.send(PgWireBackendMessage::BindComplete(BindComplete::new()))
+        .await
+}
+
+/// Describe: a statement's parameter types and columns, or a portal's
+/// columns in its result formats.
+pub(crate) async fn describe<R, W>(
+    conn: &mut Connection<R, W>,
+    target: Target,
+    name: &str,
+) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let (statement, formats) = match target {
+        Target::Statement => {
+            let s = conn
+                .statements
+                .get(name)
+                .cloned()
+                .ok_or_else(|| statement_missing(name))?;
+            conn.send(PgWireBackendMessage::ParameterDescription(
+                ParameterDescription::new(s.param_oids()),
+            ))
+            .await?;
+            (s, Format::text())
+        }
+        Target::Portal => {
+            let p = conn.portals.get(name).ok_or_else(|| portal_missing(name))?;
+            (p.statement.clone(), p.formats.clone())
+        }
+    };
+    let columns = statement.columns();
+    if columns.is_empty() {
+        return conn.no_data().await;
+    }
+    formats.check()?;
+    conn.row_description(columns, &formats).await
+}
+
+/// Close: forgets a statement or portal (closing one that does not
+/// exist is not an error).
+pub(crate) async fn close<R, W>(conn: &mut Connection<R, W>, target: Target, name: &str) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    match target {
+        Target::Statement => conn.statements.remove(name),
+        Target::Portal => conn.portals.remove(name).map(|p| p.statement),
+    };
+    conn.send(PgWireBackendMessage::CloseComplete(CloseComplete::new()))
+        .await
+}
+
+/// Execute: runs the portal (or goes on with a suspended one) and sends
+/// at most `max_rows` rows (`max_rows ≤ 0`: all).
+pub(crate) async fn execute<R, W>(conn: &mut Connection<R, W>, name: &str, max_rows: i32) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut portal = conn
+        .portals
+        .remove(name)
+        .ok_or_else(|| portal_missing(name))?;
+    let result = run_portal(conn, &mut portal, name, max_rows).await;
+    conn.portals.insert(name.to_owned(), portal);
+    result
+}
+
+async fn run_portal<R, W>(
+    conn: &mut Connection<R, W>,
+    portal: &mut Portal,
+    name: &str,
+    max_rows: i32,
+) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    match std::mem::replace(&mut portal.state, PortalState::Done { rows: None }) {
+        PortalState::Ready => {}
+        PortalState::Rows { rows, tag } => {
+            return send_rows(conn, portal, rows, tag, max_rows).await;
+        }
+        PortalState::Done { rows: Some(tag) } => {
+            portal.state = PortalState::Done { rows: Some(tag) };
+            return conn.command_complete(rows_complete(tag, 0)).await;
+        }
+        PortalState::Done { rows: None } => {
+            return Err(Error::new(
+                SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                format!("portal \"{name}\" cannot be run"),
+            )
+            .into())
+        }
+    }
+    let statement = portal.statement.clone();
+    match &statement.plan {
+        Plan::Empty => {
+            portal.state = PortalState::Ready;
+            conn.empty_query().await
+        }
+        Plan::Copy(spec) => crate::copy_in::run(conn, spec).await,
+        Plan::Deallocate { name, tag } => {
+            conn.deallocate(name.as_deref())?;
+            conn.command_complete((*tag).to_owned()).await
+        }
+        Plan::Query { prepared, tag, .. } => {
+            let result = conn.session.execute_prepared(prepared, &portal.params);
+            conn.notices().await?;
+            match result? {
+                Output::Rows { rows, .. } => {
+                    portal.formats.check()?;
+                    send_rows(conn, portal, rows.into_iter(), tag, max_rows).await
+                }
+                Output::Command { tag } => conn.command_complete(tag).await,
             }
         }
-        self._on_describe(client, message).await
-    }
-
-    async fn do_describe_statement<C>(
-        &self,
-        _client: &mut C,
-        target: &StoredStatement<Arc<Parsed>>,
-    ) -> PgWireResult<DescribeStatementResponse>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let inferred = self.parser.get_parameter_types(&target.statement)?;
-        let n = inferred.len().max(target.parameter_types.len());
-        let params = (0..n)
-            .map(|i| {
-                target
-                    .parameter_types
-                    .get(i)
-                    .cloned()
-                    .flatten()
-                    .filter(|t| *t != Type::UNKNOWN)
-                    .or_else(|| inferred.get(i).cloned())
-                    .unwrap_or(Type::TEXT)
-            })
-            .collect();
-        let fields = self.parser.get_result_schema(&target.statement, None)?;
-        Ok(DescribeStatementResponse::new(params, fields))
-    }
-
-    async fn do_describe_portal<C>(
-        &self,
-        _client: &mut C,
-        target: &Portal<Arc<Parsed>>,
-    ) -> PgWireResult<DescribePortalResponse>
-    where
-        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
-        C::PortalStore: PortalStore<Statement = Self::Statement>,
-        C::Error: Debug,
-        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
-    {
-        let fields = self.parser.get_result_schema(
-            &target.statement.statement,
-            Some(&target.result_column_format),
-        )?;
-        Ok(DescribePortalResponse::new(fields))
     }
 }
 
-/// Decodes the portal's parameters (text or binary, per Bind's formats).
-fn bound_params(portal: &Portal<Arc<Parsed>>, prepared: &Prepared) -> Result<Vec<Value>, Error> {
-    let needed = prepared.param_types.len();
-    if portal.parameters.len() != needed {
-        return Err(Error::new(
-            SqlState("08P01"),
-            format!(
-                "bind message supplies {} parameters, but prepared statement requires {needed}",
-                portal.parameters.len()
-            ),
-        ));
+async fn send_rows<R, W>(
+    conn: &mut Connection<R, W>,
+    portal: &mut Portal,
+    mut rows: std::vec::IntoIter<Vec<Value>>,
+    tag: &'static str,
+    max_rows: i32,
+) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let limit = if max_rows <= 0 {
+        usize::MAX
+    } else {
+        max_rows as usize
+    };
+    let mut sent = 0;
+    while sent < limit {
+        let Some(row) = rows.next() else { break };
+        conn.data_row(&row, &portal.formats).await?;
+        sent += 1;
     }
-    portal
-        .parameters
-        .iter()
-        .enumerate()
-        .map(|(i, bytes)| {
-            decode_param(
-                bytes.as_deref(),
-                portal.parameter_format.is_binary(i),
-                portal
-                    .statement
-                    .parameter_types
-                    .get(i)
-                    .and_then(|t| t.as_ref()),
-                prepared.param_types[i],
-            )
-            .map_err(Error::from)
-        })
-        .collect()
+    if rows.len() > 0 {
+        portal.state = PortalState::Rows { rows, tag };
+        conn.send(PgWireBackendMessage::PortalSuspended(PortalSuspended::new()))
+            .await
+    } else {
+        portal.state = PortalState::Done { rows: Some(tag) };
+        conn.command_complete(rows_complete(tag, sent)).await
+    }
 }

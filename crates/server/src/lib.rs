@@ -1,58 +1,82 @@
 //! The PostgreSQL wire-protocol server (DESIGN.md §11): `ndpdb serve`.
 //!
 //! ```text
-//!  TCP accept ─► connection limit (53300 beyond it) ─► one Connection:
-//!     startup: trust, md5 or SCRAM-SHA-256 ─► ParameterStatus (server_version
-//!              15.0, UTF8, ISO dates) ─► ReadyForQuery
-//!     simple Query, extended Parse/Bind/Describe/Execute/Sync, COPY FROM
-//!     STDIN ─► the connection's own Session (connection.rs)
+//!  TCP accept ─► connection limit (53300 beyond it) ─► a thread of its own
+//!     (a large stack; a panic ends only this connection, rolled back)
+//!     startup.rs: SSL/GSS refused, CancelRequest, startup packet, trust,
+//!                 md5 or SCRAM-SHA-256 ─► ParameterStatus… ─► ReadyForQuery
+//!     connection.rs: framed messages (wire/) ─► simple.rs | extended.rs |
+//!                 copy_in.rs ─► the connection's own Session
 //! ```
 //!
-//! Modules, bottom-up:
-//! - [`auth`]: trust, md5 or SCRAM-SHA-256 at startup.
-//! - [`types`]: type OIDs, text and binary formats of values.
-//! - [`copy`]: COPY FROM STDIN parsing (text, CSV) and loading.
-//! - [`catalog`]: psql's `\dt` / `\d` table list.
-//! - [`connection`]: the per-connection handlers over one `Session`
-//!   (simple queries, COPY data).
-//! - [`extended`]: the extended query protocol (Parse/Bind/Describe/Execute).
-//! - [`batching`]: Bind/Execute replies buffered until Sync.
+//! Modules in pipeline order:
+//! - [`wire`]: bounded framing and decoding of what clients send, and the
+//!   output buffer of what the server answers.
+//! - [`auth`]: the password check (md5, SCRAM-SHA-256) behind startup.
+//! - [`startup`]: the startup phase up to the first ReadyForQuery.
 //! - [`cancel`]: CancelRequest → the session's interrupt (57014).
+//! - [`connection`]: the message loop of one connection, PostgreSQL's
+//!   rules for errors, Sync and ReadyForQuery.
+//! - [`simple`]: simple Query messages.
+//! - [`extended`] and [`portal`]: Parse/Bind/Describe/Execute/Close.
+//! - [`copy`] and [`copy_in`]: COPY FROM STDIN parsing and its sub-protocol.
+//! - [`catalog`]: psql's `\dt` / `\d` table list.
+//! - [`types`]: type OIDs, text and binary formats of values.
 //!
-//! A protocol error (malformed or truncated message) ends that connection
-//! only; a dropped connection drops its session, which rolls back its
-//! transaction and releases its locks.
+//! Nothing a client sends can end the server: lengths and fields are
+//! checked before use, statements too deep to plan get 54001, a client
+//! that leaves before Sync has its implicit transaction rolled back, and a
+//! panic — a bug — ends only its own connection (`PANICS` counts them).
 
 pub mod auth;
-pub mod batching;
 pub mod cancel;
 pub mod catalog;
 pub mod connection;
 pub mod copy;
+pub mod copy_in;
 pub mod extended;
+pub mod portal;
+pub mod simple;
+pub mod startup;
 pub mod types;
+pub mod wire;
 
-use std::fmt::Debug;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::net::SocketAddr;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use futures::FutureExt;
-use pgwire::api::auth::StartupHandler;
-use pgwire::api::PgWireServerHandlers;
+use pgwire::api::auth::DefaultServerParameterProvider;
 use pgwire::error::ErrorInfo;
 use pgwire::messages::response::ErrorResponse;
 use pgwire::messages::Message;
-use std::panic::AssertUnwindSafe;
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use ndpdb_host::Database;
+use ndpdb_sql::Session;
 
 pub use auth::Auth;
 use auth::{server_parameters, Passwords, Startup};
-use cancel::{Canceller, Registrar, Registry};
+use cancel::{Registrar, Registry};
 pub use connection::Connection;
+use startup::{Started, AUTHENTICATION_TIMEOUT};
 pub use types::pg_type;
+use wire::{FrameReader, Out};
+
+/// Stack of a connection's thread. Statements are limited in depth
+/// (54001) well inside it; the rest is untouched virtual memory.
+pub const CONNECTION_STACK: usize = 64 << 20;
+
+/// Connections that ended in a panic since the process started.
+static PANICS: AtomicU64 = AtomicU64::new(0);
+
+/// How many connections ended in a panic (a bug: each was contained,
+/// its transaction rolled back). Tests and the fuzzer require 0.
+pub fn panics() -> u64 {
+    PANICS.load(Ordering::Relaxed)
+}
 
 /// Server settings.
 #[derive(Clone, Debug)]
@@ -71,31 +95,73 @@ impl Default for ServerConfig {
     }
 }
 
-struct Handlers {
-    conn: Arc<Connection>,
-    startup: Arc<Startup>,
-    cancel: Arc<Canceller>,
+/// What every connection of one server shares.
+pub struct Server {
+    db: Database,
+    params: Arc<DefaultServerParameterProvider>,
+    passwords: Passwords,
+    registry: Arc<Registry>,
 }
 
-impl PgWireServerHandlers for Handlers {
-    fn simple_query_handler(&self) -> Arc<impl pgwire::api::query::SimpleQueryHandler> {
-        self.conn.clone()
+impl Server {
+    pub fn new(db: Database, config: &ServerConfig) -> Arc<Server> {
+        Arc::new(Server {
+            db,
+            params: Arc::new(server_parameters()),
+            passwords: Passwords::new(&config.auth),
+            registry: Registry::new(),
+        })
     }
 
-    fn extended_query_handler(&self) -> Arc<impl pgwire::api::query::ExtendedQueryHandler> {
-        self.conn.clone()
+    /// Runs one client connection to its end on the current task: startup,
+    /// then messages until the client leaves. A panic is caught here: it
+    /// ends this connection only, and dropping its session rolls back its
+    /// transaction.
+    pub async fn run_connection<IO>(&self, io: IO, peer: SocketAddr)
+    where
+        IO: AsyncRead + AsyncWrite,
+    {
+        let run = AssertUnwindSafe(self.connection(io, peer)).catch_unwind();
+        if run.await.is_err() {
+            PANICS.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "ndpdb serve: the connection from {peer} ended by an internal error \
+                 (see the panic message above); its transaction was rolled back"
+            );
+        }
     }
 
-    fn copy_handler(&self) -> Arc<impl pgwire::api::copy::CopyHandler> {
-        self.conn.clone()
-    }
-
-    fn startup_handler(&self) -> Arc<impl StartupHandler> {
-        self.startup.clone()
-    }
-
-    fn cancel_handler(&self) -> Arc<impl pgwire::api::cancel::CancelHandler> {
-        self.cancel.clone()
+    async fn connection<IO>(&self, io: IO, peer: SocketAddr)
+    where
+        IO: AsyncRead + AsyncWrite,
+    {
+        let (r, w) = tokio::io::split(io);
+        let mut reader = FrameReader::new(r);
+        let mut out = Out::new(w);
+        let mut session = Session::new(self.db.clone());
+        let pids = Arc::new(Registrar::new(self.registry.clone(), session.interrupt()));
+        let handler = Startup::new(&self.passwords, &self.params, pids);
+        let started = tokio::time::timeout(
+            AUTHENTICATION_TIMEOUT,
+            startup::run(&mut reader, &mut out, &handler, &self.registry, peer),
+        )
+        .await;
+        let Ok(Started::Session(parameters)) = started else {
+            out.shutdown().await;
+            return;
+        };
+        for (key, setting) in [
+            ("application_name", "application_name"),
+            ("client_encoding", "client_encoding"),
+            ("user", "session_authorization"),
+        ] {
+            if let Some(v) = parameters.get(key) {
+                session.set_setting(setting, v);
+            }
+        }
+        Connection::new(reader, out, session).serve().await;
+        // The cancel key is valid until here.
+        drop(handler);
     }
 }
 
@@ -118,7 +184,7 @@ async fn refuse(mut socket: tokio::net::TcpStream) {
 }
 
 /// Runs one connection to its end on the current thread.
-fn serve_connection(socket: std::net::TcpStream, handlers: Handlers, slot: Slot) {
+fn serve_connection(socket: std::net::TcpStream, server: Arc<Server>, slot: Slot) {
     let Ok(rt) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -129,12 +195,10 @@ fn serve_connection(socket: std::net::TcpStream, handlers: Handlers, slot: Slot)
         let Ok(socket) = tokio::net::TcpStream::from_std(socket) else {
             return;
         };
-        // Protocol errors end this connection only. pgwire's message
-        // decoders can panic on some malformed messages (unchecked reads
-        // in Bind); that too ends only this connection: its session drops
-        // (rollback, locks released) and its slot frees.
-        let conn = pgwire::tokio::process_socket(socket, None, handlers);
-        let _ = AssertUnwindSafe(conn).catch_unwind().await;
+        let Ok(peer) = socket.peer_addr() else {
+            return;
+        };
+        server.run_connection(socket, peer).await;
     });
     drop(slot);
 }
@@ -155,10 +219,7 @@ pub async fn serve(
     config: ServerConfig,
 ) -> std::io::Result<()> {
     let open = Arc::new(AtomicUsize::new(0));
-    let params = Arc::new(server_parameters());
-    let passwords = Passwords::new(&config.auth);
-    let registry = Registry::new();
-    let cancel = Arc::new(Canceller(registry.clone()));
+    let server = Server::new(db, &config);
     loop {
         let (socket, _) = match listener.accept().await {
             Ok(s) => s,
@@ -175,13 +236,6 @@ pub async fn serve(
             tokio::spawn(refuse(socket));
             continue;
         }
-        let conn = Arc::new(Connection::new(db.clone()));
-        let pids = Arc::new(Registrar::new(registry.clone(), conn.interrupt()));
-        let handlers = Handlers {
-            startup: Arc::new(Startup::new(&passwords, &params, pids)),
-            conn,
-            cancel: cancel.clone(),
-        };
         let slot = Slot(open.clone());
         // One OS thread per connection (as PostgreSQL has a process per
         // connection): the blocking engine runs inline on it, and a long
@@ -190,9 +244,11 @@ pub async fn serve(
             Ok(s) => s,
             Err(_) => continue,
         };
+        let server = server.clone();
         let spawned = std::thread::Builder::new()
             .name("ndpdb-conn".into())
-            .spawn(move || serve_connection(socket, handlers, slot));
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || serve_connection(socket, server, slot));
         // Out of threads: the connection (moved into the closure) is dropped.
         drop(spawned);
     }

@@ -81,6 +81,72 @@ fn fixed<const N: usize>(bytes: &[u8], what: &str) -> Result<[u8; N], Error> {
     bytes.try_into().map_err(|_| bad_binary(what))
 }
 
+/// Format codes of Bind (parameters or result columns): none means all
+/// text, one applies to every column, otherwise one per column.
+#[derive(Clone, Debug, Default)]
+pub struct Format(Vec<i16>);
+
+impl Format {
+    pub fn new(codes: Vec<i16>) -> Format {
+        Format(codes)
+    }
+
+    /// All text (what Describe of a statement reports).
+    pub fn text() -> Format {
+        Format(Vec::new())
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The code of column `i`.
+    pub fn code(&self, i: usize) -> i16 {
+        match self.0.as_slice() {
+            [] => 0,
+            [one] => *one,
+            many => many.get(i).copied().unwrap_or(0),
+        }
+    }
+
+    fn unsupported(code: i16) -> Error {
+        Error::sql(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("unsupported format code: {code}"),
+        )
+    }
+
+    /// Whether column `i` is binary; a code other than 0 or 1 is 22023.
+    pub fn binary(&self, i: usize) -> Result<bool, Error> {
+        match self.code(i) {
+            0 => Ok(false),
+            1 => Ok(true),
+            other => Err(Format::unsupported(other)),
+        }
+    }
+
+    /// Every code must be 0 (text) or 1 (binary).
+    pub fn check(&self) -> Result<(), Error> {
+        match self.0.iter().find(|c| !matches!(c, 0 | 1)) {
+            Some(c) => Err(Format::unsupported(*c)),
+            None => Ok(()),
+        }
+    }
+
+    /// pgwire's format of column `i` (after [`Format::check`]).
+    pub fn field_format(&self, i: usize) -> FieldFormat {
+        if self.code(i) == 1 {
+            FieldFormat::Binary
+        } else {
+            FieldFormat::Text
+        }
+    }
+}
+
 /// Decodes one bound parameter. `declared` is the type the client named
 /// in Parse (or UNKNOWN), `inferred` the type ndpdb inferred from context.
 pub fn decode_param(
@@ -94,12 +160,7 @@ pub fn decode_param(
     };
     let declared = declared.filter(|t| **t != Type::UNKNOWN);
     if !binary {
-        let text = std::str::from_utf8(bytes).map_err(|_| {
-            Error::sql(
-                SqlState("22021"),
-                "invalid byte sequence for encoding \"UTF8\"",
-            )
-        })?;
+        let text = crate::wire::body::utf8(bytes).map_err(|e| Error::sql(e.code, e.message))?;
         let target = declared.and_then(data_type_of).or(inferred);
         let v = Value::Text(text.to_string());
         return match target {

@@ -1,5 +1,6 @@
 //! The SQL front end (DESIGN.md §11), in pipeline order:
 //!
+//! - [`limits`]: statement size and nesting limits (54000 / 54001).
 //! - [`session`]: statement dispatch and PostgreSQL transaction-block rules.
 //! - [`ddl`]: CREATE TABLE / DROP TABLE and SQL type names.
 //! - [`scope`]: name resolution of columns over one or more tables.
@@ -19,6 +20,7 @@ pub mod compile;
 pub mod ddl;
 pub mod dml;
 pub mod dml_placement;
+pub mod limits;
 pub mod output;
 pub mod placement;
 pub mod query;
@@ -33,5 +35,5 @@ pub const SERVER_VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     ", a near-data-processing database)"
 );
-pub use output::{Output, ResultColumn};
+pub use output::{Notice, Output, ResultColumn};
 pub use session::Session;

@@ -1,6 +1,29 @@
 //! Statement results and their renderings (CSV and psql-style tables).
 
-use ndpdb_formats::{DataType, Value};
+use ndpdb_formats::{DataType, SqlState, Value};
+
+/// A warning for the client that does not stop the statement (PostgreSQL
+/// sends it as a NoticeResponse of severity WARNING).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Notice {
+    pub code: SqlState,
+    pub message: String,
+}
+
+impl Notice {
+    pub fn warning(code: SqlState, message: impl Into<String>) -> Notice {
+        Notice {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Notice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ResultColumn {

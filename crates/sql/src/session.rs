@@ -3,15 +3,23 @@
 //! ```text
 //!            BEGIN                 error
 //!   idle ───────────► in block ───────────► failed ──ROLLBACK/COMMIT──► idle
-//!    ▲  (autocommit:      │ COMMIT / ROLLBACK    (every statement: 25P02)
-//!    │   one statement)   ▼
-//!    └────────────────── idle
+//!    │ ▲ (autocommit:     │ COMMIT / ROLLBACK    (every statement: 25P02)
+//!    │ │  one statement)  ▼
+//!    │ └──────────────── idle
+//!    │  implicit mode      ▲ end_implicit (commit) / error (rollback)
+//!    └──► implicit tx ─────┘ BEGIN turns it into a block
 //! ```
 //!
-//! Outside a block every statement runs in its own transaction. Inside a
-//! block an error aborts the transaction at once (its locks are released)
-//! and the session refuses further statements until ROLLBACK (or COMMIT,
-//! which then reports ROLLBACK), exactly like PostgreSQL.
+//! Outside a block every statement runs in its own transaction — unless
+//! the caller opened *implicit mode* ([`Session::begin_implicit`]): then
+//! the statements up to [`Session::end_implicit`] share one implicit
+//! transaction, committed there and rolled back by any error or by the
+//! session ending first. This is PostgreSQL's rule for the extended query
+//! protocol (everything up to Sync) and for a simple Query message with
+//! several statements. Inside a block an error aborts the transaction at
+//! once (its locks are released) and the session refuses further
+//! statements until ROLLBACK (or COMMIT, which then reports ROLLBACK),
+//! exactly like PostgreSQL.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -19,18 +27,19 @@ use std::time::Duration;
 use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_host::{Database, Interrupt, Isolation, Transaction};
 use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, TransactionMode};
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::Parser;
 
 use crate::ddl;
 use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
-use crate::output::{Output, ResultColumn};
+use crate::limits::with_statement_stack;
+use crate::output::{Notice, Output, ResultColumn};
 use crate::query::{plan_query, NdpMode, SelectPlan};
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Block {
     None,
+    /// A transaction without BEGIN, open until `end_implicit`.
+    Implicit,
     Active,
     Failed,
 }
@@ -71,20 +80,13 @@ pub struct Session {
     /// `SET ndp_logging = basic | off`.
     ndp_logging: bool,
     settings: BTreeMap<String, String>,
+    /// Statements outside a block join one implicit transaction.
+    implicit: bool,
     /// Notices for the client (e.g. "there is no transaction in progress").
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
     /// Cancels the running statement; armed with `statement_timeout`.
     interrupt: Interrupt,
     statement_timeout: Option<Duration>,
-}
-
-fn parse_error(e: sqlparser::parser::ParserError) -> Error {
-    let msg = e.to_string();
-    let msg = msg
-        .strip_prefix("sql parser error: ")
-        .unwrap_or(&msg)
-        .to_string();
-    Error::new(SqlState::SYNTAX_ERROR, format!("syntax error: {msg}"))
 }
 
 /// A PostgreSQL time setting: milliseconds, or a number with a unit (us,
@@ -120,9 +122,10 @@ fn parse_duration_ms(value: &str) -> Result<Option<Duration>> {
     Ok((ms > 0.0).then(|| Duration::from_secs_f64(ms / 1e3)))
 }
 
-/// Parses SQL text into statements (PostgreSQL dialect).
+/// Parses SQL text into statements (PostgreSQL dialect), within the
+/// statement limits (limits.rs: size, nesting depth).
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    Parser::parse_sql(&PostgreSqlDialect {}, sql).map_err(parse_error)
+    crate::limits::parse(sql)
 }
 
 fn isolation_of(modes: &[TransactionMode]) -> Result<Option<Isolation>> {
@@ -191,6 +194,7 @@ impl Session {
             ndp_preload: true,
             ndp_logging: true,
             settings: BTreeMap::new(),
+            implicit: false,
             notices: Vec::new(),
             interrupt: Interrupt::new(),
             statement_timeout: None,
@@ -213,13 +217,44 @@ impl Session {
         &self.db
     }
 
-    /// Whether a transaction block is open (`T`), failed (`E`) or not (`I`).
+    /// Whether a transaction block is open (`T`), failed (`E`) or not (`I`,
+    /// also while an implicit transaction is open).
     pub fn transaction_status(&self) -> char {
         match self.block {
-            Block::None => 'I',
+            Block::None | Block::Implicit => 'I',
             Block::Active => 'T',
             Block::Failed => 'E',
         }
+    }
+
+    /// From now until [`Session::end_implicit`], statements outside a
+    /// transaction block share one implicit transaction instead of each
+    /// committing on its own (PostgreSQL's extended protocol up to Sync,
+    /// or a simple Query message of several statements). Dropping the
+    /// session first rolls it back.
+    pub fn begin_implicit(&mut self) {
+        self.implicit = true;
+    }
+
+    /// Ends implicit mode: commits the implicit transaction, if one is
+    /// open. A failed commit is that transaction's error (it is rolled
+    /// back).
+    pub fn end_implicit(&mut self) -> Result<()> {
+        self.implicit = false;
+        if self.block != Block::Implicit {
+            return Ok(());
+        }
+        self.block = Block::None;
+        match self.tx.take() {
+            Some(tx) => tx.commit(),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a transaction is open: a block, or an implicit transaction
+    /// that a statement has started.
+    pub fn transaction_open(&self) -> bool {
+        self.tx.is_some() || self.block == Block::Failed
     }
 
     /// Runs every statement of `sql` in order, stopping at the first error.
@@ -252,6 +287,10 @@ impl Session {
     }
 
     pub fn prepare_statement(&mut self, stmt: Statement) -> Result<Prepared> {
+        with_statement_stack(|| self.plan_statement(stmt))
+    }
+
+    fn plan_statement(&mut self, stmt: Statement) -> Result<Prepared> {
         let stmt = self.resolve_settings(stmt)?;
         let mut param_types = Vec::new();
         let kind = match &stmt {
@@ -312,16 +351,20 @@ impl Session {
         })
     }
 
-    /// Runs `f` in the block's transaction, or in a new autocommit one.
+    /// Runs `f` in the open transaction (a block's or the implicit one),
+    /// or in a new autocommit one.
     fn in_transaction(
         &mut self,
         f: impl FnOnce(&mut Transaction) -> Result<Output>,
     ) -> Result<Output> {
         self.check_not_failed()?;
-        let autocommit = self.tx.is_none();
-        if autocommit {
+        if self.tx.is_none() {
             self.tx = Some(self.begin_tx(self.default_isolation)?);
+            if self.implicit {
+                self.block = Block::Implicit;
+            }
         }
+        let autocommit = self.block == Block::None;
         let tx = self
             .tx
             .as_mut()
@@ -341,7 +384,7 @@ impl Session {
                 // Abort now: releases the locks; a block stays failed.
                 self.tx = None;
                 if !autocommit {
-                    self.block = Block::Failed;
+                    self.fail_transaction();
                 }
                 Err(e)
             }
@@ -366,45 +409,78 @@ impl Session {
         self.settings.insert(name.to_lowercase(), value.to_string());
     }
 
-    /// Marks an open transaction block failed (rolled back; later
-    /// statements get 25P02 until ROLLBACK), as an error in a statement
-    /// the server runs outside this session (COPY data) requires.
+    /// An error outside a statement (COPY data, a malformed Bind) aborts
+    /// the open transaction as any error does: a block is rolled back and
+    /// failed (later statements get 25P02 until ROLLBACK), an implicit
+    /// transaction is rolled back.
     pub fn fail_transaction(&mut self) {
-        if self.block == Block::Active {
-            self.tx = None;
-            self.block = Block::Failed;
+        match self.block {
+            Block::Active => {
+                self.tx = None;
+                self.block = Block::Failed;
+            }
+            Block::Implicit => {
+                self.tx = None;
+                self.block = Block::None;
+            }
+            Block::None | Block::Failed => {}
         }
     }
 
     fn guarded(&mut self, f: impl FnOnce(&mut Session) -> Result<Output>) -> Result<Output> {
         self.check_not_failed()?;
         let r = f(self);
-        if r.is_err() && self.block == Block::Active {
-            self.tx = None;
-            self.block = Block::Failed;
+        if r.is_err() {
+            self.fail_transaction();
         }
         r
     }
 
     pub fn execute_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Output> {
+        with_statement_stack(|| self.run_statement(stmt, params))
+    }
+
+    fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Output> {
         self.interrupt.start_statement(self.statement_timeout);
         match stmt {
             Statement::StartTransaction { modes, .. } => {
                 let iso = isolation_of(modes)?;
-                if self.block != Block::None {
-                    self.notices
-                        .push("there is already a transaction in progress".into());
-                    return Ok(Output::command("BEGIN"));
+                match self.block {
+                    Block::Active | Block::Failed => {
+                        self.notices.push(Notice::warning(
+                            SqlState::ACTIVE_SQL_TRANSACTION,
+                            "there is already a transaction in progress",
+                        ));
+                        return Ok(Output::command("BEGIN"));
+                    }
+                    // BEGIN inside an implicit transaction makes it the
+                    // block: what ran before BEGIN is part of it.
+                    Block::Implicit => {
+                        if let (Some(tx), Some(i)) = (&mut self.tx, iso) {
+                            if tx.isolation() != i && tx.statements() > 0 {
+                                self.fail_transaction();
+                                return Err(Error::new(
+                                    SqlState::ACTIVE_SQL_TRANSACTION,
+                                    "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                                ));
+                            }
+                            tx.set_isolation(i);
+                        }
+                    }
+                    Block::None => {
+                        self.tx = Some(self.begin_tx(iso.unwrap_or(self.default_isolation))?);
+                    }
                 }
-                self.tx = Some(self.begin_tx(iso.unwrap_or(self.default_isolation))?);
                 self.block = Block::Active;
                 Ok(Output::command("BEGIN"))
             }
             Statement::Commit { .. } => {
                 let tag = match self.block {
-                    Block::None => {
-                        self.notices
-                            .push("there is no transaction in progress".into());
+                    Block::None | Block::Implicit => {
+                        self.notices.push(Notice::warning(
+                            SqlState::NO_ACTIVE_SQL_TRANSACTION,
+                            "there is no transaction in progress",
+                        ));
                         "COMMIT"
                     }
                     Block::Failed => "ROLLBACK",
@@ -419,9 +495,11 @@ impl Session {
             Statement::Rollback {
                 savepoint: None, ..
             } => {
-                if self.block == Block::None {
-                    self.notices
-                        .push("there is no transaction in progress".into());
+                if matches!(self.block, Block::None | Block::Implicit) {
+                    self.notices.push(Notice::warning(
+                        SqlState::NO_ACTIVE_SQL_TRANSACTION,
+                        "there is no transaction in progress",
+                    ));
                 }
                 self.block = Block::None;
                 if let Some(tx) = self.tx.take() {
@@ -440,7 +518,7 @@ impl Session {
             }),
             Statement::Explain {
                 statement, analyze, ..
-            } => self.explain(statement, *analyze, params),
+            } => self.guarded(|s| s.explain(statement, *analyze, params)),
             Statement::CreateTable(ct) => self.guarded(|s| ddl::create_table(&s.db, ct)),
             Statement::Drop {
                 object_type,
@@ -456,10 +534,7 @@ impl Session {
                 let prepared = match self.prepare_statement(stmt.clone()) {
                     Ok(p) => p,
                     Err(e) => {
-                        if self.block == Block::Active {
-                            self.tx = None;
-                            self.block = Block::Failed;
-                        }
+                        self.fail_transaction();
                         return Err(e);
                     }
                 };
@@ -582,9 +657,10 @@ impl Session {
                         }
                         tx.set_isolation(i);
                     }
-                    _ => self
-                        .notices
-                        .push("SET TRANSACTION can only be used in transaction blocks".into()),
+                    _ => self.notices.push(Notice::warning(
+                        SqlState::NO_ACTIVE_SQL_TRANSACTION,
+                        "SET TRANSACTION can only be used in transaction blocks",
+                    )),
                 }
                 Ok(Output::command("SET"))
             }

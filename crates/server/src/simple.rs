@@ -1,0 +1,112 @@
+//! The simple query protocol (DESIGN.md §11): one Query message, one or
+//! more statements, each answered with its rows and command tag.
+//!
+//! ```text
+//!  Query "INSERT …; UPDATE …" ─► psql catalog query? ─► catalog.rs
+//!     ─► parse ─► COPY? ─► copy_in.rs
+//!     ─► implicit transaction: statement₁ … statementₙ ─► commit
+//!        (an error rolls back all of them and skips the rest)
+//! ```
+//!
+//! As in PostgreSQL, the statements of one Query run in one implicit
+//! transaction unless they open a block themselves; a COMMIT among them
+//! commits what came before it.
+
+use sqlparser::ast::Statement as Ast;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+use ndpdb_formats::SqlState;
+use ndpdb_sql::{Error, Output};
+
+use crate::connection::{Connection, Handled};
+use crate::copy::copy_spec;
+use crate::portal::{rows_complete, rows_tag};
+use crate::types::Format;
+
+/// Runs one Query message.
+pub(crate) async fn query<R, W>(conn: &mut Connection<R, W>, sql: &str) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    if let Some(answer) = crate::catalog::answer(conn.session.database(), sql) {
+        return send_output(conn, answer?, "SELECT").await;
+    }
+    let stmts = ndpdb_sql::session::parse(sql)?;
+    if stmts.is_empty() {
+        return conn.empty_query().await;
+    }
+    conn.session.begin_implicit();
+    let result = statements(conn, &stmts).await;
+    if result.is_err() {
+        conn.session.fail_transaction();
+    }
+    // Commits the implicit transaction (after an error: nothing is left).
+    let end = conn.session.end_implicit();
+    result?;
+    Ok(end?)
+}
+
+async fn statements<R, W>(conn: &mut Connection<R, W>, stmts: &[Ast]) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    if let Some(spec) = stmts.first().and_then(copy_spec) {
+        if stmts.len() > 1 {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "COPY must be the only statement of its query",
+            )
+            .into());
+        }
+        return crate::copy_in::run(conn, &spec?).await;
+    }
+    for stmt in stmts {
+        statement(conn, stmt).await?;
+    }
+    Ok(())
+}
+
+async fn statement<R, W>(conn: &mut Connection<R, W>, stmt: &Ast) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let out = match stmt {
+        Ast::Deallocate { name, .. } => {
+            let all = name.value.eq_ignore_ascii_case("all");
+            conn.deallocate((!all).then_some(name.value.as_str()))?;
+            Output::command(if all { "DEALLOCATE ALL" } else { "DEALLOCATE" })
+        }
+        Ast::Discard { .. } => {
+            conn.deallocate(None)?;
+            Output::command("DISCARD ALL")
+        }
+        _ => {
+            let out = conn.session.execute_statement(stmt, &[]);
+            conn.notices().await?;
+            out?
+        }
+    };
+    send_output(conn, out, rows_tag(stmt)).await
+}
+
+/// Rows (RowDescription, DataRow…, CommandComplete) or a command tag.
+async fn send_output<R, W>(conn: &mut Connection<R, W>, out: Output, tag: &str) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    match out {
+        Output::Rows { columns, rows } => {
+            let text = Format::text();
+            conn.row_description(&columns, &text).await?;
+            for row in &rows {
+                conn.data_row(row, &text).await?;
+            }
+            conn.command_complete(rows_complete(tag, rows.len())).await
+        }
+        Output::Command { tag } => conn.command_complete(tag).await,
+    }
+}

@@ -1,0 +1,323 @@
+//! Statement limits: what keeps a statement from exhausting the stack or
+//! the memory of the process that plans it.
+//!
+//! ```text
+//!  SQL text ─ > 32 MiB? ─► 54000
+//!     │ tokenize, parse on a stack sized by the text (parser nesting
+//!     │ ≤ 10,000: parentheses, subqueries, prefix operators; else 54001)
+//!     ▼
+//!  AND / OR chains of more than 64 operands rebalanced (depth log n)
+//!     ▼
+//!  expression nesting > 4,092 (parentheses not counted) ─► 54001,
+//!     the tree taken apart bottom-up so that dropping it never recurses
+//!     ▼
+//!  planning, compiling, cloning: on a stack of at least 32 MiB
+//! ```
+//!
+//! PostgreSQL answers "stack depth limit exceeded" (54001) when a
+//! statement nests deeper than its 2 MB stack allows: `SELECT 1 + 1 + …`
+//! with 4,091 additions works there and 4,092 fail, and ndpdb draws the
+//! line at the same place. sqlparser builds `a + b + c` as a left-deep
+//! tree without recursing, so its own recursion limit does not see such
+//! chains: the depth is measured on the tree after parsing (sqlparser's
+//! visitor grows its stack as needed). PostgreSQL flattens AND and OR, so
+//! a WHERE clause with 100,000 ORs is not deep there; here such chains
+//! become balanced trees before the depth is measured.
+//!
+//! Rust drops and clones trees recursively (64 B and 1.2 KB of stack per
+//! level, measured), so every pass over a statement runs with
+//! [`STATEMENT_STACK`] of stack guaranteed ([`with_statement_stack`]), and
+//! a tree too deep to keep is dismantled bottom-up before it is dropped.
+
+use std::ops::ControlFlow;
+
+use ndpdb_formats::SqlState;
+use sqlparser::ast::{
+    BinaryOperator, Expr, Query, Statement, Value as AstValue, Visit, VisitMut, Visitor, VisitorMut,
+};
+use sqlparser::dialect::PostgreSqlDialect;
+use sqlparser::parser::{Parser, ParserError};
+
+use crate::{Error, Result};
+
+/// Longest SQL text accepted (PostgreSQL's limit is its 1 GB message
+/// size; sqlparser needs about 80 bytes of memory per byte of text).
+pub const MAX_STATEMENT_BYTES: usize = 32 << 20;
+/// Deepest recursion of the parser (parentheses, subqueries, unary
+/// operators, function arguments).
+pub const MAX_PARSER_DEPTH: usize = 10_000;
+/// Deepest nesting of expressions and subqueries (parentheses and
+/// balanced AND/OR chains count as they are, not as written).
+pub const MAX_EXPRESSION_DEPTH: usize = 4_092;
+/// AND / OR chains longer than this are rebalanced.
+const REBALANCE_OVER: usize = 64;
+/// Stack every pass over a statement may use: enough for the deepest
+/// statement the limits admit (cloning costs 1.2 KB per level).
+pub const STATEMENT_STACK: usize = 32 << 20;
+/// Stack per byte of text while parsing: an error inside the parser
+/// drops the partial tree (64 B per level, at most one level per 2 bytes).
+const PARSE_STACK_PER_BYTE: usize = 32;
+
+/// 54001, PostgreSQL's answer to a statement nested too deeply.
+pub fn stack_depth_exceeded() -> Error {
+    Error::new(
+        SqlState::STATEMENT_TOO_COMPLEX,
+        "stack depth limit exceeded",
+    )
+    .with_detail(format!(
+        "ndpdb plans expressions nested at most {MAX_EXPRESSION_DEPTH} levels deep \
+         and parses at most {MAX_PARSER_DEPTH} levels of parentheses and subqueries"
+    ))
+}
+
+/// Runs `f` with at least [`STATEMENT_STACK`] bytes of stack (on the
+/// current thread's stack if that much is left, else on a fresh one).
+pub fn with_statement_stack<R>(f: impl FnOnce() -> R) -> R {
+    stacker::maybe_grow(STATEMENT_STACK, STATEMENT_STACK, f)
+}
+
+fn parse_error(e: ParserError) -> Error {
+    if matches!(e, ParserError::RecursionLimitExceeded) {
+        return stack_depth_exceeded();
+    }
+    let msg = e.to_string();
+    let msg = msg
+        .strip_prefix("sql parser error: ")
+        .unwrap_or(&msg)
+        .to_string();
+    Error::new(SqlState::SYNTAX_ERROR, format!("syntax error: {msg}"))
+}
+
+/// Parses SQL text into statements (PostgreSQL dialect) within the
+/// limits above.
+pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    if sql.len() > MAX_STATEMENT_BYTES {
+        return Err(Error::new(
+            SqlState::PROGRAM_LIMIT_EXCEEDED,
+            format!(
+                "statement is too long ({} bytes; ndpdb parses at most {MAX_STATEMENT_BYTES})",
+                sql.len()
+            ),
+        ));
+    }
+    let stack = STATEMENT_STACK.max(sql.len().saturating_mul(PARSE_STACK_PER_BYTE));
+    stacker::maybe_grow(stack, stack, || {
+        let mut stmts = Parser::new(&PostgreSqlDialect {})
+            .with_recursion_limit(MAX_PARSER_DEPTH)
+            .try_with_sql(sql)
+            .and_then(|mut p| p.parse_statements())
+            .map_err(parse_error)?;
+        let _ = VisitMut::visit(&mut stmts, &mut Rebalance);
+        let mut depth = Depth::default();
+        if stmts.visit(&mut depth).is_break() {
+            dismantle(stmts);
+            return Err(stack_depth_exceeded());
+        }
+        Ok(stmts)
+    })
+}
+
+/// Measures nesting: expressions (not parentheses) and queries.
+#[derive(Default)]
+struct Depth {
+    current: usize,
+    /// Whether each open node counted.
+    counted: Vec<bool>,
+}
+
+impl Depth {
+    fn enter(&mut self, counts: bool) -> ControlFlow<()> {
+        self.counted.push(counts);
+        if counts {
+            self.current += 1;
+            if self.current > MAX_EXPRESSION_DEPTH {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn leave(&mut self) -> ControlFlow<()> {
+        if self.counted.pop() == Some(true) {
+            self.current -= 1;
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+impl Visitor for Depth {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, e: &Expr) -> ControlFlow<()> {
+        self.enter(!matches!(e, Expr::Nested(_)))
+    }
+
+    fn post_visit_expr(&mut self, _: &Expr) -> ControlFlow<()> {
+        self.leave()
+    }
+
+    /// A subquery is a level; the statement's own query is not.
+    fn pre_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        let nested = !self.counted.is_empty();
+        self.enter(nested)
+    }
+
+    fn post_visit_query(&mut self, _: &Query) -> ControlFlow<()> {
+        self.leave()
+    }
+}
+
+/// Turns long left-deep AND / OR chains into balanced trees (the same
+/// operands in the same order: SQL's AND and OR are associative).
+struct Rebalance;
+
+fn chain_op(e: &Expr) -> Option<BinaryOperator> {
+    match e {
+        Expr::BinaryOp {
+            op: op @ (BinaryOperator::And | BinaryOperator::Or),
+            ..
+        } => Some(op.clone()),
+        _ => None,
+    }
+}
+
+/// The operands of the left-deep chain of `op` rooted at `e`, in order.
+fn chain_operands(e: Expr, op: &BinaryOperator) -> Vec<Expr> {
+    let mut operands = Vec::new();
+    let mut cur = e;
+    loop {
+        match cur {
+            Expr::BinaryOp { left, op: o, right } if &o == op => {
+                operands.push(*right);
+                cur = *left;
+            }
+            other => {
+                operands.push(other);
+                break;
+            }
+        }
+    }
+    operands.reverse();
+    operands
+}
+
+fn balanced(mut operands: Vec<Expr>, op: &BinaryOperator) -> Expr {
+    if operands.len() == 1 {
+        return operands.pop().unwrap_or(Expr::Value(AstValue::Null.into()));
+    }
+    let right = operands.split_off(operands.len() / 2);
+    Expr::BinaryOp {
+        left: Box::new(balanced(operands, op)),
+        op: op.clone(),
+        right: Box::new(balanced(right, op)),
+    }
+}
+
+fn chain_len(e: &Expr, op: &BinaryOperator, limit: usize) -> usize {
+    let mut n = 1;
+    let mut cur = e;
+    while let Expr::BinaryOp { left, op: o, .. } = cur {
+        if o != op || n > limit {
+            break;
+        }
+        n += 1;
+        cur = left;
+    }
+    n
+}
+
+impl VisitorMut for Rebalance {
+    type Break = ();
+
+    fn pre_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+        if let Some(op) = chain_op(e) {
+            if chain_len(e, &op, REBALANCE_OVER) > REBALANCE_OVER {
+                let chain = std::mem::replace(e, Expr::Value(AstValue::Null.into()));
+                *e = balanced(chain_operands(chain, &op), &op);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+/// Takes a tree apart bottom-up (each expression replaced by NULL once
+/// its children are), so that dropping the pieces never recurses deeply.
+fn dismantle(mut stmts: Vec<Statement>) {
+    struct Dismantle(Vec<Expr>);
+    impl VisitorMut for Dismantle {
+        type Break = ();
+        fn post_visit_expr(&mut self, e: &mut Expr) -> ControlFlow<()> {
+            self.0
+                .push(std::mem::replace(e, Expr::Value(AstValue::Null.into())));
+            ControlFlow::Continue(())
+        }
+    }
+    let mut pieces = Dismantle(Vec::new());
+    let _ = VisitMut::visit(&mut stmts, &mut pieces);
+    drop(pieces);
+    drop(stmts);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(f)
+            .unwrap()
+            .join()
+            .unwrap()
+    }
+
+    #[test]
+    fn addition_chains_stop_where_postgres_stops() {
+        let ok = format!("SELECT 1{}", " + 1".repeat(4_091));
+        assert!(run_on_small_stack(move || parse(&ok).is_ok()));
+        let deep = format!("SELECT 1{}", " + 1".repeat(4_092));
+        let e = run_on_small_stack(move || parse(&deep).unwrap_err());
+        assert_eq!(e.code, SqlState::STATEMENT_TOO_COMPLEX);
+        assert_eq!(e.message, "stack depth limit exceeded");
+    }
+
+    #[test]
+    fn very_deep_and_broken_statements_fail_without_crashing() {
+        // 300,000 additions (1.2 MB), then the same with a syntax error
+        // at the end: the parser drops its partial tree.
+        let deep = format!("SELECT 1{}", " + 1".repeat(300_000));
+        let e = run_on_small_stack(move || parse(&deep).unwrap_err());
+        assert_eq!(e.code, SqlState::STATEMENT_TOO_COMPLEX);
+        let broken = format!("SELECT 1{} +", " + 1".repeat(300_000));
+        let e = run_on_small_stack(move || parse(&broken).unwrap_err());
+        assert_eq!(e.code, SqlState::SYNTAX_ERROR);
+        let parens = format!("SELECT {}1{}", "(".repeat(20_000), ")".repeat(20_000));
+        let e = run_on_small_stack(move || parse(&parens).unwrap_err());
+        assert_eq!(e.code, SqlState::STATEMENT_TOO_COMPLEX);
+    }
+
+    #[test]
+    fn parentheses_and_or_chains_do_not_count_as_written() {
+        let parens = format!("SELECT {}1{}", "(".repeat(5_000), ")".repeat(5_000));
+        assert!(run_on_small_stack(move || parse(&parens).is_ok()));
+        let ors = (0..100_000)
+            .map(|i| format!("id = {i}"))
+            .collect::<Vec<_>>()
+            .join(" OR ");
+        let sql = format!("SELECT * FROM t WHERE {ors}");
+        let stmts = run_on_small_stack(move || parse(&sql).unwrap());
+        // The same operands in the same order.
+        let text = stmts[0].to_string();
+        assert!(text.contains("id = 0 OR id = 1"), "{}", &text[..200]);
+        assert!(text.contains("id = 99998 OR id = 99999"));
+    }
+
+    #[test]
+    fn statements_over_the_size_limit_are_refused() {
+        let sql = format!("SELECT '{}'", "x".repeat(MAX_STATEMENT_BYTES));
+        assert_eq!(
+            parse(&sql).unwrap_err().code,
+            SqlState::PROGRAM_LIMIT_EXCEEDED
+        );
+    }
+}
