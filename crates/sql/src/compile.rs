@@ -25,6 +25,9 @@ use crate::ddl::convert_type;
 use crate::scope::{ident_name, Scope};
 use crate::{Error, Result};
 
+/// IN lists of this many constants or more are searched, not scanned.
+const SORTED_IN_FROM: usize = 16;
+
 /// Static type of a compiled sub-expression.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Ty {
@@ -289,6 +292,39 @@ impl Compiler<'_> {
             }
             t => Ok(t),
         }
+    }
+
+    /// An IN list of at least [`SORTED_IN_FROM`] constants, just emitted
+    /// as one `Const` op each (their constants last in the pool, in
+    /// order), becomes one [`Op::InSorted`] over those constants sorted
+    /// in place. Returns whether it did.
+    fn sorted_in(&mut self, (ops_at, consts_at): (usize, usize), n: usize, negated: bool) -> bool {
+        let p = &mut self.program;
+        let literal_items = n >= SORTED_IN_FROM
+            && p.ops.len() == ops_at + n
+            && p.consts.len() == consts_at + n
+            && p.ops[ops_at..]
+                .iter()
+                .enumerate()
+                .all(|(k, op)| *op == Op::Const((consts_at + k) as u32));
+        if !literal_items {
+            return false;
+        }
+        let mut items = p.consts.split_off(consts_at);
+        let Some(has_null) = ndpdb_formats::expr::sort_in_list(&mut items) else {
+            p.consts.extend(items);
+            return false;
+        };
+        p.ops.truncate(ops_at);
+        let len = items.len() as u32;
+        p.consts.extend(items);
+        self.emit(Op::InSorted {
+            first: consts_at as u32,
+            n: len,
+            negated,
+            has_null,
+        });
+        true
     }
 
     fn patch_jump(&mut self, at: usize) {
@@ -597,6 +633,7 @@ impl Compiler<'_> {
             } => {
                 let t = self.expr(expr)?;
                 let mut target = t.data_type();
+                let items_at = (self.program.ops.len(), self.program.consts.len());
                 for item in list {
                     let it = self.expr(item)?;
                     let it = self.coerce(it, target)?;
@@ -617,10 +654,12 @@ impl Compiler<'_> {
                     }
                 }
                 self.coerce(t, target)?;
-                self.emit(Op::In {
-                    n: list.len() as u32,
-                    negated: *negated,
-                });
+                if !self.sorted_in(items_at, list.len(), *negated) {
+                    self.emit(Op::In {
+                        n: list.len() as u32,
+                        negated: *negated,
+                    });
+                }
                 Ok(Ty::Known(DataType::Bool))
             }
             Expr::Between {

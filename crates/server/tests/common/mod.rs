@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod raw;
+
 use ndpdb_host::Database;
 use ndpdb_server::ServerConfig;
 
