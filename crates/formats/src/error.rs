@@ -47,6 +47,7 @@ impl SqlState {
     pub const TOO_MANY_CONNECTIONS: SqlState = SqlState("53300");
     pub const PROGRAM_LIMIT_EXCEEDED: SqlState = SqlState("54000");
     pub const STATEMENT_TOO_COMPLEX: SqlState = SqlState("54001");
+    pub const TOO_MANY_ARGUMENTS: SqlState = SqlState("54023");
     pub const OBJECT_NOT_IN_PREREQUISITE_STATE: SqlState = SqlState("55000");
     pub const LOCK_NOT_AVAILABLE: SqlState = SqlState("55P03");
     pub const QUERY_CANCELED: SqlState = SqlState("57014");

@@ -58,6 +58,26 @@ impl Func {
         Func::SpnScore,
     ];
 
+    /// How many arguments a call takes. The variadic ones (COALESCE,
+    /// GREATEST, LEAST) are bounded by the one-byte argument count of
+    /// [`Op::Call`].
+    pub fn arity(self) -> std::ops::RangeInclusive<usize> {
+        match self {
+            Func::Coalesce | Func::Greatest | Func::Least => 1..=u8::MAX as usize,
+            Func::Round => 1..=2,
+            Func::Substr => 2..=3,
+            Func::NullIf => 2..=2,
+            Func::Abs
+            | Func::Lower
+            | Func::Upper
+            | Func::Length
+            | Func::Floor
+            | Func::Ceil
+            | Func::Trim
+            | Func::SpnScore => 1..=1,
+        }
+    }
+
     pub fn by_name(name: &str) -> Option<Func> {
         Some(match name {
             "abs" => Func::Abs,
@@ -872,6 +892,12 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
             }
         }
         Func::Substr => {
+            if !(2..=3).contains(&args.len()) {
+                return Err(type_error(format!(
+                    "function {func:?} takes 2 or 3 arguments, got {}",
+                    args.len()
+                )));
+            }
             let s = match &args[0] {
                 Value::Text(s) => s.clone(),
                 v => return Err(bad(v)),

@@ -528,13 +528,23 @@ pub fn encode_rows(rows: &[Vec<Value>], w: &mut Writer) {
     }
 }
 
+/// Most rows of no columns (`SELECT 1 FROM t`) one result region may
+/// claim; rows of one or more columns are bounded by the bytes present.
+pub const MAX_ZERO_WIDTH_ROWS: usize = 1 << 28;
+
 pub fn decode_rows(r: &mut Reader<'_>) -> Result<Vec<Vec<Value>>> {
-    let n = r.count(0)?;
+    let n = r.u32()? as usize;
     let width = r.u32()? as usize;
-    if n > 0 && width.saturating_mul(n) > r.remaining() {
+    // Every value takes at least its tag byte.
+    if width > 0 && width.saturating_mul(n) > r.remaining() {
         return Err(Error::corrupted("result region shorter than its row count"));
     }
-    let mut rows = Vec::with_capacity(n);
+    if width == 0 && n > MAX_ZERO_WIDTH_ROWS {
+        return Err(Error::corrupted(format!(
+            "{n} rows of no columns exceed the limit of {MAX_ZERO_WIDTH_ROWS}"
+        )));
+    }
+    let mut rows = Vec::with_capacity(n.min(1 << 16));
     for _ in 0..n {
         let mut row = Vec::with_capacity(width);
         for _ in 0..width {
@@ -551,6 +561,19 @@ mod tests {
     use crate::agg::AggFunc;
     use crate::expr::Op;
     use crate::ids::TxId;
+
+    #[test]
+    fn rows_of_no_columns_round_trip() {
+        // `SELECT 1 FROM t` projects no stored column on the device.
+        let rows = vec![Vec::new(); 8];
+        let mut w = Writer::new();
+        encode_rows(&rows, &mut w);
+        let bytes = w.into_inner();
+        assert_eq!(decode_rows(&mut Reader::new(&bytes)).unwrap(), rows);
+        let mut huge = u32::MAX.to_le_bytes().to_vec();
+        huge.extend_from_slice(&0u32.to_le_bytes());
+        assert!(decode_rows(&mut Reader::new(&huge)).is_err());
+    }
 
     #[test]
     fn invocation_and_status_round_trip() {

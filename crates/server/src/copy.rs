@@ -176,13 +176,10 @@ fn bad_copy(line: u64, what: impl Into<String>) -> Error {
 
 /// A field's bytes as text (COPY data must be UTF-8).
 fn utf8(bytes: Vec<u8>, line: u64) -> Result<String> {
-    String::from_utf8(bytes).map_err(|_| {
-        Error::new(
-            SqlState("22021"),
-            "invalid byte sequence for encoding \"UTF8\"",
-        )
-        .with_detail(format!("COPY input, line {line}"))
-    })
+    crate::wire::body::utf8(&bytes)
+        .map_err(|e| e.with_detail(format!("COPY input, line {line}")))?;
+    // Checked just above: valid UTF-8 without NUL.
+    Ok(String::from_utf8(bytes).unwrap_or_default())
 }
 
 /// One field of a record: `None` is NULL.

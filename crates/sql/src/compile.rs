@@ -803,19 +803,36 @@ impl Compiler<'_> {
                 expr,
                 substring_from,
                 substring_for,
+                shorthand,
                 ..
             } => {
+                let name = if *shorthand { "substr" } else { "substring" };
                 let t = self.expr(expr)?;
-                self.coerce(t, Some(DataType::Text))?;
-                let mut n = 1;
-                for x in [substring_from, substring_for].into_iter().flatten() {
-                    let t = self.expr(x)?;
-                    self.coerce(t, Some(DataType::Int))?;
-                    n += 1;
+                if substring_from.is_none() && substring_for.is_none()
+                    || matches!(t, Ty::Known(d) if !matches!(d, DataType::Text | DataType::Varchar(_)))
+                {
+                    let mut tys = vec![t];
+                    for x in [substring_from, substring_for].into_iter().flatten() {
+                        tys.push(self.expr(x)?);
+                    }
+                    return Err(no_such_function(name, &tys));
                 }
-                if n == 1 {
-                    self.push_const(Value::Int(1));
-                    n = 2;
+                self.coerce(t, Some(DataType::Text))?;
+                // SUBSTRING(s FOR n) starts at the first character.
+                match substring_from {
+                    Some(from) => {
+                        let t = self.expr(from)?;
+                        self.coerce(t, Some(DataType::Int))?;
+                    }
+                    None => {
+                        self.push_const(Value::Int(1));
+                    }
+                }
+                let mut n = 2;
+                if let Some(len) = substring_for {
+                    let t = self.expr(len)?;
+                    self.coerce(t, Some(DataType::Int))?;
+                    n = 3;
                 }
                 self.emit(Op::Call {
                     func: Func::Substr,
@@ -920,6 +937,7 @@ impl Compiler<'_> {
         for a in &args {
             tys.push(self.expr(a)?);
         }
+        check_arity(&name, func, &tys)?;
         let first = tys.iter().find_map(|t| t.data_type());
         let result = match func {
             Func::Lower | Func::Upper | Func::Trim | Func::Substr => {
@@ -1048,6 +1066,56 @@ impl Compiler<'_> {
         self.emit(Op::Column(col as u32));
         Ok(Ty::Known(result_ty))
     }
+}
+
+/// PostgreSQL's answers to a call with the wrong number of arguments:
+/// COALESCE/GREATEST/LEAST with none are a syntax error, more than
+/// `FUNC_MAX_ARGS` (100) arguments are 54023, and any other count names the
+/// signature that does not exist (42883).
+fn check_arity(name: &str, func: Func, tys: &[Ty]) -> Result<()> {
+    const FUNC_MAX_ARGS: usize = 100;
+    let variadic = matches!(func, Func::Coalesce | Func::Greatest | Func::Least);
+    if tys.is_empty() && variadic {
+        return Err(Error::new(
+            SqlState::SYNTAX_ERROR,
+            "syntax error at or near \")\"",
+        ));
+    }
+    if tys.len() > FUNC_MAX_ARGS && !variadic {
+        return Err(Error::new(
+            SqlState::TOO_MANY_ARGUMENTS,
+            format!("cannot pass more than {FUNC_MAX_ARGS} arguments to a function"),
+        ));
+    }
+    if func.arity().contains(&tys.len()) {
+        return Ok(());
+    }
+    if variadic {
+        return Err(Error::new(
+            SqlState::TOO_MANY_ARGUMENTS,
+            format!(
+                "{} takes at most {} arguments",
+                name.to_uppercase(),
+                func.arity().end()
+            ),
+        ));
+    }
+    Err(no_such_function(name, tys))
+}
+
+/// 42883 naming the signature as PostgreSQL prints it.
+fn no_such_function(name: &str, tys: &[Ty]) -> Error {
+    let signature: Vec<String> = tys
+        .iter()
+        .map(|t| {
+            t.data_type()
+                .map_or("unknown".to_string(), |d| d.sql_name())
+        })
+        .collect();
+    Error::new(
+        SqlState::UNDEFINED_FUNCTION,
+        format!("function {name}({}) does not exist", signature.join(", ")),
+    )
 }
 
 /// Converts a sqlparser type name; re-exported for CAST.

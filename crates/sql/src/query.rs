@@ -208,7 +208,7 @@ fn output_name(e: &Expr) -> String {
             e => output_name(e),
         },
         Expr::Nested(e) => output_name(e),
-        Expr::Substring { .. } => "substring".into(),
+        Expr::Substring { shorthand, .. } => if *shorthand { "substr" } else { "substring" }.into(),
         Expr::Case { .. } => "case".into(),
         _ => "?column?".into(),
     }

@@ -115,9 +115,18 @@ impl Body {
 
 /// Checks UTF-8 as PostgreSQL's `pg_verify_mbstr` does: 22021 names the
 /// bytes of the first invalid character (as many as its lead byte says).
+/// A NUL byte is invalid in text, as in PostgreSQL.
 pub fn utf8(bytes: &[u8]) -> Result<&str> {
-    std::str::from_utf8(bytes).map_err(|e| {
-        let bad = &bytes[e.valid_up_to()..];
+    let valid = match std::str::from_utf8(bytes) {
+        Ok(s) => match s.bytes().position(|b| b == 0) {
+            None => return Ok(s),
+            Some(at) => at,
+        },
+        Err(e) => e.valid_up_to(),
+    };
+    let valid = bytes[..valid].iter().position(|b| *b == 0).unwrap_or(valid);
+    Err({
+        let bad = &bytes[valid..];
         let len = match bad[0] {
             b if b & 0x80 == 0 => 1,
             b if b & 0xe0 == 0xc0 => 2,
@@ -177,6 +186,10 @@ mod tests {
         assert_eq!(
             e.message,
             "invalid byte sequence for encoding \"UTF8\": 0xe2 0x28 0xa1"
+        );
+        assert_eq!(
+            utf8(b"ab\0\0\x01").unwrap_err().message,
+            "invalid byte sequence for encoding \"UTF8\": 0x00"
         );
         let mut b = body(b"\xff\0");
         assert_eq!(

@@ -31,7 +31,14 @@ pub struct Out<W> {
     buf: BytesMut,
 }
 
-fn cut(mut s: String) -> String {
+/// A message text as a protocol field: NUL bytes would end the field
+/// early (PostgreSQL's texts never hold one), long texts are cut.
+fn cut(s: String) -> String {
+    let mut s = if s.contains('\0') {
+        s.replace('\0', "\\0")
+    } else {
+        s
+    };
     if s.len() > MAX_MESSAGE_TEXT {
         let mut at = MAX_MESSAGE_TEXT;
         while !s.is_char_boundary(at) {

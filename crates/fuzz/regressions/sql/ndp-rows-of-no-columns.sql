@@ -1,0 +1,3 @@
+INSERT INTO u SELECT id + 100, s FROM t;
+SET ndp = on;
+SELECT 1.5 FROM u LIMIT 2;
