@@ -2,6 +2,7 @@
 //!
 //! - [`chbench`]: CH-benCHmark ORDER-LINE, Query-SUM, selectivity and projectivity sweeps.
 //! - [`diff`]: SQL conformance: generated queries on ndpdb and PostgreSQL, rows compared.
+//! - [`hostile`]: YCSB-C over the wire beside clients sending malformed traffic.
 //! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
 //! - [`mixed`]: YCSB with an injected bulk UPDATE, host vs update NDP.
 //! - [`pin`]: pinning host threads to CPUs.
@@ -14,6 +15,7 @@
 
 pub mod chbench;
 pub mod diff;
+pub mod hostile;
 pub mod htap;
 pub mod mixed;
 pub mod pin;

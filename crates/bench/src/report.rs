@@ -105,3 +105,65 @@ pub fn mean_where<L: PartialEq + Copy>(samples: &[(u64, f64, L)], label: L) -> f
         v.iter().sum::<f64>() / v.len() as f64
     }
 }
+
+/// A timed benchmark phase: a progress bar on a terminal, a plain line at
+/// its start and end otherwise. Ends when dropped.
+pub struct Phase {
+    label: String,
+    bar: Option<indicatif::ProgressBar>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ticker: Option<std::thread::JoinHandle<()>>,
+    start: std::time::Instant,
+}
+
+impl Phase {
+    pub fn start(label: &str, length: Duration) -> Phase {
+        use std::io::IsTerminal;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let start = std::time::Instant::now();
+        let (bar, ticker) = if std::io::stderr().is_terminal() {
+            let bar = indicatif::ProgressBar::new(length.as_secs().max(1));
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} s")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_message(label.to_string());
+            let (b, s) = (bar.clone(), stop.clone());
+            let ticker = std::thread::spawn(move || {
+                while !s.load(Ordering::Relaxed) {
+                    b.set_position(start.elapsed().as_secs());
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+            });
+            (Some(bar), Some(ticker))
+        } else {
+            eprintln!("{label}: {} s …", length.as_secs());
+            (None, None)
+        };
+        Phase {
+            label: label.to_string(),
+            bar,
+            stop,
+            ticker,
+            start,
+        }
+    }
+}
+
+impl Drop for Phase {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+        match &self.bar {
+            Some(bar) => bar.finish_and_clear(),
+            None => eprintln!(
+                "{}: done in {:.1} s",
+                self.label,
+                self.start.elapsed().as_secs_f64()
+            ),
+        }
+    }
+}

@@ -115,6 +115,29 @@ pub enum Bench {
         #[command(flatten)]
         device: DeviceArgs,
     },
+    /// YCSB-C over the wire, alone and then beside connections sending
+    /// malformed traffic (the wire fuzz target's client scripts); the
+    /// well-formed clients must see no failed statement.
+    Hostile {
+        #[arg(long, default_value_t = 100_000)]
+        records: u64,
+        /// Well-formed YCSB-C clients.
+        #[arg(long, default_value_t = 2)]
+        threads: usize,
+        /// Connections sending malformed traffic at once.
+        #[arg(long, default_value_t = 64)]
+        attackers: usize,
+        /// Seconds per run (quiet, then hostile).
+        #[arg(long, default_value_t = 60)]
+        seconds: u64,
+        /// Seed of the attackers' scripts.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where to run, repeatable for a side-by-side table:
+        /// ndpdb-server[=HOST:PORT], postgres[=CONNSTRING].
+        #[arg(long, default_value = "ndpdb-server")]
+        target: Vec<String>,
+    },
     /// YCSB-C on the host with an analytic query every few seconds, the
     /// query on the host and then on the device; throughput over time.
     HtapRead {
@@ -798,6 +821,27 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             std::fs::write(opts.out.join("summary.txt"), summary)?;
             println!("wrote {}", opts.out.display());
             Ok(ExitCode::SUCCESS)
+        }
+        Bench::Hostile {
+            records,
+            threads,
+            attackers,
+            seconds,
+            seed,
+            target,
+        } => {
+            println!(
+                "settings: {records} records, YCSB-C, {threads} well-formed clients, {attackers} attackers, {seconds} s per run, seed {seed}"
+            );
+            let run = crate::targets::HostileRun {
+                records,
+                threads,
+                attackers,
+                seconds,
+                seed,
+                targets: target,
+            };
+            crate::targets::hostile(&run)
         }
         Bench::Diff {
             rows,

@@ -189,3 +189,88 @@ pub fn diff(
         std::process::ExitCode::FAILURE
     })
 }
+
+pub struct HostileRun {
+    pub records: u64,
+    pub threads: usize,
+    pub attackers: usize,
+    pub seconds: u64,
+    pub seed: u64,
+    pub targets: Vec<String>,
+}
+
+/// `ndpdb bench hostile`: per wire target, YCSB-C alone and beside the
+/// attackers; exit status 1 if a well-formed client saw a failed statement
+/// or rows went missing.
+pub fn hostile(run: &HostileRun) -> Result<std::process::ExitCode> {
+    use ndpdb_bench::hostile;
+    let mut results = Vec::new();
+    for t in &run.targets {
+        let target = Target::parse(t)?;
+        if target == Target::Ndpdb {
+            return Err(Error::new(
+                SqlState::INVALID_PARAMETER_VALUE,
+                "bench hostile needs wire targets (ndpdb-server, postgres)",
+            ));
+        }
+        let (backend, load) = ycsb_wire(&target, &Config::default(), None, run.records)?;
+        println!("--- {}", target.label());
+        println!("loaded in {:.1} s", load.as_secs_f64());
+        let cfg = RunConfig {
+            workload: Workload::C,
+            records: run.records,
+            threads: run.threads,
+            duration: Duration::from_secs(run.seconds),
+            theta: 0.99,
+            field_count: 10,
+            field_len: 100,
+            seed: 11,
+        };
+        let r = hostile::run(&backend, &cfg, run.attackers, run.seed)?;
+        for l in ycsb::describe("YCSB-C quiet", &r.quiet) {
+            println!("{l}");
+        }
+        for l in ycsb::describe("YCSB-C hostile", &r.hostile) {
+            println!("{l}");
+        }
+        let a = &r.attack;
+        println!(
+            "attack: {} scripts, {} connections ({} refused), {:.1} MB sent, {:.1} MB read, {} closed by the server mid-write, {} left open after the client's end",
+            a.scripts,
+            a.connections,
+            a.refused,
+            a.bytes_sent as f64 / 1e6,
+            a.bytes_read as f64 / 1e6,
+            a.closed_early,
+            a.left_open
+        );
+        println!("rows afterwards: {} of {}", r.rows_after, run.records);
+        results.push((target, r));
+    }
+    println!();
+    println!("| target | quiet ops/s | hostile ops/s | hostile / quiet | quiet read p99 µs | hostile read p99 µs | failed statements | attack connections | left open | rows afterwards |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let mut ok = true;
+    for (t, r) in &results {
+        let failed = r.quiet.errors + r.hostile.errors;
+        ok &= failed == 0 && r.rows_after == run.records as i64 && r.attack.left_open == 0;
+        println!(
+            "| {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} |",
+            t.label(),
+            r.quiet.throughput(),
+            r.hostile.throughput(),
+            r.hostile.throughput() / r.quiet.throughput().max(1e-9),
+            quantile_us(&r.quiet.reads, 0.99),
+            quantile_us(&r.hostile.reads, 0.99),
+            failed,
+            r.attack.connections,
+            r.attack.left_open,
+            r.rows_after
+        );
+    }
+    Ok(if ok {
+        std::process::ExitCode::SUCCESS
+    } else {
+        std::process::ExitCode::FAILURE
+    })
+}

@@ -149,3 +149,30 @@ fn show_stats_reports_link_and_buffer_counters() {
         assert!(out.contains(name), "missing {name}");
     }
 }
+
+/// Well-formed clients keep answering while malformed ones hammer the
+/// server: no failed statement, no lost row, no connection left open
+/// (`ndpdb bench hostile` exits 1 otherwise).
+#[test]
+fn bench_hostile_sees_no_failed_statement() {
+    let o = ndpdb(&[
+        "bench",
+        "hostile",
+        "--records",
+        "500",
+        "--seconds",
+        "2",
+        "--attackers",
+        "8",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    let row = out
+        .lines()
+        .find(|l| l.starts_with("| ndpdb server |"))
+        .expect("the summary row");
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    assert_eq!(cells[7], "0", "failed statements in {row}");
+    assert_eq!(cells[10], "500", "rows afterwards in {row}");
+    assert!(cells[8].parse::<u64>().unwrap() > 0, "no attack in {row}");
+}

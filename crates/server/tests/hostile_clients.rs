@@ -135,6 +135,23 @@ fn execute_with_max_rows_2_pow_31_minus_1_returns_the_rows() {
     assert_unchanged(port);
 }
 
+/// Parse `sql`, then a Bind of body `bind`: ParseComplete, then
+/// PostgreSQL's 08P01 `message` at the Bind, and ReadyForQuery.
+fn bad_bind(c: &mut Raw, sql: &str, bind: &[u8], message_text: &str) {
+    let r = c.round(
+        &[
+            raw::parse("", sql),
+            message(b'B', bind),
+            raw::execute("", 0),
+            raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_eq!(r.types(), "1EZ", "{r:?}");
+    assert_eq!(r.sqlstate().as_deref(), Some("08P01"), "{r:?}");
+    assert_eq!(r.error_field(b'M').as_deref(), Some(message_text));
+}
+
 #[test]
 fn malformed_bodies_get_08p01_and_the_connection_goes_on() {
     let (_dir, port) = server_with_rows();
@@ -153,38 +170,17 @@ fn malformed_bodies_get_08p01_and_the_connection_goes_on() {
     let mut bind = vec![0, 0, 0, 0, 0, 1];
     bind.extend_from_slice(&16i32.to_be_bytes());
     bind.extend_from_slice(b"ab\0\0");
-    let r = c.round(
-        &[
-            raw::parse("", "SELECT $1::INT"),
-            message(b'B', &bind),
-            raw::execute("", 0),
-            raw::sync(),
-        ]
-        .concat(),
-    );
-    assert_eq!(r.types(), "1EZ", "{r:?}");
-    assert_eq!(
-        r.error_field(b'M').as_deref(),
-        Some("insufficient data left in message")
+    bad_bind(
+        &mut c,
+        "SELECT $1::INT",
+        &bind,
+        "insufficient data left in message",
     );
     // A Bind whose declared length covers 3 junk bytes: PostgreSQL's
     // "invalid message format", and the junk is not read as a message.
     let mut bind = vec![0, 0, 0, 0, 0, 0, 0, 0];
     bind.extend_from_slice(b"xyz");
-    let r = c.round(
-        &[
-            raw::parse("", "SELECT 1"),
-            message(b'B', &bind),
-            raw::execute("", 0),
-            raw::sync(),
-        ]
-        .concat(),
-    );
-    assert_eq!(r.types(), "1EZ", "{r:?}");
-    assert_eq!(
-        r.error_field(b'M').as_deref(),
-        Some("invalid message format")
-    );
+    bad_bind(&mut c, "SELECT 1", &bind, "invalid message format");
     // Execute with max_rows -5 on top of a good Bind works (all rows).
     let r = c.round(
         &[
