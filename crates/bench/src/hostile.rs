@@ -218,6 +218,51 @@ fn read_to_close(s: &mut TcpStream) -> (u64, bool) {
     (total, false)
 }
 
+/// One huge statement: a count over an IN list of about 10 MB.
+#[derive(Clone, Debug)]
+pub struct LargeStatement {
+    pub bytes: usize,
+    pub items: usize,
+    pub elapsed: Duration,
+    /// The count it returned.
+    pub count: i64,
+}
+
+/// Runs `SELECT count(*) FROM usertable WHERE ycsb_key IN (…)` with
+/// `items` keys (every third one from 0, so a third of them exist when
+/// the table has `3 × items` rows or more) over the simple protocol.
+pub fn large_statement(endpoint: &Endpoint, items: usize) -> Result<LargeStatement> {
+    let mut sql = format!("SELECT count(*) FROM {} WHERE ycsb_key IN (", ycsb::TABLE);
+    for i in 0..items {
+        if i > 0 {
+            sql.push_str(", ");
+        }
+        sql.push_str(&(i as u64 * 3).to_string());
+    }
+    sql.push(')');
+    let mut client = endpoint.connect()?;
+    let start = Instant::now();
+    let rows = client
+        .simple_query(&sql)
+        .map_err(crate::target::wire_error)?;
+    let elapsed = start.elapsed();
+    let count = first_number(rows)?;
+    Ok(LargeStatement {
+        bytes: sql.len(),
+        items,
+        elapsed,
+        count,
+    })
+}
+
+fn first_number(rows: Vec<postgres::SimpleQueryMessage>) -> Result<i64> {
+    crate::target::text_rows(rows)
+        .first()
+        .and_then(|r| r.first().cloned().flatten())
+        .and_then(|n| n.parse().ok())
+        .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "the query gave no number"))
+}
+
 /// Both runs of one target.
 pub struct HostileReport {
     pub quiet: RunReport,
@@ -260,11 +305,7 @@ pub fn run(
     let rows = client
         .simple_query(&format!("SELECT count(*) FROM {}", ycsb::TABLE))
         .map_err(crate::target::wire_error)?;
-    let rows_after = crate::target::text_rows(rows)
-        .first()
-        .and_then(|r| r.first().cloned().flatten())
-        .and_then(|n| n.parse().ok())
-        .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "count(*) gave no number"))?;
+    let rows_after = first_number(rows)?;
     Ok(HostileReport {
         quiet,
         hostile,

@@ -133,6 +133,10 @@ pub enum Bench {
         /// Seed of the attackers' scripts.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Keys in one large `IN` list statement timed first (1,250,000
+        /// keys make about 10 MB; 0 skips it).
+        #[arg(long, default_value_t = 1_250_000)]
+        in_list: usize,
         /// Where to run, repeatable for a side-by-side table:
         /// ndpdb-server[=HOST:PORT], postgres[=CONNSTRING].
         #[arg(long, default_value = "ndpdb-server")]
@@ -828,10 +832,11 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             attackers,
             seconds,
             seed,
+            in_list,
             target,
         } => {
             println!(
-                "settings: {records} records, YCSB-C, {threads} well-formed clients, {attackers} attackers, {seconds} s per run, seed {seed}"
+                "settings: {records} records, YCSB-C, {threads} well-formed clients, {attackers} attackers, {seconds} s per run, seed {seed}, IN list of {in_list} keys"
             );
             let run = crate::targets::HostileRun {
                 records,
@@ -839,6 +844,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 attackers,
                 seconds,
                 seed,
+                in_list,
                 targets: target,
             };
             crate::targets::hostile(&run)

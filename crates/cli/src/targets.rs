@@ -196,6 +196,8 @@ pub struct HostileRun {
     pub attackers: usize,
     pub seconds: u64,
     pub seed: u64,
+    /// Keys in the one large IN-list statement (0: none).
+    pub in_list: usize,
     pub targets: Vec<String>,
 }
 
@@ -226,6 +228,20 @@ pub fn hostile(run: &HostileRun) -> Result<std::process::ExitCode> {
             field_len: 100,
             seed: 11,
         };
+        let large = match &backend {
+            ndpdb_bench::target::Backend::Wire(e) if run.in_list > 0 => {
+                let l = hostile::large_statement(e, run.in_list)?;
+                println!(
+                    "large statement: IN list of {} keys ({:.1} MB) in {:.0} ms, count {}",
+                    l.items,
+                    l.bytes as f64 / 1e6,
+                    l.elapsed.as_secs_f64() * 1e3,
+                    l.count
+                );
+                Some(l)
+            }
+            _ => None,
+        };
         let r = hostile::run(&backend, &cfg, run.attackers, run.seed)?;
         for l in ycsb::describe("YCSB-C quiet", &r.quiet) {
             println!("{l}");
@@ -245,18 +261,30 @@ pub fn hostile(run: &HostileRun) -> Result<std::process::ExitCode> {
             a.left_open
         );
         println!("rows afterwards: {} of {}", r.rows_after, run.records);
-        results.push((target, r));
+        results.push((target, r, large));
     }
     println!();
-    println!("| target | quiet ops/s | hostile ops/s | hostile / quiet | quiet read p99 µs | hostile read p99 µs | failed statements | attack connections | left open | rows afterwards |");
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    println!("| target | IN list ms | quiet ops/s | hostile ops/s | hostile / quiet | quiet read p99 µs | hostile read p99 µs | failed statements | attack connections | left open | rows afterwards |");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let mut ok = true;
-    for (t, r) in &results {
+    let counts: Vec<i64> = results
+        .iter()
+        .filter_map(|(_, _, l)| l.as_ref().map(|l| l.count))
+        .collect();
+    if counts.windows(2).any(|w| w[0] != w[1]) {
+        println!("the IN-list counts differ between targets: {counts:?}");
+        ok = false;
+    }
+    for (t, r, large) in &results {
         let failed = r.quiet.errors + r.hostile.errors;
         ok &= failed == 0 && r.rows_after == run.records as i64 && r.attack.left_open == 0;
         println!(
-            "| {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {:.0} | {:.0} | {:.2} | {} | {} | {} | {} | {} | {} |",
             t.label(),
+            large.as_ref().map_or("-".to_string(), |l| format!(
+                "{:.0}",
+                l.elapsed.as_secs_f64() * 1e3
+            )),
             r.quiet.throughput(),
             r.hostile.throughput(),
             r.hostile.throughput() / r.quiet.throughput().max(1e-9),
