@@ -42,6 +42,10 @@ struct Args {
     /// Longest generated input, in bytes.
     #[arg(long, default_value_t = 8192)]
     max_len: usize,
+    /// Stack of the thread running the target, in KiB (2 MiB is Rust's
+    /// default for spawned threads).
+    #[arg(long, default_value_t = 2048)]
+    stack_kib: usize,
     /// An input running longer than this many seconds is a hang.
     #[arg(long, default_value_t = 30)]
     hang: u64,
@@ -153,6 +157,7 @@ fn main() -> ExitCode {
     let opts = Options {
         seconds: args.seconds,
         seed: args.seed,
+        stack_bytes: args.stack_kib << 10,
         corpus,
         artifacts: args.artifacts.clone(),
         max_len: args.max_len,

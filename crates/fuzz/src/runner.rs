@@ -6,7 +6,7 @@
 //!  inputs: fresh random bytes, or a corpus entry mutated (bit flips,
 //!          interesting bytes, inserts, deletes, duplicated ranges,
 //!          splices), seeded from regressions/ and --corpus dirs
-//!  worker thread (64 MiB stack) runs the target; the main thread waits
+//!  worker thread (a 2 MiB stack by default) runs the target; the main thread waits
 //!  at most --hang: longer is a hang
 //!  an input whose replies were new (by signature) joins the corpus
 //!  first failure: input saved to the artifacts dir, loop ends
@@ -46,6 +46,10 @@ impl Target for crate::sql::SqlTarget {
 pub struct Options {
     pub seconds: u64,
     pub seed: u64,
+    /// Stack of the thread that runs the target: as small as an embedding
+    /// program's threads (Rust's default is 2 MiB), so that any recursion
+    /// left unguarded shows up as a crash, with the input in `last-input`.
+    pub stack_bytes: usize,
     /// Directories of inputs to start from.
     pub corpus: Vec<PathBuf>,
     /// Where failing inputs are written.
@@ -177,7 +181,7 @@ pub fn fuzz<T: Target + 'static>(name: &str, make: fn() -> T, opts: &Options) ->
     let (results, from_worker) = mpsc::channel::<Result<u64, String>>();
     std::thread::Builder::new()
         .name(format!("fuzz-{name}"))
-        .stack_size(64 << 20)
+        .stack_size(opts.stack_bytes)
         .spawn(move || {
             let mut target = make();
             for input in inputs {

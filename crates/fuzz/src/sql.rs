@@ -368,6 +368,9 @@ impl SqlTarget {
         let n = u.int_in_range(1..=4).unwrap_or(1);
         for _ in 0..n {
             let Ok(sql) = statement(&mut u) else { break };
+            if std::env::var_os("NDPDB_FUZZ_DEBUG").is_some() {
+                eprintln!("sql> {sql}");
+            }
             self.history.push(sql.clone());
             let code = match session.execute(&sql) {
                 Ok(_) => SqlState::SUCCESSFUL,

@@ -25,9 +25,11 @@
 //! become balanced trees before the depth is measured.
 //!
 //! Rust drops and clones trees recursively (64 B and 1.2 KB of stack per
-//! level, measured), so every pass over a statement runs with
-//! [`STATEMENT_STACK`] of stack guaranteed ([`with_statement_stack`]), and
-//! a tree too deep to keep is dismantled bottom-up before it is dropped.
+//! level, measured), so every pass over a statement — parsing, planning,
+//! running and dropping it — runs with [`STATEMENT_STACK`] of stack
+//! guaranteed ([`with_statement_stack`]); parsing gets a stack sized by the
+//! levels the text can hold ([`PARSE_STACK_PER_LEVEL`]), and a tree too
+//! deep to keep is dismantled bottom-up before it is dropped.
 
 use std::ops::ControlFlow;
 
@@ -54,9 +56,12 @@ const REBALANCE_OVER: usize = 64;
 /// Stack every pass over a statement may use: enough for the deepest
 /// statement the limits admit (cloning costs 1.2 KB per level).
 pub const STATEMENT_STACK: usize = 32 << 20;
-/// Stack per byte of text while parsing: an error inside the parser
-/// drops the partial tree (64 B per level, at most one level per 2 bytes).
-const PARSE_STACK_PER_BYTE: usize = 32;
+/// Stack per level of parser recursion: the parser's own frames plus, on
+/// a syntax error deep inside, the drop of the partial tree below it
+/// (3.3 KB per level of nested function calls, measured). A level takes at
+/// least one byte of text, so a statement of n bytes needs at most
+/// min(n, MAX_PARSER_DEPTH) levels.
+const PARSE_STACK_PER_LEVEL: usize = 8 << 10;
 
 /// 54001, PostgreSQL's answer to a statement nested too deeply.
 pub fn stack_depth_exceeded() -> Error {
@@ -100,7 +105,8 @@ pub fn parse(sql: &str) -> Result<Vec<Statement>> {
             ),
         ));
     }
-    let stack = STATEMENT_STACK.max(sql.len().saturating_mul(PARSE_STACK_PER_BYTE));
+    let levels = sql.len().min(MAX_PARSER_DEPTH);
+    let stack = STATEMENT_STACK.max(levels * PARSE_STACK_PER_LEVEL);
     stacker::maybe_grow(stack, stack, || {
         let mut stmts = Parser::new(&PostgreSqlDialect {})
             .with_recursion_limit(MAX_PARSER_DEPTH)
@@ -293,6 +299,22 @@ mod tests {
         assert_eq!(e.code, SqlState::SYNTAX_ERROR);
         let parens = format!("SELECT {}1{}", "(".repeat(20_000), ")".repeat(20_000));
         let e = run_on_small_stack(move || parse(&parens).unwrap_err());
+        assert_eq!(e.code, SqlState::STATEMENT_TOO_COMPLEX);
+    }
+
+    #[test]
+    fn unclosed_calls_nested_near_the_parser_limit_fail_without_crashing() {
+        // 9,990 nested calls with half of them closed: the parser builds
+        // the inner calls, fails at the end and drops them deep inside
+        // its own recursion.
+        for open in ["abs(", "(", "coalesce(1, ", "upper("] {
+            let sql = format!("SELECT {}1{}", open.repeat(9_990), ")".repeat(4_995));
+            let e = run_on_small_stack(move || parse(&sql).unwrap_err());
+            assert_eq!(e.code, SqlState::SYNTAX_ERROR, "{open}: {}", e.message);
+        }
+        // Parsed, planned and dropped on a 1 MiB thread: 54001 at depth.
+        let sql = format!("SELECT {}1{}", "abs(".repeat(5_000), ")".repeat(5_000));
+        let e = run_on_small_stack(move || parse(&sql).unwrap_err());
         assert_eq!(e.code, SqlState::STATEMENT_TOO_COMPLEX);
     }
 

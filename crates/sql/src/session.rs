@@ -267,23 +267,29 @@ impl Session {
     }
 
     /// Like [`Session::execute`], handing each result to `sink` as it is ready.
+    /// The statements are parsed, run and dropped on the guaranteed stack:
+    /// dropping a syntax tree recurses as deep as it is nested.
     pub fn execute_each(&mut self, sql: &str, mut sink: impl FnMut(Output)) -> Result<()> {
-        let stmts = parse(sql)?;
-        for s in &stmts {
-            sink(self.execute_statement(s, &[])?);
-        }
-        Ok(())
+        with_statement_stack(|| {
+            let stmts = parse(sql)?;
+            for s in &stmts {
+                sink(self.execute_statement(s, &[])?);
+            }
+            Ok(())
+        })
     }
 
     pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
-        let mut stmts = parse(sql)?;
-        if stmts.len() != 1 {
-            return Err(Error::new(
-                SqlState::SYNTAX_ERROR,
-                "cannot insert multiple commands into a prepared statement",
-            ));
-        }
-        self.prepare_statement(stmts.remove(0))
+        with_statement_stack(|| {
+            let mut stmts = parse(sql)?;
+            if stmts.len() != 1 {
+                return Err(Error::new(
+                    SqlState::SYNTAX_ERROR,
+                    "cannot insert multiple commands into a prepared statement",
+                ));
+            }
+            self.prepare_statement(stmts.remove(0))
+        })
     }
 
     pub fn prepare_statement(&mut self, stmt: Statement) -> Result<Prepared> {
