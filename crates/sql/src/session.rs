@@ -299,28 +299,57 @@ impl Session {
     fn plan_statement(&mut self, stmt: Statement) -> Result<Prepared> {
         let stmt = self.resolve_settings(stmt)?;
         let mut param_types = Vec::new();
-        let kind = match &stmt {
+        let kind = match self.plan_dml(&stmt, &mut param_types)? {
+            Some(kind) => kind,
+            None => PreparedKind::Other(Box::new(stmt)),
+        };
+        Ok(Prepared { kind, param_types })
+    }
+
+    /// Plans a SELECT, INSERT, UPDATE or DELETE from a borrowed statement:
+    /// the tree is copied only when `current_setting()` must be resolved in
+    /// it (copying a tree recurses as deep as it is nested).
+    fn prepare_borrowed(&mut self, stmt: &Statement) -> Result<Prepared> {
+        with_statement_stack(|| {
+            let resolved;
+            let stmt = if mentions_current_setting(stmt) {
+                resolved = self.resolve_settings(stmt.clone())?;
+                &resolved
+            } else {
+                stmt
+            };
+            let mut param_types = Vec::new();
+            let kind = self.plan_dml(stmt, &mut param_types)?.ok_or_else(|| {
+                Error::new(SqlState::INTERNAL_ERROR, "not a query or DML statement")
+            })?;
+            Ok(Prepared { kind, param_types })
+        })
+    }
+
+    fn plan_dml(
+        &mut self,
+        stmt: &Statement,
+        param_types: &mut Vec<Option<DataType>>,
+    ) -> Result<Option<PreparedKind>> {
+        Ok(Some(match stmt {
             Statement::Query(q) => {
-                let mut plan = plan_query(&self.db, q, &mut param_types)?;
+                let mut plan = plan_query(&self.db, q, param_types)?;
                 plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db);
                 PreparedKind::Select(Box::new(plan))
             }
-            Statement::Insert(i) => {
-                PreparedKind::Insert(plan_insert(&self.db, i, &mut param_types)?)
-            }
+            Statement::Insert(i) => PreparedKind::Insert(plan_insert(&self.db, i, param_types)?),
             Statement::Update(u) => {
-                let mut plan = plan_update(&self.db, u, &mut param_types)?;
+                let mut plan = plan_update(&self.db, u, param_types)?;
                 plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db)?;
                 PreparedKind::Update(plan)
             }
             Statement::Delete(d) => {
-                let mut plan = plan_delete(&self.db, d, &mut param_types)?;
+                let mut plan = plan_delete(&self.db, d, param_types)?;
                 plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db)?;
                 PreparedKind::Delete(plan)
             }
-            _ => PreparedKind::Other(Box::new(stmt)),
-        };
-        Ok(Prepared { kind, param_types })
+            _ => return Ok(None),
+        }))
     }
 
     /// Executes a prepared statement; parameters are cast to their
@@ -537,7 +566,7 @@ impl Session {
             | Statement::Update(_)
             | Statement::Delete(_) => {
                 self.check_not_failed()?;
-                let prepared = match self.prepare_statement(stmt.clone()) {
+                let prepared = match self.prepare_borrowed(stmt) {
                     Ok(p) => p,
                     Err(e) => {
                         self.fail_transaction();
@@ -577,7 +606,7 @@ impl Session {
                 "EXPLAIN supports SELECT, UPDATE and DELETE",
             ));
         }
-        let prepared = self.prepare_statement(stmt.clone())?;
+        let prepared = self.prepare_borrowed(stmt)?;
         let (mut lines, last_ndp) = match &prepared.kind {
             PreparedKind::Select(plan) => (plan.explain(), &plan.last_ndp),
             PreparedKind::Update(plan) => (plan.explain(), &plan.last_ndp),
@@ -800,6 +829,9 @@ impl Session {
     /// value when the statement is planned (the function is stable within
     /// a statement, as in PostgreSQL).
     fn resolve_settings(&self, mut stmt: Statement) -> Result<Statement> {
+        if !mentions_current_setting(&stmt) {
+            return Ok(stmt);
+        }
         use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
         use std::ops::ControlFlow;
         let mut error = None;
@@ -913,4 +945,20 @@ impl Drop for Session {
             tx.rollback();
         }
     }
+}
+
+/// Whether `stmt` calls `current_setting()` (resolved at plan time).
+fn mentions_current_setting(stmt: &Statement) -> bool {
+    sqlparser::ast::visit_expressions(stmt, |e| match e {
+        Expr::Function(f) => {
+            let name = f.name.to_string().to_ascii_lowercase();
+            if name == "current_setting" || name == "pg_catalog.current_setting" {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        }
+        _ => std::ops::ControlFlow::Continue(()),
+    })
+    .is_break()
 }

@@ -41,3 +41,19 @@ fn deep_statements_run_and_fail_on_a_small_stack() {
     assert_eq!(answers.2, Err(SqlState::STATEMENT_TOO_COMPLEX));
     assert_eq!(answers.3, Err(SqlState::SYNTAX_ERROR));
 }
+
+#[test]
+fn nested_subqueries_are_refused_before_they_are_copied() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open(dir.path()).unwrap();
+    let codes = on_small_stack(move || {
+        let mut s = Session::new(db);
+        [400, 2_045].map(|n| {
+            let sql = format!("SELECT {}1{}", "(SELECT ".repeat(n), ")".repeat(n));
+            s.execute(&sql).map(|_| ()).map_err(|e| e.code)
+        })
+    });
+    // Scalar subqueries are not supported yet; far too deep ones are 54001.
+    assert_eq!(codes[0], Err(SqlState::FEATURE_NOT_SUPPORTED));
+    assert_eq!(codes[1], Err(SqlState::STATEMENT_TOO_COMPLEX));
+}
