@@ -77,9 +77,11 @@ pub fn stack_depth_exceeded() -> Error {
 }
 
 /// Runs `f` with at least [`STATEMENT_STACK`] bytes of stack (on the
-/// current thread's stack if that much is left, else on a fresh one).
+/// current thread's stack if that much is left, else on a fresh one of
+/// twice that, so that a nested call — `execute` running a statement —
+/// finds enough left and does not map another).
 pub fn with_statement_stack<R>(f: impl FnOnce() -> R) -> R {
-    stacker::maybe_grow(STATEMENT_STACK, STATEMENT_STACK, f)
+    stacker::maybe_grow(STATEMENT_STACK, 2 * STATEMENT_STACK, f)
 }
 
 fn parse_error(e: ParserError) -> Error {
