@@ -118,30 +118,7 @@ pub enum Bench {
     /// YCSB-C over the wire, alone and then beside connections sending
     /// malformed traffic (the wire fuzz target's client scripts); the
     /// well-formed clients must see no failed statement.
-    Hostile {
-        #[arg(long, default_value_t = 100_000)]
-        records: u64,
-        /// Well-formed YCSB-C clients.
-        #[arg(long, default_value_t = 2)]
-        threads: usize,
-        /// Connections sending malformed traffic at once.
-        #[arg(long, default_value_t = 64)]
-        attackers: usize,
-        /// Seconds per run (quiet, then hostile).
-        #[arg(long, default_value_t = 60)]
-        seconds: u64,
-        /// Seed of the attackers' scripts.
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Keys in one large `IN` list statement timed first (1,250,000
-        /// keys make about 10 MB; 0 skips it).
-        #[arg(long, default_value_t = 1_250_000)]
-        in_list: usize,
-        /// Where to run, repeatable for a side-by-side table:
-        /// ndpdb-server[=HOST:PORT], postgres[=CONNSTRING].
-        #[arg(long, default_value = "ndpdb-server")]
-        target: Vec<String>,
-    },
+    Hostile(crate::targets::HostileRun),
     /// YCSB-C on the host with an analytic query every few seconds, the
     /// query on the host and then on the device; throughput over time.
     HtapRead {
@@ -826,27 +803,11 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             println!("wrote {}", opts.out.display());
             Ok(ExitCode::SUCCESS)
         }
-        Bench::Hostile {
-            records,
-            threads,
-            attackers,
-            seconds,
-            seed,
-            in_list,
-            target,
-        } => {
+        Bench::Hostile(run) => {
             println!(
-                "settings: {records} records, YCSB-C, {threads} well-formed clients, {attackers} attackers, {seconds} s per run, seed {seed}, IN list of {in_list} keys"
+                "settings: {} records, YCSB-C, {} well-formed clients, {} attackers, {} s per run, seed {}, IN list of {} keys",
+                run.records, run.threads, run.attackers, run.seconds, run.seed, run.in_list
             );
-            let run = crate::targets::HostileRun {
-                records,
-                threads,
-                attackers,
-                seconds,
-                seed,
-                in_list,
-                targets: target,
-            };
             crate::targets::hostile(&run)
         }
         Bench::Diff {

@@ -190,14 +190,30 @@ pub fn diff(
     })
 }
 
+/// `ndpdb bench hostile`'s options.
+#[derive(clap::Args)]
 pub struct HostileRun {
+    #[arg(long, default_value_t = 100_000)]
     pub records: u64,
+    /// Well-formed YCSB-C clients.
+    #[arg(long, default_value_t = 2)]
     pub threads: usize,
+    /// Connections sending malformed traffic at once.
+    #[arg(long, default_value_t = 64)]
     pub attackers: usize,
+    /// Seconds per run (quiet, then hostile).
+    #[arg(long, default_value_t = 60)]
     pub seconds: u64,
+    /// Seed of the attackers' scripts.
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Keys in the one large IN-list statement (0: none).
+    /// Keys in one large `IN` list statement timed first (1,250,000 keys
+    /// make about 10 MB; 0 skips it).
+    #[arg(long, default_value_t = 1_250_000)]
     pub in_list: usize,
+    /// Where to run, repeatable for a side-by-side table:
+    /// ndpdb-server[=HOST:PORT], postgres[=CONNSTRING].
+    #[arg(long = "target", default_value = "ndpdb-server")]
     pub targets: Vec<String>,
 }
 

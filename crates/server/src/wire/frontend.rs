@@ -152,22 +152,28 @@ mod tests {
 
     #[test]
     fn malformed_bodies_get_postgres_messages() {
-        // Parse without its parameter-type count.
-        let e = decode_bytes(b'P', b"\0SELECT 1\0").unwrap_err();
-        assert_eq!(e.message, "insufficient data left in message");
-        // A count the body cannot hold is refused before allocating.
-        let e = decode_bytes(b'P', b"\0SELECT 1\0\xff\xff").unwrap_err();
-        assert_eq!(e.message, "insufficient data left in message");
-        let e = decode_bytes(b'S', b"ab").unwrap_err();
-        assert_eq!(e.message, "invalid message format");
-        let e = decode_bytes(b'D', b"X\0").unwrap_err();
-        assert_eq!(e.message, "invalid DESCRIBE message subtype 88");
-        let e = decode_bytes(b'C', b"X\0").unwrap_err();
-        assert_eq!(e.message, "invalid CLOSE message subtype 88");
-        let e = decode_bytes(b'Q', b"SELECT 1").unwrap_err();
-        assert_eq!(e.message, "invalid string in message");
-        let e = decode_bytes(b'Q', b"SELECT 1\0SELECT 2\0").unwrap_err();
-        assert_eq!(e.message, "invalid message format");
+        for (ty, body, message) in [
+            // Parse without its parameter-type count.
+            (
+                b'P',
+                &b"\0SELECT 1\0"[..],
+                "insufficient data left in message",
+            ),
+            // A count the body cannot hold is refused before allocating.
+            (
+                b'P',
+                b"\0SELECT 1\0\xff\xff",
+                "insufficient data left in message",
+            ),
+            (b'S', b"ab", "invalid message format"),
+            (b'D', b"X\0", "invalid DESCRIBE message subtype 88"),
+            (b'C', b"X\0", "invalid CLOSE message subtype 88"),
+            (b'Q', b"SELECT 1", "invalid string in message"),
+            (b'Q', b"SELECT 1\0SELECT 2\0", "invalid message format"),
+        ] {
+            let e = decode_bytes(ty, body).unwrap_err();
+            assert_eq!(e.message, message, "{} {body:?}", ty as char);
+        }
     }
 
     #[test]
