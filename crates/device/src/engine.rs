@@ -65,6 +65,7 @@ impl DeviceEngine {
     /// Opens the device's storage in `dir` built as `options` say.
     pub fn open_with(dir: &Path, options: DeviceOptions) -> Result<DeviceEngine> {
         std::fs::create_dir_all(dir).map_err(|e| LinkError::Io(e.to_string()))?;
+        crate::store::check_format(dir)?;
         let store = PageStore::open(&dir.join("pages.dat"), options.nvm)?;
         let (map_store, maps) = MapStore::open(dir)?;
         Ok(DeviceEngine {
@@ -179,8 +180,22 @@ mod tests {
             DeviceClient::new(Arc::new(InProcessTransport::new(dev)))
         };
         let c = client(dir.path());
-        let mut page = PageBuf::new(TableId(1), Lpn(5));
-        page.append(b"hello").unwrap();
+        let types = [ndpdb_formats::DataType::Int];
+        let mut page = PageBuf::new(TableId(1), Lpn(5), &types);
+        let mut rec = ndpdb_formats::codec::Writer::new();
+        ndpdb_formats::record::encode_record(
+            &ndpdb_formats::record::RecordHeader {
+                creator: ndpdb_formats::TxId(1),
+                pred: RecId::NULL,
+                vid: Vid(3),
+                flags: 0,
+            },
+            &types,
+            &[ndpdb_formats::Value::Int(7)],
+            &mut rec,
+        )
+        .unwrap();
+        page.append(rec.as_slice()).unwrap().unwrap();
         page.seal();
         c.write_pages(vec![(Ppn(0), page.as_bytes().to_vec())])
             .unwrap();
@@ -212,5 +227,23 @@ mod tests {
             vec![(Vid(3), RecId::new(Lpn(5), 0))]
         );
         assert_eq!(c.info().unwrap().page_count, 1);
+    }
+
+    #[test]
+    fn a_store_of_another_format_is_refused_by_version() {
+        let dir = tempfile::tempdir().unwrap();
+        // Format 1 stores have a page file and no marker.
+        std::fs::write(dir.path().join("pages.dat"), vec![0u8; 8192]).unwrap();
+        let e = DeviceEngine::open(dir.path()).err().unwrap().to_string();
+        assert!(
+            e.contains("format 1 (NSM pages)") && e.contains("format 2"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        DeviceEngine::open(dir.path()).unwrap();
+        DeviceEngine::open(dir.path()).unwrap();
+        std::fs::write(dir.path().join("FORMAT"), "ndpdb device store format 3\n").unwrap();
+        let e = DeviceEngine::open(dir.path()).err().unwrap().to_string();
+        assert!(e.contains("has format 3"), "{e}");
     }
 }

@@ -32,7 +32,7 @@ use ndpdb_formats::agg::Acc;
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::ndp::{Invocation, NdpOp};
 use ndpdb_formats::page::PageRef;
-use ndpdb_formats::record::{decode_body_columns_into, RecordHeader, RECORD_HEADER_SIZE};
+use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::visibility::{find_visible, Visible};
 use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, Value, Vid};
 use ndpdb_link::LinkError;
@@ -135,7 +135,7 @@ pub(crate) fn run_pe(task: &PeTask) -> (Result<(PeOutput, PeStats), Error>, Modi
     let result = std::thread::scope(|s| {
         let unload = match task.modify {
             Some(ctx) => {
-                let (writer, rx) = PageWriter::new(ctx, task.inv.table);
+                let (writer, rx) = PageWriter::new(ctx, task.inv.table, &task.inv.types);
                 walker.writer = Some(writer);
                 let core = task.core;
                 let h = std::thread::Builder::new()
@@ -355,16 +355,26 @@ fn has_slot(page: &[u8], rid: RecId) -> bool {
     PageRef::parse(page).is_ok_and(|v| rid.slot() < v.slot_count())
 }
 
-/// A record's bytes inside a page.
+/// A version inside a page (the page was parsed when it was resolved).
 struct Rec {
     page: Arc<Vec<u8>>,
-    start: usize,
-    end: usize,
+    slot: u16,
 }
 
 impl Rec {
-    fn bytes(&self) -> &[u8] {
-        &self.page[self.start..self.end]
+    fn view(&self) -> Result<PageRef<'_>, Error> {
+        PageRef::parse(&self.page)
+    }
+
+    fn header(&self) -> Result<RecordHeader, Error> {
+        self.view()?
+            .header(self.slot)?
+            .ok_or_else(|| Error::corrupted(format!("slot {} is empty", self.slot)))
+    }
+
+    /// Decodes the wanted columns into `row`.
+    fn decode_into(&self, wanted: &[bool], row: &mut Vec<Value>) -> Result<(), Error> {
+        self.view()?.decode_row_into(self.slot, Some(wanted), row)
     }
 }
 
@@ -433,15 +443,14 @@ impl<'a> Walker<'a> {
                 }
             }
         };
-        let (start, end) = {
-            let view = PageRef::parse(&page)?;
-            let rec = view
-                .record(rid.slot())?
-                .ok_or_else(|| Error::corrupted(format!("{rid} is an empty slot")))?;
-            let start = rec.as_ptr() as usize - page.as_ptr() as usize;
-            (start, start + rec.len())
-        };
-        Ok(Rec { page, start, end })
+        let view = PageRef::parse(&page)?;
+        if view.header(rid.slot())?.is_none() {
+            return Err(Error::corrupted(format!("{rid} is an empty slot")));
+        }
+        Ok(Rec {
+            page,
+            slot: rid.slot(),
+        })
     }
 
     /// Walks one chunk: visibility → filter → operation per head.
@@ -460,14 +469,13 @@ impl<'a> Walker<'a> {
             self.tuples += 1;
             let visible = find_visible(*head, &inv.snapshot, |rid| {
                 let rec = self.resolve(rid)?;
-                let h = RecordHeader::parse(rec.bytes())?;
+                let h = rec.header()?;
                 Ok::<_, Error>((h, rec))
             })?;
             let Visible::Version(read, rec) = visible else {
                 continue;
             };
-            let body = rec.bytes().get(RECORD_HEADER_SIZE..).unwrap_or_default();
-            decode_body_columns_into(&inv.types, body, Some(self.task.wanted), &mut self.row)?;
+            rec.decode_into(self.task.wanted, &mut self.row)?;
             if let Some(f) = &inv.filter {
                 if !f.eval_predicate(&self.row, &inv.params)? {
                     continue;
@@ -585,18 +593,16 @@ impl<'a> Walker<'a> {
     /// Update NDP after a SELECT … FOR UPDATE of the same rows: each
     /// target is a locked version — no visibility walk, no filter.
     fn apply_target(&mut self, vid: Vid, read: RecId) -> Result<(), Error> {
-        let inv = self.task.inv;
         self.tuples += 1;
         let rec = self.resolve(read)?;
-        let h = RecordHeader::parse(rec.bytes())?;
+        let h = rec.header()?;
         if h.vid != vid || h.is_tombstone() {
             return Err(Error::corrupted(format!(
                 "target {read} is not a live version of VID {}",
                 vid.0
             )));
         }
-        let body = rec.bytes().get(RECORD_HEADER_SIZE..).unwrap_or_default();
-        decode_body_columns_into(&inv.types, body, Some(self.task.wanted), &mut self.row)?;
+        rec.decode_into(self.task.wanted, &mut self.row)?;
         let mut unused = Vec::new();
         self.apply_op(vid, read, &mut unused)
     }

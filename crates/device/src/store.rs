@@ -16,6 +16,49 @@ use ndpdb_link::{LinkError, Result};
 
 use crate::nvm::NvmProfile;
 
+/// The store format this build writes and reads: 2 = PAX pages.
+pub const STORE_FORMAT: u32 = ndpdb_formats::page::PAGE_VERSION as u32;
+const FORMAT_FILE: &str = "FORMAT";
+
+/// Checks (or, for a new store, writes) the store's format marker in `dir`.
+/// A store of another format is refused with its version named: stores of
+/// format 1 (NSM pages) have a page file but no marker.
+pub fn check_format(dir: &Path) -> Result<()> {
+    let marker = dir.join(FORMAT_FILE);
+    let refuse = |v: &str| {
+        LinkError::Unsupported(format!(
+            "the device store in {} has format {v}; this build reads format {STORE_FORMAT} \
+             (PAX pages): load the data again with this build",
+            dir.display()
+        ))
+    };
+    match std::fs::read_to_string(&marker) {
+        Ok(text) => {
+            let v = text
+                .trim()
+                .strip_prefix("ndpdb device store format ")
+                .unwrap_or("unknown");
+            if v != STORE_FORMAT.to_string() {
+                return Err(refuse(v));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let pages = dir.join("pages.dat");
+            if std::fs::metadata(&pages).is_ok_and(|m| m.len() > 0) {
+                return Err(refuse("1 (NSM pages)"));
+            }
+            let tmp = dir.join("FORMAT.tmp");
+            std::fs::write(&tmp, format!("ndpdb device store format {STORE_FORMAT}\n"))
+                .map_err(io)?;
+            File::open(&tmp).and_then(|f| f.sync_all()).map_err(io)?;
+            std::fs::rename(&tmp, &marker).map_err(io)?;
+            File::open(dir).and_then(|d| d.sync_all()).map_err(io)
+        }
+        Err(e) => Err(io(e)),
+    }
+}
+
 pub struct PageStore {
     file: File,
     page_count: AtomicU64,

@@ -29,7 +29,7 @@ use ndpdb_formats::codec::Writer;
 use ndpdb_formats::ndp::DeltaVid;
 use ndpdb_formats::page::PageBuf;
 use ndpdb_formats::record::{encode_record, RecordHeader, FLAG_TOMBSTONE};
-use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};
+use ndpdb_formats::{DataType, Error, Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};
 use ndpdb_slt::{DeviceTag, SharedLockTable, SltError};
 
 use crate::engine::Core;
@@ -119,6 +119,7 @@ pub(crate) struct ModifyPart {
 pub(crate) struct PageWriter<'a> {
     ctx: &'a ModifyCtx<'a>,
     table: TableId,
+    types: &'a [DataType],
     current: Option<(Lpn, Ppn, PageBuf)>,
     unload: Option<SyncSender<(Ppn, PageBuf)>>,
 }
@@ -128,12 +129,17 @@ const UNLOAD_DEPTH: usize = 2;
 
 impl<'a> PageWriter<'a> {
     /// The writer and the receiving end for [`unloader`].
-    pub fn new(ctx: &'a ModifyCtx<'a>, table: TableId) -> (Self, Receiver<(Ppn, PageBuf)>) {
+    pub fn new(
+        ctx: &'a ModifyCtx<'a>,
+        table: TableId,
+        types: &'a [DataType],
+    ) -> (Self, Receiver<(Ppn, PageBuf)>) {
         let (tx, rx) = sync_channel(UNLOAD_DEPTH);
         (
             PageWriter {
                 ctx,
                 table,
+                types,
                 current: None,
                 unload: Some(tx),
             },
@@ -149,15 +155,15 @@ impl<'a> PageWriter<'a> {
         cancel: &AtomicBool,
     ) -> Result<RecId, Error> {
         if let Some((lpn, _, page)) = &mut self.current {
-            if let Some(slot) = page.append(record) {
+            if let Some(slot) = page.append(record)? {
                 return Ok(RecId::new(*lpn, slot));
             }
         }
         self.finish_page(part)?;
         let (lpn, ppn) = self.ctx.space.take(cancel)?;
-        let mut page = PageBuf::new(self.table, lpn);
+        let mut page = PageBuf::new(self.table, lpn, self.types);
         let slot = page
-            .append(record)
+            .append(record)?
             .ok_or_else(|| Error::corrupted("a version record does not fit an empty page"))?;
         self.current = Some((lpn, ppn, page));
         Ok(RecId::new(lpn, slot))

@@ -639,7 +639,8 @@ fn arith(op: &Op, a: Value, b: Value) -> Result<Value> {
     }
 }
 
-fn compare(op: &Op, a: &Value, b: &Value) -> Result<Value> {
+/// `a op b` for a comparison op, with SQL's NULL and type rules.
+pub fn compare(op: &Op, a: &Value, b: &Value) -> Result<Value> {
     if a.is_null() || b.is_null() {
         return Ok(Value::Null);
     }

@@ -8,7 +8,7 @@
 //! - [`codec`]: little-endian writer and bounds-checked reader.
 //! - [`types`] / [`value`]: SQL types, values, and their text forms.
 //! - [`record`]: version records (header + schema-driven body).
-//! - [`page`]: 8 KiB NSM slotted pages.
+//! - [`page`]: 8 KiB PAX pages (a version minipage and one minipage per column).
 //! - [`agg`]: aggregate specs and accumulators (partials merge exactly).
 //! - [`expr`]: the portable expression bytecode and its one evaluator.
 //! - [`ndp`]: NDP invocations, job status and result rows.

@@ -146,6 +146,58 @@ fn read_var<'a>(r: &mut Reader<'a>) -> Result<&'a [u8]> {
     r.take(n)
 }
 
+/// Visits the raw field bytes of a record body, column by column: the
+/// little-endian fixed-width bytes (NUMERIC: 16 B mantissa + 1 B scale) or
+/// a variable-width payload without its length header; `None` for NULL.
+/// The whole body is bounds-checked and must be consumed exactly.
+pub fn for_each_field<'a>(
+    types: &[DataType],
+    body: &'a [u8],
+    mut f: impl FnMut(usize, Option<&'a [u8]>) -> Result<()>,
+) -> Result<()> {
+    let mut r = Reader::new(body);
+    let bitmap = r.take(types.len().div_ceil(8))?;
+    for (i, ty) in types.iter().enumerate() {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            f(i, None)?;
+            continue;
+        }
+        let field = match ty.fixed_width() {
+            Some(n) => r.take(n)?,
+            None => read_var(&mut r)?,
+        };
+        f(i, Some(field))?;
+    }
+    r.finish("record body")
+}
+
+/// Encodes a record from raw fields (the inverse of [`for_each_field`]).
+pub fn encode_raw_record<'a>(
+    header: &RecordHeader,
+    types: &[DataType],
+    mut field: impl FnMut(usize) -> Option<&'a [u8]>,
+    w: &mut Writer,
+) {
+    header.encode(w);
+    let fields: Vec<Option<&[u8]>> = (0..types.len()).map(&mut field).collect();
+    let mut bitmap = vec![0u8; types.len().div_ceil(8)];
+    for (i, v) in fields.iter().enumerate() {
+        if v.is_none() {
+            bitmap[i / 8] |= 1 << (i % 8);
+        }
+    }
+    w.raw(&bitmap);
+    for (ty, v) in types.iter().zip(&fields) {
+        if let Some(b) = v {
+            if ty.fixed_width().is_some() {
+                w.raw(b);
+            } else {
+                var_bytes(w, b);
+            }
+        }
+    }
+}
+
 /// A parsed record: header plus the body bytes (decoded on demand).
 #[derive(Clone, Copy, Debug)]
 pub struct RecordView<'a> {
@@ -241,7 +293,7 @@ pub fn decode_body_columns_into(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ids::Lpn;
     use proptest::prelude::*;

@@ -78,9 +78,9 @@ impl TableState {
     }
 }
 
-/// A record's bytes: borrowed from a cached page or copied from the delta buffer.
+/// A version's record bytes (header + row body), gathered from the
+/// minipages of a PAX page or copied from the delta buffer.
 pub enum RecordBytes {
-    Cached(crate::buffer_pool::Page, usize, usize),
     Owned(Vec<u8>),
 }
 
@@ -88,7 +88,6 @@ impl std::ops::Deref for RecordBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            RecordBytes::Cached(p, a, b) => &p[*a..*b],
             RecordBytes::Owned(v) => v,
         }
     }
@@ -279,7 +278,7 @@ impl Database {
                     };
                     for (rid, bytes) in entries {
                         let h = RecordHeader::parse(bytes)?;
-                        delta.place(*table, *rid, bytes)?;
+                        delta.place(*table, &ts.types, *rid, bytes)?;
                         replay_head(ts, &mut delta, h.vid, *rid)?;
                         max_lpn = max_lpn.max(Some(rid.lpn()));
                         report.replayed_versions += 1;
@@ -562,23 +561,20 @@ impl Database {
     }
 }
 
-/// The record at `rid` inside a cached device page.
+/// Whether a cached device page has the slot of `rid`.
 fn has_slot(page: &[u8], rid: RecId) -> bool {
     PageRef::parse(page).is_ok_and(|v| rid.slot() < v.slot_count())
 }
 
-fn record_in(page: crate::buffer_pool::Page, rid: RecId) -> Result<RecordBytes> {
-    let (start, end) = {
-        let view = PageRef::parse(&page)?;
-        let rec = view.record(rid.slot())?.ok_or_else(|| {
-            Error::from(ndpdb_formats::Error::corrupted(format!(
-                "{rid} is an empty slot"
-            )))
-        })?;
-        let start = rec.as_ptr() as usize - page.as_ptr() as usize;
-        (start, start + rec.len())
-    };
-    Ok(RecordBytes::Cached(page, start, end))
+/// The record at `rid` inside a device page.
+fn record_in(page: &[u8], rid: RecId) -> Result<RecordBytes> {
+    let view = PageRef::parse(page)?;
+    let rec = view.record(rid.slot())?.ok_or_else(|| {
+        Error::from(ndpdb_formats::Error::corrupted(format!(
+            "{rid} is an empty slot"
+        )))
+    })?;
+    Ok(RecordBytes::Owned(rec))
 }
 
 impl DbInner {
@@ -627,15 +623,21 @@ impl DbInner {
     /// The bytes of the record at `rid`: delta buffer first, then
     /// L2P → buffer pool (→ READ_PAGE on a miss).
     pub fn fetch(&self, rid: RecId) -> Result<RecordBytes> {
+        Ok(self.fetch_in_page(rid)?.0)
+    }
+
+    /// [`DbInner::fetch`], also returning the device page it came from.
+    fn fetch_in_page(&self, rid: RecId) -> Result<(RecordBytes, Option<crate::buffer_pool::Page>)> {
         if let Some(r) = self.delta.read().record(rid) {
-            return r.map(RecordBytes::Owned);
+            return Ok((RecordBytes::Owned(r?), None));
         }
         let ppn = self.l2p.get(rid.lpn()).ok_or_else(|| {
             Error::from(ndpdb_formats::Error::corrupted(format!(
                 "{rid} points to an unmapped page"
             )))
         })?;
-        record_in(self.pool.get(ppn, &self.device)?, rid)
+        let page = self.pool.get(ppn, &self.device)?;
+        Ok((record_in(&page, rid)?, Some(page)))
     }
 
     /// The version of the chain starting at `head` visible to `snapshot`.
@@ -658,12 +660,12 @@ impl DbInner {
             // append): an older copy lacks the newer slots.
             let bytes = match last {
                 Some((lpn, page)) if *lpn == rid.lpn() && has_slot(page, rid) => {
-                    record_in(page.clone(), rid)?
+                    record_in(page, rid)?
                 }
                 _ => {
-                    let b = self.fetch(rid)?;
-                    if let RecordBytes::Cached(page, ..) = &b {
-                        *last = Some((rid.lpn(), page.clone()));
+                    let (b, page) = self.fetch_in_page(rid)?;
+                    if let Some(page) = page {
+                        *last = Some((rid.lpn(), page));
                     }
                     b
                 }
@@ -749,7 +751,7 @@ impl DbInner {
             let mut chunk_bytes = 0usize;
             for v in versions {
                 let ts = &tables[&v.table];
-                let rid = delta.append(v.table, &v.record, || self.alloc_lpn())?;
+                let rid = delta.append(v.table, &ts.types, &v.record, || self.alloc_lpn())?;
                 ts.vids.set(v.vid, rid);
                 delta.push_delta_vid(VidEntry {
                     table: v.table,

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use ndpdb_formats::page::{PageBuf, PAGE_SIZE};
-use ndpdb_formats::{Lpn, RecId, TableId};
+use ndpdb_formats::{DataType, Lpn, RecId, TableId};
 use ndpdb_link::VidEntry;
 
 use crate::error::{Error, Result};
@@ -53,21 +53,20 @@ impl DeltaBuffer {
     pub fn append(
         &mut self,
         table: TableId,
+        types: &[DataType],
         record: &[u8],
         alloc_lpn: impl FnOnce() -> Lpn,
     ) -> Result<RecId> {
         if let Some(lpn) = self.open.get(&table).copied() {
             if let Some(page) = self.pages.get_mut(&lpn) {
-                if page.fits(record.len()) {
-                    if let Some(slot) = page.append(record) {
-                        return Ok(RecId::new(lpn, slot));
-                    }
+                if let Some(slot) = page.append(record)? {
+                    return Ok(RecId::new(lpn, slot));
                 }
             }
         }
         let lpn = alloc_lpn();
-        let mut page = PageBuf::new(table, lpn);
-        let slot = page.append(record).ok_or_else(|| {
+        let mut page = PageBuf::new(table, lpn, types);
+        let slot = page.append(record)?.ok_or_else(|| {
             Error::new(
                 ndpdb_formats::SqlState("54000"),
                 format!("row is too big: size {}", record.len()),
@@ -83,12 +82,18 @@ impl DeltaBuffer {
     }
 
     /// Places a record at an exact RecId (WAL replay).
-    pub fn place(&mut self, table: TableId, rid: RecId, record: &[u8]) -> Result<()> {
+    pub fn place(
+        &mut self,
+        table: TableId,
+        types: &[DataType],
+        rid: RecId,
+        record: &[u8],
+    ) -> Result<()> {
         let page = self
             .pages
             .entry(rid.lpn())
-            .or_insert_with(|| PageBuf::new(table, rid.lpn()));
-        page.place(rid.slot(), record)?;
+            .or_insert_with(|| PageBuf::new(table, rid.lpn(), types));
+        page.place_at(rid.slot(), record)?;
         Ok(())
     }
 
@@ -96,8 +101,8 @@ impl DeltaBuffer {
     /// in the delta buffer.
     pub fn record(&self, rid: RecId) -> Option<Result<Vec<u8>>> {
         let page = self.pages.get(&rid.lpn())?;
-        Some(match page.view().record(rid.slot()) {
-            Ok(Some(r)) => Ok(r.to_vec()),
+        Some(match page.record(rid.slot()) {
+            Ok(Some(r)) => Ok(r),
             Ok(None) => Err(Error::from(ndpdb_formats::Error::corrupted(format!(
                 "{rid} is an empty slot"
             )))),

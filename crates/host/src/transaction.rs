@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 
 use ndpdb_formats::codec::Writer;
-use ndpdb_formats::page::MAX_RECORD_SIZE;
+use ndpdb_formats::page::{PageBuf, PAGE_SIZE};
 use ndpdb_formats::record::{encode_record, RecordHeader, RecordView, FLAG_TOMBSTONE};
 use ndpdb_formats::{RecId, SqlState, TableId, TxId, Value, Vid};
 
@@ -501,13 +501,11 @@ impl Transaction {
         let mut w = Writer::new();
         encode_record(&header, &ts.types, &row, &mut w)?;
         let record = w.into_inner();
-        if record.len() > MAX_RECORD_SIZE {
+        let needed = PageBuf::bytes_for_one(&ts.types, &record)?;
+        if needed > PAGE_SIZE {
             return Err(Error::new(
                 SqlState("54000"),
-                format!(
-                    "row is too big: size {}, maximum size {MAX_RECORD_SIZE}",
-                    record.len()
-                ),
+                format!("row is too big: size {needed}, maximum size {PAGE_SIZE}"),
             ));
         }
         if !self.writes.contains_key(&key) {
