@@ -38,6 +38,8 @@ use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{Error, JobId, SqlState, Value};
 use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
 
+use ndpdb_scan::{Pipeline, PipelineOp};
+
 use crate::engine::Core;
 use crate::pe::{run_pe, Cached, Chunks, PeOutput, PeStats, PeTask};
 use crate::update::{ModifyCtx, ModifyPart, SpacePool};
@@ -318,6 +320,19 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
             return;
         }
     };
+    // Scans and aggregates run through the scan core, compiled once.
+    let pipeline = match &inv.op {
+        NdpOp::Scan { columns } => Some(PipelineOp::Project {
+            columns: columns.clone(),
+        }),
+        NdpOp::Aggregate { groups, aggs } => Some(PipelineOp::Aggregate {
+            groups: groups.clone(),
+            aggs: aggs.clone(),
+        }),
+        _ => None,
+    }
+    .filter(|_| inv.targets.is_empty())
+    .map(|op| Pipeline::new(&inv.types, &inv.params, inv.filter.as_ref(), op));
     type PeRun = (Result<(PeOutput, PeStats), Error>, ModifyPart);
     let outputs: Vec<PeRun> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..pes)
@@ -337,6 +352,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
                     cancel: &job.cancel,
                     cpu: (!env.cpus.is_empty()).then(|| env.cpus[pe % env.cpus.len()]),
                     modify: modify.as_ref(),
+                    pipeline: pipeline.as_ref(),
                 };
                 std::thread::Builder::new()
                     .name(format!("ndp-pe-{pe}"))

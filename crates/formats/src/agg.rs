@@ -178,6 +178,41 @@ impl Acc {
     }
 
     /// Folds another partial of the same aggregate into this one.
+    /// Whether the accumulator folds values as they come (no DISTINCT):
+    /// only then may batch kernels use the `add_*` methods below.
+    pub fn folds_directly(&self) -> bool {
+        self.distinct.is_none()
+    }
+
+    /// `n` non-NULL values counted (COUNT(*) or COUNT(x) of a batch).
+    pub fn add_count(&mut self, n: i64) {
+        self.count += n;
+    }
+
+    /// `n` integer values summing to `sum` (SUM / AVG of INT or BIGINT).
+    pub fn add_int_sum(&mut self, sum: i128, n: i64) -> Result<()> {
+        self.count += n;
+        self.int_sum = self.int_sum.checked_add(sum).ok_or_else(overflow)?;
+        Ok(())
+    }
+
+    /// `n` NUMERIC values summing exactly to `sum`.
+    pub fn add_decimal_sum(&mut self, sum: Decimal, n: i64) -> Result<()> {
+        self.count += n;
+        self.dec_sum = Some(match self.dec_sum {
+            None => sum,
+            Some(s) => s.checked_add(sum)?,
+        });
+        Ok(())
+    }
+
+    /// One DOUBLE value summed (in order: floating-point sums depend on it).
+    #[inline]
+    pub fn add_double(&mut self, x: f64) {
+        self.count += 1;
+        self.dbl_sum += x;
+    }
+
     pub fn merge(&mut self, spec: &AggSpec, other: Acc) -> Result<()> {
         if let (Some(mine), Some(theirs)) = (&mut self.distinct, other.distinct) {
             mine.extend(theirs);

@@ -19,6 +19,12 @@
 //! record it reads from the store is one NVM access (see [`crate::nvm`]).
 //! Predecessor versions on pages the preloader did not fetch are read on
 //! demand in both modes.
+//!
+//! Scans and aggregates go page by page ([`page_walk`]): a chunk's heads
+//! that share a page are checked against the page's summary and run
+//! through the scan core's kernels together.
+
+mod page_walk;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,6 +42,8 @@ use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::visibility::{find_visible, Visible};
 use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, Value, Vid};
 use ndpdb_link::LinkError;
+
+use ndpdb_scan::{Pipeline, PipelineState};
 
 use crate::engine::Core;
 use crate::update::{
@@ -99,6 +107,8 @@ pub(crate) struct PeTask<'a> {
     pub cpu: Option<usize>,
     /// Set for update NDP (UPDATE / DELETE).
     pub modify: Option<&'a ModifyCtx<'a>>,
+    /// Scans and aggregates run page by page through the scan core.
+    pub pipeline: Option<&'a Pipeline>,
 }
 
 impl PeTask<'_> {
@@ -392,6 +402,10 @@ struct Walker<'a> {
     /// Update NDP: the page being filled, and what was locked and written.
     writer: Option<PageWriter<'a>>,
     part: ModifyPart,
+    /// Scans and aggregates: the pipeline's partial result.
+    state: PipelineState,
+    /// Reused selection vector.
+    sel: Vec<u16>,
 }
 
 impl<'a> Walker<'a> {
@@ -410,11 +424,26 @@ impl<'a> Walker<'a> {
             tuples: 0,
             writer: None,
             part: ModifyPart::default(),
+            state: PipelineState::default(),
+            sel: Vec::new(),
         }
     }
 
     /// Resolves a RecId to its bytes: passed-along page first, else store.
     fn resolve(&mut self, rid: RecId) -> Result<Rec, Error> {
+        let page = self.resolve_page(rid)?;
+        let view = PageRef::parse(&page)?;
+        if view.header(rid.slot())?.is_none() {
+            return Err(Error::corrupted(format!("{rid} is an empty slot")));
+        }
+        Ok(Rec {
+            page,
+            slot: rid.slot(),
+        })
+    }
+
+    /// The page holding `rid`: passed-along page first, else store.
+    fn resolve_page(&mut self, rid: RecId) -> Result<Arc<Vec<u8>>, Error> {
         let (core, shared) = (self.task.core, self.task.shared);
         let direct = !self.task.inv.preload;
         let lpn = rid.lpn();
@@ -443,18 +472,14 @@ impl<'a> Walker<'a> {
                 }
             }
         };
-        let view = PageRef::parse(&page)?;
-        if view.header(rid.slot())?.is_none() {
-            return Err(Error::corrupted(format!("{rid} is an empty slot")));
-        }
-        Ok(Rec {
-            page,
-            slot: rid.slot(),
-        })
+        Ok(page)
     }
 
     /// Walks one chunk: visibility → filter → operation per head.
     fn walk(&mut self, chunk: u64, heads: &[RecId]) -> Result<(), Error> {
+        if let Some(pipeline) = self.task.pipeline {
+            return self.walk_pages(chunk, heads, pipeline);
+        }
         let inv = self.task.inv;
         let task = self.task;
         let mut chunk_rows = Vec::new();
@@ -608,6 +633,9 @@ impl<'a> Walker<'a> {
     }
 
     fn finish(mut self, t0: Instant) -> (PeOutput, PeStats) {
+        if let (Some(p), NdpOp::Aggregate { .. }) = (self.task.pipeline, &self.task.inv.op) {
+            self.groups = p.finish(std::mem::take(&mut self.state));
+        }
         if let Some(accs) = self.plain.take() {
             self.groups.insert(Vec::new(), (Vec::new(), accs));
         }

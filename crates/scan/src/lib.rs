@@ -1,0 +1,34 @@
+//! The scan core (DESIGN.md §2, "Execution"): one implementation of the
+//! hot loop of a table scan, run by the device's processing elements and
+//! by the host executor alike, so NDP and host-only plans compute the same
+//! results at the same speed per tuple.
+//!
+//! ```text
+//!  VID heads (one chunk) ─► runs of heads on one page
+//!        │                      │
+//!        │        page summary: every version visible? ── yes ─► selection = run
+//!        │                      │ no
+//!        │        per head: creator visible? ─ yes ─► selection
+//!        │                      │ no ─► chain walk (row at a time, in order)
+//!        ▼
+//!  selection vector over a PAX page ─► predicate kernels ─► aggregate /
+//!                                     (typed, per column)    projection kernels
+//! ```
+//!
+//! Modules in pipeline order:
+//! - [`predicate`]: expression bytecode compiled into typed comparison
+//!   kernels with SQL's three-valued logic (row-at-a-time fallback for
+//!   anything else).
+//! - [`aggregate`]: typed SUM / COUNT / MIN / MAX / AVG over a selection,
+//!   folded into the same accumulators the row path uses.
+//! - [`pipeline`]: filter → operation over pages and single rows; the
+//!   partial results the device and host merge.
+
+pub mod aggregate;
+pub mod pipeline;
+pub mod predicate;
+
+pub use pipeline::{Pipeline, PipelineOp, PipelineState};
+
+#[cfg(test)]
+mod tests;

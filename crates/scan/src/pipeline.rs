@@ -1,0 +1,268 @@
+//! Filter → operation over a page selection or a single row: the part of
+//! a scan after visibility, shared by the device's PEs and the host.
+//!
+//! ```text
+//!  page + selection ─► Predicate (kernels | rows) ─► Aggregate: Acc per spec
+//!  one decoded row  ─► Program::eval_predicate    ─►   (GROUP BY: per row)
+//!                                                   Project: rows of Values
+//! ```
+//!
+//! A [`Pipeline`] is compiled once per scan and shared by its workers;
+//! each worker folds into its own [`PipelineState`], and the states merge
+//! the way the row path's partials always did.
+
+use std::collections::HashMap;
+
+use ndpdb_formats::agg::{Acc, AggSpec};
+use ndpdb_formats::codec::Writer;
+use ndpdb_formats::expr::Program;
+use ndpdb_formats::page::PageRef;
+use ndpdb_formats::{DataType, Result, Value};
+
+use crate::aggregate::{fold_page, AggInput, Batch, RowSource};
+use crate::predicate::{column, Predicate, Scratch};
+
+/// What a scan computes from its qualifying rows.
+#[derive(Clone, Debug)]
+pub enum PipelineOp {
+    /// Aggregates, grouped by the values of `groups` (none: one group).
+    Aggregate {
+        groups: Vec<Program>,
+        aggs: Vec<AggSpec>,
+    },
+    /// The values of these columns, one row per qualifying row.
+    Project { columns: Vec<u32> },
+}
+
+/// A compiled scan pipeline.
+pub struct Pipeline {
+    types: Vec<DataType>,
+    params: Vec<Value>,
+    filter: Option<Predicate>,
+    /// The filter as bytecode, for single rows.
+    program: Option<Program>,
+    op: PipelineOp,
+    inputs: Vec<AggInput>,
+    /// Columns the row path decodes.
+    wanted: Vec<bool>,
+}
+
+/// One worker's partial result.
+#[derive(Default)]
+pub struct PipelineState {
+    /// Accumulators of an aggregate without GROUP BY.
+    pub plain: Option<Vec<Acc>>,
+    pub groups: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>,
+    /// Projected rows since the caller last took them.
+    pub rows: Vec<Vec<Value>>,
+    /// Rows that reached the operation.
+    pub qualified: u64,
+    scratch: Scratch,
+    row: Vec<Value>,
+}
+
+/// Decodes rows of one page on demand for the row path.
+struct PageRows<'p, 'a> {
+    page: &'p PageRef<'a>,
+    wanted: &'p [bool],
+    row: &'p mut Vec<Value>,
+}
+
+impl RowSource for PageRows<'_, '_> {
+    fn row(&mut self, slot: u16) -> Result<&[Value]> {
+        self.page
+            .decode_row_into(slot, Some(self.wanted), self.row)?;
+        Ok(self.row)
+    }
+}
+
+impl Pipeline {
+    pub fn new(
+        types: &[DataType],
+        params: &[Value],
+        filter: Option<&Program>,
+        op: PipelineOp,
+    ) -> Pipeline {
+        let mut cols: Vec<u32> = filter.iter().flat_map(|f| f.columns()).collect();
+        let inputs = match &op {
+            PipelineOp::Aggregate { groups, aggs } => {
+                cols.extend(groups.iter().flat_map(|g| g.columns()));
+                cols.extend(
+                    aggs.iter()
+                        .filter_map(|a| a.arg.as_ref())
+                        .flat_map(|p| p.columns()),
+                );
+                aggs.iter().map(|a| AggInput::compile(a, types)).collect()
+            }
+            PipelineOp::Project { columns } => {
+                cols.extend(columns);
+                Vec::new()
+            }
+        };
+        let mut wanted = vec![false; types.len()];
+        for c in cols {
+            if let Some(w) = wanted.get_mut(c as usize) {
+                *w = true;
+            }
+        }
+        Pipeline {
+            types: types.to_vec(),
+            params: params.to_vec(),
+            filter: filter.map(|f| Predicate::compile(f, types, params)),
+            program: filter.cloned(),
+            op,
+            inputs,
+            wanted,
+        }
+    }
+
+    /// The columns the pipeline reads.
+    pub fn wanted(&self) -> &[bool] {
+        &self.wanted
+    }
+
+    /// Whether the filter runs as kernels (EXPLAIN shows it).
+    pub fn filter_vectorized(&self) -> bool {
+        self.filter.as_ref().is_none_or(Predicate::is_vectorized)
+    }
+
+    /// Runs the rows `sel` of `page` (visible versions, in order) through
+    /// the filter and the operation. `sel` is consumed.
+    pub fn page(
+        &self,
+        st: &mut PipelineState,
+        page: &PageRef<'_>,
+        sel: &mut Vec<u16>,
+    ) -> Result<()> {
+        if page.column_count() != self.types.len() {
+            return Err(ndpdb_formats::Error::corrupted(format!(
+                "page {} has {} columns, the table {}",
+                page.lpn().0,
+                page.column_count(),
+                self.types.len()
+            )));
+        }
+        match &self.filter {
+            None => {}
+            Some(Predicate::Vector(node)) => {
+                node.filter(page, &self.types, sel, &mut st.scratch)?
+            }
+            Some(Predicate::Rows(p)) => {
+                let mut kept = Vec::with_capacity(sel.len());
+                for &s in sel.iter() {
+                    page.decode_row_into(s, Some(&self.wanted), &mut st.row)?;
+                    if p.eval_predicate(&st.row, &self.params)? {
+                        kept.push(s);
+                    }
+                }
+                *sel = kept;
+            }
+        }
+        if sel.is_empty() {
+            return Ok(());
+        }
+        st.qualified += sel.len() as u64;
+        match &self.op {
+            PipelineOp::Project { columns } => {
+                let cols = columns
+                    .iter()
+                    .map(|&c| column(page, c as usize, self.types[c as usize]))
+                    .collect::<Result<Vec<_>>>()?;
+                for &s in sel.iter() {
+                    st.rows.push(
+                        cols.iter()
+                            .map(|c| c.value(s as usize))
+                            .collect::<Result<_>>()?,
+                    );
+                }
+            }
+            PipelineOp::Aggregate { groups, aggs } if groups.is_empty() => {
+                let accs = st
+                    .plain
+                    .get_or_insert_with(|| aggs.iter().map(Acc::new).collect());
+                let mut rows = PageRows {
+                    page,
+                    wanted: &self.wanted,
+                    row: &mut st.row,
+                };
+                let batch = Batch {
+                    page,
+                    types: &self.types,
+                    sel,
+                    params: &self.params,
+                };
+                for ((acc, spec), input) in accs.iter_mut().zip(aggs).zip(&self.inputs) {
+                    fold_page(acc, spec, input, &batch, &mut rows)?;
+                }
+            }
+            PipelineOp::Aggregate { .. } => {
+                let mut row = std::mem::take(&mut st.row);
+                for &s in sel.iter() {
+                    page.decode_row_into(s, Some(&self.wanted), &mut row)?;
+                    self.fold_row(st, &row)?;
+                }
+                st.row = row;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs one decoded row (the wanted columns set) through the filter
+    /// and the operation: versions found by a chain walk.
+    pub fn row(&self, st: &mut PipelineState, row: &[Value]) -> Result<()> {
+        if let Some(p) = &self.program {
+            if !p.eval_predicate(row, &self.params)? {
+                return Ok(());
+            }
+        }
+        st.qualified += 1;
+        match &self.op {
+            PipelineOp::Project { columns } => {
+                st.rows
+                    .push(columns.iter().map(|&c| row[c as usize].clone()).collect());
+                Ok(())
+            }
+            PipelineOp::Aggregate { .. } => self.fold_row(st, row),
+        }
+    }
+
+    fn fold_row(&self, st: &mut PipelineState, row: &[Value]) -> Result<()> {
+        let PipelineOp::Aggregate { groups, aggs } = &self.op else {
+            return Ok(());
+        };
+        let accs = if groups.is_empty() {
+            st.plain
+                .get_or_insert_with(|| aggs.iter().map(Acc::new).collect())
+        } else {
+            let gv: Vec<Value> = groups
+                .iter()
+                .map(|p| p.eval(row, &self.params))
+                .collect::<Result<_>>()?;
+            let mut w = Writer::new();
+            for v in &gv {
+                v.key_bytes(&mut w);
+            }
+            &mut st
+                .groups
+                .entry(w.into_inner())
+                .or_insert_with(|| (gv, aggs.iter().map(Acc::new).collect()))
+                .1
+        };
+        for (acc, spec) in accs.iter_mut().zip(aggs) {
+            let v = match &spec.arg {
+                Some(p) => p.eval(row, &self.params)?,
+                None => Value::Null,
+            };
+            acc.add(spec, v)?;
+        }
+        Ok(())
+    }
+
+    /// The worker's partial as groups (the plain aggregate under the empty key).
+    pub fn finish(&self, mut st: PipelineState) -> HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)> {
+        if let Some(accs) = st.plain.take() {
+            st.groups.insert(Vec::new(), (Vec::new(), accs));
+        }
+        st.groups
+    }
+}

@@ -1,0 +1,550 @@
+//! Predicates as typed kernels over a PAX page and a selection vector.
+//!
+//! A [`Program`] is stack bytecode; [`Predicate::compile`] replays it
+//! symbolically into a tree. Comparisons of a column with a constant (or
+//! a statement parameter, known when the scan starts), AND, OR, NOT and
+//! IS [NOT] NULL become [`Node`]s evaluated a page at a time straight
+//! from the minipages; everything else makes the whole predicate run
+//! row at a time through the one evaluator (`Program::eval`), so results
+//! and errors are those of the row path by construction.
+//!
+//! ```text
+//!  d >= '1999-01-01' AND q BETWEEN 1 AND 100000
+//!   Column(6) Const(0) Ge JumpIfFalseKeep Column(7) Const(1) Ge … And And
+//!        ⇓
+//!  And(Cmp(Ge, col 6: i64, 915148800000000), And(Cmp(Ge, col 7: i32, 1), Cmp(Le, …)))
+//! ```
+//!
+//! Truth values are SQL's: per selected row 1 = TRUE, 0 = FALSE, 2 = NULL.
+//! AND evaluates its right side only on rows its left side did not make
+//! FALSE, OR only on rows not TRUE — the rows the short-circuiting row
+//! evaluator would visit.
+
+use std::cmp::Ordering;
+
+use ndpdb_formats::expr::{Op, Program};
+use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef};
+use ndpdb_formats::{DataType, Decimal, Error, Result, Value};
+
+pub const FALSE: u8 = 0;
+pub const TRUE: u8 = 1;
+pub const NULL: u8 = 2;
+
+/// A comparison operator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    fn of(op: &Op) -> Option<Cmp> {
+        Some(match op {
+            Op::Eq => Cmp::Eq,
+            Op::Ne => Cmp::Ne,
+            Op::Lt => Cmp::Lt,
+            Op::Le => Cmp::Le,
+            Op::Gt => Cmp::Gt,
+            Op::Ge => Cmp::Ge,
+            _ => return None,
+        })
+    }
+
+    /// `b op a` for `a op b`.
+    fn flipped(self) -> Cmp {
+        match self {
+            Cmp::Lt => Cmp::Gt,
+            Cmp::Le => Cmp::Ge,
+            Cmp::Gt => Cmp::Lt,
+            Cmp::Ge => Cmp::Le,
+            c => c,
+        }
+    }
+
+    #[inline]
+    fn holds(self, o: Ordering) -> bool {
+        match self {
+            Cmp::Eq => o == Ordering::Equal,
+            Cmp::Ne => o != Ordering::Equal,
+            Cmp::Lt => o == Ordering::Less,
+            Cmp::Le => o != Ordering::Greater,
+            Cmp::Gt => o == Ordering::Greater,
+            Cmp::Ge => o != Ordering::Less,
+        }
+    }
+}
+
+/// The constant side of a comparison, in the column's representation.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Scalar {
+    /// INT, DATE (as days), BIGINT, TIMESTAMP columns compared as i64;
+    /// `day_scale` multiplies a DATE column into microseconds.
+    I64 {
+        value: i64,
+        day_scale: i64,
+    },
+    Numeric(Decimal),
+    F64(f64),
+    Bytes(Vec<u8>),
+    Bool(bool),
+}
+
+/// A vectorized predicate tree.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// A constant truth value.
+    Const(u8),
+    /// `column op scalar`.
+    Cmp {
+        column: usize,
+        op: Cmp,
+        scalar: Scalar,
+    },
+    IsNull {
+        column: usize,
+        negated: bool,
+    },
+    And(Box<Node>, Box<Node>),
+    Or(Box<Node>, Box<Node>),
+    Not(Box<Node>),
+}
+
+/// A compiled predicate: kernels when the whole program fits, else the
+/// program itself (evaluated row at a time).
+#[derive(Clone, Debug)]
+pub enum Predicate {
+    Vector(Node),
+    Rows(Program),
+}
+
+/// A symbolic stack entry while replaying bytecode.
+#[derive(Clone, Debug)]
+enum Sym {
+    Column(usize),
+    Value(Value),
+    Pred(Node),
+}
+
+impl Predicate {
+    /// Compiles `program` for rows of `types` with `params` bound.
+    pub fn compile(program: &Program, types: &[DataType], params: &[Value]) -> Predicate {
+        match replay(program, types, params) {
+            Some(n) => Predicate::Vector(n),
+            None => Predicate::Rows(program.clone()),
+        }
+    }
+
+    /// Whether the predicate runs as kernels.
+    pub fn is_vectorized(&self) -> bool {
+        matches!(self, Predicate::Vector(_))
+    }
+}
+
+fn replay(program: &Program, types: &[DataType], params: &[Value]) -> Option<Node> {
+    let mut stack: Vec<Sym> = Vec::new();
+    for op in &program.ops {
+        match op {
+            Op::Const(i) => stack.push(Sym::Value(program.consts.get(*i as usize)?.clone())),
+            Op::Param(i) => stack.push(Sym::Value(params.get(*i as usize)?.clone())),
+            Op::Column(c) => {
+                let c = *c as usize;
+                types.get(c)?;
+                stack.push(Sym::Column(c));
+            }
+            // Short-circuit jumps only skip work the tree evaluation skips too.
+            Op::JumpIfFalseKeep(_) | Op::JumpIfTrueKeep(_) => {}
+            Op::Cast(ty) => match stack.pop()? {
+                Sym::Value(v) => stack.push(Sym::Value(v.cast(ty).ok()?)),
+                Sym::Column(c) if types[c] == *ty => stack.push(Sym::Column(c)),
+                _ => return None,
+            },
+            Op::Eq | Op::Ne | Op::Lt | Op::Le | Op::Gt | Op::Ge => {
+                let cmp = Cmp::of(op)?;
+                let b = stack.pop()?;
+                let a = stack.pop()?;
+                let node = match (a, b) {
+                    (Sym::Column(c), Sym::Value(v)) => compare_node(c, types[c], cmp, &v)?,
+                    (Sym::Value(v), Sym::Column(c)) => {
+                        compare_node(c, types[c], cmp.flipped(), &v)?
+                    }
+                    (Sym::Value(a), Sym::Value(b)) => {
+                        let t = match ndpdb_formats::expr::compare(op, &a, &b) {
+                            Ok(Value::Bool(x)) => x as u8,
+                            Ok(Value::Null) => NULL,
+                            _ => return None,
+                        };
+                        Node::Const(t)
+                    }
+                    _ => return None,
+                };
+                stack.push(Sym::Pred(node));
+            }
+            Op::And | Op::Or => {
+                let b = pred(stack.pop()?)?;
+                let a = pred(stack.pop()?)?;
+                stack.push(Sym::Pred(if matches!(op, Op::And) {
+                    Node::And(Box::new(a), Box::new(b))
+                } else {
+                    Node::Or(Box::new(a), Box::new(b))
+                }));
+            }
+            Op::Not => {
+                let a = pred(stack.pop()?)?;
+                stack.push(Sym::Pred(Node::Not(Box::new(a))));
+            }
+            Op::IsNull | Op::IsNotNull => {
+                let negated = matches!(op, Op::IsNotNull);
+                let node = match stack.pop()? {
+                    Sym::Column(column) => Node::IsNull { column, negated },
+                    Sym::Value(v) => Node::Const((v.is_null() != negated) as u8),
+                    Sym::Pred(_) => return None,
+                };
+                stack.push(Sym::Pred(node));
+            }
+            _ => return None,
+        }
+    }
+    let top = stack.pop()?;
+    if !stack.is_empty() {
+        return None;
+    }
+    pred(top)
+}
+
+/// A stack entry used as a truth value.
+fn pred(s: Sym) -> Option<Node> {
+    match s {
+        Sym::Pred(n) => Some(n),
+        Sym::Value(Value::Bool(b)) => Some(Node::Const(b as u8)),
+        Sym::Value(Value::Null) => Some(Node::Const(NULL)),
+        // A boolean column used as a predicate: `col = TRUE`.
+        _ => None,
+    }
+}
+
+const MICROS_PER_DAY: i64 = 86_400_000_000;
+
+/// `column op v` as a kernel, if the types compare the way
+/// [`Value::sql_cmp`] compares them without error.
+fn compare_node(column: usize, ty: DataType, op: Cmp, v: &Value) -> Option<Node> {
+    if v.is_null() {
+        return Some(Node::Const(NULL));
+    }
+    let i64_of = |value: i64| Scalar::I64 {
+        value,
+        day_scale: 1,
+    };
+    let scalar = match (ty, v) {
+        (DataType::Int | DataType::BigInt, Value::Int(x)) => i64_of(*x as i64),
+        (DataType::Int | DataType::BigInt, Value::BigInt(x)) => i64_of(*x),
+        (DataType::Int | DataType::BigInt, Value::Numeric(d)) => {
+            return Some(Node::Cmp {
+                column,
+                op,
+                scalar: Scalar::Numeric(*d),
+            })
+        }
+        (DataType::Date, Value::Date(x)) => i64_of(*x as i64),
+        (DataType::Date, Value::Timestamp(t)) => Scalar::I64 {
+            value: *t,
+            day_scale: MICROS_PER_DAY,
+        },
+        (DataType::Timestamp, Value::Timestamp(t)) => i64_of(*t),
+        (DataType::Timestamp, Value::Date(d)) => i64_of((*d as i64).checked_mul(MICROS_PER_DAY)?),
+        (DataType::Numeric { .. }, Value::Int(x)) => Scalar::Numeric(Decimal::from_i64(*x as i64)),
+        (DataType::Numeric { .. }, Value::BigInt(x)) => Scalar::Numeric(Decimal::from_i64(*x)),
+        (DataType::Numeric { .. }, Value::Numeric(d)) => Scalar::Numeric(*d),
+        (
+            DataType::Double,
+            v @ (Value::Int(_) | Value::BigInt(_) | Value::Double(_) | Value::Numeric(_)),
+        ) => Scalar::F64(v.as_f64()?),
+        (DataType::Text | DataType::Varchar(_), Value::Text(s)) => {
+            Scalar::Bytes(s.as_bytes().to_vec())
+        }
+        (DataType::Bytea, Value::Bytea(b)) => Scalar::Bytes(b.clone()),
+        (DataType::Bool, Value::Bool(b)) => Scalar::Bool(*b),
+        _ => return None,
+    };
+    Some(Node::Cmp { column, op, scalar })
+}
+
+/// A page column checked against the type the plan expects.
+pub fn column<'a>(page: &PageRef<'a>, c: usize, ty: DataType) -> Result<ColumnRef<'a>> {
+    let col = page.column(c)?;
+    if col.ty != ty {
+        return Err(Error::corrupted(format!(
+            "page {} column {c} holds {} where the table has {ty}",
+            page.lpn().0,
+            col.ty
+        )));
+    }
+    Ok(col)
+}
+
+/// Reusable buffers of one scan (no allocation per page once warm).
+#[derive(Default)]
+pub struct Scratch {
+    pool: Vec<Vec<u8>>,
+    sels: Vec<Vec<u16>>,
+}
+
+impl Scratch {
+    fn truth(&mut self) -> Vec<u8> {
+        let mut v = self.pool.pop().unwrap_or_default();
+        v.clear();
+        v
+    }
+    fn sel(&mut self) -> Vec<u16> {
+        let mut v = self.sels.pop().unwrap_or_default();
+        v.clear();
+        v
+    }
+}
+
+impl Node {
+    /// Evaluates the node for the rows `sel` of `page`: `out[i]` is the
+    /// truth value of row `sel[i]`.
+    pub fn eval(
+        &self,
+        page: &PageRef<'_>,
+        types: &[DataType],
+        sel: &[u16],
+        out: &mut Vec<u8>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        out.clear();
+        match self {
+            Node::Const(t) => out.resize(sel.len(), *t),
+            Node::IsNull { column: c, negated } => {
+                let col = column(page, *c, types[*c])?;
+                out.extend(
+                    sel.iter()
+                        .map(|&s| (col.is_null(s as usize) != *negated) as u8),
+                );
+            }
+            Node::Cmp {
+                column: c,
+                op,
+                scalar,
+            } => {
+                let col = column(page, *c, types[*c])?;
+                compare(&col, *op, scalar, sel, out)?;
+            }
+            Node::Not(a) => {
+                a.eval(page, types, sel, out, scratch)?;
+                for t in out.iter_mut() {
+                    *t = match *t {
+                        TRUE => FALSE,
+                        FALSE => TRUE,
+                        n => n,
+                    };
+                }
+            }
+            Node::And(a, b) | Node::Or(a, b) => {
+                let is_and = matches!(self, Node::And(..));
+                a.eval(page, types, sel, out, scratch)?;
+                // The right side sees the rows the left side did not decide.
+                let decided = if is_and { FALSE } else { TRUE };
+                let mut sub = scratch.sel();
+                sub.extend(
+                    sel.iter()
+                        .zip(out.iter())
+                        .filter(|(_, t)| **t != decided)
+                        .map(|(s, _)| *s),
+                );
+                if !sub.is_empty() {
+                    let mut right = scratch.truth();
+                    b.eval(page, types, &sub, &mut right, scratch)?;
+                    let mut k = 0;
+                    for t in out.iter_mut() {
+                        if *t == decided {
+                            continue;
+                        }
+                        let r = right[k];
+                        k += 1;
+                        *t = match (is_and, *t, r) {
+                            (true, _, FALSE) => FALSE,
+                            (true, TRUE, TRUE) => TRUE,
+                            (true, _, _) => NULL,
+                            (false, _, TRUE) => TRUE,
+                            (false, FALSE, FALSE) => FALSE,
+                            (false, _, _) => NULL,
+                        };
+                    }
+                    scratch.pool.push(right);
+                }
+                scratch.sels.push(sub);
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the rows of `sel` for which the node is TRUE.
+    pub fn filter(
+        &self,
+        page: &PageRef<'_>,
+        types: &[DataType],
+        sel: &mut Vec<u16>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
+        let mut truth = scratch.truth();
+        self.eval(page, types, sel, &mut truth, scratch)?;
+        let mut k = 0;
+        sel.retain(|_| {
+            let keep = truth[k] == TRUE;
+            k += 1;
+            keep
+        });
+        scratch.pool.push(truth);
+        Ok(())
+    }
+}
+
+#[inline]
+fn rd_i32(v: &[u8], i: usize) -> i32 {
+    i32::from_le_bytes([v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]])
+}
+
+#[inline]
+fn rd_i64(v: &[u8], i: usize) -> i64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&v[8 * i..8 * i + 8]);
+    i64::from_le_bytes(b)
+}
+
+#[inline]
+pub(crate) fn rd_i128(v: &[u8], i: usize) -> i128 {
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&v[16 * i..16 * i + 16]);
+    i128::from_le_bytes(b)
+}
+
+/// PostgreSQL's float order: NaN above everything.
+#[inline]
+pub(crate) fn f64_cmp(a: f64, b: f64) -> Ordering {
+    a.partial_cmp(&b)
+        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
+}
+
+/// One comparison kernel per column representation.
+fn compare(
+    col: &ColumnRef<'_>,
+    op: Cmp,
+    scalar: &Scalar,
+    sel: &[u16],
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let nulls = col.has_nulls();
+    let mut emit = |s: u16, f: &dyn Fn(usize) -> bool| {
+        let i = s as usize;
+        out.push(if nulls && col.is_null(i) {
+            NULL
+        } else {
+            f(i) as u8
+        });
+    };
+    match (col.data, scalar) {
+        (ColumnData::Fixed { width: 4, values }, Scalar::I64 { value, day_scale }) => {
+            let (x, k) = (*value, *day_scale);
+            if k == 1 {
+                for &s in sel {
+                    emit(s, &|i| op.holds((rd_i32(values, i) as i64).cmp(&x)));
+                }
+            } else {
+                for &s in sel {
+                    emit(s, &|i| op.holds((rd_i32(values, i) as i64 * k).cmp(&x)));
+                }
+            }
+        }
+        (ColumnData::Fixed { width: 8, values }, Scalar::I64 { value, .. }) => {
+            let x = *value;
+            for &s in sel {
+                emit(s, &|i| op.holds(rd_i64(values, i).cmp(&x)));
+            }
+        }
+        (ColumnData::Fixed { width: 8, values }, Scalar::F64(x)) => {
+            let x = *x;
+            for &s in sel {
+                emit(s, &|i| {
+                    op.holds(f64_cmp(f64::from_bits(rd_i64(values, i) as u64), x))
+                });
+            }
+        }
+        (
+            ColumnData::Fixed {
+                width: w @ (4 | 8),
+                values,
+            },
+            Scalar::Numeric(d),
+        ) => {
+            let d = *d;
+            for &s in sel {
+                emit(s, &|i| {
+                    let x = if w == 4 {
+                        rd_i32(values, i) as i64
+                    } else {
+                        rd_i64(values, i)
+                    };
+                    op.holds(Decimal::from_i64(x).cmp_value(d))
+                });
+            }
+        }
+        (ColumnData::Numeric { mantissas, scales }, Scalar::Numeric(d)) => {
+            // Mantissas at the scalar's scale per row scale, cached: one
+            // integer compare per row when a page has one scale.
+            let mut cached: Option<(u8, Option<i128>)> = None;
+            for &s in sel {
+                let i = s as usize;
+                if nulls && col.is_null(i) {
+                    out.push(NULL);
+                    continue;
+                }
+                let sc = scales[i];
+                let at = match cached {
+                    Some((c, m)) if c == sc => m,
+                    _ => {
+                        let m = d
+                            .rescale(sc)
+                            .ok()
+                            .filter(|r| r.cmp_value(*d) == Ordering::Equal)
+                            .map(|r| r.mantissa);
+                        cached = Some((sc, m));
+                        m
+                    }
+                };
+                let m = rd_i128(mantissas, i);
+                let o = match at {
+                    Some(x) => m.cmp(&x),
+                    None => Decimal::new(m, sc).cmp_value(*d),
+                };
+                out.push(op.holds(o) as u8);
+            }
+        }
+        (ColumnData::Var { .. }, Scalar::Bytes(b)) => {
+            for &s in sel {
+                let i = s as usize;
+                if nulls && col.is_null(i) {
+                    out.push(NULL);
+                    continue;
+                }
+                out.push(op.holds(col.var(i)?.cmp(&b[..])) as u8);
+            }
+        }
+        (ColumnData::Fixed { width: 1, values }, Scalar::Bool(b)) => {
+            for &s in sel {
+                emit(s, &|i| op.holds((values[i] != 0).cmp(b)));
+            }
+        }
+        _ => {
+            return Err(Error::corrupted(format!(
+                "no comparison kernel for a {} column",
+                col.ty
+            )))
+        }
+    }
+    Ok(())
+}
