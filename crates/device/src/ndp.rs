@@ -29,7 +29,6 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap;
 
-use ndpdb_formats::agg::Acc;
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::ndp::{
     encode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
@@ -38,7 +37,7 @@ use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{Error, JobId, SqlState, Value};
 use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
 
-use ndpdb_scan::{Pipeline, PipelineOp};
+use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 
 use crate::engine::Core;
 use crate::pe::{run_pe, Cached, Chunks, PeOutput, PeStats, PeTask};
@@ -121,7 +120,7 @@ impl NdpEngine {
                 let mut pages = FxHashMap::default();
                 for (lpn, bytes) in s.pages {
                     PageRef::parse(&bytes).map_err(link_err)?;
-                    pages.insert(lpn, Arc::new(bytes));
+                    pages.insert(lpn, crate::store::PageBytes::Owned(Arc::new(bytes)));
                 }
                 let id = self.next.fetch_add(1, Ordering::Relaxed);
                 let cached = Cached {
@@ -507,44 +506,14 @@ fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Erro
             chunks.sort_by_key(|(c, _)| *c);
             Ok(chunks.into_iter().flat_map(|(_, rows)| rows).collect())
         }
-        NdpOp::Aggregate { groups, aggs } => {
-            let mut merged: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)> = HashMap::new();
-            let mut order: Vec<Vec<u8>> = Vec::new();
-            for p in parts {
-                let PeOutput::Groups(g) = p else { continue };
-                for (key, (gv, accs)) in g {
-                    match merged.get_mut(&key) {
-                        Some((_, mine)) => {
-                            for ((m, a), spec) in mine.iter_mut().zip(accs).zip(aggs) {
-                                m.merge(spec, a)?;
-                            }
-                        }
-                        None => {
-                            order.push(key.clone());
-                            merged.insert(key, (gv, accs));
-                        }
-                    }
-                }
-            }
-            if merged.is_empty() && groups.is_empty() {
-                order.push(Vec::new());
-                merged.insert(
-                    Vec::new(),
-                    (Vec::new(), aggs.iter().map(Acc::new).collect()),
-                );
-            }
-            let mut rows = Vec::with_capacity(order.len());
-            for key in order {
-                let Some((mut row, accs)) = merged.remove(&key) else {
-                    continue;
-                };
-                for (a, spec) in accs.into_iter().zip(aggs) {
-                    row.push(a.finish(spec)?);
-                }
-                rows.push(row);
-            }
-            Ok(rows)
-        }
+        NdpOp::Aggregate { groups, aggs } => merge_groups(
+            parts.into_iter().filter_map(|p| match p {
+                PeOutput::Groups(g) => Some(g),
+                _ => None,
+            }),
+            !groups.is_empty(),
+            aggs,
+        ),
         // Merged from the PEs' modify parts in `run_job`.
         NdpOp::Update { .. } | NdpOp::Delete => Ok(Vec::new()),
     }

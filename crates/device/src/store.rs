@@ -10,7 +10,12 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use ndpdb_formats::page::PAGE_SIZE;
+use std::sync::Arc;
+
+use memmap2::{Mmap, MmapOptions};
+use parking_lot::RwLock;
+
+use ndpdb_formats::page::{PageRef, PAGE_SIZE};
 use ndpdb_formats::Ppn;
 use ndpdb_link::{LinkError, Result};
 
@@ -64,6 +69,30 @@ pub struct PageStore {
     page_count: AtomicU64,
     /// Added latency per access (see [`crate::nvm`]).
     pub(crate) nvm: NvmProfile,
+    /// The file mapped read-only for processing elements (remapped when
+    /// the store grows past it).
+    map: RwLock<Option<Arc<Mmap>>>,
+    /// One bit per PPN: its checksum was verified since it was last
+    /// written, so PEs check each page once, not on every scan.
+    verified: RwLock<Vec<AtomicU64>>,
+}
+
+/// A page as a PE holds it: a slice of the mapped store or an owned copy
+/// (passed-along delta-buffer pages, pages read past the mapping).
+#[derive(Clone)]
+pub enum PageBytes {
+    Owned(Arc<Vec<u8>>),
+    Mapped(Arc<Mmap>, usize),
+}
+
+impl std::ops::Deref for PageBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            PageBytes::Owned(v) => v,
+            PageBytes::Mapped(m, off) => &m[*off..*off + PAGE_SIZE],
+        }
+    }
 }
 
 fn io(e: std::io::Error) -> LinkError {
@@ -84,6 +113,8 @@ impl PageStore {
             file,
             page_count: AtomicU64::new(len / PAGE_SIZE as u64),
             nvm,
+            map: RwLock::new(None),
+            verified: RwLock::new(Vec::new()),
         })
     }
 
@@ -114,6 +145,83 @@ impl PageStore {
         Ok(buf)
     }
 
+    /// A checksum-verified page for a PE, without copying it: a view into
+    /// the mapped store (no NVM latency is charged; callers charge it).
+    ///
+    /// The mapping is read-only and the store is append-only: a page is
+    /// written before any map points to it and is not rewritten while a
+    /// job may read it (only pages of aborted jobs are reused). A store
+    /// file truncated behind the engine's back would fault the process,
+    /// as it would any database that maps its files.
+    pub(crate) fn page(&self, ppn: Ppn) -> Result<PageBytes> {
+        if ppn.0 >= self.page_count() {
+            return Err(LinkError::OutOfRange(format!(
+                "PPN {} beyond the store's {} pages",
+                ppn.0,
+                self.page_count()
+            )));
+        }
+        let off = ppn.0 as usize * PAGE_SIZE;
+        let map = self.mapping(off + PAGE_SIZE)?;
+        let page = match map {
+            Some(m) => PageBytes::Mapped(m, off),
+            None => PageBytes::Owned(Arc::new(self.read_untimed(ppn)?)),
+        };
+        if !self.is_verified(ppn) {
+            PageRef::parse_verified(&page)?;
+            self.set_verified(ppn, true);
+        }
+        Ok(page)
+    }
+
+    /// The mapping if it covers `end` bytes, remapping once if the file
+    /// has grown; `None` if it still does not (read by copy instead).
+    fn mapping(&self, end: usize) -> Result<Option<Arc<Mmap>>> {
+        if let Some(m) = self.map.read().as_ref().filter(|m| m.len() >= end) {
+            return Ok(Some(m.clone()));
+        }
+        let mut g = self.map.write();
+        if let Some(m) = g.as_ref().filter(|m| m.len() >= end) {
+            return Ok(Some(m.clone()));
+        }
+        let len = self.file.metadata().map_err(io)?.len() as usize;
+        if len < end {
+            return Ok(None);
+        }
+        // SAFETY: the map is read-only; the engine only appends to the
+        // file and never truncates it while open (see `page`).
+        let m = Arc::new(unsafe { MmapOptions::new().len(len).map(&self.file) }.map_err(io)?);
+        *g = Some(m.clone());
+        Ok(Some(m))
+    }
+
+    fn is_verified(&self, ppn: Ppn) -> bool {
+        let (w, b) = (ppn.0 as usize / 64, ppn.0 % 64);
+        self.verified
+            .read()
+            .get(w)
+            .is_some_and(|x| x.load(Ordering::Acquire) & (1 << b) != 0)
+    }
+
+    fn set_verified(&self, ppn: Ppn, on: bool) {
+        let (w, b) = (ppn.0 as usize / 64, ppn.0 % 64);
+        if !on {
+            if let Some(x) = self.verified.read().get(w) {
+                x.fetch_and(!(1 << b), Ordering::AcqRel);
+            }
+            return;
+        }
+        if self.verified.read().len() <= w {
+            let mut g = self.verified.write();
+            while g.len() <= w {
+                g.push(AtomicU64::new(0));
+            }
+        }
+        if let Some(x) = self.verified.read().get(w) {
+            x.fetch_or(1 << b, Ordering::AcqRel);
+        }
+    }
+
     pub fn write(&self, ppn: Ppn, page: &[u8]) -> Result<()> {
         if page.len() != PAGE_SIZE {
             return Err(LinkError::Corrupted(format!(
@@ -122,6 +230,7 @@ impl PageStore {
             )));
         }
         self.nvm.write_access();
+        self.set_verified(ppn, false);
         self.file
             .write_all_at(page, ppn.0 * PAGE_SIZE as u64)
             .map_err(io)?;

@@ -16,6 +16,8 @@
 //! ```
 //!
 //! Modules in pipeline order:
+//! - [`page_visibility`]: runs of VID-map heads per page, checked against
+//!   the page summary; chain walks only for heads a snapshot does not see.
 //! - [`predicate`]: expression bytecode compiled into typed comparison
 //!   kernels with SQL's three-valued logic (row-at-a-time fallback for
 //!   anything else).
@@ -25,10 +27,12 @@
 //!   partial results the device and host merge.
 
 pub mod aggregate;
+pub mod page_visibility;
 pub mod pipeline;
 pub mod predicate;
 
-pub use pipeline::{Pipeline, PipelineOp, PipelineState};
+pub use page_visibility::{walk_heads, PageSource, RunBuffers};
+pub use pipeline::{merge_groups, Groups, Pipeline, PipelineOp, PipelineState};
 
 #[cfg(test)]
 mod tests;

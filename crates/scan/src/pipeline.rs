@@ -52,7 +52,7 @@ pub struct Pipeline {
 pub struct PipelineState {
     /// Accumulators of an aggregate without GROUP BY.
     pub plain: Option<Vec<Acc>>,
-    pub groups: HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>,
+    pub groups: Groups,
     /// Projected rows since the caller last took them.
     pub rows: Vec<Vec<Value>>,
     /// Rows that reached the operation.
@@ -259,10 +259,58 @@ impl Pipeline {
     }
 
     /// The worker's partial as groups (the plain aggregate under the empty key).
-    pub fn finish(&self, mut st: PipelineState) -> HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)> {
+    pub fn finish(&self, mut st: PipelineState) -> Groups {
         if let Some(accs) = st.plain.take() {
             st.groups.insert(Vec::new(), (Vec::new(), accs));
         }
         st.groups
     }
+}
+
+/// Partial aggregates by group key, as workers produce them.
+pub type Groups = HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>;
+
+/// Merges workers' partial aggregates and finishes them: rows of
+/// `[group values…, aggregates…]`, one per group (one row without GROUP BY
+/// even when no row qualified), groups in order of first appearance.
+pub fn merge_groups(
+    parts: impl IntoIterator<Item = Groups>,
+    grouped: bool,
+    aggs: &[AggSpec],
+) -> Result<Vec<Vec<Value>>> {
+    let mut merged: Groups = HashMap::new();
+    let mut order: Vec<Vec<u8>> = Vec::new();
+    for g in parts {
+        for (key, (gv, accs)) in g {
+            match merged.get_mut(&key) {
+                Some((_, mine)) => {
+                    for ((m, a), spec) in mine.iter_mut().zip(accs).zip(aggs) {
+                        m.merge(spec, a)?;
+                    }
+                }
+                None => {
+                    order.push(key.clone());
+                    merged.insert(key, (gv, accs));
+                }
+            }
+        }
+    }
+    if merged.is_empty() && !grouped {
+        order.push(Vec::new());
+        merged.insert(
+            Vec::new(),
+            (Vec::new(), aggs.iter().map(Acc::new).collect()),
+        );
+    }
+    let mut rows = Vec::with_capacity(order.len());
+    for key in order {
+        let Some((mut row, accs)) = merged.remove(&key) else {
+            continue;
+        };
+        for (a, spec) in accs.into_iter().zip(aggs) {
+            row.push(a.finish(spec)?);
+        }
+        rows.push(row);
+    }
+    Ok(rows)
 }

@@ -383,7 +383,10 @@ impl Node {
         Ok(())
     }
 
-    /// Keeps the rows of `sel` for which the node is TRUE.
+    /// Keeps the rows of `sel` for which the node is TRUE. Kernels never
+    /// fail on well-formed pages, so skipping a conjunct's evaluation on
+    /// rows an earlier conjunct rejected changes nothing: an AND refines
+    /// the selection conjunct by conjunct, a comparison drops rows in place.
     pub fn filter(
         &self,
         page: &PageRef<'_>,
@@ -391,16 +394,35 @@ impl Node {
         sel: &mut Vec<u16>,
         scratch: &mut Scratch,
     ) -> Result<()> {
-        let mut truth = scratch.truth();
-        self.eval(page, types, sel, &mut truth, scratch)?;
-        let mut k = 0;
-        sel.retain(|_| {
-            let keep = truth[k] == TRUE;
-            k += 1;
-            keep
-        });
-        scratch.pool.push(truth);
-        Ok(())
+        match self {
+            Node::And(a, b) => {
+                a.filter(page, types, sel, scratch)?;
+                if !sel.is_empty() {
+                    b.filter(page, types, sel, scratch)?;
+                }
+                Ok(())
+            }
+            Node::Cmp {
+                column: c,
+                op,
+                scalar,
+            } => {
+                let col = column(page, *c, types[*c])?;
+                select(&col, *op, scalar, sel)
+            }
+            _ => {
+                let mut truth = scratch.truth();
+                self.eval(page, types, sel, &mut truth, scratch)?;
+                let mut k = 0;
+                sel.retain(|_| {
+                    let keep = truth[k] == TRUE;
+                    k += 1;
+                    keep
+                });
+                scratch.pool.push(truth);
+                Ok(())
+            }
+        }
     }
 }
 
@@ -430,7 +452,162 @@ pub(crate) fn f64_cmp(a: f64, b: f64) -> Ordering {
         .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
 }
 
-/// One comparison kernel per column representation.
+/// Binds `$t` to the row test for this column representation, scalar
+/// and operator and evaluates `$body` with it: one monomorphized copy of
+/// the loop per combination, no dispatch per row.
+macro_rules! with_test {
+    ($col:expr, $op:expr, $scalar:expr, $t:ident => $body:expr) => {{
+        let (col, op, scalar): (&ColumnRef<'_>, Cmp, &Scalar) = ($col, $op, $scalar);
+        macro_rules! by_op {
+            ($key:expr, $x:expr) => {{
+                let x = $x;
+                let key = $key;
+                match op {
+                    Cmp::Eq => {
+                        let $t = |i: usize| key(i) == x;
+                        $body
+                    }
+                    Cmp::Ne => {
+                        let $t = |i: usize| key(i) != x;
+                        $body
+                    }
+                    Cmp::Lt => {
+                        let $t = |i: usize| key(i) < x;
+                        $body
+                    }
+                    Cmp::Le => {
+                        let $t = |i: usize| key(i) <= x;
+                        $body
+                    }
+                    Cmp::Gt => {
+                        let $t = |i: usize| key(i) > x;
+                        $body
+                    }
+                    Cmp::Ge => {
+                        let $t = |i: usize| key(i) >= x;
+                        $body
+                    }
+                }
+            }};
+        }
+        match (col.data, scalar) {
+            (
+                ColumnData::Fixed { width: 4, values },
+                Scalar::I64 {
+                    value,
+                    day_scale: 1,
+                },
+            ) => {
+                by_op!(|i| rd_i32(values, i) as i64, *value)
+            }
+            (ColumnData::Fixed { width: 4, values }, Scalar::I64 { value, day_scale }) => {
+                let k = *day_scale;
+                by_op!(|i| rd_i32(values, i) as i64 * k, *value)
+            }
+            (ColumnData::Fixed { width: 8, values }, Scalar::I64 { value, .. }) => {
+                by_op!(|i| rd_i64(values, i), *value)
+            }
+            (ColumnData::Fixed { width: 8, values }, Scalar::F64(x)) => {
+                let x = *x;
+                let $t = |i: usize| op.holds(f64_cmp(f64::from_bits(rd_i64(values, i) as u64), x));
+                $body
+            }
+            (
+                ColumnData::Fixed {
+                    width: w @ (4 | 8),
+                    values,
+                },
+                Scalar::Numeric(d),
+            ) => {
+                let d = *d;
+                let $t = |i: usize| {
+                    let x = if w == 4 {
+                        rd_i32(values, i) as i64
+                    } else {
+                        rd_i64(values, i)
+                    };
+                    op.holds(Decimal::from_i64(x).cmp_value(d))
+                };
+                $body
+            }
+            (ColumnData::Numeric { mantissas, scales }, Scalar::Numeric(d)) => {
+                // The scalar's mantissa at every scale it can be written at
+                // exactly: one integer compare per row.
+                let at: Vec<Option<i128>> = (0..=ndpdb_formats::value::MAX_SCALE)
+                    .map(|sc| {
+                        d.rescale(sc)
+                            .ok()
+                            .filter(|r| r.cmp_value(*d) == Ordering::Equal)
+                            .map(|r| r.mantissa)
+                    })
+                    .collect();
+                let d = *d;
+                let $t = |i: usize| {
+                    let (m, sc) = (rd_i128(mantissas, i), scales[i]);
+                    op.holds(match at.get(sc as usize).copied().flatten() {
+                        Some(x) => m.cmp(&x),
+                        None => Decimal::new(m, sc).cmp_value(d),
+                    })
+                };
+                $body
+            }
+            (ColumnData::Var { .. }, Scalar::Bytes(b)) => {
+                col.check_offsets()?;
+                let $t = |i: usize| op.holds(col.var(i).unwrap_or_default().cmp(&b[..]));
+                $body
+            }
+            (ColumnData::Fixed { width: 1, values }, Scalar::Bool(b)) => {
+                let b = *b;
+                let $t = |i: usize| op.holds((values[i] != 0).cmp(&b));
+                $body
+            }
+            _ => {
+                return Err(Error::corrupted(format!(
+                    "no comparison kernel for a {} column",
+                    col.ty
+                )))
+            }
+        }
+        Ok(())
+    }};
+}
+
+/// Applies `test` to every selected row: `out` gets its truth value
+/// (NULL for NULL rows). One monomorphized loop per kernel.
+#[inline(always)]
+fn truths(col: &ColumnRef<'_>, sel: &[u16], out: &mut Vec<u8>, test: impl Fn(usize) -> bool) {
+    if col.has_nulls() {
+        out.extend(sel.iter().map(|&s| {
+            let i = s as usize;
+            if col.is_null(i) {
+                NULL
+            } else {
+                test(i) as u8
+            }
+        }));
+    } else {
+        out.extend(sel.iter().map(|&s| test(s as usize) as u8));
+    }
+}
+
+/// Keeps the selected rows that are not NULL and pass `test`.
+#[inline(always)]
+fn keep(col: &ColumnRef<'_>, sel: &mut Vec<u16>, test: impl Fn(usize) -> bool) {
+    if col.has_nulls() {
+        sel.retain(|&s| !col.is_null(s as usize) && test(s as usize));
+    } else {
+        // Branch-free compaction: write every row, advance on a hit.
+        let mut n = 0;
+        for k in 0..sel.len() {
+            let s = sel[k];
+            sel[n] = s;
+            n += test(s as usize) as usize;
+        }
+        sel.truncate(n);
+    }
+}
+
+/// One comparison kernel per column representation, as a truth vector.
 fn compare(
     col: &ColumnRef<'_>,
     op: Cmp,
@@ -438,113 +615,10 @@ fn compare(
     sel: &[u16],
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let nulls = col.has_nulls();
-    let mut emit = |s: u16, f: &dyn Fn(usize) -> bool| {
-        let i = s as usize;
-        out.push(if nulls && col.is_null(i) {
-            NULL
-        } else {
-            f(i) as u8
-        });
-    };
-    match (col.data, scalar) {
-        (ColumnData::Fixed { width: 4, values }, Scalar::I64 { value, day_scale }) => {
-            let (x, k) = (*value, *day_scale);
-            if k == 1 {
-                for &s in sel {
-                    emit(s, &|i| op.holds((rd_i32(values, i) as i64).cmp(&x)));
-                }
-            } else {
-                for &s in sel {
-                    emit(s, &|i| op.holds((rd_i32(values, i) as i64 * k).cmp(&x)));
-                }
-            }
-        }
-        (ColumnData::Fixed { width: 8, values }, Scalar::I64 { value, .. }) => {
-            let x = *value;
-            for &s in sel {
-                emit(s, &|i| op.holds(rd_i64(values, i).cmp(&x)));
-            }
-        }
-        (ColumnData::Fixed { width: 8, values }, Scalar::F64(x)) => {
-            let x = *x;
-            for &s in sel {
-                emit(s, &|i| {
-                    op.holds(f64_cmp(f64::from_bits(rd_i64(values, i) as u64), x))
-                });
-            }
-        }
-        (
-            ColumnData::Fixed {
-                width: w @ (4 | 8),
-                values,
-            },
-            Scalar::Numeric(d),
-        ) => {
-            let d = *d;
-            for &s in sel {
-                emit(s, &|i| {
-                    let x = if w == 4 {
-                        rd_i32(values, i) as i64
-                    } else {
-                        rd_i64(values, i)
-                    };
-                    op.holds(Decimal::from_i64(x).cmp_value(d))
-                });
-            }
-        }
-        (ColumnData::Numeric { mantissas, scales }, Scalar::Numeric(d)) => {
-            // Mantissas at the scalar's scale per row scale, cached: one
-            // integer compare per row when a page has one scale.
-            let mut cached: Option<(u8, Option<i128>)> = None;
-            for &s in sel {
-                let i = s as usize;
-                if nulls && col.is_null(i) {
-                    out.push(NULL);
-                    continue;
-                }
-                let sc = scales[i];
-                let at = match cached {
-                    Some((c, m)) if c == sc => m,
-                    _ => {
-                        let m = d
-                            .rescale(sc)
-                            .ok()
-                            .filter(|r| r.cmp_value(*d) == Ordering::Equal)
-                            .map(|r| r.mantissa);
-                        cached = Some((sc, m));
-                        m
-                    }
-                };
-                let m = rd_i128(mantissas, i);
-                let o = match at {
-                    Some(x) => m.cmp(&x),
-                    None => Decimal::new(m, sc).cmp_value(*d),
-                };
-                out.push(op.holds(o) as u8);
-            }
-        }
-        (ColumnData::Var { .. }, Scalar::Bytes(b)) => {
-            for &s in sel {
-                let i = s as usize;
-                if nulls && col.is_null(i) {
-                    out.push(NULL);
-                    continue;
-                }
-                out.push(op.holds(col.var(i)?.cmp(&b[..])) as u8);
-            }
-        }
-        (ColumnData::Fixed { width: 1, values }, Scalar::Bool(b)) => {
-            for &s in sel {
-                emit(s, &|i| op.holds((values[i] != 0).cmp(b)));
-            }
-        }
-        _ => {
-            return Err(Error::corrupted(format!(
-                "no comparison kernel for a {} column",
-                col.ty
-            )))
-        }
-    }
-    Ok(())
+    with_test!(col, op, scalar, test => truths(col, sel, out, test))
+}
+
+/// One comparison kernel per column representation, refining `sel`.
+fn select(col: &ColumnRef<'_>, op: Cmp, scalar: &Scalar, sel: &mut Vec<u16>) -> Result<()> {
+    with_test!(col, op, scalar, test => keep(col, sel, test))
 }

@@ -20,16 +20,15 @@
 //! Predecessor versions on pages the preloader did not fetch are read on
 //! demand in both modes.
 //!
-//! Scans and aggregates go page by page ([`page_walk`]): a chunk's heads
-//! that share a page are checked against the page's summary and run
-//! through the scan core's kernels together.
+//! Scans and aggregates go page by page (`page_walk`, the scan core's
+//! visibility by page): a chunk's heads that share a page are checked
+//! against the page's summary and run through the kernels together.
 
 mod page_walk;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, SyncSender};
-use std::sync::Arc;
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
@@ -43,9 +42,10 @@ use ndpdb_formats::visibility::{find_visible, Visible};
 use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, Value, Vid};
 use ndpdb_link::LinkError;
 
-use ndpdb_scan::{Pipeline, PipelineState};
+use ndpdb_scan::{Pipeline, PipelineState, RunBuffers};
 
 use crate::engine::Core;
+use crate::store::PageBytes;
 use crate::update::{
     lock_current, modify_row, unloader, ModifyCtx, ModifyPart, PageWriter, RowChange,
 };
@@ -59,7 +59,7 @@ const PRELOAD_DEPTH: usize = 2;
 
 /// The passed-along shared state, as the device caches it for one job.
 pub(crate) struct Cached {
-    pub pages: FxHashMap<Lpn, Arc<Vec<u8>>>,
+    pub pages: FxHashMap<Lpn, PageBytes>,
     pub vids: FxHashMap<Vid, RecId>,
 }
 
@@ -269,7 +269,7 @@ fn chunk_heads(task: &PeTask, chunk: u64, heads: &mut Vec<RecId>) {
 struct Batch {
     chunk: u64,
     heads: Vec<RecId>,
-    pages: Vec<(Ppn, Arc<Vec<u8>>)>,
+    pages: Vec<(Ppn, PageBytes)>,
 }
 
 fn preloader(task: &PeTask, tx: SyncSender<Result<Batch, Error>>) {
@@ -312,9 +312,7 @@ fn load_batch(task: &PeTask, chunk: u64) -> Result<Batch, Error> {
     }
     let mut pages = Vec::with_capacity(ppns.len());
     for ppn in ppns {
-        let bytes = task.core.store.read_untimed(ppn).map_err(from_link)?;
-        PageRef::parse_verified(&bytes)?;
-        pages.push((ppn, Arc::new(bytes)));
+        pages.push((ppn, task.core.store.page(ppn).map_err(from_link)?));
     }
     Ok(Batch {
         chunk,
@@ -325,15 +323,15 @@ fn load_batch(task: &PeTask, chunk: u64) -> Result<Batch, Error> {
 
 /// A PE's page cache (cleared when full; the walk is mostly sequential).
 struct PageCache {
-    pages: FxHashMap<Ppn, Arc<Vec<u8>>>,
+    pages: FxHashMap<Ppn, PageBytes>,
     loaded: u64,
     /// The store page of the previous record (consecutive VIDs share pages).
-    last: Option<(Lpn, Arc<Vec<u8>>)>,
+    last: Option<(Lpn, PageBytes)>,
 }
 
 impl PageCache {
     /// Takes in a preloaded batch.
-    fn admit(&mut self, pages: Vec<(Ppn, Arc<Vec<u8>>)>) {
+    fn admit(&mut self, pages: Vec<(Ppn, PageBytes)>) {
         if self.pages.len() + pages.len() > PE_CACHE_PAGES {
             self.pages.clear();
         }
@@ -342,19 +340,17 @@ impl PageCache {
     }
 
     /// A page by PPN, read on demand (as one NVM access if `charge`).
-    fn get(&mut self, core: &Core, ppn: Ppn, charge: bool) -> Result<Arc<Vec<u8>>, Error> {
+    fn get(&mut self, core: &Core, ppn: Ppn, charge: bool) -> Result<PageBytes, Error> {
         if let Some(p) = self.pages.get(&ppn) {
             return Ok(p.clone());
         }
         if charge {
             core.store.nvm.read_access();
         }
-        let bytes = core.store.read_untimed(ppn).map_err(from_link)?;
-        PageRef::parse_verified(&bytes)?;
+        let page = core.store.page(ppn).map_err(from_link)?;
         if self.pages.len() >= PE_CACHE_PAGES {
             self.pages.clear();
         }
-        let page = Arc::new(bytes);
         self.pages.insert(ppn, page.clone());
         self.loaded += 1;
         Ok(page)
@@ -367,7 +363,7 @@ fn has_slot(page: &[u8], rid: RecId) -> bool {
 
 /// A version inside a page (the page was parsed when it was resolved).
 struct Rec {
-    page: Arc<Vec<u8>>,
+    page: PageBytes,
     slot: u16,
 }
 
@@ -404,8 +400,8 @@ struct Walker<'a> {
     part: ModifyPart,
     /// Scans and aggregates: the pipeline's partial result.
     state: PipelineState,
-    /// Reused selection vector.
-    sel: Vec<u16>,
+    /// Reused buffers of the page walk.
+    buffers: RunBuffers,
 }
 
 impl<'a> Walker<'a> {
@@ -425,7 +421,7 @@ impl<'a> Walker<'a> {
             writer: None,
             part: ModifyPart::default(),
             state: PipelineState::default(),
-            sel: Vec::new(),
+            buffers: RunBuffers::default(),
         }
     }
 
@@ -443,7 +439,7 @@ impl<'a> Walker<'a> {
     }
 
     /// The page holding `rid`: passed-along page first, else store.
-    fn resolve_page(&mut self, rid: RecId) -> Result<Arc<Vec<u8>>, Error> {
+    fn resolve_page(&mut self, rid: RecId) -> Result<PageBytes, Error> {
         let (core, shared) = (self.task.core, self.task.shared);
         let direct = !self.task.inv.preload;
         let lpn = rid.lpn();

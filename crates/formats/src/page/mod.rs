@@ -31,7 +31,7 @@ pub use layout::{
 
 use layout::*;
 
-use crate::codec::{Reader, Writer};
+use crate::codec::Writer;
 use crate::error::{Error, Result};
 use crate::ids::{Lpn, RecId, TableId, TxId, Vid};
 use crate::record::{RecordHeader, FLAG_TOMBSTONE};
@@ -114,6 +114,22 @@ impl<'a> ColumnRef<'a> {
             ColumnData::Var { .. } => Err(Error::corrupted(format!("row {i} beyond the page"))),
             _ => Ok(&[]),
         }
+    }
+
+    /// Checks every variable-width offset once (kernels then read values
+    /// without a check per row); a no-op for fixed-width columns.
+    pub fn check_offsets(&self) -> Result<()> {
+        if let ColumnData::Var { offsets, bytes } = self.data {
+            let mut prev = 0;
+            for i in 0..=self.rows {
+                let o = rd16(offsets, 2 * i) as usize;
+                if (i == 0 && o != 0) || o < prev || o > bytes.len() {
+                    return Err(Error::corrupted("variable-width offsets out of bounds"));
+                }
+                prev = o;
+            }
+        }
+        Ok(())
     }
 
     /// The zone map, if the page keeps one for this column.
@@ -222,20 +238,29 @@ impl<'a> ColumnRef<'a> {
     }
 }
 
+/// The column type of directory entry `d` (tags as [`DataType::encode`]).
 fn dir_type(b: &[u8], d: usize) -> Result<DataType> {
-    let mut w = Writer::new();
-    w.u8(b[d]);
-    match b[d] {
+    Ok(match b[d] {
+        1 => DataType::Bool,
+        2 => DataType::Int,
+        3 => DataType::BigInt,
+        4 => DataType::Double,
         5 => {
-            w.u8(b[d + 1]).u8(b[d + 2]);
+            let (precision, scale) = (b[d + 1], b[d + 2]);
+            if precision > crate::types::MAX_NUMERIC_PRECISION
+                || (precision > 0 && scale > precision)
+            {
+                return Err(Error::corrupted("invalid numeric precision/scale"));
+            }
+            DataType::Numeric { precision, scale }
         }
-        9 => {
-            w.u32(rd32(b, d + 4));
-        }
-        _ => {}
-    }
-    let bytes = w.into_inner();
-    DataType::decode(&mut Reader::new(&bytes))
+        6 => DataType::Date,
+        7 => DataType::Timestamp,
+        8 => DataType::Text,
+        9 => DataType::Varchar(rd32(b, d + 4)),
+        10 => DataType::Bytea,
+        t => return Err(Error::corrupted(format!("unknown type tag {t}"))),
+    })
 }
 
 impl std::fmt::Debug for PageRef<'_> {

@@ -1,0 +1,115 @@
+//! Visibility by page: a scan's walk over the VID-map heads of one chunk,
+//! shared by the device's PEs and the host's scan workers.
+//!
+//! The heads come in VID order; consecutive heads on one page form a run.
+//! A run is resolved once and checked against the page summary: when the
+//! page's newest creator is older than the snapshot's xmin and it holds
+//! no tombstones, every head in the run is the version the snapshot sees
+//! and the run goes to the kernels as it is. Otherwise each head's
+//! creator is checked against the snapshot; a head the snapshot does not
+//! see is a straggler — the rows before it run through the kernels, then
+//! its chain is walked and the visible version runs through the row path
+//! — so rows keep VID order exactly, as the VID-by-VID walk had them.
+//!
+//! ```text
+//!  heads: 7:0 7:1 7:2 7:3 │ 8:0 8:1 │ 9:4 │ 8:2 │ …
+//!         └── run on 7 ──┘  └ run 8 ┘  └9┘  └8┘
+//!  run ─► summary: all visible? ─► selection [0 1 2 3] ─► kernels
+//!                  no ─► per head: sees(creator)? ─► selection
+//!                                  no ─► flush selection, walk chain, row path
+//! ```
+
+use ndpdb_formats::page::PageRef;
+use ndpdb_formats::visibility::Snapshot;
+use ndpdb_formats::{Error, Lpn, RecId, Result, Value};
+
+use crate::{Pipeline, PipelineState};
+
+/// Where a scan gets pages and older versions from.
+pub trait PageSource {
+    /// How the source holds a page.
+    type Page: std::ops::Deref<Target = [u8]>;
+    /// The page `lpn`, holding at least slots `0..=last`.
+    fn page(&mut self, lpn: Lpn, last: u16) -> Result<Self::Page>;
+    /// The version of the chain from `rid` (older than a head the snapshot
+    /// does not see) visible to the snapshot, decoded into `row`; `false`
+    /// if there is none or it is a tombstone.
+    fn older_visible(&mut self, rid: RecId, row: &mut Vec<Value>) -> Result<bool>;
+}
+
+/// A scan worker's reusable buffers.
+#[derive(Default)]
+pub struct RunBuffers {
+    sel: Vec<u16>,
+    row: Vec<Value>,
+}
+
+/// Runs the tuples whose heads are `heads` (NULL = no tuple) through
+/// `pipeline`; returns how many heads were not NULL.
+pub fn walk_heads<S: PageSource>(
+    pipeline: &Pipeline,
+    state: &mut PipelineState,
+    snapshot: &Snapshot,
+    heads: &[RecId],
+    source: &mut S,
+    buf: &mut RunBuffers,
+) -> Result<u64> {
+    let sel = &mut buf.sel;
+    let mut tuples = 0;
+    let mut i = 0;
+    while i < heads.len() {
+        let head = heads[i];
+        if head.is_null() {
+            i += 1;
+            continue;
+        }
+        let lpn = head.lpn();
+        let mut j = i + 1;
+        let mut last = head.slot();
+        while j < heads.len() && !heads[j].is_null() && heads[j].lpn() == lpn {
+            last = last.max(heads[j].slot());
+            j += 1;
+        }
+        tuples += (j - i) as u64;
+        let page = source.page(lpn, last)?;
+        let view = PageRef::parse(&page)?;
+        if last >= view.slot_count() {
+            return Err(Error::corrupted(format!(
+                "{} is beyond its page",
+                RecId::new(lpn, last)
+            )));
+        }
+        let (_, newest) = view.creator_range();
+        let all_visible =
+            newest < snapshot.xmin && view.tombstones() == 0 && view.empty_slots() == 0;
+        sel.clear();
+        for h in &heads[i..j] {
+            let slot = h.slot();
+            if all_visible {
+                sel.push(slot);
+                continue;
+            }
+            let header = view
+                .header(slot)?
+                .ok_or_else(|| Error::corrupted(format!("{h} is an empty slot")))?;
+            if snapshot.sees(header.creator) {
+                if !header.is_tombstone() {
+                    sel.push(slot);
+                }
+                continue;
+            }
+            if !sel.is_empty() {
+                pipeline.page(state, &view, sel)?;
+                sel.clear();
+            }
+            if !header.pred.is_null() && source.older_visible(header.pred, &mut buf.row)? {
+                pipeline.row(state, &buf.row)?;
+            }
+        }
+        if !sel.is_empty() {
+            pipeline.page(state, &view, sel)?;
+        }
+        i = j;
+    }
+    Ok(tuples)
+}
