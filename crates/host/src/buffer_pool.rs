@@ -87,6 +87,36 @@ impl BufferPool {
         Ok(page)
     }
 
+    /// The page if it is cached (counted as a hit), without reading it.
+    pub fn get_cached(&self, ppn: Ppn) -> Option<Page> {
+        let p = self.lookup(ppn)?;
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        Some(p)
+    }
+
+    /// Reads pages in one READ_PAGES message for a scan, verified but not
+    /// cached: a large scan streams through a ring of its own instead of
+    /// evicting the pool (PostgreSQL's bulk-read strategy).
+    pub fn read_for_scan(&self, ppns: Vec<Ppn>, device: &DeviceClient) -> Result<Vec<(Ppn, Page)>> {
+        if ppns.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.misses.fetch_add(ppns.len() as u64, Ordering::Relaxed);
+        let pages = device.read_pages(ppns.clone())?;
+        if pages.len() != ppns.len() {
+            return Err(crate::error::Error::from(ndpdb_formats::Error::corrupted(
+                "READ_PAGES returned a different number of pages",
+            )));
+        }
+        ppns.into_iter()
+            .zip(pages)
+            .map(|(ppn, bytes)| {
+                PageRef::parse_verified(&bytes)?;
+                Ok((ppn, Arc::new(bytes)))
+            })
+            .collect()
+    }
+
     /// Drops a cached page (its PPN is about to be written again: a page
     /// of an aborted update job being reused).
     pub fn forget(&self, ppn: Ppn) {

@@ -15,6 +15,7 @@
 //! - [`ndp`]: offloading scans and aggregates to the device (NDP_CALL…).
 //! - [`ndp_update`]: update NDP: UPDATE/DELETE on the device, ΔMaps validated and applied at commit.
 //! - [`transaction`]: the transaction API used by SQL (reads, writes, commit).
+//! - [`page_scan`]: table scans page by page through the scan core, on `host_workers` threads.
 //! - [`stats`]: counters shown by `SHOW STATS`.
 //! - [`interrupt`]: statement cancellation and `statement_timeout`.
 
@@ -28,6 +29,7 @@ pub mod locks;
 pub mod maps;
 pub mod ndp;
 pub mod ndp_update;
+pub mod page_scan;
 pub mod pk_index;
 pub mod shared_state;
 pub mod stats;

@@ -110,6 +110,11 @@ impl DeltaBuffer {
         })
     }
 
+    /// A copy of the page image of `lpn` if the page is here.
+    pub fn page_image(&self, lpn: Lpn) -> Option<Vec<u8>> {
+        self.pages.get(&lpn).map(|p| p.as_bytes().to_vec())
+    }
+
     /// Seals every page and returns copies of them plus the ΔVID entries.
     /// New appends go to new pages from here on. Nothing is removed until
     /// [`DeltaBuffer::complete_flush`], so a failed flush is retried whole.

@@ -91,6 +91,8 @@ pub struct Transaction {
     ndp_logging: bool,
     /// Cancellation and statement timeout of the session running this.
     interrupt: Option<Interrupt>,
+    /// Threads a host scan runs on.
+    host_workers: usize,
 }
 
 impl Database {
@@ -116,6 +118,7 @@ impl Database {
             for_update: None,
             ndp_logging: true,
             interrupt: None,
+            host_workers: crate::page_scan::DEFAULT_HOST_WORKERS,
         })
     }
 }
@@ -315,6 +318,42 @@ impl Transaction {
             Some(i) => i.check(),
             None => Ok(()),
         }
+    }
+
+    /// This transaction's own version of a tuple, if it wrote one:
+    /// `Some(None)` for a tuple it deleted.
+    pub(crate) fn own_version(&self, table: TableId, vid: Vid) -> Option<Option<&[Value]>> {
+        if self.writes.is_empty() {
+            return None;
+        }
+        self.writes
+            .get(&(table, vid))
+            .map(|e| (!e.tombstone).then_some(&e.row[..]))
+    }
+
+    /// The head an update-NDP statement of this transaction moved, if any.
+    pub(crate) fn own_head(&self, table: TableId, vid: Vid) -> Option<RecId> {
+        if self.ndp_heads.is_empty() {
+            return None;
+        }
+        self.ndp_heads.get(&(table, vid)).copied()
+    }
+
+    pub(crate) fn snapshot_ref(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    pub(crate) fn db_inner(&self) -> &crate::database::DbInner {
+        &self.db.inner
+    }
+
+    /// Threads a host scan runs on (`SET host_workers`).
+    pub fn set_host_workers(&mut self, n: usize) {
+        self.host_workers = n.clamp(1, 64);
+    }
+
+    pub fn host_workers(&self) -> usize {
+        self.host_workers
     }
 
     /// Visits every tuple visible to this transaction, in VID order;

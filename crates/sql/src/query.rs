@@ -38,7 +38,8 @@ use crate::ddl::table_name;
 use crate::output::{Output, ResultColumn};
 use crate::scope::{ident_name, Scope};
 use crate::{Error, Result};
-use ndpdb_formats::agg::Acc;
+use ndpdb_formats::agg::{Acc, AggSpec};
+use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
     Error::new(
@@ -883,7 +884,10 @@ impl SelectPlan {
         };
         let aggregated = match self.device_aggregate(tx, params)? {
             Some(rows) => rows,
-            None => self.aggregate_on_host(ctx, self.joined_rows(tx, params)?, params)?,
+            None => match self.host_page_aggregate(tx, ctx, params)? {
+                Some(rows) => rows,
+                None => self.aggregate_on_host(ctx, self.joined_rows(tx, params)?, params)?,
+            },
         };
         let mut out = Vec::with_capacity(aggregated.len());
         for row in aggregated {
@@ -895,6 +899,44 @@ impl SelectPlan {
             out.push(emit(&row)?);
         }
         Ok(out)
+    }
+
+    /// A one-table aggregate on the host through the scan core (page by
+    /// page, typed kernels, `host_workers` threads): rows `[groups…,
+    /// aggregates…]`; `None` for plans it does not cover (joins, primary-key
+    /// lookups, FOR UPDATE), which aggregate row by row.
+    fn host_page_aggregate(
+        &self,
+        tx: &Transaction,
+        ctx: &AggContext,
+        params: &[Value],
+    ) -> Result<Option<Vec<Vec<Value>>>> {
+        let [src] = &self.sources[..] else {
+            return Ok(None);
+        };
+        if !self.joins.is_empty()
+            || self.filter.is_some()
+            || self.for_update
+            || !matches!(src.access, Access::Scan)
+        {
+            return Ok(None);
+        }
+        let aggs: Vec<AggSpec> = ctx.aggregates.iter().map(|a| a.spec.clone()).collect();
+        let pipeline = Pipeline::new(
+            &src.table.types,
+            params,
+            src.filter.as_ref(),
+            PipelineOp::Aggregate {
+                groups: ctx.group_programs.clone(),
+                aggs: aggs.clone(),
+            },
+        );
+        let out = tx.scan_pipeline(&src.table, &pipeline)?;
+        Ok(Some(merge_groups(
+            out.groups,
+            !ctx.group_programs.is_empty(),
+            &aggs,
+        )?))
     }
 
     /// GROUP BY and aggregates on the host: rows `[groups…, aggregates…]`.

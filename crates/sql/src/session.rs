@@ -77,6 +77,8 @@ pub struct Session {
     ndp: NdpMode,
     ndp_pes: u16,
     ndp_preload: bool,
+    /// Threads of a host scan (`SET host_workers`).
+    host_workers: usize,
     /// `SET ndp_logging = basic | off`.
     ndp_logging: bool,
     settings: BTreeMap<String, String>,
@@ -192,6 +194,7 @@ impl Session {
             ndp: NdpMode::Auto,
             ndp_pes: 0,
             ndp_preload: true,
+            host_workers: ndpdb_host::page_scan::DEFAULT_HOST_WORKERS,
             ndp_logging: true,
             settings: BTreeMap::new(),
             implicit: false,
@@ -406,6 +409,7 @@ impl Session {
             .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "no transaction"))?;
         tx.begin_statement();
         tx.set_ndp_logging(self.ndp_logging);
+        tx.set_host_workers(self.host_workers);
         match f(tx) {
             Ok(out) => {
                 if autocommit {
@@ -741,6 +745,17 @@ impl Session {
                     "ndp_preload" => {
                         self.ndp_preload = ndpdb_formats::value::parse_bool(&value)?;
                     }
+                    "host_workers" => {
+                        self.host_workers = match value.trim().parse::<usize>() {
+                            Ok(n) if (1..=64).contains(&n) => n,
+                            _ => {
+                                return Err(Error::new(
+                                    SqlState::INVALID_PARAMETER_VALUE,
+                                    format!("invalid value for parameter \"host_workers\": \"{value}\" (1 to 64)"),
+                                ))
+                            }
+                        };
+                    }
                     "statement_timeout" => {
                         self.statement_timeout = parse_duration_ms(&value)?;
                     }
@@ -786,6 +801,7 @@ impl Session {
             .to_string(),
             "ndp_pes" => self.ndp_pes.to_string(),
             "ndp_preload" => if self.ndp_preload { "on" } else { "off" }.to_string(),
+            "host_workers" => self.host_workers.to_string(),
             "ndp_logging" => if self.ndp_logging { "basic" } else { "off" }.to_string(),
             "server_version" => "15.0 (ndpdb 0.1.0)".into(),
             "server_encoding" => "UTF8".into(),

@@ -1,0 +1,302 @@
+//! The host's side of the scan core: a table scan page by page through a
+//! [`Pipeline`] — the same visibility-by-page walk and kernels the
+//! device's PEs run — on `host_workers` threads.
+//!
+//! ```text
+//!  worker w: chunks w, w+W, w+2W, … of 1,024 VIDs
+//!    heads ← VID map (this transaction's update-NDP heads first)
+//!    pages ← delta buffer | buffer pool | one READ_PAGES for the misses
+//!    own writes of the transaction ─► row path, in VID order
+//!    the rest ─► walk_heads (page summary, kernels, chain walks)
+//!  partials ─► merged by the caller (groups; projected rows by chunk)
+//! ```
+//!
+//! Missing pages of a chunk come in one READ_PAGES message and are not
+//! cached: a large scan streams past the buffer pool instead of evicting
+//! it, as PostgreSQL's bulk-read ring does.
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use ndpdb_formats::page::PageRef;
+use ndpdb_formats::record::decode_body_columns_into;
+use ndpdb_formats::{Lpn, Ppn, RecId, Value, Vid};
+use ndpdb_scan::{walk_heads, Groups, PageSource, Pipeline, PipelineState, RunBuffers};
+
+use crate::buffer_pool::Page;
+use crate::database::{DbInner, TableState};
+use crate::error::{Error, Result};
+use crate::txn::Visible;
+use crate::Transaction;
+
+/// VIDs a worker takes at a time (one map read, one READ_PAGES).
+const CHUNK: u64 = 1024;
+
+/// Default threads of a host scan: PostgreSQL's default parallel workers
+/// per gather.
+pub const DEFAULT_HOST_WORKERS: usize = 2;
+
+/// What a host scan produced.
+#[derive(Default)]
+pub struct ScanOutput {
+    /// Aggregates: one partial per worker.
+    pub groups: Vec<Groups>,
+    /// Projections: the rows, in VID order.
+    pub rows: Vec<Vec<Value>>,
+    /// Tuples (VID heads) walked.
+    pub tuples: u64,
+}
+
+/// What one scan worker produced.
+struct WorkerPart {
+    state: PipelineState,
+    /// Projected rows by chunk number.
+    rows: Vec<(u64, Vec<Vec<Value>>)>,
+    tuples: u64,
+}
+
+/// Pages of one worker's current chunk.
+struct HostPages<'a> {
+    db: &'a DbInner,
+    tx: &'a Transaction,
+    ts: &'a TableState,
+    wanted: &'a [bool],
+    /// Pages read for this chunk (not in the pool).
+    read: FxHashMap<Ppn, Page>,
+    last: Option<(Lpn, Page)>,
+}
+
+fn has_slot(page: &[u8], slot: u16) -> bool {
+    PageRef::parse(page).is_ok_and(|v| slot < v.slot_count())
+}
+
+impl HostPages<'_> {
+    /// Reads the chunk's pages that are neither in the delta buffer nor
+    /// cached, in one message.
+    fn prefetch(&mut self, heads: &[RecId]) -> Result<()> {
+        self.read.clear();
+        let mut missing = Vec::new();
+        let mut prev = None;
+        {
+            let delta = self.db.delta.read();
+            for h in heads.iter().filter(|h| !h.is_null()) {
+                let lpn = h.lpn();
+                if prev == Some(lpn) {
+                    continue;
+                }
+                prev = Some(lpn);
+                if delta.page_image(lpn).is_some() {
+                    continue;
+                }
+                if let Some(ppn) = self.db.l2p.get(lpn) {
+                    if let Some(p) = self.db.pool.get_cached(ppn) {
+                        self.read.insert(ppn, p);
+                    } else {
+                        missing.push(ppn);
+                    }
+                }
+            }
+        }
+        missing.sort_unstable();
+        missing.dedup();
+        for (ppn, page) in self.db.pool.read_for_scan(missing, &self.db.device)? {
+            self.read.insert(ppn, page);
+        }
+        Ok(())
+    }
+}
+
+/// A page a host scan holds (a buffer-pool frame or a delta-buffer copy).
+pub struct ScanPage(Page);
+
+impl std::ops::Deref for ScanPage {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl PageSource for HostPages<'_> {
+    type Page = ScanPage;
+
+    fn page(&mut self, lpn: Lpn, last: u16) -> ndpdb_formats::Result<ScanPage> {
+        self.page_arc(lpn, last).map(ScanPage)
+    }
+
+    fn older_visible(&mut self, rid: RecId, row: &mut Vec<Value>) -> ndpdb_formats::Result<bool> {
+        self.older(rid, row)
+    }
+}
+
+impl HostPages<'_> {
+    fn page_arc(&mut self, lpn: Lpn, last: u16) -> ndpdb_formats::Result<Page> {
+        let io = |e: Error| ndpdb_formats::Error::sql(e.code, e.message);
+        if let Some((l, p)) = &self.last {
+            if *l == lpn && has_slot(p, last) {
+                return Ok(p.clone());
+            }
+        }
+        // Delta buffer first: a page there may be newer than a flushed copy.
+        if let Some(img) = self.db.delta.read().page_image(lpn) {
+            if has_slot(&img, last) {
+                return Ok(Arc::new(img));
+            }
+        }
+        let ppn = self.db.l2p.get(lpn).ok_or_else(|| {
+            ndpdb_formats::Error::corrupted(format!(
+                "{} points to an unmapped page",
+                RecId::new(lpn, last)
+            ))
+        })?;
+        let page = match self.read.get(&ppn) {
+            Some(p) => p.clone(),
+            None => self.db.pool.get(ppn, &self.db.device).map_err(io)?,
+        };
+        self.last = Some((lpn, page.clone()));
+        Ok(page)
+    }
+
+    fn older(&mut self, rid: RecId, row: &mut Vec<Value>) -> ndpdb_formats::Result<bool> {
+        let io = |e: Error| ndpdb_formats::Error::sql(e.code, e.message);
+        match self
+            .db
+            .read_visible(rid, self.tx.snapshot_ref())
+            .map_err(io)?
+        {
+            Visible::Version(_, bytes) => {
+                let body = bytes
+                    .get(ndpdb_formats::record::RECORD_HEADER_SIZE..)
+                    .unwrap_or_default();
+                decode_body_columns_into(&self.ts.types, body, Some(self.wanted), row)?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+impl Transaction {
+    /// Runs `pipeline` over every tuple of `ts` this transaction sees —
+    /// its own writes included — on [`Transaction::host_workers`] threads.
+    pub fn scan_pipeline(&self, ts: &TableState, pipeline: &Pipeline) -> Result<ScanOutput> {
+        let n = ts.vids.vid_count();
+        let chunks = n.div_ceil(CHUNK);
+        let workers = self.host_workers().min(chunks.max(1) as usize).max(1);
+        let parts: Vec<Result<WorkerPart>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|w| {
+                    std::thread::Builder::new()
+                        .name(format!("host-scan-{w}"))
+                        .spawn_scoped(s, move || {
+                            self.scan_worker(ts, pipeline, w as u64, workers as u64, chunks)
+                        })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        Err(Error::new(
+                            ndpdb_formats::SqlState::INTERNAL_ERROR,
+                            "a scan worker panicked",
+                        ))
+                    }),
+                    Err(e) => Err(Error::new(
+                        ndpdb_formats::SqlState::INTERNAL_ERROR,
+                        format!("cannot start a scan worker: {e}"),
+                    )),
+                })
+                .collect()
+        });
+        let mut out = ScanOutput::default();
+        let mut chunked = Vec::new();
+        for p in parts {
+            let part = p?;
+            out.tuples += part.tuples;
+            chunked.extend(part.rows);
+            out.groups.push(pipeline.finish(part.state));
+        }
+        chunked.sort_by_key(|(c, _)| *c);
+        out.rows = chunked.into_iter().flat_map(|(_, r)| r).collect();
+        Ok(out)
+    }
+
+    fn scan_worker(
+        &self,
+        ts: &TableState,
+        pipeline: &Pipeline,
+        first: u64,
+        step: u64,
+        chunks: u64,
+    ) -> Result<WorkerPart> {
+        let table = ts.meta.id;
+        let n = ts.vids.vid_count();
+        let own = self.has_writes_to(ts);
+        let mut source = HostPages {
+            db: self.db_inner(),
+            tx: self,
+            ts,
+            wanted: pipeline.wanted(),
+            read: FxHashMap::default(),
+            last: None,
+        };
+        let mut state = PipelineState::default();
+        let mut buf = RunBuffers::default();
+        let mut heads = Vec::with_capacity(CHUNK as usize);
+        let mut rows = Vec::new();
+        let mut tuples = 0;
+        let snapshot = self.snapshot_ref();
+        let mut chunk = first;
+        while chunk < chunks {
+            self.check_interrupt()?;
+            let from = chunk * CHUNK;
+            ts.vids.heads_range(from, (from + CHUNK).min(n), &mut heads);
+            if own {
+                for (k, h) in heads.iter_mut().enumerate() {
+                    if let Some(r) = self.own_head(table, Vid(from + k as u64)) {
+                        *h = r;
+                    }
+                }
+            }
+            source.prefetch(&heads)?;
+            // The transaction's own versions take their place in VID order.
+            let mut start = 0;
+            if own {
+                for k in 0..heads.len() {
+                    if let Some(mine) = self.own_version(table, Vid(from + k as u64)) {
+                        tuples += walk_heads(
+                            pipeline,
+                            &mut state,
+                            snapshot,
+                            &heads[start..k],
+                            &mut source,
+                            &mut buf,
+                        )?;
+                        if let Some(row) = mine {
+                            pipeline.row(&mut state, row)?;
+                        }
+                        start = k + 1;
+                    }
+                }
+            }
+            tuples += walk_heads(
+                pipeline,
+                &mut state,
+                snapshot,
+                &heads[start..],
+                &mut source,
+                &mut buf,
+            )?;
+            if !state.rows.is_empty() {
+                rows.push((chunk, std::mem::take(&mut state.rows)));
+            }
+            chunk += step;
+        }
+        Ok(WorkerPart {
+            state,
+            rows,
+            tuples,
+        })
+    }
+}
