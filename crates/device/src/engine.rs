@@ -139,7 +139,7 @@ impl DeviceEngine {
                 Response::Done
             }
             Request::DumpL2p => {
-                let mut v: Vec<_> = core.maps.read().l2p.iter().map(|(l, p)| (*l, *p)).collect();
+                let mut v: Vec<_> = core.maps.read().l2p.iter().collect();
                 v.sort();
                 Response::L2p(v)
             }

@@ -27,12 +27,83 @@ fn io(e: std::io::Error) -> LinkError {
     LinkError::Io(e.to_string())
 }
 
+/// The L2P map: LPNs are handed out densely from a counter, so the map is
+/// an array indexed by LPN (one load per page a PE resolves, no hashing);
+/// an LPN far beyond the array's end (a map written by something else)
+/// goes to a side table instead of growing the array without bound.
+#[derive(Default, Debug, Clone)]
+pub struct L2p {
+    dense: Vec<u64>,
+    sparse: FxHashMap<Lpn, Ppn>,
+    len: usize,
+}
+
+/// An unmapped slot of [`L2p::dense`].
+const UNMAPPED: u64 = u64::MAX;
+/// How far past its end the dense array grows for one insert.
+const DENSE_SLACK: u64 = 1 << 20;
+
+impl L2p {
+    #[inline]
+    pub fn get(&self, lpn: &Lpn) -> Option<Ppn> {
+        match self.dense.get(lpn.0 as usize) {
+            Some(&p) if p != UNMAPPED => Some(Ppn(p)),
+            Some(_) => None,
+            None if self.sparse.is_empty() => None,
+            None => self.sparse.get(lpn).copied(),
+        }
+    }
+
+    pub fn insert(&mut self, lpn: Lpn, ppn: Ppn) {
+        let i = lpn.0;
+        if i < self.dense.len() as u64 + DENSE_SLACK && ppn.0 != UNMAPPED {
+            let i = i as usize;
+            if i >= self.dense.len() {
+                self.dense.resize(i + 1, UNMAPPED);
+            }
+            if self.dense[i] == UNMAPPED {
+                self.len += 1;
+            }
+            self.dense[i] = ppn.0;
+        } else if self.sparse.insert(lpn, ppn).is_none() {
+            self.len += 1;
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every mapping, dense part in LPN order first.
+    pub fn iter(&self) -> impl Iterator<Item = (Lpn, Ppn)> + '_ {
+        self.dense
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| **p != UNMAPPED)
+            .map(|(l, p)| (Lpn(l as u64), Ppn(*p)))
+            .chain(self.sparse.iter().map(|(l, p)| (*l, *p)))
+    }
+}
+
+impl PartialEq for L2p {
+    fn eq(&self, o: &L2p) -> bool {
+        let sorted = |m: &L2p| {
+            let mut v: Vec<_> = m.iter().collect();
+            v.sort();
+            v
+        };
+        self.len == o.len && sorted(self) == sorted(o)
+    }
+}
+
 /// The maps themselves.
 #[derive(Default, Debug, Clone, PartialEq)]
 pub struct Maps {
-    /// Keyed by small integers: Fx hashing, not SipHash (it is on every
-    /// record an NDP job resolves).
-    pub l2p: FxHashMap<Lpn, Ppn>,
+    pub l2p: L2p,
     /// Per table: index = VID, value = head RecId (raw; NULL = empty).
     pub vids: HashMap<TableId, Vec<u64>>,
 }
@@ -71,7 +142,7 @@ impl Maps {
 
     fn encode(&self, w: &mut Writer) {
         let mut l2p: Vec<_> = self.l2p.iter().collect();
-        l2p.sort();
+        l2p.sort_unstable();
         w.u64(l2p.len() as u64);
         for (l, p) in l2p {
             w.u64(l.0).u64(p.0);

@@ -15,11 +15,11 @@ use std::cmp::Ordering;
 
 use ndpdb_formats::agg::{Acc, AggFunc, AggSpec};
 use ndpdb_formats::expr::{Func, Op};
-use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef};
+use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef, Zone};
 use ndpdb_formats::udf::spn_score;
 use ndpdb_formats::{DataType, Decimal, Result, Value};
 
-use crate::predicate::{column, f64_cmp, rd_i128};
+use crate::predicate::{column, f64_cmp, rd_i128, rd_i64};
 
 /// How an aggregate's argument is read.
 #[derive(Clone, Debug, PartialEq)]
@@ -185,6 +185,22 @@ fn fold_column(acc: &mut Acc, spec: &AggSpec, col: &ColumnRef<'_>, sel: &[u16]) 
                     acc.add_double(f64::from_le_bytes(b));
                 }
             }
+            (DataType::Numeric { .. }, ColumnData::Numeric { mantissas, .. })
+                if small_numeric(col, sel.len()).is_some() =>
+            {
+                // One scale on the page and mantissas so small that the
+                // page's sum fits an i64: their low 8 bytes, summed.
+                let scale = small_numeric(col, sel.len()).unwrap_or(0);
+                let low = |s: u16| rd_i64(mantissas, 2 * s as usize);
+                let (sum, n) = if nulls {
+                    sel.iter()
+                        .filter(|s| live(s))
+                        .fold((0i64, 0i64), |(a, n), s| (a + low(*s), n + 1))
+                } else {
+                    (sel.iter().map(|s| low(*s)).sum(), sel.len() as i64)
+                };
+                acc.add_decimal_sum(Decimal::new(sum as i128, scale), n)?;
+            }
             (DataType::Numeric { .. }, ColumnData::Numeric { mantissas, scales }) => {
                 // Runs of one scale sum as integers; each run is one exact
                 // Decimal addition.
@@ -261,6 +277,17 @@ fn fold_column(acc: &mut Acc, spec: &AggSpec, col: &ColumnRef<'_>, sel: &[u16]) 
         }
     }
     Ok(true)
+}
+
+/// The scale of a NUMERIC page column whose zone map proves one scale for
+/// every value and mantissas small enough that `rows` of them sum
+/// within an i64 (each then equals its low 8 bytes).
+fn small_numeric(col: &ColumnRef<'_>, rows: usize) -> Option<u8> {
+    let Some(Zone::Int { min, max, scale }) = col.zone() else {
+        return None;
+    };
+    let bound = min.unsigned_abs().max(max.unsigned_abs());
+    (bound.checked_mul(rows as u128 + 1)? <= i64::MAX as u128).then_some(scale)
 }
 
 /// A typed sort key with [`Value::sort_cmp`]'s order for one column type.

@@ -25,11 +25,13 @@
 //!   folded into the same accumulators the row path uses.
 //! - [`pipeline`]: filter → operation over pages and single rows; the
 //!   partial results the device and host merge.
+//! - [`prefetch`]: the cache lines of the pages ahead of the walk.
 
 pub mod aggregate;
 pub mod page_visibility;
 pub mod pipeline;
 pub mod predicate;
+pub mod prefetch;
 
 pub use page_visibility::{walk_heads, PageSource, RunBuffers};
 pub use pipeline::{merge_groups, Groups, Pipeline, PipelineOp, PipelineState};

@@ -19,11 +19,12 @@
 //!                                  no ─► flush selection, walk chain, row path
 //! ```
 
-use ndpdb_formats::page::PageRef;
+use ndpdb_formats::page::layout::DIR_ENTRY_SIZE;
+use ndpdb_formats::page::{PageRef, PAGE_HEADER_SIZE, VERSION_FIELDS_SIZE};
 use ndpdb_formats::visibility::Snapshot;
 use ndpdb_formats::{Error, Lpn, RecId, Result, Value};
 
-use crate::{Pipeline, PipelineState};
+use crate::{prefetch, Pipeline, PipelineState};
 
 /// Where a scan gets pages and older versions from.
 pub trait PageSource {
@@ -42,6 +43,8 @@ pub trait PageSource {
 pub struct RunBuffers {
     sel: Vec<u16>,
     row: Vec<Value>,
+    /// The chunk's runs: `(first head, end, last slot)`.
+    runs: Vec<(usize, usize, u16)>,
 }
 
 /// Runs the tuples whose heads are `heads` (NULL = no tuple) through
@@ -54,7 +57,8 @@ pub fn walk_heads<S: PageSource>(
     source: &mut S,
     buf: &mut RunBuffers,
 ) -> Result<u64> {
-    let sel = &mut buf.sel;
+    // Runs of consecutive heads on one page.
+    buf.runs.clear();
     let mut tuples = 0;
     let mut i = 0;
     while i < heads.len() {
@@ -71,45 +75,96 @@ pub fn walk_heads<S: PageSource>(
             j += 1;
         }
         tuples += (j - i) as u64;
-        let page = source.page(lpn, last)?;
-        let view = PageRef::parse(&page)?;
-        if last >= view.slot_count() {
-            return Err(Error::corrupted(format!(
-                "{} is beyond its page",
-                RecId::new(lpn, last)
-            )));
+        buf.runs.push((i, j, last));
+        i = j;
+    }
+    // Their pages, resolved up front so the walk can prefetch ahead.
+    let runs = std::mem::take(&mut buf.runs);
+    let mut pages = Vec::with_capacity(runs.len());
+    for &(i, _, last) in &runs {
+        pages.push(source.page(heads[i].lpn(), last)?);
+    }
+    let columns = pipeline.column_count();
+    for p in pages.iter().take(2) {
+        prefetch::header(p, columns);
+    }
+    if let Some(p) = pages.first() {
+        prefetch::columns(p, pipeline.prefetch_columns());
+    }
+    for (k, &(i, j, last)) in runs.iter().enumerate() {
+        if let Some(p) = pages.get(k + 2) {
+            prefetch::header(p, columns);
         }
-        let (_, newest) = view.creator_range();
-        let all_visible =
-            newest < snapshot.xmin && view.tombstones() == 0 && view.empty_slots() == 0;
-        sel.clear();
-        for h in &heads[i..j] {
-            let slot = h.slot();
-            if all_visible {
+        if let Some(p) = pages.get(k + 1) {
+            prefetch::columns(p, pipeline.prefetch_columns());
+        }
+        walk_run(
+            pipeline,
+            state,
+            snapshot,
+            &heads[i..j],
+            last,
+            &pages[k],
+            source,
+            buf,
+        )?;
+    }
+    buf.runs = runs;
+    Ok(tuples)
+}
+
+/// One run of heads on one page.
+#[allow(clippy::too_many_arguments)]
+fn walk_run<S: PageSource>(
+    pipeline: &Pipeline,
+    state: &mut PipelineState,
+    snapshot: &Snapshot,
+    run: &[RecId],
+    last: u16,
+    page: &[u8],
+    source: &mut S,
+    buf: &mut RunBuffers,
+) -> Result<()> {
+    let view = PageRef::parse(page)?;
+    if last >= view.slot_count() {
+        return Err(Error::corrupted(format!(
+            "{} is beyond its page",
+            RecId::new(view.lpn(), last)
+        )));
+    }
+    let (_, newest) = view.creator_range();
+    let all_visible = newest < snapshot.xmin && view.tombstones() == 0 && view.empty_slots() == 0;
+    state.bytes_touched += (PAGE_HEADER_SIZE + DIR_ENTRY_SIZE * view.column_count()) as u64;
+    if !all_visible {
+        state.bytes_touched += (VERSION_FIELDS_SIZE * view.slot_count() as usize) as u64;
+    }
+    let sel = &mut buf.sel;
+    sel.clear();
+    for h in run {
+        let slot = h.slot();
+        if all_visible {
+            sel.push(slot);
+            continue;
+        }
+        let header = view
+            .header(slot)?
+            .ok_or_else(|| Error::corrupted(format!("{h} is an empty slot")))?;
+        if snapshot.sees(header.creator) {
+            if !header.is_tombstone() {
                 sel.push(slot);
-                continue;
             }
-            let header = view
-                .header(slot)?
-                .ok_or_else(|| Error::corrupted(format!("{h} is an empty slot")))?;
-            if snapshot.sees(header.creator) {
-                if !header.is_tombstone() {
-                    sel.push(slot);
-                }
-                continue;
-            }
-            if !sel.is_empty() {
-                pipeline.page(state, &view, sel)?;
-                sel.clear();
-            }
-            if !header.pred.is_null() && source.older_visible(header.pred, &mut buf.row)? {
-                pipeline.row(state, &buf.row)?;
-            }
+            continue;
         }
         if !sel.is_empty() {
             pipeline.page(state, &view, sel)?;
+            sel.clear();
         }
-        i = j;
+        if !header.pred.is_null() && source.older_visible(header.pred, &mut buf.row)? {
+            pipeline.row(state, &buf.row)?;
+        }
     }
-    Ok(tuples)
+    if !sel.is_empty() {
+        pipeline.page(state, &view, sel)?;
+    }
+    Ok(())
 }

@@ -45,6 +45,9 @@ pub struct Pipeline {
     inputs: Vec<AggInput>,
     /// Columns the row path decodes.
     wanted: Vec<bool>,
+    /// Columns whose minipages the page walk prefetches (whole, or the
+    /// first line: zone map and nulls).
+    prefetch: Vec<(usize, bool)>,
 }
 
 /// One worker's partial result.
@@ -57,6 +60,14 @@ pub struct PipelineState {
     pub rows: Vec<Vec<Value>>,
     /// Rows that reached the operation.
     pub qualified: u64,
+    /// Pages the filter ran on, and those whose zone maps ruled out every
+    /// row without a kernel reading a value.
+    pub pages: u64,
+    pub pages_pruned: u64,
+    /// Page bytes the walk and the kernels read (headers, the version
+    /// minipage where visibility needed it, the minipages of the columns
+    /// evaluated; a zone map alone where it decided).
+    pub bytes_touched: u64,
     scratch: Scratch,
     row: Vec<Value>,
 }
@@ -100,11 +111,30 @@ impl Pipeline {
             }
         };
         let mut wanted = vec![false; types.len()];
-        for c in cols {
+        for &c in &cols {
             if let Some(w) = wanted.get_mut(c as usize) {
                 *w = true;
             }
         }
+        // Filter columns: the zone map first (it often decides); values
+        // the operation reads: the whole minipage.
+        let mut whole = vec![false; types.len()];
+        match &op {
+            PipelineOp::Aggregate { groups, .. } if groups.is_empty() => {
+                for input in &inputs {
+                    match input {
+                        AggInput::Column(c) | AggInput::Spn(c) => whole[*c] = true,
+                        AggInput::Rows => whole.clone_from(&wanted),
+                        AggInput::Star => {}
+                    }
+                }
+            }
+            _ => whole.clone_from(&wanted),
+        }
+        let prefetch = (0..types.len())
+            .filter(|&c| wanted[c])
+            .map(|c| (c, whole[c]))
+            .collect();
         Pipeline {
             types: types.to_vec(),
             params: params.to_vec(),
@@ -113,7 +143,18 @@ impl Pipeline {
             op,
             inputs,
             wanted,
+            prefetch,
         }
+    }
+
+    /// Columns the page walk prefetches: `(column, whole minipage)`.
+    pub fn prefetch_columns(&self) -> &[(usize, bool)] {
+        &self.prefetch
+    }
+
+    /// Columns of the table.
+    pub fn column_count(&self) -> usize {
+        self.types.len()
     }
 
     /// The columns the pipeline reads.
@@ -142,12 +183,19 @@ impl Pipeline {
                 self.types.len()
             )));
         }
+        st.pages += 1;
         match &self.filter {
             None => {}
             Some(Predicate::Vector(node)) => {
-                node.filter(page, &self.types, sel, &mut st.scratch)?
+                let pruned = st.scratch.zone_pruned;
+                node.filter(page, &self.types, sel, &mut st.scratch)?;
+                st.bytes_touched += std::mem::take(&mut st.scratch.bytes);
+                if st.scratch.zone_pruned > pruned && sel.is_empty() {
+                    st.pages_pruned += 1;
+                }
             }
             Some(Predicate::Rows(p)) => {
+                st.bytes_touched += self.wanted_bytes(page)?;
                 let mut kept = Vec::with_capacity(sel.len());
                 for &s in sel.iter() {
                     page.decode_row_into(s, Some(&self.wanted), &mut st.row)?;
@@ -168,6 +216,7 @@ impl Pipeline {
                     .iter()
                     .map(|&c| column(page, c as usize, self.types[c as usize]))
                     .collect::<Result<Vec<_>>>()?;
+                st.bytes_touched += cols.iter().map(|c| c.footprint as u64).sum::<u64>();
                 for &s in sel.iter() {
                     st.rows.push(
                         cols.iter()
@@ -177,6 +226,7 @@ impl Pipeline {
                 }
             }
             PipelineOp::Aggregate { groups, aggs } if groups.is_empty() => {
+                st.bytes_touched += self.aggregate_bytes(page)?;
                 let accs = st
                     .plain
                     .get_or_insert_with(|| aggs.iter().map(Acc::new).collect());
@@ -205,6 +255,28 @@ impl Pipeline {
             }
         }
         Ok(())
+    }
+
+    /// Minipage bytes of the columns the row path decodes.
+    fn wanted_bytes(&self, page: &PageRef<'_>) -> Result<u64> {
+        let mut n = 0;
+        for (c, _) in self.wanted.iter().enumerate().filter(|(_, w)| **w) {
+            n += page.column(c)?.footprint as u64;
+        }
+        Ok(n)
+    }
+
+    /// Minipage bytes the aggregate inputs read from a page.
+    fn aggregate_bytes(&self, page: &PageRef<'_>) -> Result<u64> {
+        let mut n = 0;
+        for input in &self.inputs {
+            n += match input {
+                AggInput::Star => 0,
+                AggInput::Column(c) | AggInput::Spn(c) => page.column(*c)?.footprint as u64,
+                AggInput::Rows => return self.wanted_bytes(page),
+            };
+        }
+        Ok(n)
     }
 
     /// Runs one decoded row (the wanted columns set) through the filter

@@ -23,7 +23,8 @@
 use std::cmp::Ordering;
 
 use ndpdb_formats::expr::{Op, Program};
-use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef};
+use ndpdb_formats::page::layout::ZONE_SIZE;
+use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef, Zone};
 use ndpdb_formats::{DataType, Decimal, Error, Result, Value};
 
 pub const FALSE: u8 = 0;
@@ -273,6 +274,7 @@ fn compare_node(column: usize, ty: DataType, op: Cmp, v: &Value) -> Option<Node>
 }
 
 /// A page column checked against the type the plan expects.
+#[inline]
 pub fn column<'a>(page: &PageRef<'a>, c: usize, ty: DataType) -> Result<ColumnRef<'a>> {
     let col = page.column(c)?;
     if col.ty != ty {
@@ -285,11 +287,72 @@ pub fn column<'a>(page: &PageRef<'a>, c: usize, ty: DataType) -> Result<ColumnRe
     Ok(col)
 }
 
-/// Reusable buffers of one scan (no allocation per page once warm).
+/// Reusable buffers of one scan (no allocation per page once warm), and
+/// what the zone maps decided.
 #[derive(Default)]
 pub struct Scratch {
     pool: Vec<Vec<u8>>,
     sels: Vec<Vec<u16>>,
+    /// Comparisons a page's zone map answered FALSE for every row.
+    pub zone_pruned: u64,
+    /// Comparisons a page's zone map answered TRUE for every non-NULL row.
+    pub zone_passed: u64,
+    /// Bytes the kernels read: whole minipages, or the zone map alone
+    /// where it decided.
+    pub bytes: u64,
+}
+
+/// What a page's zone map (min and max of its non-NULL values) decides
+/// about `column op scalar`: `Some(true)` if every non-NULL value of the
+/// page satisfies it, `Some(false)` if none does, `None` if the rows must
+/// be looked at. The zone covers every version on the page, so it holds
+/// for any selection of them.
+pub fn zone_verdict(col: &ColumnRef<'_>, op: Cmp, scalar: &Scalar) -> Option<bool> {
+    let (lo, hi) = match (col.zone()?, col.data, scalar) {
+        (
+            Zone::Int { min, max, .. },
+            ColumnData::Fixed { .. },
+            Scalar::I64 { value, day_scale },
+        ) => {
+            let k = *day_scale as i128;
+            let x = *value as i128;
+            ((min * k).cmp(&x), (max * k).cmp(&x))
+        }
+        (Zone::Int { min, max, .. }, ColumnData::Fixed { .. }, Scalar::Numeric(d)) => {
+            let of = |m: i128| Some(Decimal::from_i64(i64::try_from(m).ok()?).cmp_value(*d));
+            (of(min)?, of(max)?)
+        }
+        (Zone::Int { min, max, scale }, ColumnData::Numeric { .. }, Scalar::Numeric(d)) => (
+            Decimal::new(min, scale).cmp_value(*d),
+            Decimal::new(max, scale).cmp_value(*d),
+        ),
+        (Zone::Double { min, max }, ColumnData::Fixed { .. }, Scalar::F64(x)) => {
+            (f64_cmp(min, *x), f64_cmp(max, *x))
+        }
+        _ => return None,
+    };
+    use Ordering::*;
+    match op {
+        // Equal everywhere only if the page holds one value.
+        Cmp::Eq | Cmp::Ne => {
+            let all_equal = lo == Equal && hi == Equal;
+            let none_equal = lo == Greater || hi == Less;
+            let eq = if all_equal {
+                Some(true)
+            } else if none_equal {
+                Some(false)
+            } else {
+                None
+            };
+            eq.map(|e| e == (op == Cmp::Eq))
+        }
+        // Monotone: the extremes decide.
+        _ => match (op.holds(lo), op.holds(hi)) {
+            (true, true) => Some(true),
+            (false, false) => Some(false),
+            _ => None,
+        },
+    }
 }
 
 impl Scratch {
@@ -408,7 +471,28 @@ impl Node {
                 scalar,
             } => {
                 let col = column(page, *c, types[*c])?;
-                select(&col, *op, scalar, sel)
+                let verdict = zone_verdict(&col, *op, scalar);
+                scratch.bytes += match verdict {
+                    Some(_) => ZONE_SIZE as u64,
+                    None => col.footprint as u64,
+                };
+                match verdict {
+                    // No value of the page qualifies (NULL never does).
+                    Some(false) => {
+                        scratch.zone_pruned += 1;
+                        sel.clear();
+                        Ok(())
+                    }
+                    // Every non-NULL value qualifies.
+                    Some(true) => {
+                        scratch.zone_passed += 1;
+                        if col.has_nulls() {
+                            sel.retain(|&s| !col.is_null(s as usize));
+                        }
+                        Ok(())
+                    }
+                    None => select(&col, *op, scalar, sel),
+                }
             }
             _ => {
                 let mut truth = scratch.truth();
@@ -432,7 +516,7 @@ fn rd_i32(v: &[u8], i: usize) -> i32 {
 }
 
 #[inline]
-fn rd_i64(v: &[u8], i: usize) -> i64 {
+pub(crate) fn rd_i64(v: &[u8], i: usize) -> i64 {
     let mut b = [0u8; 8];
     b.copy_from_slice(&v[8 * i..8 * i + 8]);
     i64::from_le_bytes(b)

@@ -15,6 +15,9 @@
 //!                                                 [batch k  ] ─┴► walk chunk k
 //! ```
 //!
+//! A medium without latency (NVM profile `off`) leaves nothing to
+//! overlap: the batches then load inline on the PE's thread.
+//!
 //! Without the preloader the PE resolves everything on demand and every
 //! record it reads from the store is one NVM access (see [`crate::nvm`]).
 //! Predecessor versions on pages the preloader did not fetch are read on
@@ -205,7 +208,16 @@ fn walk_all<'scope, 'env>(
         }
         return Ok(());
     }
-    if task.inv.preload {
+    if task.inv.preload && task.core.store.nvm.read_ns == 0 {
+        // A medium without latency leaves nothing to overlap: the batches
+        // load inline, without a second thread competing for the PE's CPU.
+        for chunk in task.chunks.iter() {
+            task.check_cancel()?;
+            let batch = load_batch(task, chunk)?;
+            walker.cache.admit(batch.pages);
+            walker.walk(batch.chunk, &batch.heads)?;
+        }
+    } else if task.inv.preload {
         let (tx, rx) = sync_channel(PRELOAD_DEPTH);
         std::thread::Builder::new()
             .name(format!("ndp-pre-{}", task.chunks.first))
@@ -254,6 +266,14 @@ fn chunk_heads(task: &PeTask, chunk: u64, heads: &mut Vec<RecId>) {
     heads.clear();
     let maps = task.core.maps.read();
     let map = maps.vids.get(&task.inv.table);
+    if task.shared.vids.is_empty() {
+        let raw = map.map_or(&[][..], |m| {
+            &m[(from as usize).min(m.len())..(to as usize).min(m.len())]
+        });
+        heads.extend(raw.iter().map(|r| RecId::from_raw(*r)));
+        heads.resize((to - from) as usize, RecId::NULL);
+        return;
+    }
     for v in from..to {
         let head = match task.shared.vids.get(&Vid(v)) {
             Some(r) => *r,
@@ -301,7 +321,7 @@ fn load_batch(task: &PeTask, chunk: u64) -> Result<Batch, Error> {
             }
             last = Some(lpn);
             if let Some(p) = maps.l2p.get(&lpn) {
-                ppns.push(*p);
+                ppns.push(p);
             }
         }
     }
@@ -458,7 +478,7 @@ impl<'a> Walker<'a> {
                     // (An older flush of the same LPN lacks newer slots.)
                     Some((l, p)) if *l == lpn && has_slot(p, rid) => p.clone(),
                     _ => {
-                        let ppn = core.maps.read().l2p.get(&lpn).copied().ok_or_else(|| {
+                        let ppn = core.maps.read().l2p.get(&lpn).ok_or_else(|| {
                             Error::corrupted(format!("{rid} points to an unmapped page"))
                         })?;
                         let page = self.cache.get(core, ppn, !direct)?;

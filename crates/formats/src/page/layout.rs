@@ -84,6 +84,7 @@ pub struct ColumnGeometry {
     pub fixed_len: usize,
 }
 
+#[inline]
 pub fn column_geometry(ty: DataType, rows: usize) -> ColumnGeometry {
     let nb = rows.div_ceil(8);
     match ty.fixed_width() {
@@ -123,6 +124,7 @@ pub fn page_bytes(types: &[DataType], rows: usize, var_bytes: &[usize]) -> usize
     off
 }
 
+#[inline]
 pub(crate) fn rd16(b: &[u8], o: usize) -> u16 {
     u16::from_le_bytes([b[o], b[o + 1]])
 }

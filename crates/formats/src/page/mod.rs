@@ -71,6 +71,8 @@ pub struct ColumnRef<'a> {
     pub nulls: &'a [u8],
     pub data: ColumnData<'a>,
     zone: Option<(&'a [u8], &'a [u8])>,
+    /// Bytes of the column's minipage.
+    pub footprint: usize,
 }
 
 /// A column's zone map: min and max of its non-NULL values.
@@ -95,8 +97,13 @@ impl<'a> ColumnRef<'a> {
     }
 
     /// Whether any row is NULL.
+    #[inline]
     pub fn has_nulls(&self) -> bool {
-        self.nulls.iter().any(|b| *b != 0)
+        let mut words = self.nulls.chunks_exact(8);
+        let any_word = words
+            .by_ref()
+            .any(|w| u64::from_le_bytes(w.try_into().unwrap_or([0; 8])) != 0);
+        any_word || words.remainder().iter().any(|b| *b != 0)
     }
 
     /// The payload of a variable-width value (empty for NULL or a
@@ -133,6 +140,7 @@ impl<'a> ColumnRef<'a> {
     }
 
     /// The zone map, if the page keeps one for this column.
+    #[inline]
     pub fn zone(&self) -> Option<Zone> {
         let (lo, hi) = self.zone?;
         let i = |b: &[u8]| i128::from_le_bytes(b[..16].try_into().unwrap_or([0; 16]));
@@ -238,7 +246,21 @@ impl<'a> ColumnRef<'a> {
     }
 }
 
+/// Where column `c`'s minipage lies in an unparsed page, per its
+/// directory entry, clamped to the page: a hint for prefetching, not a
+/// validated geometry (parse the page before reading values).
+pub fn minipage_span(bytes: &[u8], c: usize) -> Option<(usize, usize)> {
+    let d = PAGE_HEADER_SIZE + DIR_ENTRY_SIZE * c;
+    if bytes.len() != PAGE_SIZE || d + DIR_ENTRY_SIZE > PAGE_SIZE {
+        return None;
+    }
+    let off = (rd16(bytes, d + 8) as usize).min(PAGE_SIZE);
+    let len = (rd16(bytes, d + 10) as usize).min(PAGE_SIZE - off);
+    Some((off, len))
+}
+
 /// The column type of directory entry `d` (tags as [`DataType::encode`]).
+#[inline]
 fn dir_type(b: &[u8], d: usize) -> Result<DataType> {
     Ok(match b[d] {
         1 => DataType::Bool,
@@ -372,25 +394,30 @@ impl<'a> PageRef<'a> {
     }
 
     /// Slots (versions and empty gaps).
+    #[inline]
     pub fn slot_count(&self) -> u16 {
         self.rows as u16
     }
 
+    #[inline]
     pub fn column_count(&self) -> usize {
         self.columns
     }
 
     /// Live versions that are tombstones.
+    #[inline]
     pub fn tombstones(&self) -> u16 {
         rd16(self.bytes, OFF_TOMBSTONES)
     }
 
     /// Empty slots.
+    #[inline]
     pub fn empty_slots(&self) -> u16 {
         rd16(self.bytes, OFF_EMPTY)
     }
 
     /// Smallest and largest creating transaction of the page's versions.
+    #[inline]
     pub fn creator_range(&self) -> (TxId, TxId) {
         (
             TxId(rd64(self.bytes, OFF_MIN_CREATOR)),
@@ -473,6 +500,7 @@ impl<'a> PageRef<'a> {
     }
 
     /// Column `c` (variable-width offsets are checked per value).
+    #[inline]
     pub fn column(&self, c: usize) -> Result<ColumnRef<'a>> {
         if c >= self.columns {
             return Err(Error::corrupted(format!(
@@ -509,6 +537,7 @@ impl<'a> PageRef<'a> {
             nulls,
             data,
             zone,
+            footprint: len,
         })
     }
 
