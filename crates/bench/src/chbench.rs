@@ -294,12 +294,17 @@ pub struct Measurement {
     pub pe_micros: i64,
     pub tuples: i64,
     pub pages_read: i64,
+    /// Page bytes the scan read (NDP: the PEs; host only: the host's
+    /// workers), against `pages_read` whole pages.
+    pub bytes_touched: i64,
+    /// Every run's time; the figures above are those of the median run.
+    pub runs: Vec<Duration>,
     pub result: String,
 }
 
 impl Measurement {
     pub const CSV_HEADER: &'static str =
-        "label,preset,ndp,ms,rows,data_to_host_bytes,data_to_device_bytes,control_messages,host_buffer_misses,shared_state_bytes,device_ms,tuples_per_pe_second,scan_bytes_per_pe_second";
+        "label,preset,ndp,ms,rows,data_to_host_bytes,data_to_device_bytes,control_messages,host_buffer_misses,shared_state_bytes,device_ms,tuples_per_pe_second,scan_bytes_per_pe_second,bytes_touched,touched_bytes_per_pe_second,runs_ms";
 
     /// Tuples each PE walked per second of its busy time.
     pub fn tuples_per_pe_second(&self) -> f64 {
@@ -307,6 +312,15 @@ impl Measurement {
             0.0
         } else {
             self.tuples as f64 / (self.pe_micros as f64 / 1e6)
+        }
+    }
+
+    /// Page bytes the PEs read (not whole pages) per second of PE time.
+    pub fn touched_bytes_per_pe_second(&self) -> f64 {
+        if self.pe_micros == 0 {
+            0.0
+        } else {
+            self.bytes_touched as f64 / (self.pe_micros as f64 / 1e6)
         }
     }
 
@@ -322,7 +336,7 @@ impl Measurement {
 
     pub fn csv(&self) -> String {
         format!(
-            "{},{},{},{:.3},{},{},{},{},{},{},{:.3},{:.0},{:.0}",
+            "{},{},{},{:.3},{},{},{},{},{},{},{:.3},{:.0},{:.0},{},{:.0},{}",
             self.label,
             self.preset,
             if self.ndp { "on" } else { "off" },
@@ -335,12 +349,23 @@ impl Measurement {
             self.shared_bytes,
             self.device_micros as f64 / 1e3,
             self.tuples_per_pe_second(),
-            self.scan_bytes_per_pe_second()
+            self.scan_bytes_per_pe_second(),
+            self.bytes_touched,
+            self.touched_bytes_per_pe_second(),
+            self.runs
+                .iter()
+                .map(|t| format!("{:.3}", t.as_secs_f64() * 1e3))
+                .collect::<Vec<_>>()
+                .join(" ")
         )
     }
 }
 
-/// Runs `sql` once on a freshly opened database with `ndp` on or off.
+/// Runs of each measured query on one opened database (the median run
+/// is reported; the first is the cold one), as for PostgreSQL.
+pub const RUNS: usize = 3;
+
+/// Runs `sql` [`RUNS`] times on a freshly opened database with `ndp` on or off.
 pub fn measure(
     dir: &Path,
     config: &Config,
@@ -366,11 +391,17 @@ pub fn measure_with(
     for set in settings {
         s.execute(set)?;
     }
-    let delta = StatsDelta::start(&db);
-    let t = Instant::now();
-    let out = s.execute(sql)?.pop();
-    let elapsed = t.elapsed();
-    let d = delta.finish(&db);
+    let mut runs = Vec::with_capacity(RUNS);
+    for _ in 0..RUNS {
+        let delta = StatsDelta::start(&db);
+        let t = Instant::now();
+        let out = s.execute(sql)?.pop();
+        let elapsed = t.elapsed();
+        runs.push((elapsed, delta.finish(&db), out));
+    }
+    let times: Vec<Duration> = runs.iter().map(|r| r.0).collect();
+    runs.sort_by_key(|r| r.0);
+    let (elapsed, d, out) = runs.swap_remove(runs.len() / 2);
     let (rows, result) = match out {
         Some(Output::Rows { rows, .. }) => {
             let first = rows
@@ -401,6 +432,12 @@ pub fn measure_with(
         pe_micros: get(&d, "ndp.pe_micros"),
         tuples: get(&d, "ndp.tuples"),
         pages_read: get(&d, "ndp.pages_read"),
+        bytes_touched: if ndp {
+            get(&d, "ndp.bytes_touched")
+        } else {
+            get(&d, "scan.bytes_touched")
+        },
+        runs: times,
         result,
     })
 }
@@ -420,7 +457,7 @@ pub fn sequential_read_rate(bytes: usize) -> f64 {
     (words.len() * 8) as f64 / best.max(1e-9)
 }
 
-fn plots(out: &Path, all: &[Measurement]) -> Result<bool, String> {
+fn plots(out: &Path, all: &[Measurement], postgres: Option<Duration>) -> Result<bool, String> {
     use crate::plot::{bar_chart, line_chart, Series};
     let ms = |m: &Measurement| m.elapsed.as_secs_f64() * 1e3;
     let mut cats = Vec::new();
@@ -433,14 +470,34 @@ fn plots(out: &Path, all: &[Measurement]) -> Result<bool, String> {
             .iter()
             .find(|o| o.label == m.label && o.preset == m.preset && o.ndp);
         cats.push(format!("{} {}", m.label, m.preset));
-        values.push(vec![ms(m), on.map_or(0.0, ms)]);
+        let mut v = vec![ms(m), on.map_or(0.0, ms)];
+        if let Some(pg) = postgres {
+            // PostgreSQL runs Query-SUM only (it has no SPN UDF).
+            v.push(if m.label == "query-sum" {
+                pg.as_secs_f64() * 1e3
+            } else {
+                0.0
+            });
+        }
+        values.push(v);
     }
+    let (title, series): (&str, &[&str]) = if postgres.is_some() {
+        (
+            "Query-SUM and Query-UDF: ndpdb host only, NDP, PostgreSQL 15 (Query-SUM)",
+            &["ndpdb ndp off", "ndpdb ndp on", "PostgreSQL"],
+        )
+    } else {
+        (
+            "Query-SUM and Query-UDF: host only vs NDP",
+            &["ndp off", "ndp on"],
+        )
+    };
     if !bar_chart(
         &out.join("queries.png"),
-        "Query-SUM and Query-UDF: host only vs NDP",
+        title,
         "time (ms)",
         &cats,
-        &["ndp off", "ndp on"],
+        series,
         &values,
     )? {
         return Ok(false);
@@ -564,15 +621,14 @@ fn server_query_sum(dir: &Path, config: &Config, log: &mut impl FnMut(&str)) -> 
 }
 
 /// The PostgreSQL column: the same order lines loaded through COPY, then
-/// Query-SUM three times (PostgreSQL's defaults: parallel workers on; the
-/// first run after the load and VACUUM ANALYZE, as cold as PostgreSQL gets
-/// without a restart). Compares its result with ndpdb's.
+/// Query-SUM [`RUNS`] times (PostgreSQL's defaults: parallel workers on;
+/// the first run after the load and VACUUM ANALYZE, as cold as PostgreSQL
+/// gets without a restart). Returns the median time and the result.
 fn postgres_query_sum(
     conninfo: &str,
     rows: u64,
-    ndpdb: &[Measurement],
     log: &mut impl FnMut(&str),
-) -> Result<()> {
+) -> Result<(Duration, String)> {
     let mut client = postgres::Client::connect(conninfo, postgres::NoTls).map_err(wire_error)?;
     let t = load_wire(&mut client, rows, true)?;
     client
@@ -582,7 +638,7 @@ fn postgres_query_sum(
         "PostgreSQL: loaded {rows} order lines through COPY in {:.1} s",
         t.as_secs_f64()
     ));
-    let (times, result) = measure_wire(&mut client, QUERY_SUM, 3)?;
+    let (times, result) = measure_wire(&mut client, QUERY_SUM, RUNS)?;
     let mut sorted = times.clone();
     sorted.sort();
     let median = sorted[sorted.len() / 2];
@@ -595,28 +651,77 @@ fn postgres_query_sum(
             .join(" / "),
         median.as_secs_f64() * 1e3
     ));
-    for m in ndpdb.iter().filter(|m| m.label == "query-sum" && m.ndp) {
-        let same = if m.result == result {
-            "same result"
-        } else {
-            "RESULT DIFFERS"
-        };
-        let ratio = median.as_secs_f64() / m.elapsed.as_secs_f64().max(1e-9);
-        let verdict = if ratio >= 1.0 {
-            format!("NDP ({}) {ratio:.2}× faster than PostgreSQL", m.preset)
-        } else {
-            format!(
-                "PostgreSQL {:.2}× faster than NDP ({})",
-                1.0 / ratio,
-                m.preset
-            )
-        };
-        log(&format!(
-            "query-sum  {verdict} (PostgreSQL median; {same}: {})",
-            m.result
-        ));
+    Ok((median, result))
+}
+
+/// "PostgreSQL 3.20× faster" or "ndpdb 2.10× faster" for PostgreSQL's time
+/// over ndpdb's.
+fn verdict(postgres_over_ndpdb: f64) -> String {
+    if postgres_over_ndpdb >= 1.0 {
+        format!("{postgres_over_ndpdb:.2}× faster than PostgreSQL")
+    } else {
+        format!("PostgreSQL {:.2}× faster", 1.0 / postgres_over_ndpdb)
     }
-    Ok(())
+}
+
+/// A spinner for one measurement on a terminal (nothing otherwise: the
+/// result line follows it).
+fn spinner(what: String) -> ProgressBar {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let b = ProgressBar::new_spinner();
+    b.set_message(what);
+    b.enable_steady_tick(Duration::from_millis(120));
+    b
+}
+
+/// The headline figures (`ratios.csv`: `metric,value`).
+fn ratios(
+    all: &[Measurement],
+    postgres: Option<&(Duration, String)>,
+    memory_rate: Option<f64>,
+) -> Vec<(&'static str, f64)> {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    let find = |label: &str, ndp: bool| all.iter().find(|m| m.label == label && m.ndp == ndp);
+    let mut out = Vec::new();
+    let (sum_on, sum_off) = (find("query-sum", true), find("query-sum", false));
+    if let Some((pg, _)) = postgres {
+        out.push(("query_sum_postgres_ms", ms(*pg)));
+    }
+    if let Some(m) = sum_on {
+        out.push(("query_sum_ndp_ms", ms(m.elapsed)));
+    }
+    if let Some(m) = sum_off {
+        out.push(("query_sum_host_ms", ms(m.elapsed)));
+    }
+    if let Some((pg, _)) = postgres {
+        if let Some(m) = sum_on {
+            out.push((
+                "query_sum_postgres_over_ndp",
+                ms(*pg) / ms(m.elapsed).max(1e-9),
+            ));
+        }
+        if let Some(m) = sum_off {
+            out.push((
+                "query_sum_postgres_over_host",
+                ms(*pg) / ms(m.elapsed).max(1e-9),
+            ));
+        }
+    }
+    if let Some(m) = sum_on {
+        out.push(("pe_tuples_per_s", m.tuples_per_pe_second()));
+        out.push(("pe_bytes_touched_per_s", m.touched_bytes_per_pe_second()));
+        out.push(("pe_page_bytes_per_s", m.scan_bytes_per_pe_second()));
+    }
+    if let Some(r) = memory_rate {
+        out.push(("memory_read_bytes_per_s", r));
+    }
+    if let Some(m) = find("query-udf", true) {
+        out.push(("query_udf_pe_tuples_per_s", m.tuples_per_pe_second()));
+    }
+    out
 }
 
 /// Loads the table and runs every measurement; writes CSV and a summary.
@@ -646,22 +751,38 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
             ("query-udf", query_udf(5)),
         ] {
             for ndp in [false, true] {
-                let m = measure(&dir, &config, label, &sql, ndp)?;
+                let on_off = if ndp { "on" } else { "off" };
+                let spin = spinner(format!("{label} {} ndp {on_off}", preset.name));
+                // Host-only scans run their workers unpinned (PostgreSQL's
+                // parallel workers are not pinned either).
+                let m = if ndp {
+                    measure(&dir, &config, label, &sql, ndp)?
+                } else {
+                    crate::pin::unpinned(|| measure(&dir, &config, label, &sql, ndp))?
+                };
+                spin.finish_and_clear();
                 let device = if ndp {
                     format!(
-                        "  device {:.1} ms, {:.2} M tuples/s and {:.0} MB/s scanned per PE",
+                        "  device {:.1} ms, {:.2} M tuples/s per PE, {:.0} MB/s of pages and {:.0} MB/s read per PE",
                         m.device_micros as f64 / 1e3,
                         m.tuples_per_pe_second() / 1e6,
-                        m.scan_bytes_per_pe_second() / 1e6
+                        m.scan_bytes_per_pe_second() / 1e6,
+                        m.touched_bytes_per_pe_second() / 1e6
                     )
                 } else {
                     String::new()
                 };
                 log(&format!(
-                    "{label}  {:<12} ndp {:<3} {:>9.1} ms  data to host {:>12} B  misses {:>7}  result {}{device}",
+                    "{label}  {:<12} ndp {:<3} {:>9.1} ms (median of {} runs: {})  data to host {:>12} B  misses {:>7}  result {}{device}",
                     preset.name,
-                    if ndp { "on" } else { "off" },
+                    on_off,
                     m.elapsed.as_secs_f64() * 1e3,
+                    m.runs.len(),
+                    m.runs
+                        .iter()
+                        .map(|t| format!("{:.1}", t.as_secs_f64() * 1e3))
+                        .collect::<Vec<_>>()
+                        .join(" / "),
                     m.data_to_host,
                     m.host_misses,
                     m.result
@@ -673,22 +794,46 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
     if opts.server {
         server_query_sum(&dir, &opts.base, &mut log)?;
     }
-    if let Some(conninfo) = &opts.postgres {
-        postgres_query_sum(conninfo, opts.rows, &all, &mut log)?;
+    let postgres = match &opts.postgres {
+        Some(conninfo) => Some(postgres_query_sum(conninfo, opts.rows, &mut log)?),
+        None => None,
+    };
+    if let Some((pg, result)) = &postgres {
+        for m in all
+            .iter()
+            .filter(|m| m.label == "query-sum" && m.preset == "unthrottled")
+        {
+            let same = if m.result == *result {
+                "same result"
+            } else {
+                "RESULT DIFFERS"
+            };
+            log(&format!(
+                "query-sum  ndpdb {} (ndp {}) is {} ({same}: {})",
+                if m.ndp { "NDP" } else { "host only" },
+                if m.ndp { "on" } else { "off" },
+                verdict(pg.as_secs_f64() / m.elapsed.as_secs_f64().max(1e-9)),
+                m.result
+            ));
+        }
     }
     // The yardstick: one thread reading as many bytes as a PE scanned.
+    let mut memory_rate = None;
     if let Some(m) = all
         .iter()
         .find(|m| m.label == "query-sum" && m.ndp && m.pages_read > 0)
     {
         let bytes = m.pages_read as usize * ndpdb_formats::page::PAGE_SIZE;
         let rate = sequential_read_rate(bytes);
+        memory_rate = Some(rate);
         log(&format!(
-            "device scan {:.0} MB/s per PE vs. one thread summing {:.0} MB of memory at {:.0} MB/s ({:.1}× slower)",
+            "device scan per PE: {:.0} MB/s of whole pages ({:.0}% of one thread summing {:.0} MB of memory at {:.0} MB/s); {:.0} MB/s of the bytes it read ({:.0}%)",
             m.scan_bytes_per_pe_second() / 1e6,
+            100.0 * m.scan_bytes_per_pe_second() / rate.max(1.0),
             bytes as f64 / 1e6,
             rate / 1e6,
-            rate / m.scan_bytes_per_pe_second().max(1.0)
+            m.touched_bytes_per_pe_second() / 1e6,
+            100.0 * m.touched_bytes_per_pe_second() / rate.max(1.0),
         ));
     }
     if opts.sweeps {
@@ -776,7 +921,21 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
         let _ = writeln!(csv, "{}", m.csv());
     }
     std::fs::write(opts.out.join("chbench.csv"), csv)?;
-    match plots(&opts.out, &all) {
+    let headline = ratios(&all, postgres.as_ref(), memory_rate);
+    let mut csv = String::from("metric,value\n");
+    for (k, v) in &headline {
+        let _ = writeln!(csv, "{k},{v:.3}");
+    }
+    std::fs::write(opts.out.join("ratios.csv"), csv)?;
+    log(&format!(
+        "ratios: {}",
+        headline
+            .iter()
+            .map(|(k, v)| format!("{k} {v:.3}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    match plots(&opts.out, &all, postgres.as_ref().map(|p| p.0)) {
         Ok(true) => log(&format!("plots: {}/*.png", opts.out.display())),
         Ok(false) => log("plots skipped: no TrueType font found (CSV written)"),
         Err(e) => log(&format!("plots failed: {e} (CSV written)")),

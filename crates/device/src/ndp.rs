@@ -157,6 +157,9 @@ impl NdpEngine {
                             pages_read: 0,
                             device_micros: 0,
                             lock_micros: 0,
+                            pages_filtered: 0,
+                            pages_pruned: 0,
+                            bytes_touched: 0,
                         }),
                         done: Condvar::new(),
                         result: Mutex::new(None),
@@ -380,6 +383,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     let mut st_tuples = Vec::with_capacity(pes);
     let mut st_micros = Vec::with_capacity(pes);
     let mut pages_read = 0;
+    let (mut pages_filtered, mut pages_pruned, mut bytes_touched) = (0, 0, 0);
     let mut parts = Vec::with_capacity(pes);
     let mut modified = ModifyResult::default();
     let mut written = Vec::new();
@@ -398,6 +402,9 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
                 st_tuples.push(stats.tuples);
                 st_micros.push(stats.micros);
                 pages_read += stats.pages_read;
+                pages_filtered += stats.pages_filtered;
+                pages_pruned += stats.pages_pruned;
+                bytes_touched += stats.bytes_touched;
                 parts.push(out);
             }
             Err(e) => {
@@ -425,6 +432,9 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     st.pe_tuples = st_tuples;
     st.pe_micros = st_micros;
     st.pages_read = pages_read;
+    st.pages_filtered = pages_filtered;
+    st.pages_pruned = pages_pruned;
+    st.bytes_touched = bytes_touched;
     st.device_micros = start.elapsed().as_micros() as u64;
     st.lock_micros = lock_nanos / 1000;
     if modify.is_some() {

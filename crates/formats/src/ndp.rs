@@ -457,6 +457,12 @@ pub struct JobStatus {
     pub device_micros: u64,
     /// Time the PEs spent taking SLT locks (summed over PEs), in µs.
     pub lock_micros: u64,
+    /// Pages the scan kernels ran on, and those of them whose zone maps
+    /// ruled out every row.
+    pub pages_filtered: u64,
+    pub pages_pruned: u64,
+    /// Page bytes the PEs read (see `PipelineState::bytes_touched`).
+    pub bytes_touched: u64,
 }
 
 impl JobStatus {
@@ -483,7 +489,10 @@ impl JobStatus {
         }
         w.u64(self.pages_read)
             .u64(self.device_micros)
-            .u64(self.lock_micros);
+            .u64(self.lock_micros)
+            .u64(self.pages_filtered)
+            .u64(self.pages_pruned)
+            .u64(self.bytes_touched);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<JobStatus> {
@@ -513,6 +522,9 @@ impl JobStatus {
             pages_read: r.u64()?,
             device_micros: r.u64()?,
             lock_micros: r.u64()?,
+            pages_filtered: r.u64()?,
+            pages_pruned: r.u64()?,
+            bytes_touched: r.u64()?,
         })
     }
 }
@@ -633,6 +645,9 @@ mod tests {
             pages_read: 9,
             device_micros: 10,
             lock_micros: 11,
+            pages_filtered: 12,
+            pages_pruned: 13,
+            bytes_touched: 14,
         };
         let mut w = Writer::new();
         st.encode(&mut w);

@@ -499,6 +499,14 @@ impl Database {
             ("ndp.pe_micros".into(), get(&c.ndp_pe_micros) as i64),
             ("ndp.tuples".into(), get(&c.ndp_tuples) as i64),
             ("ndp.pages_read".into(), get(&c.ndp_pages_read) as i64),
+            ("ndp.pages_pruned".into(), get(&c.ndp_pages_pruned) as i64),
+            ("ndp.bytes_touched".into(), get(&c.ndp_bytes_touched) as i64),
+            ("scan.pages".into(), get(&c.scan_pages) as i64),
+            ("scan.pages_pruned".into(), get(&c.scan_pages_pruned) as i64),
+            (
+                "scan.bytes_touched".into(),
+                get(&c.scan_bytes_touched) as i64,
+            ),
             ("ndp.rows_modified".into(), get(&c.ndp_rows_modified) as i64),
             (
                 "ndp.space_round_trips".into(),

@@ -47,6 +47,10 @@ pub struct NdpReport {
     pub pe_tuples: Vec<u64>,
     pub pe_micros: Vec<u64>,
     pub pages_read: u64,
+    /// Pages the kernels ran on / ruled out by zone maps; bytes read.
+    pub pages_filtered: u64,
+    pub pages_pruned: u64,
+    pub bytes_touched: u64,
     pub result_rows: u64,
     pub result_bytes: u64,
     pub wall: Duration,
@@ -144,6 +148,9 @@ impl Transaction {
         report.pe_tuples = status.pe_tuples.clone();
         report.pe_micros = status.pe_micros.clone();
         report.pages_read = status.pages_read;
+        report.pages_filtered = status.pages_filtered;
+        report.pages_pruned = status.pages_pruned;
+        report.bytes_touched = status.bytes_touched;
         report.result_rows = status.result_rows;
         report.result_bytes = status.result_bytes;
         report.wall = start.elapsed();
@@ -159,6 +166,10 @@ impl Transaction {
             .fetch_add(report.pe_tuples.iter().sum(), Ordering::Relaxed);
         c.ndp_pages_read
             .fetch_add(report.pages_read, Ordering::Relaxed);
+        c.ndp_pages_pruned
+            .fetch_add(report.pages_pruned, Ordering::Relaxed);
+        c.ndp_bytes_touched
+            .fetch_add(report.bytes_touched, Ordering::Relaxed);
         c.ndp_space_round_trips
             .fetch_add(report.space_round_trips, Ordering::Relaxed);
         c.ndp_device_lock_micros

@@ -15,6 +15,7 @@
 //! cached: a large scan streams past the buffer pool instead of evicting
 //! it, as PostgreSQL's bulk-read ring does.
 
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -211,9 +212,15 @@ impl Transaction {
         });
         let mut out = ScanOutput::default();
         let mut chunked = Vec::new();
+        let c = &self.db_inner().counters;
         for p in parts {
             let part = p?;
             out.tuples += part.tuples;
+            c.scan_pages.fetch_add(part.state.pages, Relaxed);
+            c.scan_pages_pruned
+                .fetch_add(part.state.pages_pruned, Relaxed);
+            c.scan_bytes_touched
+                .fetch_add(part.state.bytes_touched, Relaxed);
             chunked.extend(part.rows);
             out.groups.push(pipeline.finish(part.state));
         }

@@ -19,6 +19,15 @@ pub struct EngineCounters {
     pub ndp_pe_micros: AtomicU64,
     pub ndp_tuples: AtomicU64,
     pub ndp_pages_read: AtomicU64,
+    /// Pages of NDP scans whose zone maps ruled out every row.
+    pub ndp_pages_pruned: AtomicU64,
+    /// Page bytes the PEs read.
+    pub ndp_bytes_touched: AtomicU64,
+    /// Host scans through the scan core: pages, pages ruled out by zone
+    /// maps, bytes read.
+    pub scan_pages: AtomicU64,
+    pub scan_pages_pruned: AtomicU64,
+    pub scan_bytes_touched: AtomicU64,
     pub ndp_rows_modified: AtomicU64,
     pub ndp_space_round_trips: AtomicU64,
     /// Update jobs that stopped early on a conflict found on the device.

@@ -641,6 +641,14 @@ impl Session {
                 "actual rows {rows}, time {:.3} ms",
                 elapsed.as_secs_f64() * 1e3
             ));
+            if delta("scan.pages") > 0 {
+                lines.push(format!(
+                    "host scan: {} pages filtered, {} skipped by zone maps; {} B read",
+                    delta("scan.pages"),
+                    delta("scan.pages_pruned"),
+                    delta("scan.bytes_touched"),
+                ));
+            }
             lines.push(format!(
                 "host: buffer hits {}, misses {}; link data to host {} B, to device {} B; control {} messages",
                 delta("buffer.hits"),
@@ -658,6 +666,10 @@ impl Session {
                     r.pages_read,
                     r.result_rows,
                     r.result_bytes
+                ));
+                lines.push(format!(
+                    "device scan: {} pages filtered, {} skipped by zone maps; {} B read",
+                    r.pages_filtered, r.pages_pruned, r.bytes_touched
                 ));
                 lines.push(format!(
                     "shared state passed along: {} B ({} delta pages) in {:.3} ms",

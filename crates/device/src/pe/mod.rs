@@ -79,6 +79,9 @@ pub(crate) struct PeStats {
     pub tuples: u64,
     pub micros: u64,
     pub pages_read: u64,
+    pub pages_filtered: u64,
+    pub pages_pruned: u64,
+    pub bytes_touched: u64,
 }
 
 /// The chunks of VIDs one PE walks: `first`, `first + step`, …
@@ -649,6 +652,11 @@ impl<'a> Walker<'a> {
     }
 
     fn finish(mut self, t0: Instant) -> (PeOutput, PeStats) {
+        let (pages_filtered, pages_pruned, bytes_touched) = (
+            self.state.pages,
+            self.state.pages_pruned,
+            self.state.bytes_touched,
+        );
         if let (Some(p), NdpOp::Aggregate { .. }) = (self.task.pipeline, &self.task.inv.op) {
             self.groups = p.finish(std::mem::take(&mut self.state));
         }
@@ -665,6 +673,9 @@ impl<'a> Walker<'a> {
             tuples: self.tuples,
             micros: t0.elapsed().as_micros() as u64,
             pages_read: self.cache.loaded,
+            pages_filtered,
+            pages_pruned,
+            bytes_touched,
         };
         (out, stats)
     }
