@@ -460,47 +460,40 @@ pub fn sequential_read_rate(bytes: usize) -> f64 {
 fn plots(out: &Path, all: &[Measurement], postgres: Option<Duration>) -> Result<bool, String> {
     use crate::plot::{bar_chart, line_chart, Series};
     let ms = |m: &Measurement| m.elapsed.as_secs_f64() * 1e3;
-    let mut cats = Vec::new();
-    let mut values = Vec::new();
-    for m in all
-        .iter()
-        .filter(|m| m.label.starts_with("query-") && !m.ndp)
-    {
-        let on = all
-            .iter()
-            .find(|o| o.label == m.label && o.preset == m.preset && o.ndp);
-        cats.push(format!("{} {}", m.label, m.preset));
-        let mut v = vec![ms(m), on.map_or(0.0, ms)];
-        if let Some(pg) = postgres {
-            // PostgreSQL runs Query-SUM only (it has no SPN UDF).
-            v.push(if m.label == "query-sum" {
-                pg.as_secs_f64() * 1e3
-            } else {
-                0.0
-            });
+    // One chart per query (Query-UDF takes ~100× Query-SUM's time); the
+    // PostgreSQL bar where PostgreSQL ran the query (it has no SPN UDF).
+    for (label, file, title) in [
+        (
+            "query-sum",
+            "query-sum.png",
+            "Query-SUM (CH Q6 on ORDER-LINE)",
+        ),
+        ("query-udf", "query-udf.png", "Query-UDF (SPN inference)"),
+    ] {
+        let mut cats = Vec::new();
+        let mut values = Vec::new();
+        for m in all.iter().filter(|m| m.label == label && !m.ndp) {
+            let on = all
+                .iter()
+                .find(|o| o.label == m.label && o.preset == m.preset && o.ndp);
+            cats.push(m.preset.clone());
+            let mut v = vec![ms(m), on.map_or(0.0, ms)];
+            if let (Some(pg), "query-sum") = (postgres, label) {
+                v.push(pg.as_secs_f64() * 1e3);
+            }
+            values.push(v);
         }
-        values.push(v);
-    }
-    let (title, series): (&str, &[&str]) = if postgres.is_some() {
-        (
-            "Query-SUM and Query-UDF: ndpdb host only, NDP, PostgreSQL 15 (Query-SUM)",
-            &["ndpdb ndp off", "ndpdb ndp on", "PostgreSQL"],
-        )
-    } else {
-        (
-            "Query-SUM and Query-UDF: host only vs NDP",
-            &["ndp off", "ndp on"],
-        )
-    };
-    if !bar_chart(
-        &out.join("queries.png"),
-        title,
-        "time (ms)",
-        &cats,
-        series,
-        &values,
-    )? {
-        return Ok(false);
+        if cats.is_empty() {
+            continue;
+        }
+        let series: &[&str] = if postgres.is_some() && label == "query-sum" {
+            &["ndpdb host only", "ndpdb NDP", "PostgreSQL 15"]
+        } else {
+            &["ndpdb host only", "ndpdb NDP"]
+        };
+        if !bar_chart(&out.join(file), title, "time (ms)", &cats, series, &values)? {
+            return Ok(false);
+        }
     }
     let sweep = |prefix: &str,
                  ndp: bool,

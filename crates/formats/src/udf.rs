@@ -15,8 +15,9 @@
 //! ```
 //!
 //! 320 Gaussian leaves and 169 log-sum-exps per row: compute-heavy next to
-//! a SUM. The parameters come from a fixed seed, so every build, host and
-//! device computes bit-identical scores.
+//! a SUM. The parameters come from a fixed seed and the arithmetic is our
+//! own (below), so every build, host and device computes bit-identical
+//! scores; scans score [`SPN_BATCH`] rows at a time ([`spn_scores`]).
 
 use std::sync::OnceLock;
 
@@ -79,16 +80,136 @@ fn spn() -> &'static Spn {
     })
 }
 
-fn log_sum_exp(xs: &[f64]) -> f64 {
-    let m = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if m == f64::NEG_INFINITY {
-        return m;
-    }
-    m + xs.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+// The network is evaluated with our own `exp` and `ln` (range reduction
+// and fixed polynomials, basic IEEE operations only, no fused
+// multiply-add): every platform and every batch width computes the same
+// bits, and the loops over a batch's rows compile to vector code.
+
+/// 1.5 · 2⁵²: adding it rounds a double of magnitude < 2⁵¹ to an integer
+/// (ties to even) in its low mantissa bits.
+const ROUND: f64 = 6_755_399_441_055_744.0;
+/// ln 2 split in two (fdlibm's): `n · LN2_HI` is exact for |n| < 2¹¹.
+const LN2_HI: f64 = f64::from_bits(0x3FE6_2E42_FEE0_0000);
+const LN2_LO: f64 = f64::from_bits(0x3DEA_39EF_3579_3C76);
+
+/// eˣ for x ∈ [-700, 0] (relative error < 2e-14); smaller x give ≈ 0.
+#[inline(always)]
+fn exp_neg(x: f64) -> f64 {
+    let x = x.max(-700.0);
+    let k = x * std::f64::consts::LOG2_E + ROUND;
+    let n = k - ROUND;
+    let r = (x - n * LN2_HI) - n * LN2_LO;
+    // e^r, |r| ≤ ln2/2: Taylor to r¹¹ (error < 3e-13 relative), in
+    // Estrin's scheme (short dependency chains).
+    let r2 = r * r;
+    let r4 = r2 * r2;
+    let r8 = r4 * r4;
+    let a = 1.0 + r;
+    let b = 0.5 + r * (1.0 / 6.0);
+    let c = 1.0 / 24.0 + r * (1.0 / 120.0);
+    let d = 1.0 / 720.0 + r * (1.0 / 5_040.0);
+    let e = 1.0 / 40_320.0 + r * (1.0 / 362_880.0);
+    let f = 1.0 / 3_628_800.0 + r * (1.0 / 39_916_800.0);
+    let p = (a + r2 * b) + r4 * (c + r2 * d) + r8 * (e + r2 * f);
+    // 2ⁿ from n's bits in `k` (n ∈ [-1010, 0]).
+    let n_bits = (k.to_bits() as i64).wrapping_sub(ROUND.to_bits() as i64);
+    p * f64::from_bits((n_bits.wrapping_add(1023) << 52) as u64)
 }
 
-/// `spn_score(features)`: log-likelihood under the network.
-pub fn spn_score(features: &[u8]) -> Result<f64> {
+/// ln(1 + t) for t ∈ [0, 1] as 2·atanh(t / (2 + t)) (|s| ≤ 1/3).
+#[inline(always)]
+fn ln_1p_unit(t: f64) -> f64 {
+    let s = t / (2.0 + t);
+    let s2 = s * s;
+    let s4 = s2 * s2;
+    let s8 = s4 * s4;
+    // 2s·Σ s²ʲ/(2j+1), j ≤ 11 (error < 1e-13 relative), Estrin's scheme.
+    let t0 = 1.0 + s2 * (1.0 / 3.0);
+    let t1 = 1.0 / 5.0 + s2 * (1.0 / 7.0);
+    let t2 = 1.0 / 9.0 + s2 * (1.0 / 11.0);
+    let t3 = 1.0 / 13.0 + s2 * (1.0 / 15.0);
+    let t4 = 1.0 / 17.0 + s2 * (1.0 / 19.0);
+    let t5 = 1.0 / 21.0 + s2 * (1.0 / 23.0);
+    let p = (t0 + s4 * t1) + s8 * ((t2 + s4 * t3) + s8 * (t4 + s4 * t5));
+    2.0 * s * p
+}
+
+/// ln(eᵃ + eᵇ) = max + ln(1 + e^-|a-b|).
+#[inline(always)]
+fn log_add(a: f64, b: f64) -> f64 {
+    let (hi, lo) = if a >= b { (a, b) } else { (b, a) };
+    hi + ln_1p_unit(exp_neg(lo - hi))
+}
+
+/// Rows scored together: the loops over them are the vector lanes.
+pub const SPN_BATCH: usize = 32;
+
+/// Scores `N` rows (`x`: by feature, then row) into `out`; each lane
+/// computes exactly what a lane of any other width computes.
+#[inline(always)]
+fn score_lanes<const N: usize>(x: &[[f64; N]; SPN_FEATURES], out: &mut [f64; N]) {
+    let net = spn();
+    let mut comps = [[0.0f64; N]; COMPONENTS];
+    for (k, comp) in comps.iter_mut().enumerate() {
+        let mut acc = [net.root[k]; N];
+        for (f, xf) in x.iter().enumerate() {
+            let [(w0, m0, i0, n0), (w1, m1, i1, n1)] = net.leaves[k * SPN_FEATURES + f];
+            let (c0, c1) = (w0 + n0, w1 + n1);
+            for l in 0..N {
+                let z0 = (xf[l] - m0) * i0;
+                let z1 = (xf[l] - m1) * i1;
+                acc[l] += log_add(c0 - 0.5 * z0 * z0, c1 - 0.5 * z1 * z1);
+            }
+        }
+        *comp = acc;
+    }
+    for l in 0..N {
+        let m = comps.iter().fold(f64::NEG_INFINITY, |m, c| m.max(c[l]));
+        let mut sum = 0.0;
+        for c in &comps {
+            sum += exp_neg(c[l] - m);
+        }
+        // sum ∈ [1, 8]: ln(sum) = e·ln2 + ln(1 + t), t ∈ [0, 1).
+        let e = ((sum.to_bits() >> 52) as i64 - 1023) as f64;
+        let mant = f64::from_bits((sum.to_bits() & ((1u64 << 52) - 1)) | (1023u64 << 52));
+        out[l] = m + e * std::f64::consts::LN_2 + ln_1p_unit(mant - 1.0);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn score_lanes_avx2<const N: usize>(x: &[[f64; N]; SPN_FEATURES], out: &mut [f64; N]) {
+    score_lanes(x, out)
+}
+
+/// One batch of `N` rows, 4-wide where the CPU has AVX2 (same
+/// operations, same bits).
+fn score_batch<const N: usize>(x: &[[f64; N]; SPN_FEATURES], out: &mut [f64; N]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked just above).
+        return unsafe { score_lanes_avx2(x, out) };
+    }
+    score_lanes(x, out)
+}
+
+/// Rows of a batch's tail scored together (one AVX2 vector).
+const SPN_TAIL: usize = 4;
+
+/// Scores up to `N` inputs (checked) into `dst`.
+fn score_chunk<const N: usize>(inputs: &[&[u8]], dst: &mut [f64]) {
+    let mut x = [[0.0f64; N]; SPN_FEATURES];
+    for (l, input) in inputs.iter().enumerate() {
+        for (f, c) in input.chunks_exact(4).enumerate() {
+            x[f][l] = f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
+        }
+    }
+    let mut scores = [0.0f64; N];
+    score_batch(&x, &mut scores);
+    dst.copy_from_slice(&scores[..dst.len()]);
+}
+
+fn check_input(features: &[u8]) -> Result<()> {
     if features.len() != SPN_INPUT_BYTES {
         return Err(Error::sql(
             SqlState::INVALID_PARAMETER_VALUE,
@@ -98,26 +219,37 @@ pub fn spn_score(features: &[u8]) -> Result<f64> {
             ),
         ));
     }
-    let mut x = [0.0f64; SPN_FEATURES];
-    for (i, c) in features.chunks_exact(4).enumerate() {
-        x[i] = f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64;
+    Ok(())
+}
+
+/// `spn_score(features)`: log-likelihood under the network.
+pub fn spn_score(features: &[u8]) -> Result<f64> {
+    let mut out = [0.0];
+    spn_scores(&[features], &mut out)?;
+    Ok(out[0])
+}
+
+/// `spn_score` of many feature vectors; `out[i]` is bit for bit what
+/// `spn_score(inputs[i])` returns. Fails on the first malformed input.
+pub fn spn_scores(inputs: &[&[u8]], out: &mut [f64]) -> Result<()> {
+    for input in inputs {
+        check_input(input)?;
     }
-    let net = spn();
-    let mut comps = [0.0; COMPONENTS];
-    for (k, comp) in comps.iter_mut().enumerate() {
-        let mut product = net.root[k];
-        for (f, xf) in x.iter().enumerate() {
-            let leaf = &net.leaves[k * SPN_FEATURES + f];
-            let mut mix = [0.0; LEAF_MIX];
-            for (m, (lw, mean, inv_sigma, norm)) in mix.iter_mut().zip(leaf) {
-                let z = (xf - mean) * inv_sigma;
-                *m = lw + norm - 0.5 * z * z;
-            }
-            product += log_sum_exp(&mix);
-        }
-        *comp = product;
+    let n = inputs.len().min(out.len());
+    let full = n - n % SPN_BATCH;
+    for (batch, dst) in inputs[..full]
+        .chunks(SPN_BATCH)
+        .zip(out[..full].chunks_mut(SPN_BATCH))
+    {
+        score_chunk::<SPN_BATCH>(batch, dst);
     }
-    Ok(log_sum_exp(&comps))
+    for (batch, dst) in inputs[full..n]
+        .chunks(SPN_TAIL)
+        .zip(out[full..n].chunks_mut(SPN_TAIL))
+    {
+        score_chunk::<SPN_TAIL>(batch, dst);
+    }
+    Ok(())
 }
 
 /// A feature vector from 20 values (for loaders and tests).
@@ -139,5 +271,86 @@ mod tests {
         let far = spn_features(&[30.0; SPN_FEATURES]);
         assert!(spn_score(&far).unwrap() < s1, "outliers are less likely");
         assert!(spn_score(&a[..79]).is_err());
+    }
+
+    #[test]
+    fn exp_and_ln_match_the_standard_library() {
+        for i in 0..=20_000 {
+            let x = -(i as f64) / 100.0;
+            let (ours, std) = (exp_neg(x), x.exp());
+            assert!(
+                (ours - std).abs() <= 2e-14 * std,
+                "exp({x}): {ours} vs {std}"
+            );
+        }
+        for i in 0..=10_000 {
+            let t = i as f64 / 10_000.0;
+            let (ours, std) = (ln_1p_unit(t), t.ln_1p());
+            assert!(
+                (ours - std).abs() <= 1e-15 + 5e-13 * std,
+                "ln1p({t}): {ours} vs {std}"
+            );
+        }
+    }
+
+    #[test]
+    fn batches_score_like_single_rows_and_like_the_plain_formula() {
+        let mut st = 7u64;
+        let rows: Vec<Vec<u8>> = (0..37)
+            .map(|_| {
+                let mut f = [0f32; SPN_FEATURES];
+                for v in f.iter_mut() {
+                    *v = (splitmix(&mut st) * 8.0 - 4.0) as f32;
+                }
+                spn_features(&f)
+            })
+            .collect();
+        let refs: Vec<&[u8]> = rows.iter().map(|r| r.as_slice()).collect();
+        let mut batch = vec![0.0; rows.len()];
+        spn_scores(&refs, &mut batch).unwrap();
+        for (r, b) in rows.iter().zip(&batch) {
+            assert_eq!(spn_score(r).unwrap().to_bits(), b.to_bits());
+            assert!(
+                (plain(r) - b).abs() < 1e-9 * b.abs().max(1.0),
+                "{} vs {b}",
+                plain(r)
+            );
+        }
+        let mut bad = refs.clone();
+        bad[20] = &rows[0][..8];
+        assert!(spn_scores(&bad, &mut batch).is_err());
+    }
+
+    /// The network with the standard library's exp and ln.
+    fn plain(features: &[u8]) -> f64 {
+        let lse = |xs: &[f64]| {
+            let m = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            m + xs.iter().map(|x| (x - m).exp()).sum::<f64>().ln()
+        };
+        let x: Vec<f64> = features
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
+            .collect();
+        let net = spn();
+        let comps: Vec<f64> = (0..COMPONENTS)
+            .map(|k| {
+                net.root[k]
+                    + x.iter()
+                        .enumerate()
+                        .map(|(f, xf)| {
+                            let leaf = &net.leaves[k * SPN_FEATURES + f];
+                            let mix: Vec<f64> = leaf
+                                .iter()
+                                .map(|(lw, mean, inv, norm)| {
+                                    let z = (xf - mean) * inv;
+                                    lw + norm - 0.5 * z * z
+                                })
+                                .collect();
+                            lse(&mix)
+                        })
+                        .sum::<f64>()
+            })
+            .collect();
+        lse(&comps)
     }
 }

@@ -7,7 +7,8 @@
 //!  SUM/AVG(col)      ─► one typed loop: i32/i64 → i128, NUMERIC mantissas
 //!                       per scale → exact Decimal, DOUBLE in row order
 //!  MIN/MAX(col)      ─► typed best row, one Value per page
-//!  f(spn_score(col)) ─► the SPN over the bytea minipage, no Value per row
+//!  f(spn_score(col)) ─► the SPN over the bytea minipage, a batch of rows
+//!                       at a time, no Value per row
 //!  anything else     ─► the row evaluator on the decoded row
 //! ```
 
@@ -16,7 +17,7 @@ use std::cmp::Ordering;
 use ndpdb_formats::agg::{Acc, AggFunc, AggSpec};
 use ndpdb_formats::expr::{Func, Op};
 use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef, Zone};
-use ndpdb_formats::udf::spn_score;
+use ndpdb_formats::udf::spn_scores;
 use ndpdb_formats::{DataType, Decimal, Result, Value};
 
 use crate::predicate::{column, f64_cmp, rd_i128, rd_i64};
@@ -109,14 +110,21 @@ pub fn fold_page(
         }
         AggInput::Spn(c) => {
             let col = column(page, *c, types[*c])?;
-            let mut best: Option<f64> = None;
+            // NULL arguments leave every aggregate as it is; the rest are
+            // scored in batches and folded in row order.
+            let mut inputs = Vec::with_capacity(sel.len());
             for &s in sel {
                 let i = s as usize;
                 if col.is_null(i) {
                     by_rows(acc, rows, &mut std::iter::once(s))?;
-                    continue;
+                } else {
+                    inputs.push(col.var(i)?);
                 }
-                let x = spn_score(col.var(i)?)?;
+            }
+            let mut scores = vec![0.0; inputs.len()];
+            spn_scores(&inputs, &mut scores)?;
+            let mut best: Option<f64> = None;
+            for x in scores {
                 match spec.func {
                     AggFunc::Sum | AggFunc::Avg => acc.add_double(x),
                     AggFunc::Count => acc.add_count(1),
