@@ -570,8 +570,19 @@ impl Database {
 }
 
 /// Whether a cached device page has the slot of `rid`.
-fn has_slot(page: &[u8], rid: RecId) -> bool {
-    PageRef::parse(page).is_ok_and(|v| rid.slot() < v.slot_count())
+/// The record at `rid` inside a device page; `None` if the page has no
+/// such slot (an older copy of the LPN).
+fn record_if_present(page: &[u8], rid: RecId) -> Result<Option<RecordBytes>> {
+    let view = PageRef::parse(page)?;
+    if rid.slot() >= view.slot_count() {
+        return Ok(None);
+    }
+    let rec = view.record(rid.slot())?.ok_or_else(|| {
+        Error::from(ndpdb_formats::Error::corrupted(format!(
+            "{rid} is an empty slot"
+        )))
+    })?;
+    Ok(Some(RecordBytes::Owned(rec)))
 }
 
 /// The record at `rid` inside a device page.
@@ -666,11 +677,13 @@ impl DbInner {
         find_visible(head, snapshot, |rid| {
             // The same LPN may have been flushed again since (flush &
             // append): an older copy lacks the newer slots.
-            let bytes = match last {
-                Some((lpn, page)) if *lpn == rid.lpn() && has_slot(page, rid) => {
-                    record_in(page, rid)?
-                }
-                _ => {
+            let cached = match last {
+                Some((lpn, page)) if *lpn == rid.lpn() => record_if_present(page, rid)?,
+                _ => None,
+            };
+            let bytes = match cached {
+                Some(b) => b,
+                None => {
                     let (b, page) = self.fetch_in_page(rid)?;
                     if let Some(page) = page {
                         *last = Some((rid.lpn(), page));

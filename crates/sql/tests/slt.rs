@@ -1,5 +1,8 @@
-//! Runs every `tests/slt/*.slt` file against a fresh embedded database.
-//! Error expectations match `<SQLSTATE>: <message>`.
+//! Runs every `tests/slt/*.slt` file against a fresh embedded database,
+//! once per placement (`SET ndp = off | on | auto`): host-only and NDP
+//! plans must give the same answers. A file that sets `ndp` itself (it
+//! tests placement) runs once. Error expectations match
+//! `<SQLSTATE>: <message>`.
 
 use ndpdb_formats::{DataType, Value};
 use ndpdb_host::Database;
@@ -72,16 +75,25 @@ fn sqllogictest_files() {
     files.sort();
     assert!(!files.is_empty());
     for f in files {
-        let mut runner = sqllogictest::Runner::new(|| async {
-            let dir = tempfile::tempdir().map_err(|e| SltError(e.to_string()))?;
-            let db = Database::open(dir.path()).map_err(|e| SltError(e.to_string()))?;
-            Ok(Embedded {
-                session: Session::new(db),
-                _dir: dir,
-            })
-        });
-        if let Err(e) = runner.run_file(&f) {
-            panic!("{}: {}", f.display(), e.display(true));
+        let text = std::fs::read_to_string(&f).unwrap();
+        let modes: &[&str] = if text.contains("SET ndp") {
+            &["auto"]
+        } else {
+            &["off", "on", "auto"]
+        };
+        for &mode in modes {
+            let mut runner = sqllogictest::Runner::new(move || async move {
+                let dir = tempfile::tempdir().map_err(|e| SltError(e.to_string()))?;
+                let db = Database::open(dir.path()).map_err(|e| SltError(e.to_string()))?;
+                let mut session = Session::new(db);
+                session
+                    .execute(&format!("SET ndp = {mode}"))
+                    .map_err(|e| SltError(e.message))?;
+                Ok(Embedded { session, _dir: dir })
+            });
+            if let Err(e) = runner.run_file(&f) {
+                panic!("{} (ndp = {mode}): {}", f.display(), e.display(true));
+            }
         }
     }
 }

@@ -34,7 +34,7 @@ use layout::*;
 use crate::codec::Writer;
 use crate::error::{Error, Result};
 use crate::ids::{Lpn, RecId, TableId, TxId, Vid};
-use crate::record::{RecordHeader, FLAG_TOMBSTONE};
+use crate::record::{RecordHeader, FLAG_TOMBSTONE, RECORD_HEADER_SIZE};
 use crate::types::DataType;
 use crate::value::{Decimal, Value, MAX_SCALE};
 
@@ -224,6 +224,18 @@ impl<'a> ColumnRef<'a> {
 
     /// The raw body bytes of row `i` as a record encodes them (fixed:
     /// little-endian; NUMERIC: mantissa + scale) appended to `w`.
+    /// Bytes [`ColumnRef::encode_field`] writes for row `i`.
+    fn field_len(&self, i: usize) -> Result<usize> {
+        Ok(match self.data {
+            ColumnData::Fixed { width, .. } => width,
+            ColumnData::Numeric { .. } => 17,
+            ColumnData::Var { .. } => {
+                let n = self.var(i)?.len();
+                n + if n < 0xFF { 1 } else { 5 }
+            }
+        })
+    }
+
     fn encode_field(&self, i: usize, w: &mut Writer) -> Result<()> {
         match self.data {
             ColumnData::Fixed { width, values } => {
@@ -548,20 +560,38 @@ impl<'a> PageRef<'a> {
             return Ok(None);
         };
         let s = slot as usize;
-        let cols: Vec<ColumnRef> = (0..self.columns)
-            .map(|c| self.column(c))
-            .collect::<Result<_>>()?;
-        let mut w = Writer::with_capacity(64);
-        h.encode(&mut w);
-        let mut bitmap = vec![0u8; self.columns.div_ceil(8)];
-        for (c, col) in cols.iter().enumerate() {
+        // One pass sizes the record (one allocation) and builds the null
+        // bitmap, the second writes the fields.
+        let bitmap_len = self.columns.div_ceil(8);
+        let mut size = RECORD_HEADER_SIZE + bitmap_len;
+        let mut bitmap = [0u8; 32];
+        let mut big_bitmap = Vec::new();
+        if bitmap_len > bitmap.len() {
+            big_bitmap = vec![0u8; bitmap_len];
+        }
+        for c in 0..self.columns {
+            let col = self.column(c)?;
             if col.is_null(s) {
-                bitmap[c / 8] |= 1 << (c % 8);
+                match big_bitmap.get_mut(c / 8) {
+                    Some(b) => *b |= 1 << (c % 8),
+                    None => bitmap[c / 8] |= 1 << (c % 8),
+                }
+            } else {
+                size += col.field_len(s)?;
             }
         }
-        w.raw(&bitmap);
-        for col in cols.iter().filter(|col| !col.is_null(s)) {
-            col.encode_field(s, &mut w)?;
+        let mut w = Writer::with_capacity(size);
+        h.encode(&mut w);
+        if big_bitmap.is_empty() {
+            w.raw(&bitmap[..bitmap_len]);
+        } else {
+            w.raw(&big_bitmap);
+        }
+        for c in 0..self.columns {
+            let col = self.column(c)?;
+            if !col.is_null(s) {
+                col.encode_field(s, &mut w)?;
+            }
         }
         Ok(Some(w.into_inner()))
     }
