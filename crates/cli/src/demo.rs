@@ -194,6 +194,10 @@ pub enum Bench {
         /// ndpdb-server=HOST:PORT to test a running server instead.
         #[arg(long, default_value = "postgres")]
         target: Vec<String>,
+        /// Placement of ndpdb's queries: off (host only), on (every query
+        /// the device can run goes there) or auto (the cost model).
+        #[arg(long, default_value = "auto", value_parser = ["off", "on", "auto"])]
+        ndp: String,
     },
     /// Shared-lock-table latency: host and device side, uncontended and
     /// contended, against the host lock table alone and a mutex hash map.
@@ -815,7 +819,8 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             queries,
             seed,
             target,
-        } => crate::targets::diff(rows, queries, seed, &target),
+            ndp,
+        } => crate::targets::diff(rows, queries, seed, &target, &ndp),
         Bench::Ycsb {
             records,
             workload,

@@ -145,6 +145,7 @@ pub fn diff(
     queries: usize,
     seed: u64,
     targets: &[String],
+    ndp: &str,
 ) -> Result<std::process::ExitCode> {
     let mut postgres = None;
     let mut server = Target::NdpdbServer(None);
@@ -166,6 +167,8 @@ pub fn diff(
     let (mut a, mut b) = (mine.connect()?, theirs.connect()?);
     ndpdb_bench::diff::load(&mut a, rows, seed)?;
     ndpdb_bench::diff::load(&mut b, rows, seed)?;
+    a.batch_execute(&format!("SET ndp = {ndp}"))
+        .map_err(ndpdb_bench::target::wire_error)?;
     let report = ndpdb_bench::diff::compare(&mut a, &mut b, queries, seed);
     for m in report.mismatches.iter().take(20) {
         println!(
@@ -174,7 +177,7 @@ pub fn diff(
         );
     }
     println!(
-        "diff: {} queries on {rows} + {} rows (seed {seed}): {} match PostgreSQL ({} rows compared; {} with no rows, {} rejected by both), {} differ",
+        "diff: {} queries on {rows} + {} rows (seed {seed}, ndp = {ndp}): {} match PostgreSQL ({} rows compared; {} with no rows, {} rejected by both), {} differ",
         report.queries,
         rows * 2,
         report.matched,

@@ -659,6 +659,40 @@ impl DbInner {
         Ok((record_in(&page, rid)?, Some(page)))
     }
 
+    /// A point read's fast path: when `head` lies on a flushed page and is
+    /// the version `snapshot` sees, its row decoded straight from the
+    /// page's minipages (`Some(None)` for a tombstone). `None` when the
+    /// chain must be walked ([`DbInner::read_visible`]).
+    pub fn read_visible_head_row(
+        &self,
+        head: RecId,
+        snapshot: &Snapshot,
+    ) -> Result<Option<Option<Vec<Value>>>> {
+        if self.delta.read().has_page(head.lpn()) {
+            return Ok(None);
+        }
+        let Some(ppn) = self.l2p.get(head.lpn()) else {
+            return Ok(None);
+        };
+        let page = self.pool.get(ppn, &self.device)?;
+        let view = PageRef::parse(&page)?;
+        if head.slot() >= view.slot_count() {
+            return Ok(None);
+        }
+        let Some(header) = view.header(head.slot())? else {
+            return Ok(None);
+        };
+        if !snapshot.sees(header.creator) {
+            return Ok(None);
+        }
+        if header.is_tombstone() {
+            return Ok(Some(None));
+        }
+        let mut row = Vec::with_capacity(view.column_count());
+        view.decode_row_into(head.slot(), None, &mut row)?;
+        Ok(Some(Some(row)))
+    }
+
     /// The version of the chain starting at `head` visible to `snapshot`.
     pub fn read_visible(&self, head: RecId, snapshot: &Snapshot) -> Result<Visible<RecordBytes>> {
         self.read_visible_with(head, snapshot, &mut None)

@@ -110,6 +110,11 @@ impl DeltaBuffer {
         })
     }
 
+    /// Whether the page `lpn` is here (newer than any flushed copy).
+    pub fn has_page(&self, lpn: Lpn) -> bool {
+        self.pages.contains_key(&lpn)
+    }
+
     /// A copy of the page image of `lpn` if the page is here.
     pub fn page_image(&self, lpn: Lpn) -> Option<Vec<u8>> {
         self.pages.get(&lpn).map(|p| p.as_bytes().to_vec())

@@ -282,6 +282,14 @@ impl Transaction {
         if head.is_null() {
             return Ok(None);
         }
+        if let Some(row) = self.db.inner.read_visible_head_row(head, &self.snapshot)? {
+            if row.as_ref().is_some_and(|r| r.len() != ts.types.len()) {
+                return Err(Error::from(ndpdb_formats::Error::corrupted(format!(
+                    "{head} has a row of another width than its table"
+                ))));
+            }
+            return Ok(row.map(|r| (head, r)));
+        }
         match self.db.inner.read_visible(head, &self.snapshot)? {
             Visible::Version(rid, bytes) => Ok(Some((rid, Self::decode(ts, &bytes)?.1))),
             _ => Ok(None),
