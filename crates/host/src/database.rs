@@ -569,7 +569,6 @@ impl Database {
     }
 }
 
-/// Whether a cached device page has the slot of `rid`.
 /// The record at `rid` inside a device page; `None` if the page has no
 /// such slot (an older copy of the LPN).
 fn record_if_present(page: &[u8], rid: RecId) -> Result<Option<RecordBytes>> {
@@ -587,13 +586,11 @@ fn record_if_present(page: &[u8], rid: RecId) -> Result<Option<RecordBytes>> {
 
 /// The record at `rid` inside a device page.
 fn record_in(page: &[u8], rid: RecId) -> Result<RecordBytes> {
-    let view = PageRef::parse(page)?;
-    let rec = view.record(rid.slot())?.ok_or_else(|| {
+    record_if_present(page, rid)?.ok_or_else(|| {
         Error::from(ndpdb_formats::Error::corrupted(format!(
-            "{rid} is an empty slot"
+            "{rid} is beyond its page"
         )))
-    })?;
-    Ok(RecordBytes::Owned(rec))
+    })
 }
 
 impl DbInner {

@@ -87,7 +87,7 @@ impl HostPages<'_> {
                     continue;
                 }
                 prev = Some(lpn);
-                if delta.page_image(lpn).is_some() {
+                if delta.has_page(lpn) {
                     continue;
                 }
                 if let Some(ppn) = self.db.l2p.get(lpn) {

@@ -193,12 +193,12 @@ fn fold_column(acc: &mut Acc, spec: &AggSpec, col: &ColumnRef<'_>, sel: &[u16]) 
                     acc.add_double(f64::from_le_bytes(b));
                 }
             }
-            (DataType::Numeric { .. }, ColumnData::Numeric { mantissas, .. })
-                if small_numeric(col, sel.len()).is_some() =>
-            {
+            (DataType::Numeric { .. }, ColumnData::Numeric { mantissas, scales }) => {
+                let Some(scale) = small_numeric(col, sel.len()) else {
+                    return sum_numeric_runs(acc, mantissas, scales, sel, live);
+                };
                 // One scale on the page and mantissas so small that the
                 // page's sum fits an i64: their low 8 bytes, summed.
-                let scale = small_numeric(col, sel.len()).unwrap_or(0);
                 let low = |s: u16| rd_i64(mantissas, 2 * s as usize);
                 let (sum, n) = if nulls {
                     sel.iter()
@@ -208,30 +208,6 @@ fn fold_column(acc: &mut Acc, spec: &AggSpec, col: &ColumnRef<'_>, sel: &[u16]) 
                     (sel.iter().map(|s| low(*s)).sum(), sel.len() as i64)
                 };
                 acc.add_decimal_sum(Decimal::new(sum as i128, scale), n)?;
-            }
-            (DataType::Numeric { .. }, ColumnData::Numeric { mantissas, scales }) => {
-                // Runs of one scale sum as integers; each run is one exact
-                // Decimal addition.
-                let mut run: Option<(u8, i128, i64)> = None;
-                for s in sel.iter().filter(|s| live(s)) {
-                    let i = *s as usize;
-                    let (sc, m) = (scales[i], rd_i128(mantissas, i));
-                    match &mut run {
-                        Some((rs, sum, n)) if *rs == sc => {
-                            *sum = sum.checked_add(m).ok_or_else(overflow)?;
-                            *n += 1;
-                        }
-                        _ => {
-                            if let Some((rs, sum, n)) = run.take() {
-                                acc.add_decimal_sum(Decimal::new(sum, rs), n)?;
-                            }
-                            run = Some((sc, m, 1));
-                        }
-                    }
-                }
-                if let Some((rs, sum, n)) = run {
-                    acc.add_decimal_sum(Decimal::new(sum, rs), n)?;
-                }
             }
             _ => return Ok(false),
         },
@@ -283,6 +259,38 @@ fn fold_column(acc: &mut Acc, spec: &AggSpec, col: &ColumnRef<'_>, sel: &[u16]) 
                 acc.add(spec, col.value(i)?)?;
             }
         }
+    }
+    Ok(true)
+}
+
+/// SUM of NUMERIC values of mixed scales: runs of one scale sum as
+/// integers, each run is one exact Decimal addition.
+fn sum_numeric_runs(
+    acc: &mut Acc,
+    mantissas: &[u8],
+    scales: &[u8],
+    sel: &[u16],
+    live: impl Fn(&u16) -> bool,
+) -> Result<bool> {
+    let mut run: Option<(u8, i128, i64)> = None;
+    for s in sel.iter().filter(|s| live(s)) {
+        let i = *s as usize;
+        let (sc, m) = (scales[i], rd_i128(mantissas, i));
+        match &mut run {
+            Some((rs, sum, n)) if *rs == sc => {
+                *sum = sum.checked_add(m).ok_or_else(overflow)?;
+                *n += 1;
+            }
+            _ => {
+                if let Some((rs, sum, n)) = run.take() {
+                    acc.add_decimal_sum(Decimal::new(sum, rs), n)?;
+                }
+                run = Some((sc, m, 1));
+            }
+        }
+    }
+    if let Some((rs, sum, n)) = run {
+        acc.add_decimal_sum(Decimal::new(sum, rs), n)?;
     }
     Ok(true)
 }

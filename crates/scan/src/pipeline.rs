@@ -195,7 +195,7 @@ impl Pipeline {
                 }
             }
             Some(Predicate::Rows(p)) => {
-                st.bytes_touched += self.wanted_bytes(page)?;
+                st.bytes_touched += self.wanted_bytes(page);
                 let mut kept = Vec::with_capacity(sel.len());
                 for &s in sel.iter() {
                     page.decode_row_into(s, Some(&self.wanted), &mut st.row)?;
@@ -226,7 +226,7 @@ impl Pipeline {
                 }
             }
             PipelineOp::Aggregate { groups, aggs } if groups.is_empty() => {
-                st.bytes_touched += self.aggregate_bytes(page)?;
+                st.bytes_touched += self.aggregate_bytes(page);
                 let accs = st
                     .plain
                     .get_or_insert_with(|| aggs.iter().map(Acc::new).collect());
@@ -258,25 +258,25 @@ impl Pipeline {
     }
 
     /// Minipage bytes of the columns the row path decodes.
-    fn wanted_bytes(&self, page: &PageRef<'_>) -> Result<u64> {
-        let mut n = 0;
-        for (c, _) in self.wanted.iter().enumerate().filter(|(_, w)| **w) {
-            n += page.column(c)?.footprint as u64;
-        }
-        Ok(n)
+    fn wanted_bytes(&self, page: &PageRef<'_>) -> u64 {
+        (0..self.wanted.len())
+            .filter(|&c| self.wanted[c])
+            .map(|c| page.minipage_len(c) as u64)
+            .sum()
     }
 
     /// Minipage bytes the aggregate inputs read from a page.
-    fn aggregate_bytes(&self, page: &PageRef<'_>) -> Result<u64> {
-        let mut n = 0;
-        for input in &self.inputs {
-            n += match input {
-                AggInput::Star => 0,
-                AggInput::Column(c) | AggInput::Spn(c) => page.column(*c)?.footprint as u64,
-                AggInput::Rows => return self.wanted_bytes(page),
-            };
+    fn aggregate_bytes(&self, page: &PageRef<'_>) -> u64 {
+        if self.inputs.contains(&AggInput::Rows) {
+            return self.wanted_bytes(page);
         }
-        Ok(n)
+        self.inputs
+            .iter()
+            .map(|input| match input {
+                AggInput::Column(c) | AggInput::Spn(c) => page.minipage_len(*c) as u64,
+                _ => 0,
+            })
+            .sum()
     }
 
     /// Runs one decoded row (the wanted columns set) through the filter

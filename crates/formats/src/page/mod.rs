@@ -511,6 +511,15 @@ impl<'a> PageRef<'a> {
         Ok(())
     }
 
+    /// Bytes of column `c`'s minipage (0 for a column the page lacks).
+    #[inline]
+    pub fn minipage_len(&self, c: usize) -> usize {
+        if c >= self.columns {
+            return 0;
+        }
+        rd16(self.bytes, PAGE_HEADER_SIZE + DIR_ENTRY_SIZE * c + 10) as usize
+    }
+
     /// Column `c` (variable-width offsets are checked per value).
     #[inline]
     pub fn column(&self, c: usize) -> Result<ColumnRef<'a>> {
