@@ -119,7 +119,7 @@ impl NdpEngine {
                 r.finish("NDP_SHARED").map_err(link_err)?;
                 let mut pages = FxHashMap::default();
                 for (lpn, bytes) in s.pages {
-                    PageRef::parse(&bytes).map_err(link_err)?;
+                    PageRef::parse_checked(&bytes).map_err(link_err)?;
                     pages.insert(lpn, crate::store::PageBytes::Owned(Arc::new(bytes)));
                 }
                 let id = self.next.fetch_add(1, Ordering::Relaxed);

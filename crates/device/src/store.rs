@@ -174,6 +174,49 @@ impl PageStore {
         Ok(page)
     }
 
+    /// Checksum-verified pages for a PE's batch, as [`PageStore::page`]
+    /// reads them one by one, with the mapping and the verified bits
+    /// looked up once for the batch. `ppns` are sorted.
+    pub(crate) fn pages(&self, ppns: &[Ppn], out: &mut Vec<(Ppn, PageBytes)>) -> Result<()> {
+        let Some(&last) = ppns.last() else {
+            return Ok(());
+        };
+        if last.0 >= self.page_count() {
+            return Err(LinkError::OutOfRange(format!(
+                "PPN {} beyond the store's {} pages",
+                last.0,
+                self.page_count()
+            )));
+        }
+        let Some(map) = self.mapping((last.0 as usize + 1) * PAGE_SIZE)? else {
+            for &ppn in ppns {
+                out.push((ppn, self.page(ppn)?));
+            }
+            return Ok(());
+        };
+        let mut unverified = Vec::new();
+        {
+            let bits = self.verified.read();
+            for &ppn in ppns {
+                let (w, b) = (ppn.0 as usize / 64, ppn.0 % 64);
+                let page = PageBytes::Mapped(map.clone(), ppn.0 as usize * PAGE_SIZE);
+                if !bits
+                    .get(w)
+                    .is_some_and(|x| x.load(Ordering::Acquire) & (1 << b) != 0)
+                {
+                    unverified.push(ppn);
+                }
+                out.push((ppn, page));
+            }
+        }
+        for ppn in unverified {
+            let off = ppn.0 as usize * PAGE_SIZE;
+            PageRef::parse_verified(&map[off..off + PAGE_SIZE])?;
+            self.set_verified(ppn, true);
+        }
+        Ok(())
+    }
+
     /// The mapping if it covers `end` bytes, remapping once if the file
     /// has grown; `None` if it still does not (read by copy instead).
     fn mapping(&self, end: usize) -> Result<Option<Arc<Mmap>>> {

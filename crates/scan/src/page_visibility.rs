@@ -140,12 +140,12 @@ fn walk_run<S: PageSource>(
     }
     let sel = &mut buf.sel;
     sel.clear();
+    if all_visible {
+        sel.extend(run.iter().map(|h| h.slot()));
+        return pipeline.page(state, &view, sel);
+    }
     for h in run {
         let slot = h.slot();
-        if all_visible {
-            sel.push(slot);
-            continue;
-        }
         let header = view
             .header(slot)?
             .ok_or_else(|| Error::corrupted(format!("{h} is an empty slot")))?;

@@ -459,6 +459,31 @@ impl Node {
     ) -> Result<()> {
         match self {
             Node::And(a, b) => {
+                // Two comparisons of one column (a range, BETWEEN) share
+                // the column's view and its bytes.
+                if let (
+                    Node::Cmp {
+                        column: c,
+                        op: op_a,
+                        scalar: scalar_a,
+                    },
+                    Node::Cmp {
+                        column: c_b,
+                        op: op_b,
+                        scalar: scalar_b,
+                    },
+                ) = (&**a, &**b)
+                {
+                    if c == c_b {
+                        let col = column(page, *c, types[*c])?;
+                        let mut bytes = filter_cmp(&col, *op_a, scalar_a, sel, scratch)?;
+                        if !sel.is_empty() {
+                            bytes = bytes.max(filter_cmp(&col, *op_b, scalar_b, sel, scratch)?);
+                        }
+                        scratch.bytes += bytes;
+                        return Ok(());
+                    }
+                }
                 a.filter(page, types, sel, scratch)?;
                 if !sel.is_empty() {
                     b.filter(page, types, sel, scratch)?;
@@ -471,28 +496,8 @@ impl Node {
                 scalar,
             } => {
                 let col = column(page, *c, types[*c])?;
-                let verdict = zone_verdict(&col, *op, scalar);
-                scratch.bytes += match verdict {
-                    Some(_) => ZONE_SIZE as u64,
-                    None => col.footprint as u64,
-                };
-                match verdict {
-                    // No value of the page qualifies (NULL never does).
-                    Some(false) => {
-                        scratch.zone_pruned += 1;
-                        sel.clear();
-                        Ok(())
-                    }
-                    // Every non-NULL value qualifies.
-                    Some(true) => {
-                        scratch.zone_passed += 1;
-                        if col.has_nulls() {
-                            sel.retain(|&s| !col.is_null(s as usize));
-                        }
-                        Ok(())
-                    }
-                    None => select(&col, *op, scalar, sel),
-                }
+                scratch.bytes += filter_cmp(&col, *op, scalar, sel, scratch)?;
+                Ok(())
             }
             _ => {
                 let mut truth = scratch.truth();
@@ -506,6 +511,38 @@ impl Node {
                 scratch.pool.push(truth);
                 Ok(())
             }
+        }
+    }
+}
+
+/// Keeps the rows of `sel` whose value of `col` satisfies `op scalar`,
+/// deciding from the zone map where it can; returns the bytes read.
+fn filter_cmp(
+    col: &ColumnRef<'_>,
+    op: Cmp,
+    scalar: &Scalar,
+    sel: &mut Vec<u16>,
+    scratch: &mut Scratch,
+) -> Result<u64> {
+    match zone_verdict(col, op, scalar) {
+        // No value of the page qualifies (NULL never does).
+        Some(false) => {
+            scratch.zone_pruned += 1;
+            sel.clear();
+            Ok(ZONE_SIZE as u64)
+        }
+        // Every non-NULL value qualifies.
+        Some(true) => {
+            scratch.zone_passed += 1;
+            if col.has_nulls() {
+                sel.retain(|&s| !col.is_null(s as usize));
+                return Ok(ZONE_SIZE as u64 + col.nulls.len() as u64);
+            }
+            Ok(ZONE_SIZE as u64)
+        }
+        None => {
+            select(col, op, scalar, sel)?;
+            Ok(col.footprint as u64)
         }
     }
 }

@@ -334,9 +334,10 @@ fn load_batch(task: &PeTask, chunk: u64) -> Result<Batch, Error> {
         task.core.store.nvm.read_access();
     }
     let mut pages = Vec::with_capacity(ppns.len());
-    for ppn in ppns {
-        pages.push((ppn, task.core.store.page(ppn).map_err(from_link)?));
-    }
+    task.core
+        .store
+        .pages(&ppns, &mut pages)
+        .map_err(from_link)?;
     Ok(Batch {
         chunk,
         heads,

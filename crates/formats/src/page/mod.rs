@@ -310,8 +310,12 @@ impl std::fmt::Debug for PageRef<'_> {
 }
 
 impl<'a> PageRef<'a> {
-    /// Checks size, magic, version and that every minipage lies inside the
-    /// page (not the checksum).
+    /// Checks size, magic, version and that the directory and the version
+    /// minipage lie inside the page (not the checksum). Each column's
+    /// directory entry is checked where [`PageRef::column`] reads it, so a
+    /// scan pays only for the columns it uses; [`PageRef::validate`]
+    /// checks every entry at once.
+    #[inline]
     pub fn parse(bytes: &'a [u8]) -> Result<PageRef<'a>> {
         if bytes.len() != PAGE_SIZE {
             return Err(Error::corrupted(format!("page has {} bytes", bytes.len())));
@@ -330,37 +334,8 @@ impl<'a> PageRef<'a> {
         }
         let rows = rd16(bytes, OFF_ROWS) as usize;
         let columns = rd16(bytes, OFF_COLS) as usize;
-        let mut end = versions_offset(columns) + VERSION_FIELDS_SIZE * rows;
-        if end > PAGE_SIZE {
+        if versions_offset(columns) + VERSION_FIELDS_SIZE * rows > PAGE_SIZE {
             return Err(Error::corrupted("page directory out of bounds"));
-        }
-        let flags = &bytes[end - rows..end];
-        if flags
-            .iter()
-            .any(|f| f & !(FLAG_TOMBSTONE | SLOT_EMPTY) != 0)
-        {
-            return Err(Error::corrupted("unknown version flags"));
-        }
-        for c in 0..columns {
-            let d = PAGE_HEADER_SIZE + DIR_ENTRY_SIZE * c;
-            let ty = dir_type(bytes, d)?;
-            let off = rd16(bytes, d + 8) as usize;
-            let len = rd16(bytes, d + 10) as usize;
-            let g = column_geometry(ty, rows);
-            let fixed_ok = if ty.fixed_width().is_some() {
-                len == g.fixed_len
-            } else {
-                len >= g.fixed_len
-            };
-            if off < end || !off.is_multiple_of(8) || off + len > PAGE_SIZE || !fixed_ok {
-                return Err(Error::corrupted(format!(
-                    "minipage of column {c} out of bounds"
-                )));
-            }
-            if bytes[d + 3] > 1 || (bytes[d + 3] == 1 && g.zone == 0) {
-                return Err(Error::corrupted(format!("bad zone flag of column {c}")));
-            }
-            end = off + len;
         }
         Ok(PageRef {
             bytes,
@@ -369,11 +344,88 @@ impl<'a> PageRef<'a> {
         })
     }
 
+    /// Parses a page and checks its whole structure: every column's
+    /// directory entry, minipages in order without overlap, known version
+    /// flags. For pages from outside the engine's own checked paths.
+    pub fn parse_checked(bytes: &'a [u8]) -> Result<PageRef<'a>> {
+        let p = PageRef::parse(bytes)?;
+        p.validate()?;
+        Ok(p)
+    }
+
+    /// The whole-page structure check of [`PageRef::parse_checked`].
+    pub fn validate(&self) -> Result<()> {
+        if self
+            .flags()
+            .iter()
+            .any(|f| f & !(FLAG_TOMBSTONE | SLOT_EMPTY) != 0)
+        {
+            return Err(Error::corrupted("unknown version flags"));
+        }
+        let mut end = self.versions_end();
+        for c in 0..self.columns {
+            let (off, len) = self.minipage(c)?;
+            if off < end {
+                return Err(Error::corrupted(format!(
+                    "minipage of column {c} overlaps the one before it"
+                )));
+            }
+            end = off + len;
+        }
+        Ok(())
+    }
+
+    /// Where the version minipage ends and column minipages may begin.
+    #[inline]
+    fn versions_end(&self) -> usize {
+        versions_offset(self.columns) + VERSION_FIELDS_SIZE * self.rows
+    }
+
+    /// Column `c`'s type and minipage `(offset, length)`, checked: inside
+    /// the page after the version minipage, 8-aligned, as long as the
+    /// type's geometry needs, a zone flag only where a zone fits.
+    #[inline]
+    fn minipage(&self, c: usize) -> Result<(usize, usize)> {
+        let (_, off, len) = self.entry(c)?;
+        Ok((off, len))
+    }
+
+    #[inline]
+    fn entry(&self, c: usize) -> Result<(DataType, usize, usize)> {
+        if c >= self.columns {
+            return Err(Error::corrupted(format!(
+                "column {c} beyond the page's {}",
+                self.columns
+            )));
+        }
+        let b = self.bytes;
+        let d = PAGE_HEADER_SIZE + DIR_ENTRY_SIZE * c;
+        let ty = dir_type(b, d)?;
+        let off = rd16(b, d + 8) as usize;
+        let len = rd16(b, d + 10) as usize;
+        let g = column_geometry(ty, self.rows);
+        let fixed_ok = if ty.fixed_width().is_some() {
+            len == g.fixed_len
+        } else {
+            len >= g.fixed_len
+        };
+        if off < self.versions_end() || !off.is_multiple_of(8) || off + len > PAGE_SIZE || !fixed_ok
+        {
+            return Err(Error::corrupted(format!(
+                "minipage of column {c} out of bounds"
+            )));
+        }
+        if b[d + 3] > 1 || (b[d + 3] == 1 && g.zone == 0) {
+            return Err(Error::corrupted(format!("bad zone flag of column {c}")));
+        }
+        Ok((ty, off, len))
+    }
+
     /// Parses a page from storage: it must be sealed and its checksum
     /// must match (a flipped seal flag is corruption, not a way around
     /// the checksum).
     pub fn parse_verified(bytes: &'a [u8]) -> Result<PageRef<'a>> {
-        let p = PageRef::parse(bytes)?;
+        let p = PageRef::parse_checked(bytes)?;
         if !p.is_sealed() {
             return Err(Error::corrupted(format!(
                 "unsealed page from storage (lpn {})",
@@ -481,6 +533,11 @@ impl<'a> PageRef<'a> {
             )));
         }
         let flags = self.flags()[s];
+        // Checked here, where flags are read, rather than in `parse`: a
+        // scan of a page whose versions are all visible never reads them.
+        if flags & !(FLAG_TOMBSTONE | SLOT_EMPTY) != 0 {
+            return Err(Error::corrupted(format!("unknown flags of slot {slot}")));
+        }
         if flags & SLOT_EMPTY != 0 {
             return Ok(None);
         }
@@ -523,17 +580,9 @@ impl<'a> PageRef<'a> {
     /// Column `c` (variable-width offsets are checked per value).
     #[inline]
     pub fn column(&self, c: usize) -> Result<ColumnRef<'a>> {
-        if c >= self.columns {
-            return Err(Error::corrupted(format!(
-                "column {c} beyond the page's {}",
-                self.columns
-            )));
-        }
+        let (ty, off, len) = self.entry(c)?;
         let b = self.bytes;
         let d = PAGE_HEADER_SIZE + DIR_ENTRY_SIZE * c;
-        let ty = dir_type(b, d)?;
-        let off = rd16(b, d + 8) as usize;
-        let len = rd16(b, d + 10) as usize;
         let g = column_geometry(ty, self.rows);
         let mp = &b[off..off + len];
         let nulls = &mp[g.nulls..g.nulls + self.rows.div_ceil(8)];

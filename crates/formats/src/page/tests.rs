@@ -175,3 +175,51 @@ fn format_1_pages_are_refused_by_name() {
     let e = PageRef::parse(&bytes).unwrap_err().to_string();
     assert!(e.contains("format version 1"), "{e}");
 }
+
+/// A scan parses only the header and checks the directory entries of
+/// the columns it reads; the whole-page check finds what it skipped.
+#[test]
+fn directory_entries_are_checked_where_read() {
+    let types = [DataType::BigInt, DataType::Int, DataType::Text];
+    let rows: Vec<Vec<Value>> = (0..5)
+        .map(|i| {
+            vec![
+                Value::BigInt(i),
+                Value::Int(i as i32),
+                Value::Text("x".into()),
+            ]
+        })
+        .collect();
+    let (page, _) = fill(&types, &rows);
+    let good = page.as_bytes().to_vec();
+    assert!(PageRef::parse_checked(&good).is_ok());
+
+    // Column 1's minipage moved onto column 0's.
+    let d0 = PAGE_HEADER_SIZE;
+    let d1 = PAGE_HEADER_SIZE + DIR_ENTRY_SIZE;
+    let mut overlap = good.clone();
+    overlap[d1 + 8..d1 + 10].copy_from_slice(&good[d0 + 8..d0 + 10]);
+    let v = PageRef::parse(&overlap).unwrap();
+    assert!(v.column(2).is_ok());
+    let e = PageRef::parse_checked(&overlap).unwrap_err().to_string();
+    assert!(e.contains("overlaps"), "{e}");
+
+    // Column 1's minipage beyond the page: reading it fails, the others read.
+    let mut beyond = good.clone();
+    beyond[d1 + 8..d1 + 10].copy_from_slice(&(PAGE_SIZE as u16 - 8).to_le_bytes());
+    let v = PageRef::parse(&beyond).unwrap();
+    let e = v.column(1).unwrap_err().to_string();
+    assert!(e.contains("out of bounds"), "{e}");
+    assert_eq!(v.column(0).unwrap().value(3).unwrap(), Value::BigInt(3));
+    assert!(PageRef::parse_checked(&beyond).is_err());
+
+    // An unknown version flag fails where the flags are read.
+    let mut flags = good.clone();
+    let f = versions_offset(types.len()) + VERSION_FIELDS_SIZE * 5 - 5 + 2;
+    flags[f] |= 0x40;
+    let v = PageRef::parse(&flags).unwrap();
+    assert!(v.header(1).is_ok());
+    let e = v.header(2).unwrap_err().to_string();
+    assert!(e.contains("unknown flags"), "{e}");
+    assert!(PageRef::parse_checked(&flags).is_err());
+}
