@@ -200,9 +200,9 @@ impl PageStore {
             for &ppn in ppns {
                 let (w, b) = (ppn.0 as usize / 64, ppn.0 % 64);
                 let page = PageBytes::Mapped(map.clone(), ppn.0 as usize * PAGE_SIZE);
-                if !bits
+                if bits
                     .get(w)
-                    .is_some_and(|x| x.load(Ordering::Acquire) & (1 << b) != 0)
+                    .is_none_or(|x| x.load(Ordering::Acquire) & (1 << b) == 0)
                 {
                     unverified.push(ppn);
                 }
