@@ -44,7 +44,7 @@ use crate::error::{Error, Result};
 use crate::locks::LockTable;
 use crate::maps::{L2pMap, VidMap};
 use crate::ndp_update::NdpPart;
-use crate::pk_index::{encode_key, PkIndex};
+use crate::pk_index::{self, encode_key, PkIndex};
 use crate::shared_state::DeltaBuffer;
 use crate::stats::{get, EngineCounters};
 use crate::txn::{find_visible, Snapshot, TxManager, Visible};
@@ -60,9 +60,15 @@ pub struct TableState {
 
 impl TableState {
     fn new(meta: Arc<TableMeta>, vids: VidMap) -> TableState {
+        TableState::with_pk(meta, vids, None)
+    }
+
+    /// A table whose PK index (if it has a key) is `pk`, or empty.
+    fn with_pk(meta: Arc<TableMeta>, vids: VidMap, pk: Option<PkIndex>) -> TableState {
+        let keyed = !meta.schema.primary_key.is_empty();
         TableState {
             types: meta.schema.types(),
-            pk: (!meta.schema.primary_key.is_empty()).then(PkIndex::default),
+            pk: keyed.then(|| pk.unwrap_or_default()),
             meta,
             vids,
         }
@@ -130,6 +136,18 @@ pub(crate) struct DbInner {
 
 /// Recovery: `rid` becomes the head of `vid` (host map and the ΔVID list
 /// the next flush merges into the device's map).
+/// Adds the key of a redone version to its table's PK index.
+fn replay_key(ts: &TableState, vid: Vid, record: &[u8]) -> Result<()> {
+    let Some(pk) = &ts.pk else {
+        return Ok(());
+    };
+    let row = RecordView::parse(record)?.decode(&ts.types)?;
+    if let Some(key) = ts.pk_key(&row) {
+        pk.insert(key, vid);
+    }
+    Ok(())
+}
+
 fn replay_head(ts: &TableState, delta: &mut DeltaBuffer, vid: Vid, rid: RecId) -> Result<()> {
     if vid.0 >= ndpdb_formats::ids::MAX_VID {
         return Err(Error::new(
@@ -190,6 +208,10 @@ pub struct RecoveryReport {
     pub replayed_transactions: u64,
     pub replayed_versions: u64,
     pub wal_bytes_cut: u64,
+    /// PK indexes read from their checkpoint files, and rebuilt from the
+    /// head records (no file current for the WAL's checkpoint).
+    pub pk_indexes_loaded: u64,
+    pub pk_indexes_rebuilt: u64,
 }
 
 /// An open database. Cheap to clone; all clones share one engine.
@@ -237,12 +259,26 @@ impl Database {
         let catalog = Catalog::open(dir)?;
         let info = device.info()?;
         let l2p = L2pMap::from_entries(&device.dump_l2p()?);
+        let (wal, recovered) = Wal::open(&dir.join("wal"))?;
+        // PK indexes written at the WAL's last checkpoint, where present.
+        let pk_dir = pk_index::index_dir(dir);
+        let pk_current = match (pk_index::read_manifest(&pk_dir), &recovered.checkpoint) {
+            (Ok(Some(at)), Some(c)) => at == c.next_txid,
+            _ => false,
+        };
         let mut tables = HashMap::new();
+        let mut pk_loaded = HashSet::new();
         for meta in catalog.tables() {
             let vids = VidMap::from_entries(&device.dump_vid_map(meta.id)?);
-            tables.insert(meta.id, Arc::new(TableState::new(meta, vids)));
+            let keyed = !meta.schema.primary_key.is_empty();
+            let pk = (keyed && pk_current)
+                .then(|| PkIndex::load(&pk_dir, meta.id).ok())
+                .flatten();
+            if pk.is_some() {
+                pk_loaded.insert(meta.id);
+            }
+            tables.insert(meta.id, Arc::new(TableState::with_pk(meta, vids, pk)));
         }
-        let (wal, recovered) = Wal::open(&dir.join("wal"))?;
         let mut next_txid = recovered
             .checkpoint
             .as_ref()
@@ -280,6 +316,9 @@ impl Database {
                         let h = RecordHeader::parse(bytes)?;
                         delta.place(*table, &ts.types, *rid, bytes)?;
                         replay_head(ts, &mut delta, h.vid, *rid)?;
+                        if pk_loaded.contains(table) && !h.is_tombstone() {
+                            replay_key(ts, h.vid, bytes)?;
+                        }
                         max_lpn = max_lpn.max(Some(rid.lpn()));
                         report.replayed_versions += 1;
                     }
@@ -314,6 +353,11 @@ impl Database {
                 WalRecord::Checkpoint(c) => next_txid = next_txid.max(c.next_txid),
             }
         }
+        report.pk_indexes_loaded = pk_loaded.len() as u64;
+        report.pk_indexes_rebuilt = tables
+            .values()
+            .filter(|t| t.pk.is_some() && !pk_loaded.contains(&t.meta.id))
+            .count() as u64;
         let locks = match slt {
             None => LockTable::new(),
             Some(slt) => LockTable::with_slt(slt),
@@ -344,7 +388,7 @@ impl Database {
         let db = Database {
             inner: Arc::new(inner),
         };
-        db.inner.rebuild_pk_indexes()?;
+        db.inner.finish_pk_indexes(&pk_loaded)?;
         db.checkpoint()?;
         Ok(db)
     }
@@ -421,6 +465,7 @@ impl Database {
         self.inner.tables.write().remove(&meta.id);
         self.inner.delta.write().forget_table(meta.id);
         self.inner.device.drop_vid_map(meta.id)?;
+        pk_index::remove(&pk_index::index_dir(&self.inner.dir), meta.id)?;
         Ok(())
     }
 
@@ -480,6 +525,18 @@ impl Database {
                 i.wal.bytes_since_checkpoint() as i64,
             ),
             ("wal.checkpoints".into(), get(&c.checkpoints) as i64),
+            (
+                "pk_index.save_failures".into(),
+                get(&c.pk_index_save_failures) as i64,
+            ),
+            (
+                "recovery.pk_indexes_loaded".into(),
+                i.recovery.pk_indexes_loaded as i64,
+            ),
+            (
+                "recovery.pk_indexes_rebuilt".into(),
+                i.recovery.pk_indexes_rebuilt as i64,
+            ),
             ("txn.commits".into(), get(&c.commits) as i64),
             ("txn.aborts".into(), get(&c.aborts) as i64),
             (
@@ -727,10 +784,18 @@ impl DbInner {
         })
     }
 
-    fn rebuild_pk_indexes(&self) -> Result<()> {
+    /// Completes the PK indexes after the WAL replay: a loaded index
+    /// drops the keys whose VID has no version (transactions that never
+    /// committed; their VIDs are allocated again); the others are rebuilt
+    /// from the head of every VID.
+    fn finish_pk_indexes(&self, loaded: &HashSet<TableId>) -> Result<()> {
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
         for ts in tables {
             let Some(pk) = &ts.pk else { continue };
+            if loaded.contains(&ts.meta.id) {
+                pk.retain_vids(|vid| !ts.vids.head(vid).is_null());
+                continue;
+            }
             for (vid, head) in ts.vids.entries() {
                 let rec = self.fetch(head)?;
                 let row = RecordView::parse(&rec)?.decode(&ts.types)?;
@@ -919,11 +984,30 @@ impl DbInner {
         Ok(())
     }
 
+    /// Writes the PK indexes that gained keys and a manifest naming the
+    /// checkpoint `next_txid` is about to be logged for. The indexes can
+    /// always be rebuilt from the heads: a failed write leaves no manifest
+    /// for this checkpoint, and the next open rebuilds them.
+    fn save_pk_indexes(&self, next_txid: TxId) {
+        let dir = pk_index::index_dir(&self.dir);
+        let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
+        let mut ok = true;
+        for ts in &tables {
+            if let Some(pk) = &ts.pk {
+                ok &= pk.save(&dir, ts.meta.id, false).is_ok();
+            }
+        }
+        if !(ok && pk_index::write_manifest(&dir, next_txid).is_ok()) {
+            EngineCounters::inc(&self.counters.pk_index_save_failures);
+        }
+    }
+
     pub fn checkpoint(&self) -> Result<()> {
         self.check_ok()?;
         let _g = self.checkpoint_gate.write();
         self.flush()?;
         let next_txid = self.txm.next_txid();
+        self.save_pk_indexes(next_txid);
         if let Err(e) = self.wal.checkpoint(CheckpointInfo { next_txid }) {
             self.fail();
             return Err(e.into());

@@ -371,8 +371,9 @@ impl LockTable {
     }
 
     /// Releases `tx`'s locks and hands each to its first waiter.
-    pub fn release_all(&self, tx: TxId, keys: &[LockKey]) {
-        if keys.is_empty() {
+    pub fn release_all<'k>(&self, tx: TxId, keys: impl IntoIterator<Item = &'k LockKey>) {
+        let mut keys = keys.into_iter().peekable();
+        if keys.peek().is_none() {
             return;
         }
         let mut g = self.inner.lock();

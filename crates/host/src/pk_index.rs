@@ -1,21 +1,51 @@
-//! Primary-key index: encoded key → VID.
+//! Primary-key index: encoded key → VID, kept in memory and written to
+//! a file per table at checkpoints so that opening a database does not
+//! read every head record.
 //!
 //! A key keeps its VID for life: a deleted key's chain ends in a tombstone,
 //! and re-inserting the key continues that chain. An UPDATE that changes
-//! the key is a delete of the old VID plus an insert under the new key.
-//! So the index only ever grows, and it can be rebuilt from the newest
-//! version of every VID after a restart.
+//! the key is a delete of the old VID plus an insert under the new key
+//! (the device never changes keys: update NDP refuses SETs of key
+//! columns). So the index only grows, and the index of a checkpoint plus
+//! the keys of the versions the WAL redoes after it is the index of the
+//! recovered database — after dropping entries whose VID has no version
+//! (keys of transactions that never committed).
+//!
+//! ```text
+//!  dir/pk/<table id>.idx                    dir/pk/MANIFEST
+//!  ┌──────────┬───────┬──────┬───────┐      ┌──────────┬────────────┬─────┐
+//!  │ NDPPKIX1 │ table │ n    │ crc32 │      │ NDPPKMF1 │ checkpoint │ crc │
+//!  ├──────────┴───────┴──────┴───────┤      └──────────┴────────────┴─────┘
+//!  │ n × (u32 key length, key, u64 VID)│    the checkpoint (its next
+//!  └──────────────────────────────────┘    transaction id) the files are
+//!                                           current for
+//! ```
+//!
+//! A checkpoint writes the files of indexes that gained keys since their
+//! last write, then the manifest, then the WAL's checkpoint record. An
+//! open trusts the files only when the manifest names the WAL's last
+//! checkpoint; otherwise (a crash between the two, a missing or corrupt
+//! file) it rebuilds the index from the head records, as before.
 
 use std::collections::HashMap;
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
-use ndpdb_formats::codec::Writer;
-use ndpdb_formats::{Value, Vid};
+use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::{Error, Result, TableId, TxId, Value, Vid};
+
+const INDEX_MAGIC: &[u8; 8] = b"NDPPKIX1";
+const MANIFEST_MAGIC: &[u8; 8] = b"NDPPKMF1";
 
 #[derive(Default)]
 pub struct PkIndex {
     map: Mutex<HashMap<Vec<u8>, Vid>>,
+    /// Keys were added since the index was last written.
+    dirty: AtomicBool,
 }
 
 /// Encodes key values so that equal SQL values give equal bytes.
@@ -40,11 +70,14 @@ impl PkIndex {
         }
         let v = alloc();
         m.insert(key, v);
+        self.dirty.store(true, Ordering::Release);
         (v, true)
     }
 
     pub fn insert(&self, key: Vec<u8>, vid: Vid) {
-        self.map.lock().insert(key, vid);
+        if self.map.lock().insert(key, vid) != Some(vid) {
+            self.dirty.store(true, Ordering::Release);
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -62,5 +95,173 @@ impl PkIndex {
             .iter()
             .map(|(k, v)| (k.clone(), *v))
             .collect()
+    }
+
+    /// Drops the entries whose VID `has_version` rejects.
+    pub fn retain_vids(&self, mut has_version: impl FnMut(Vid) -> bool) -> usize {
+        let mut m = self.map.lock();
+        let before = m.len();
+        m.retain(|_, v| has_version(*v));
+        before - m.len()
+    }
+
+    /// Writes the index of `table` into `dir` if it gained keys since its
+    /// last write (or `force`); returns whether it wrote.
+    pub fn save(&self, dir: &Path, table: TableId, force: bool) -> Result<bool> {
+        if !force && !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let mut w = Writer::new();
+        {
+            let m = self.map.lock();
+            w.raw(INDEX_MAGIC).u32(table.0).u64(m.len() as u64);
+            for (k, v) in m.iter() {
+                w.bytes(k).u64(v.0);
+            }
+        }
+        let crc = crc32fast::hash(w.as_slice());
+        w.u32(crc);
+        if let Err(e) = write_atomically(&index_path(dir, table), w.as_slice()) {
+            self.dirty.store(true, Ordering::Release);
+            return Err(e);
+        }
+        Ok(true)
+    }
+
+    /// Reads the index of `table` written by [`PkIndex::save`].
+    pub fn load(dir: &Path, table: TableId) -> Result<PkIndex> {
+        let bytes = fs::read(index_path(dir, table)).map_err(io)?;
+        let body = checked_body(&bytes, INDEX_MAGIC)?;
+        let mut r = Reader::new(body);
+        if r.u32()? != table.0 {
+            return Err(Error::corrupted("PK index file of another table"));
+        }
+        let n = r.u64()?;
+        // Each entry takes at least 12 bytes (length and VID).
+        if n > (r.remaining() / 12) as u64 {
+            return Err(Error::corrupted("PK index entry count beyond the file"));
+        }
+        let mut map = HashMap::with_capacity(n as usize);
+        for _ in 0..n {
+            let key = r.bytes()?.to_vec();
+            map.insert(key, Vid(r.u64()?));
+        }
+        r.finish("PK index")?;
+        Ok(PkIndex {
+            map: Mutex::new(map),
+            dirty: AtomicBool::new(false),
+        })
+    }
+}
+
+/// Where the index files of a database directory live.
+pub fn index_dir(db_dir: &Path) -> PathBuf {
+    db_dir.join("pk")
+}
+
+fn index_path(dir: &Path, table: TableId) -> PathBuf {
+    dir.join(format!("{}.idx", table.0))
+}
+
+/// Records that the index files in `dir` are current for the checkpoint
+/// whose next transaction id is `checkpoint`.
+pub fn write_manifest(dir: &Path, checkpoint: TxId) -> Result<()> {
+    let mut w = Writer::new();
+    w.raw(MANIFEST_MAGIC).u64(checkpoint.0);
+    let crc = crc32fast::hash(w.as_slice());
+    w.u32(crc);
+    write_atomically(&dir.join("MANIFEST"), w.as_slice())
+}
+
+/// The checkpoint the index files in `dir` are current for, if any.
+pub fn read_manifest(dir: &Path) -> Result<Option<TxId>> {
+    let bytes = match fs::read(dir.join("MANIFEST")) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    let mut r = Reader::new(checked_body(&bytes, MANIFEST_MAGIC)?);
+    let t = TxId(r.u64()?);
+    r.finish("PK index manifest")?;
+    Ok(Some(t))
+}
+
+/// Deletes the index file of a dropped table.
+pub fn remove(dir: &Path, table: TableId) -> Result<()> {
+    match fs::remove_file(index_path(dir, table)) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// The bytes between the magic and the trailing checksum, checked.
+fn checked_body<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8]> {
+    if bytes.len() < magic.len() + 4 || &bytes[..magic.len()] != magic {
+        return Err(Error::corrupted("PK index file: bad magic"));
+    }
+    let (data, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(data).to_le_bytes() != crc {
+        return Err(Error::corrupted("PK index file: checksum mismatch"));
+    }
+    Ok(&data[magic.len()..])
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io)?;
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = File::create(&tmp).map_err(io)?;
+        f.write_all(bytes).map_err(io)?;
+        f.sync_all().map_err(io)?;
+    }
+    fs::rename(&tmp, path).map_err(io)?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io)
+}
+
+fn io(e: std::io::Error) -> Error {
+    Error::sql(
+        ndpdb_formats::SqlState::IO_ERROR,
+        format!("PK index file: {e}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn saved_indexes_load_and_damage_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let pk = PkIndex::default();
+        for i in 0..1000u64 {
+            pk.insert(encode_key(&[&Value::BigInt(i as i64)]), Vid(i * 2));
+        }
+        assert!(pk.save(dir.path(), TableId(7), false).unwrap());
+        // Nothing new: nothing written.
+        assert!(!pk.save(dir.path(), TableId(7), false).unwrap());
+        let back = PkIndex::load(dir.path(), TableId(7)).unwrap();
+        let mut a = pk.entries();
+        let mut b = back.entries();
+        a.sort();
+        b.sort();
+        assert_eq!(a, b);
+        assert!(PkIndex::load(dir.path(), TableId(8)).is_err());
+
+        write_manifest(dir.path(), TxId(42)).unwrap();
+        assert_eq!(read_manifest(dir.path()).unwrap(), Some(TxId(42)));
+
+        let path = index_path(dir.path(), TableId(7));
+        let mut bytes = fs::read(&path).unwrap();
+        for at in [0, 9, bytes.len() / 2, bytes.len() - 1] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 0x10;
+            fs::write(&path, &bad).unwrap();
+            assert!(PkIndex::load(dir.path(), TableId(7)).is_err());
+        }
+        bytes.truncate(bytes.len() - 7);
+        fs::write(&path, &bytes).unwrap();
+        assert!(PkIndex::load(dir.path(), TableId(7)).is_err());
     }
 }

@@ -9,6 +9,9 @@ pub struct EngineCounters {
     pub delta_flushes: AtomicU64,
     pub pages_flushed: AtomicU64,
     pub checkpoints: AtomicU64,
+    /// Checkpoints whose PK index files could not be written (the next
+    /// open rebuilds those indexes from the head records).
+    pub pk_index_save_failures: AtomicU64,
     pub serialization_failures: AtomicU64,
     pub deadlocks: AtomicU64,
     pub lock_waits: AtomicU64,

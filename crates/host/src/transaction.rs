@@ -73,7 +73,8 @@ pub struct Transaction {
     snapshot: Snapshot,
     writes: HashMap<(TableId, Vid), WriteEntry>,
     order: Vec<(TableId, Vid)>,
-    locks: Vec<LockKey>,
+    /// Tuple locks held in the HLT/SLT (released at commit or abort).
+    locks: FxHashSet<LockKey>,
     statements: u64,
     finished: bool,
     /// Update-NDP statements waiting for commit.
@@ -107,7 +108,7 @@ impl Database {
             snapshot,
             writes: HashMap::new(),
             order: Vec::new(),
-            locks: Vec::new(),
+            locks: FxHashSet::default(),
             statements: 0,
             finished: false,
             ndp_parts: Vec::new(),
@@ -444,9 +445,7 @@ impl Transaction {
                 return Err(e);
             }
         }
-        if !self.locks.contains(&key) {
-            self.locks.push(key);
-        }
+        self.locks.insert(key);
         Ok(())
     }
 

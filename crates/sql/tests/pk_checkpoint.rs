@@ -1,0 +1,149 @@
+//! Primary-key indexes written at checkpoints: an open reads them
+//! instead of every head record, redoes the keys the WAL holds after the
+//! checkpoint, drops keys of transactions that never committed, and falls
+//! back to rebuilding from the heads when a file is missing, stale or
+//! damaged. Every path ends in the same index.
+
+use ndpdb_formats::{SqlState, Value};
+use ndpdb_host::{Config, Database};
+use ndpdb_sql::{Output, Session};
+
+fn config() -> Config {
+    Config {
+        delta_buffer_bytes: 32 << 10,
+        ..Config::default()
+    }
+}
+
+fn count(s: &mut Session, sql: &str) -> i64 {
+    match s.execute(sql).unwrap().pop().unwrap() {
+        Output::Rows { rows, .. } => match rows[0][0] {
+            Value::BigInt(n) => n,
+            ref v => panic!("{v:?}"),
+        },
+        o => panic!("{o:?}"),
+    }
+}
+
+fn insert_range(s: &mut Session, from: i64, to: i64) {
+    let mut sql = String::from("BEGIN;");
+    for k in from..to {
+        sql.push_str(&format!("INSERT INTO t VALUES ({k}, 'v{k}');"));
+    }
+    sql.push_str("COMMIT");
+    s.execute(&sql).unwrap();
+}
+
+/// Keys `0..n` are there exactly once, a duplicate is refused, and the
+/// index agrees with the heads.
+fn check(db: &Database, n: i64) {
+    db.verify_pk_indexes().unwrap();
+    let mut s = Session::new(db.clone());
+    assert_eq!(count(&mut s, "SELECT count(*) FROM t"), n);
+    for k in [0, n / 2, n - 1] {
+        assert_eq!(
+            count(&mut s, &format!("SELECT count(*) FROM t WHERE k = {k}")),
+            1
+        );
+        let e = s
+            .execute(&format!("INSERT INTO t VALUES ({k}, 'dup')"))
+            .unwrap_err();
+        assert_eq!(e.code, SqlState::UNIQUE_VIOLATION);
+    }
+}
+
+#[test]
+fn open_reads_the_checkpointed_index_and_redoes_the_wal_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open_with(dir.path(), config()).unwrap();
+        let mut s = Session::new(db.clone());
+        s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
+            .unwrap();
+        insert_range(&mut s, 0, 3000);
+        db.checkpoint().unwrap();
+    }
+    // A clean reopen reads the file.
+    let db = Database::open_with(dir.path(), config()).unwrap();
+    assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
+    assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 0);
+    check(&db, 3000);
+
+    // Keys committed after the checkpoint, then a crash: the WAL redoes them.
+    let mut s = Session::new(db.clone());
+    insert_range(&mut s, 3000, 4000);
+    s.execute("DELETE FROM t WHERE k < 10").unwrap();
+    insert_range(&mut s, 0, 10);
+    drop(s);
+    db.close_like_a_crash();
+    let db = Database::open_with(dir.path(), config()).unwrap();
+    assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
+    check(&db, 4000);
+}
+
+#[test]
+fn keys_of_transactions_that_never_committed_are_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open_with(dir.path(), config()).unwrap();
+        let mut s = Session::new(db.clone());
+        s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
+            .unwrap();
+        insert_range(&mut s, 0, 100);
+        // A transaction that inserts keys the checkpoint writes into the
+        // index file, and never commits.
+        let mut open = Session::new(db.clone());
+        open.execute("BEGIN").unwrap();
+        open.execute("INSERT INTO t VALUES (500, 'never'), (501, 'never')")
+            .unwrap();
+        db.checkpoint().unwrap();
+        db.close_like_a_crash();
+    }
+    let db = Database::open_with(dir.path(), config()).unwrap();
+    assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
+    check(&db, 100);
+    // Their keys are free, and new keys get VIDs of their own.
+    let mut s = Session::new(db.clone());
+    insert_range(&mut s, 100, 600);
+    check(&db, 600);
+    assert_eq!(count(&mut s, "SELECT count(*) FROM t WHERE v = 'never'"), 0);
+}
+
+#[test]
+fn a_damaged_or_stale_index_file_is_rebuilt_from_the_heads() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open_with(dir.path(), config()).unwrap();
+        let mut s = Session::new(db.clone());
+        s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
+            .unwrap();
+        insert_range(&mut s, 0, 2000);
+        db.checkpoint().unwrap();
+    }
+    let idx = std::fs::read_dir(dir.path().join("pk"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "idx"))
+        .unwrap();
+    let mut bytes = std::fs::read(&idx).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x5a;
+    std::fs::write(&idx, &bytes).unwrap();
+    {
+        let db = Database::open_with(dir.path(), config()).unwrap();
+        assert_eq!(db.stat("recovery.pk_indexes_loaded"), 0);
+        assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 1);
+        check(&db, 2000);
+    }
+    // That open's checkpoint wrote the rebuilt index again.
+    {
+        let db = Database::open_with(dir.path(), config()).unwrap();
+        assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
+        check(&db, 2000);
+    }
+    // A manifest of another checkpoint: the files are not trusted.
+    std::fs::remove_file(dir.path().join("pk").join("MANIFEST")).unwrap();
+    let db = Database::open_with(dir.path(), config()).unwrap();
+    assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 1);
+    check(&db, 2000);
+}
