@@ -269,7 +269,7 @@ impl Database {
         let mut tables = HashMap::new();
         let mut pk_loaded = HashSet::new();
         for meta in catalog.tables() {
-            let vids = VidMap::from_entries(&device.dump_vid_map(meta.id)?);
+            let vids = VidMap::from_entries(&device.dump_vid_map(meta.id)?)?;
             let keyed = !meta.schema.primary_key.is_empty();
             let pk = (keyed && pk_current)
                 .then(|| PkIndex::load(&pk_dir, meta.id).ok())
@@ -793,7 +793,7 @@ impl DbInner {
         for ts in tables {
             let Some(pk) = &ts.pk else { continue };
             if loaded.contains(&ts.meta.id) {
-                pk.retain_vids(|vid| !ts.vids.head(vid).is_null());
+                ts.vids.with_has_head(|has| pk.retain_vids(has));
                 continue;
             }
             for (vid, head) in ts.vids.entries() {

@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
-use ndpdb_formats::{Lpn, Ppn, RecId, Vid};
+use ndpdb_formats::ids::MAX_VID;
+use ndpdb_formats::{Error, Lpn, Ppn, RecId, Result, Vid};
 
 /// VID → head RecId for one table, plus the VID allocator.
 #[derive(Default)]
@@ -25,12 +26,36 @@ pub struct VidMap {
 }
 
 impl VidMap {
-    pub fn from_entries(entries: &[(Vid, RecId)]) -> VidMap {
-        let m = VidMap::default();
-        for (v, r) in entries {
-            m.set(*v, *r);
+    /// The map of a device's dump; a VID beyond [`MAX_VID`] is corruption.
+    pub fn from_entries(entries: &[(Vid, RecId)]) -> Result<VidMap> {
+        if let Some((v, _)) = entries.iter().find(|(v, _)| v.0 >= MAX_VID) {
+            return Err(Error::corrupted(format!(
+                "VID map entry {} beyond the VID space",
+                v.0
+            )));
         }
-        m
+        let len = entries
+            .iter()
+            .map(|(v, _)| v.0 as usize + 1)
+            .max()
+            .unwrap_or(0);
+        let mut heads = vec![RecId::NULL.raw(); len];
+        for (v, r) in entries {
+            heads[v.0 as usize] = r.raw();
+        }
+        Ok(VidMap {
+            heads: RwLock::new(heads),
+            next_vid: AtomicU64::new(len as u64),
+        })
+    }
+
+    /// Whether `vid` has a version, for many VIDs under one read lock.
+    pub fn with_has_head<R>(&self, f: impl FnOnce(&dyn Fn(Vid) -> bool) -> R) -> R {
+        let h = self.heads.read();
+        f(&|vid: Vid| {
+            h.get(vid.0 as usize)
+                .is_some_and(|r| !RecId::from_raw(*r).is_null())
+        })
     }
 
     pub fn head(&self, vid: Vid) -> RecId {

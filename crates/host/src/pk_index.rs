@@ -14,7 +14,7 @@
 //! ```text
 //!  dir/pk/<table id>.idx                    dir/pk/MANIFEST
 //!  ┌──────────┬───────┬──────┬───────┐      ┌──────────┬────────────┬─────┐
-//!  │ NDPPKIX1 │ table │ n    │ crc32 │      │ NDPPKMF1 │ checkpoint │ crc │
+//!  │ NDPPKIX2 │ table │ n    │ crc32 │      │ NDPPKMF1 │ checkpoint │ crc │
 //!  ├──────────┴───────┴──────┴───────┤      └──────────┴────────────┴─────┘
 //!  │ n × (u32 key length, key, u64 VID)│    the checkpoint (its next
 //!  └──────────────────────────────────┘    transaction id) the files are
@@ -27,61 +27,140 @@
 //! checkpoint; otherwise (a crash between the two, a missing or corrupt
 //! file) it rebuilds the index from the head records, as before.
 
-use std::collections::HashMap;
 use std::fs::{self, File};
+use std::hash::Hasher;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use hashbrown::HashTable;
 use parking_lot::Mutex;
+use rustc_hash::FxHasher;
 
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::{Error, Result, TableId, TxId, Value, Vid};
 
-const INDEX_MAGIC: &[u8; 8] = b"NDPPKIX1";
+const INDEX_MAGIC: &[u8; 8] = b"NDPPKIX2";
 const MANIFEST_MAGIC: &[u8; 8] = b"NDPPKMF1";
 
+/// The index: every key's bytes in one arena, a hash table of
+/// (arena offset, key length, VID) over them — no allocation per key, so
+/// an index of millions of keys loads from its file in one read.
 #[derive(Default)]
 pub struct PkIndex {
-    map: Mutex<HashMap<Vec<u8>, Vid>>,
+    inner: Mutex<Keys>,
     /// Keys were added since the index was last written.
     dirty: AtomicBool,
 }
 
-/// Encodes key values so that equal SQL values give equal bytes.
+#[derive(Default)]
+struct Keys {
+    arena: Vec<u8>,
+    table: HashTable<Slot>,
+}
+
+#[derive(Clone, Copy)]
+struct Slot {
+    off: u64,
+    len: u32,
+    vid: Vid,
+}
+
+fn hash(key: &[u8]) -> u64 {
+    let mut h = FxHasher::default();
+    h.write(key);
+    h.write_usize(key.len());
+    h.finish()
+}
+
+impl Keys {
+    fn key(&self, s: &Slot) -> &[u8] {
+        &self.arena[s.off as usize..s.off as usize + s.len as usize]
+    }
+
+    fn find(&self, key: &[u8]) -> Option<Vid> {
+        self.table
+            .find(hash(key), |s| self.key(s) == key)
+            .map(|s| s.vid)
+    }
+
+    /// Sets `key` → `vid`; returns the VID it had.
+    fn set(&mut self, key: &[u8], vid: Vid) -> Option<Vid> {
+        let h = hash(key);
+        let Keys { arena, table } = self;
+        let at = |s: &Slot| &arena[s.off as usize..s.off as usize + s.len as usize];
+        if let Some(s) = table.find_mut(h, |s| at(s) == key) {
+            return Some(std::mem::replace(&mut s.vid, vid));
+        }
+        let slot = Slot {
+            off: arena.len() as u64,
+            len: key.len() as u32,
+            vid,
+        };
+        arena.extend_from_slice(key);
+        let arena = &*arena;
+        table.insert_unique(h, slot, |s| {
+            hash(&arena[s.off as usize..s.off as usize + s.len as usize])
+        });
+        None
+    }
+}
+
+/// Encodes key values so that equal SQL values give equal bytes:
+/// integers (and NUMERICs with an integral value that fits) as 9 bytes,
+/// everything else as [`Value::key_bytes`] writes it.
 pub fn encode_key(values: &[&Value]) -> Vec<u8> {
     let mut w = Writer::new();
     for v in values {
-        v.key_bytes(&mut w);
+        let integral = match v {
+            Value::Int(x) => Some(*x as i64),
+            Value::BigInt(x) => Some(*x),
+            Value::Numeric(d) => {
+                let d = d.normalized();
+                (d.scale == 0)
+                    .then(|| i64::try_from(d.mantissa).ok())
+                    .flatten()
+            }
+            _ => None,
+        };
+        match integral {
+            Some(x) => {
+                w.u8(INTEGRAL_TAG).u64(x as u64);
+            }
+            None => v.key_bytes(&mut w),
+        }
     }
     w.into_inner()
 }
 
+/// Not a tag [`Value::key_bytes`] writes.
+const INTEGRAL_TAG: u8 = 0x49;
+
 impl PkIndex {
     pub fn get(&self, key: &[u8]) -> Option<Vid> {
-        self.map.lock().get(key).copied()
+        self.inner.lock().find(key)
     }
 
     /// Returns the key's VID, allocating one with `alloc` if the key is new.
     pub fn get_or_insert(&self, key: Vec<u8>, alloc: impl FnOnce() -> Vid) -> (Vid, bool) {
-        let mut m = self.map.lock();
-        if let Some(v) = m.get(&key) {
-            return (*v, false);
+        let mut k = self.inner.lock();
+        if let Some(v) = k.find(&key) {
+            return (v, false);
         }
         let v = alloc();
-        m.insert(key, v);
+        k.set(&key, v);
         self.dirty.store(true, Ordering::Release);
         (v, true)
     }
 
     pub fn insert(&self, key: Vec<u8>, vid: Vid) {
-        if self.map.lock().insert(key, vid) != Some(vid) {
+        if self.inner.lock().set(&key, vid) != Some(vid) {
             self.dirty.store(true, Ordering::Release);
         }
     }
 
     pub fn len(&self) -> usize {
-        self.map.lock().len()
+        self.inner.lock().table.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -90,19 +169,17 @@ impl PkIndex {
 
     /// All entries (for consistency checks).
     pub fn entries(&self) -> Vec<(Vec<u8>, Vid)> {
-        self.map
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), *v))
-            .collect()
+        let k = self.inner.lock();
+        k.table.iter().map(|s| (k.key(s).to_vec(), s.vid)).collect()
     }
 
-    /// Drops the entries whose VID `has_version` rejects.
+    /// Drops the entries whose VID `has_version` rejects (their key bytes
+    /// stay in the arena until the index is next loaded).
     pub fn retain_vids(&self, mut has_version: impl FnMut(Vid) -> bool) -> usize {
-        let mut m = self.map.lock();
-        let before = m.len();
-        m.retain(|_, v| has_version(*v));
-        before - m.len()
+        let mut k = self.inner.lock();
+        let before = k.table.len();
+        k.table.retain(|s| has_version(s.vid));
+        before - k.table.len()
     }
 
     /// Writes the index of `table` into `dir` if it gained keys since its
@@ -113,10 +190,10 @@ impl PkIndex {
         }
         let mut w = Writer::new();
         {
-            let m = self.map.lock();
-            w.raw(INDEX_MAGIC).u32(table.0).u64(m.len() as u64);
-            for (k, v) in m.iter() {
-                w.bytes(k).u64(v.0);
+            let k = self.inner.lock();
+            w.raw(INDEX_MAGIC).u32(table.0).u64(k.table.len() as u64);
+            for s in k.table.iter() {
+                w.bytes(k.key(s)).u64(s.vid.0);
             }
         }
         let crc = crc32fast::hash(w.as_slice());
@@ -141,14 +218,20 @@ impl PkIndex {
         if n > (r.remaining() / 12) as u64 {
             return Err(Error::corrupted("PK index entry count beyond the file"));
         }
-        let mut map = HashMap::with_capacity(n as usize);
+        let mut keys = Keys {
+            arena: Vec::with_capacity(r.remaining()),
+            table: HashTable::with_capacity(n as usize),
+        };
         for _ in 0..n {
-            let key = r.bytes()?.to_vec();
-            map.insert(key, Vid(r.u64()?));
+            let key = r.bytes()?;
+            let vid = Vid(r.u64()?);
+            if keys.set(key, vid).is_some() {
+                return Err(Error::corrupted("PK index file holds a key twice"));
+            }
         }
         r.finish("PK index")?;
         Ok(PkIndex {
-            map: Mutex::new(map),
+            inner: Mutex::new(keys),
             dirty: AtomicBool::new(false),
         })
     }
@@ -230,6 +313,33 @@ fn io(e: std::io::Error) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_sql_values_give_equal_keys() {
+        use ndpdb_formats::Decimal;
+        let k = |v: Value| encode_key(&[&v]);
+        let five = k(Value::BigInt(5));
+        assert_eq!(k(Value::Int(5)), five);
+        assert_eq!(k(Value::Numeric(Decimal::new(500, 2))), five);
+        assert_eq!(five.len(), 9);
+        assert_ne!(k(Value::Numeric(Decimal::new(55, 1))), five);
+        assert_ne!(k(Value::BigInt(-5)), five);
+        assert_eq!(
+            k(Value::Numeric(Decimal::new(55, 1))),
+            k(Value::Numeric(Decimal::new(550, 2)))
+        );
+        // Beyond i64: the decimal form, still one encoding per value.
+        let big = Decimal::new(i64::MAX as i128 * 10, 0);
+        assert_eq!(
+            k(Value::Numeric(big)),
+            k(Value::Numeric(Decimal::new(i64::MAX as i128 * 100, 1)))
+        );
+        assert_ne!(k(Value::Text("5".into())), five);
+        assert_ne!(
+            encode_key(&[&Value::Int(1), &Value::Int(23)]),
+            encode_key(&[&Value::Int(12), &Value::Int(3)])
+        );
+    }
 
     #[test]
     fn saved_indexes_load_and_damage_is_detected() {
