@@ -10,6 +10,13 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc as the process allocator: bulk loads and statements that
+/// hold many rows allocate and free millions of small values, where it
+/// is markedly faster than the C library's allocator (a 100,000-row
+/// load 2.0–2.3 s → 1.4–1.5 s, its full-table UPDATE 2.3–2.7 s → 1.8 s).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "ndpdb",
