@@ -174,12 +174,18 @@ impl PkIndex {
     }
 
     /// Drops the entries whose VID `has_version` rejects (their key bytes
-    /// stay in the arena until the index is next loaded).
+    /// stay in the arena until the index is next loaded). The index is
+    /// then dirty: its file still names those VIDs, which the allocator
+    /// may hand out again, so the next checkpoint must rewrite it.
     pub fn retain_vids(&self, mut has_version: impl FnMut(Vid) -> bool) -> usize {
         let mut k = self.inner.lock();
         let before = k.table.len();
         k.table.retain(|s| has_version(s.vid));
-        before - k.table.len()
+        let dropped = before - k.table.len();
+        if dropped > 0 {
+            self.dirty.store(true, Ordering::Release);
+        }
+        dropped
     }
 
     /// Writes the index of `table` into `dir` if it gained keys since its
