@@ -95,6 +95,13 @@ impl std::ops::Deref for PageBytes {
     }
 }
 
+/// Whether `ppn`'s bit is set in a bitmap of one bit per PPN.
+fn bit_set(bits: &[AtomicU64], ppn: Ppn) -> bool {
+    let (w, b) = (ppn.0 as usize / 64, ppn.0 % 64);
+    bits.get(w)
+        .is_some_and(|x| x.load(Ordering::Acquire) & (1 << b) != 0)
+}
+
 fn io(e: std::io::Error) -> LinkError {
     LinkError::Io(e.to_string())
 }
@@ -198,15 +205,13 @@ impl PageStore {
         {
             let bits = self.verified.read();
             for &ppn in ppns {
-                let (w, b) = (ppn.0 as usize / 64, ppn.0 % 64);
-                let page = PageBytes::Mapped(map.clone(), ppn.0 as usize * PAGE_SIZE);
-                if bits
-                    .get(w)
-                    .is_none_or(|x| x.load(Ordering::Acquire) & (1 << b) == 0)
-                {
+                if !bit_set(&bits, ppn) {
                     unverified.push(ppn);
                 }
-                out.push((ppn, page));
+                out.push((
+                    ppn,
+                    PageBytes::Mapped(map.clone(), ppn.0 as usize * PAGE_SIZE),
+                ));
             }
         }
         for ppn in unverified {
@@ -239,11 +244,7 @@ impl PageStore {
     }
 
     fn is_verified(&self, ppn: Ppn) -> bool {
-        let (w, b) = (ppn.0 as usize / 64, ppn.0 % 64);
-        self.verified
-            .read()
-            .get(w)
-            .is_some_and(|x| x.load(Ordering::Acquire) & (1 << b) != 0)
+        bit_set(&self.verified.read(), ppn)
     }
 
     fn set_verified(&self, ppn: Ppn, on: bool) {

@@ -134,9 +134,7 @@ pub(crate) struct DbInner {
     _dir_lock: std::fs::File,
 }
 
-/// Recovery: `rid` becomes the head of `vid` (host map and the ΔVID list
-/// the next flush merges into the device's map).
-/// Adds the key of a redone version to its table's PK index.
+/// Recovery: adds the key of a redone version to its table's PK index.
 fn replay_key(ts: &TableState, vid: Vid, record: &[u8]) -> Result<()> {
     let Some(pk) = &ts.pk else {
         return Ok(());
@@ -148,6 +146,8 @@ fn replay_key(ts: &TableState, vid: Vid, record: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// Recovery: `rid` becomes the head of `vid` (host map and the ΔVID list
+/// the next flush merges into the device's map).
 fn replay_head(ts: &TableState, delta: &mut DeltaBuffer, vid: Vid, rid: RecId) -> Result<()> {
     if vid.0 >= ndpdb_formats::ids::MAX_VID {
         return Err(Error::new(
@@ -994,7 +994,7 @@ impl DbInner {
         let mut ok = true;
         for ts in &tables {
             if let Some(pk) = &ts.pk {
-                ok &= pk.save(&dir, ts.meta.id, false).is_ok();
+                ok &= pk.save(&dir, ts.meta.id).is_ok();
             }
         }
         if !(ok && pk_index::write_manifest(&dir, next_txid).is_ok()) {

@@ -73,9 +73,14 @@ fn hash(key: &[u8]) -> u64 {
     h.finish()
 }
 
+/// The bytes of `s`'s key in `arena`.
+fn key_at<'a>(arena: &'a [u8], s: &Slot) -> &'a [u8] {
+    &arena[s.off as usize..s.off as usize + s.len as usize]
+}
+
 impl Keys {
     fn key(&self, s: &Slot) -> &[u8] {
-        &self.arena[s.off as usize..s.off as usize + s.len as usize]
+        key_at(&self.arena, s)
     }
 
     fn find(&self, key: &[u8]) -> Option<Vid> {
@@ -88,8 +93,7 @@ impl Keys {
     fn set(&mut self, key: &[u8], vid: Vid) -> Option<Vid> {
         let h = hash(key);
         let Keys { arena, table } = self;
-        let at = |s: &Slot| &arena[s.off as usize..s.off as usize + s.len as usize];
-        if let Some(s) = table.find_mut(h, |s| at(s) == key) {
+        if let Some(s) = table.find_mut(h, |s| key_at(arena, s) == key) {
             return Some(std::mem::replace(&mut s.vid, vid));
         }
         let slot = Slot {
@@ -98,10 +102,7 @@ impl Keys {
             vid,
         };
         arena.extend_from_slice(key);
-        let arena = &*arena;
-        table.insert_unique(h, slot, |s| {
-            hash(&arena[s.off as usize..s.off as usize + s.len as usize])
-        });
+        table.insert_unique(h, slot, |s| hash(key_at(arena, s)));
         None
     }
 }
@@ -189,9 +190,9 @@ impl PkIndex {
     }
 
     /// Writes the index of `table` into `dir` if it gained keys since its
-    /// last write (or `force`); returns whether it wrote.
-    pub fn save(&self, dir: &Path, table: TableId, force: bool) -> Result<bool> {
-        if !force && !self.dirty.swap(false, Ordering::AcqRel) {
+    /// last write; returns whether it wrote.
+    pub fn save(&self, dir: &Path, table: TableId) -> Result<bool> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(false);
         }
         let mut w = Writer::new();
@@ -354,9 +355,9 @@ mod tests {
         for i in 0..1000u64 {
             pk.insert(encode_key(&[&Value::BigInt(i as i64)]), Vid(i * 2));
         }
-        assert!(pk.save(dir.path(), TableId(7), false).unwrap());
+        assert!(pk.save(dir.path(), TableId(7)).unwrap());
         // Nothing new: nothing written.
-        assert!(!pk.save(dir.path(), TableId(7), false).unwrap());
+        assert!(!pk.save(dir.path(), TableId(7)).unwrap());
         let back = PkIndex::load(dir.path(), TableId(7)).unwrap();
         let mut a = pk.entries();
         let mut b = back.entries();

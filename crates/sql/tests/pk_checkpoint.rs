@@ -15,6 +15,19 @@ fn config() -> Config {
     }
 }
 
+fn open(dir: &std::path::Path) -> Database {
+    Database::open_with(dir, config()).unwrap()
+}
+
+/// A new database in `dir` with the keyed table `t`.
+fn create(dir: &std::path::Path) -> (Database, Session) {
+    let db = open(dir);
+    let mut s = Session::new(db.clone());
+    s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
+        .unwrap();
+    (db, s)
+}
+
 fn count(s: &mut Session, sql: &str) -> i64 {
     match s.execute(sql).unwrap().pop().unwrap() {
         Output::Rows { rows, .. } => match rows[0][0] {
@@ -56,15 +69,12 @@ fn check(db: &Database, n: i64) {
 fn open_reads_the_checkpointed_index_and_redoes_the_wal_tail() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
-        let mut s = Session::new(db.clone());
-        s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
-            .unwrap();
+        let (db, mut s) = create(dir.path());
         insert_range(&mut s, 0, 3000);
         db.checkpoint().unwrap();
     }
     // A clean reopen reads the file.
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = open(dir.path());
     assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
     assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 0);
     check(&db, 3000);
@@ -76,7 +86,7 @@ fn open_reads_the_checkpointed_index_and_redoes_the_wal_tail() {
     insert_range(&mut s, 0, 10);
     drop(s);
     db.close_like_a_crash();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = open(dir.path());
     assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
     check(&db, 4000);
 }
@@ -85,10 +95,7 @@ fn open_reads_the_checkpointed_index_and_redoes_the_wal_tail() {
 fn keys_of_transactions_that_never_committed_are_dropped() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
-        let mut s = Session::new(db.clone());
-        s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
-            .unwrap();
+        let (db, mut s) = create(dir.path());
         insert_range(&mut s, 0, 100);
         // A transaction that inserts keys the checkpoint writes into the
         // index file, and never commits.
@@ -99,7 +106,7 @@ fn keys_of_transactions_that_never_committed_are_dropped() {
         db.checkpoint().unwrap();
         db.close_like_a_crash();
     }
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = open(dir.path());
     assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
     check(&db, 100);
     // Their keys are free, and new keys get VIDs of their own.
@@ -113,10 +120,7 @@ fn keys_of_transactions_that_never_committed_are_dropped() {
 fn a_damaged_or_stale_index_file_is_rebuilt_from_the_heads() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
-        let mut s = Session::new(db.clone());
-        s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
-            .unwrap();
+        let (db, mut s) = create(dir.path());
         insert_range(&mut s, 0, 2000);
         db.checkpoint().unwrap();
     }
@@ -130,20 +134,20 @@ fn a_damaged_or_stale_index_file_is_rebuilt_from_the_heads() {
     bytes[mid] ^= 0x5a;
     std::fs::write(&idx, &bytes).unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = open(dir.path());
         assert_eq!(db.stat("recovery.pk_indexes_loaded"), 0);
         assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 1);
         check(&db, 2000);
     }
     // That open's checkpoint wrote the rebuilt index again.
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = open(dir.path());
         assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
         check(&db, 2000);
     }
     // A manifest of another checkpoint: the files are not trusted.
     std::fs::remove_file(dir.path().join("pk").join("MANIFEST")).unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = open(dir.path());
     assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 1);
     check(&db, 2000);
 }
@@ -156,19 +160,16 @@ fn a_damaged_or_stale_index_file_is_rebuilt_from_the_heads() {
 fn a_vid_freed_at_open_is_not_claimed_by_its_old_key_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
-        let mut s = Session::new(db.clone());
-        s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
-            .unwrap();
+        let (_db, mut s) = create(dir.path());
         s.execute("BEGIN; INSERT INTO t VALUES (58, 'never'); ROLLBACK")
             .unwrap();
     }
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = open(dir.path());
     let mut s = Session::new(db.clone());
     s.execute("INSERT INTO t VALUES (16, 'v16')").unwrap();
     drop(s);
     db.close_like_a_crash();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = open(dir.path());
     db.verify_pk_indexes().unwrap();
     let mut s = Session::new(db.clone());
     assert_eq!(count(&mut s, "SELECT count(*) FROM t"), 1);

@@ -309,6 +309,9 @@ impl std::fmt::Debug for PageRef<'_> {
     }
 }
 
+/// The version flags a page may hold.
+const KNOWN_FLAGS: u8 = FLAG_TOMBSTONE | SLOT_EMPTY;
+
 impl<'a> PageRef<'a> {
     /// Checks size, magic, version and that the directory and the version
     /// minipage lie inside the page (not the checksum). Each column's
@@ -355,16 +358,12 @@ impl<'a> PageRef<'a> {
 
     /// The whole-page structure check of [`PageRef::parse_checked`].
     pub fn validate(&self) -> Result<()> {
-        if self
-            .flags()
-            .iter()
-            .any(|f| f & !(FLAG_TOMBSTONE | SLOT_EMPTY) != 0)
-        {
+        if self.flags().iter().any(|f| f & !KNOWN_FLAGS != 0) {
             return Err(Error::corrupted("unknown version flags"));
         }
         let mut end = self.versions_end();
         for c in 0..self.columns {
-            let (off, len) = self.minipage(c)?;
+            let (_, off, len) = self.entry(c)?;
             if off < end {
                 return Err(Error::corrupted(format!(
                     "minipage of column {c} overlaps the one before it"
@@ -384,12 +383,6 @@ impl<'a> PageRef<'a> {
     /// Column `c`'s type and minipage `(offset, length)`, checked: inside
     /// the page after the version minipage, 8-aligned, as long as the
     /// type's geometry needs, a zone flag only where a zone fits.
-    #[inline]
-    fn minipage(&self, c: usize) -> Result<(usize, usize)> {
-        let (_, off, len) = self.entry(c)?;
-        Ok((off, len))
-    }
-
     #[inline]
     fn entry(&self, c: usize) -> Result<(DataType, usize, usize)> {
         if c >= self.columns {
@@ -535,7 +528,7 @@ impl<'a> PageRef<'a> {
         let flags = self.flags()[s];
         // Checked here, where flags are read, rather than in `parse`: a
         // scan of a page whose versions are all visible never reads them.
-        if flags & !(FLAG_TOMBSTONE | SLOT_EMPTY) != 0 {
+        if flags & !KNOWN_FLAGS != 0 {
             return Err(Error::corrupted(format!("unknown flags of slot {slot}")));
         }
         if flags & SLOT_EMPTY != 0 {
