@@ -113,7 +113,7 @@ impl DeviceEngine {
             }),
             Request::MergeMaps { l2p, vids } => {
                 for (_, ppn) in &l2p {
-                    if ppn.0 >= core.store.page_count() {
+                    if *ppn != ndpdb_formats::Ppn::NONE && ppn.0 >= core.store.page_count() {
                         return Err(LinkError::OutOfRange(format!(
                             "ΔL2P maps to unwritten PPN {}",
                             ppn.0

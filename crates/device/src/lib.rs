@@ -16,12 +16,14 @@
 //! - [`maps`]: device maps and their crash-safe persistence.
 //! - [`ndp`]: the in-storage engine: NDP jobs on processing elements.
 //! - `pe`: one processing element and its preloader thread.
+//! - `gc`: version garbage collection as an NDP job.
 //! - `update`: update NDP on a PE: SLT locks, certification, new versions
 //!   in pre-allocated pages written by an unloader thread.
 //! - [`nvm`]: emulated NVM access latency profiles.
 //! - [`engine`]: the command handler.
 
 pub mod engine;
+mod gc;
 pub mod maps;
 pub mod ndp;
 pub mod nvm;

@@ -70,6 +70,20 @@ impl L2p {
         }
     }
 
+    pub fn remove(&mut self, lpn: Lpn) {
+        let removed = match self.dense.get_mut(lpn.0 as usize) {
+            Some(p) if *p != UNMAPPED => {
+                *p = UNMAPPED;
+                true
+            }
+            Some(_) => false,
+            None => self.sparse.remove(&lpn).is_some(),
+        };
+        if removed {
+            self.len -= 1;
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -109,9 +123,14 @@ pub struct Maps {
 }
 
 impl Maps {
+    /// Applies ΔL2P (an entry to [`Ppn::NONE`] unmaps its LPN) and ΔVID.
     pub fn apply_merge(&mut self, l2p: &[(Lpn, Ppn)], vids: &[VidEntry]) {
         for (l, p) in l2p {
-            self.l2p.insert(*l, *p);
+            if *p == Ppn::NONE {
+                self.l2p.remove(*l);
+            } else {
+                self.l2p.insert(*l, *p);
+            }
         }
         for e in vids {
             let map = self.vids.entry(e.table).or_default();
@@ -389,6 +408,11 @@ mod tests {
             }
             store.log_drop(TableId(2)).unwrap();
             maps.drop_table(TableId(2));
+            // Freed pages: their LPNs are unmapped.
+            let unmap = vec![(Lpn(3), Ppn::NONE), (Lpn(8), Ppn::NONE)];
+            store.log_merge(&unmap, &[]).unwrap();
+            maps.apply_merge(&unmap, &[]);
+            assert_eq!((maps.l2p.get(&Lpn(3)), maps.l2p.len()), (None, 8));
             expected = maps;
         }
         let (_, maps) = MapStore::open(dir.path()).unwrap();

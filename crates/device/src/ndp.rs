@@ -34,12 +34,13 @@ use ndpdb_formats::ndp::{
     encode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
 };
 use ndpdb_formats::page::PageRef;
-use ndpdb_formats::{Error, JobId, SqlState, Value};
+use ndpdb_formats::{Error, JobId, SqlState, TxId, Value};
 use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
 
 use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 
 use crate::engine::Core;
+use crate::gc::GcJob;
 use crate::pe::{run_pe, Cached, Chunks, PeOutput, PeStats, PeTask};
 use crate::update::{ModifyCtx, ModifyPart, SpacePool};
 use ndpdb_slt::{DeviceTag, SharedLockTable};
@@ -272,6 +273,7 @@ fn wanted_columns(inv: &Invocation) -> Vec<bool> {
         // A new version (or tombstone) carries the whole row.
         NdpOp::Update { .. } | NdpOp::Delete => cols.extend(0..inv.types.len() as u32),
         NdpOp::LockRows { columns } => cols.extend(columns),
+        NdpOp::Gc { .. } => {}
     }
     let mut wanted = vec![false; inv.types.len()];
     for c in cols {
@@ -293,6 +295,13 @@ struct JobEnv<'a> {
 }
 
 fn run_job(env: &JobEnv<'_>, inv: Invocation) {
+    if let NdpOp::Gc {
+        horizon,
+        max_live_percent,
+    } = inv.op
+    {
+        return run_gc(env, &inv, horizon, max_live_percent);
+    }
     let (core, job, pes) = (env.core, env.job, env.pes);
     let start = Instant::now();
     let n = inv.vid_count;
@@ -494,6 +503,44 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     job.done.notify_all();
 }
 
+/// A GC job: one thread (it is background work), its result a
+/// [`ModifyResult`] with victims.
+fn run_gc(env: &JobEnv<'_>, inv: &Invocation, horizon: TxId, max_live_percent: u8) {
+    let job = env.job;
+    let start = Instant::now();
+    let gc = GcJob {
+        core: env.core,
+        shared: env.shared,
+        inv,
+        horizon,
+        max_live_percent,
+        space: &job.space,
+        cancel: &job.cancel,
+    };
+    let mut out = ModifyResult::default();
+    let state = match gc.run(&mut out) {
+        Ok(()) => JobState::Done,
+        Err(e) => {
+            // Nothing of it is used: every page goes back to the host.
+            let written = std::mem::take(&mut out.delta_l2p);
+            out = ModifyResult {
+                unused: written,
+                ..ModifyResult::default()
+            };
+            failed_state(&e)
+        }
+    };
+    out.unused.extend(job.space.drain());
+    let mut st = job.status.lock();
+    st.device_micros = start.elapsed().as_micros() as u64;
+    st.result_rows = out.rows;
+    let mut w = Writer::new();
+    out.encode(&mut w);
+    job.finish(&mut st, w.into_inner(), state);
+    drop(st);
+    job.done.notify_all();
+}
+
 fn failed_state(e: &Error) -> JobState {
     let message = match e {
         Error::Sql { message, .. } => message.clone(),
@@ -524,7 +571,7 @@ fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Erro
             !groups.is_empty(),
             aggs,
         ),
-        // Merged from the PEs' modify parts in `run_job`.
-        NdpOp::Update { .. } | NdpOp::Delete => Ok(Vec::new()),
+        // Merged from the PEs' modify parts in `run_job`; GC runs apart.
+        NdpOp::Update { .. } | NdpOp::Delete | NdpOp::Gc { .. } => Ok(Vec::new()),
     }
 }

@@ -117,7 +117,7 @@ pub(crate) struct ModifyPart {
 
 /// A PE's page being filled and its unloader thread's queue.
 pub(crate) struct PageWriter<'a> {
-    ctx: &'a ModifyCtx<'a>,
+    space: &'a SpacePool,
     table: TableId,
     types: &'a [DataType],
     current: Option<(Lpn, Ppn, PageBuf)>,
@@ -130,14 +130,14 @@ const UNLOAD_DEPTH: usize = 2;
 impl<'a> PageWriter<'a> {
     /// The writer and the receiving end for [`unloader`].
     pub fn new(
-        ctx: &'a ModifyCtx<'a>,
+        space: &'a SpacePool,
         table: TableId,
         types: &'a [DataType],
     ) -> (Self, Receiver<(Ppn, PageBuf)>) {
         let (tx, rx) = sync_channel(UNLOAD_DEPTH);
         (
             PageWriter {
-                ctx,
+                space,
                 table,
                 types,
                 current: None,
@@ -148,10 +148,10 @@ impl<'a> PageWriter<'a> {
     }
 
     /// Appends a version record; returns its RecId.
-    fn append(
+    pub fn append(
         &mut self,
         record: &[u8],
-        part: &mut ModifyPart,
+        written: &mut Vec<(Lpn, Ppn)>,
         cancel: &AtomicBool,
     ) -> Result<RecId, Error> {
         if let Some((lpn, _, page)) = &mut self.current {
@@ -159,8 +159,8 @@ impl<'a> PageWriter<'a> {
                 return Ok(RecId::new(*lpn, slot));
             }
         }
-        self.finish_page(part)?;
-        let (lpn, ppn) = self.ctx.space.take(cancel)?;
+        self.finish_page(written)?;
+        let (lpn, ppn) = self.space.take(cancel)?;
         let mut page = PageBuf::new(self.table, lpn, self.types);
         let slot = page
             .append(record)?
@@ -170,24 +170,24 @@ impl<'a> PageWriter<'a> {
     }
 
     /// Seals the current page and hands it to the unloader.
-    fn finish_page(&mut self, part: &mut ModifyPart) -> Result<(), Error> {
+    fn finish_page(&mut self, written: &mut Vec<(Lpn, Ppn)>) -> Result<(), Error> {
         let Some((lpn, ppn, mut page)) = self.current.take() else {
             return Ok(());
         };
         if page.slot_count() == 0 {
-            self.ctx.space.give_back((lpn, ppn));
+            self.space.give_back((lpn, ppn));
             return Ok(());
         }
         page.seal();
         let tx = self.unload.as_ref().ok_or_else(unloader_gone)?;
         tx.send((ppn, page)).map_err(|_| unloader_gone())?;
-        part.written.push((lpn, ppn));
+        written.push((lpn, ppn));
         Ok(())
     }
 
     /// Writes out the last page and closes the queue.
-    pub fn close(&mut self, part: &mut ModifyPart) -> Result<(), Error> {
-        let r = self.finish_page(part);
+    pub fn close(&mut self, written: &mut Vec<(Lpn, Ppn)>) -> Result<(), Error> {
+        let r = self.finish_page(written);
         self.unload = None;
         r
     }
@@ -212,8 +212,8 @@ pub(crate) struct RowChange<'r> {
     pub vid: Vid,
     /// The visible version (what the new one replaces).
     pub read: RecId,
-    /// The current head, re-read after locking.
-    pub head: &'r dyn Fn() -> RecId,
+    /// The current head, re-read after locking, and visibility.
+    pub check: HeadCheck<'r>,
     pub row: &'r [Value],
     /// `None` = delete (tombstone).
     pub sets: Option<&'r [(u32, ndpdb_formats::expr::Program)]>,
@@ -221,8 +221,18 @@ pub(crate) struct RowChange<'r> {
     pub not_null: &'r [u32],
 }
 
-/// Locks `vid` for the job and certifies that `read` is still its head.
-/// `Ok(false)`: under READ COMMITTED the head moved (the tuple is left to
+/// The current head of a tuple and whether the job's snapshot sees the
+/// version at a RecId (for certification).
+pub(crate) struct HeadCheck<'r> {
+    pub head: &'r dyn Fn() -> RecId,
+    pub visible: &'r dyn Fn(RecId) -> Result<bool, Error>,
+}
+
+/// Locks `vid` for the job and certifies that the version `read` is
+/// still the newest: the head is `read`, or a copy of it that garbage
+/// collection moved (a head the job's snapshot sees has no newer
+/// committed version). Returns the head the new version replaces;
+/// `Ok(None)`: under READ COMMITTED the head moved (the tuple is left to
 /// the host, still locked).
 pub(crate) fn lock_current(
     ctx: &ModifyCtx<'_>,
@@ -230,9 +240,9 @@ pub(crate) fn lock_current(
     table: TableId,
     vid: Vid,
     read: RecId,
-    head: &dyn Fn() -> RecId,
+    check: &HeadCheck<'_>,
     cancel: &AtomicBool,
-) -> Result<bool, Error> {
+) -> Result<Option<RecId>, Error> {
     let key = (table, vid);
     let stop = || cancel.load(Ordering::Relaxed);
     let t = std::time::Instant::now();
@@ -259,17 +269,18 @@ pub(crate) fn lock_current(
     // First-updater-wins: a newer committed version than the one this
     // snapshot sees means the job lost — under READ COMMITTED the host
     // redoes the tuple on its newest version instead.
-    if head() != read {
-        if ctx.read_committed {
-            part.stale.push(vid);
-            return Ok(false);
-        }
-        return Err(Error::sql(
-            SqlState::SERIALIZATION_FAILURE,
-            "could not serialize access due to concurrent update (detected on the device)",
-        ));
+    let head = (check.head)();
+    if head == read || (!head.is_null() && (check.visible)(head)?) {
+        return Ok(Some(head));
     }
-    Ok(true)
+    if ctx.read_committed {
+        part.stale.push(vid);
+        return Ok(None);
+    }
+    Err(Error::sql(
+        SqlState::SERIALIZATION_FAILURE,
+        "could not serialize access due to concurrent update (detected on the device)",
+    ))
 }
 
 /// Lock → certify → new version (see the module docs).
@@ -285,17 +296,18 @@ pub(crate) fn modify_row(
     change: RowChange<'_>,
     cancel: &AtomicBool,
 ) -> Result<(), Error> {
-    if !lock_current(
+    let Some(head) = lock_current(
         ctx,
         part,
         table,
         change.vid,
         change.read,
-        change.head,
+        &change.check,
         cancel,
-    )? {
+    )?
+    else {
         return Ok(());
-    }
+    };
     let (row, flags) = match change.sets {
         Some(sets) => {
             let mut new_row = change.row.to_vec();
@@ -321,16 +333,16 @@ pub(crate) fn modify_row(
     };
     let header = RecordHeader {
         creator,
-        pred: change.read,
+        pred: head,
         vid: change.vid,
         flags,
     };
     let mut w = Writer::new();
     encode_record(&header, types, &row, &mut w)?;
-    let new = writer.append(w.as_slice(), part, cancel)?;
+    let new = writer.append(w.as_slice(), &mut part.written, cancel)?;
     part.delta_vids.push(DeltaVid {
         vid: change.vid,
-        pred: change.read,
+        pred: head,
         new,
     });
     part.rows += 1;

@@ -35,6 +35,11 @@ id_type!(
     /// Physical page number on the device's page store.
     Ppn(u64)
 );
+impl Ppn {
+    /// In a ΔL2P entry: the LPN is unmapped (its page was freed).
+    pub const NONE: Ppn = Ppn(u64::MAX);
+}
+
 id_type!(
     /// Log sequence number: byte position in the host WAL stream.
     Lsn(u64)

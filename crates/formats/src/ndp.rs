@@ -18,7 +18,7 @@ use crate::agg::AggSpec;
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
 use crate::expr::{decode_value, encode_value, Program};
-use crate::ids::{JobId, Lpn, Ppn, RecId, TableId, Vid};
+use crate::ids::{JobId, Lpn, Ppn, RecId, TableId, TxId, Vid};
 use crate::page::PAGE_SIZE;
 use crate::types::DataType;
 use crate::value::Value;
@@ -87,6 +87,16 @@ pub enum NdpOp {
     /// (`ModifyResult::locked_versions`) so a following UPDATE of the same
     /// rows needs no second visibility walk.
     LockRows { columns: Vec<u32> },
+    /// Version garbage collection (DESIGN.md §8a): with `horizon` the
+    /// oldest snapshot still in use, every version behind the first one
+    /// created below it is garbage. Pages of the table whose versions all
+    /// predate the horizon and of which at most `max_live_percent` % of
+    /// the slots are still needed become victims: their needed versions
+    /// (each the whole needed chain of its tuple) are copied into the
+    /// invocation's pages with the chain cut, and tuples whose newest
+    /// version is a tombstone visible to everyone lose their VID-map
+    /// entry. Nothing is overwritten; the host validates and applies.
+    Gc { horizon: TxId, max_live_percent: u8 },
 }
 
 impl NdpOp {
@@ -98,6 +108,12 @@ impl NdpOp {
     /// Whether the operation takes SLT locks.
     pub fn locks(&self) -> bool {
         self.modifies() || matches!(self, NdpOp::LockRows { .. })
+    }
+
+    /// Whether a started job must run to its end: it writes pages or
+    /// takes locks that only its result hands back to the host.
+    pub fn runs_to_end(&self) -> bool {
+        self.locks() || matches!(self, NdpOp::Gc { .. })
     }
 }
 
@@ -194,6 +210,12 @@ impl Invocation {
                     w.u32(*c);
                 }
             }
+            NdpOp::Gc {
+                horizon,
+                max_live_percent,
+            } => {
+                w.u8(6).u64(horizon.0).u8(*max_live_percent);
+            }
         }
         w.u32(self.params.len() as u32);
         for p in &self.params {
@@ -284,6 +306,10 @@ impl Invocation {
                 }
                 NdpOp::LockRows { columns }
             }
+            6 => NdpOp::Gc {
+                horizon: TxId(r.u64()?),
+                max_live_percent: r.u8()?.min(100),
+            },
             t => return Err(Error::corrupted(format!("NDP op tag {t}"))),
         };
         let n = r.count(1)?;
@@ -374,6 +400,14 @@ pub struct ModifyResult {
     pub unused: Vec<(Lpn, Ppn)>,
     /// SELECT … FOR UPDATE: each locked tuple and the version locked.
     pub locked_versions: Vec<(Vid, RecId)>,
+    /// GC: pages none of whose versions is needed once every ΔVID out of
+    /// them is applied (the host frees those whose ΔVIDs all validate).
+    pub victims: Vec<(Lpn, Ppn)>,
+    /// GC: versions on the victim pages that no snapshot needs.
+    pub garbage_versions: u64,
+    /// GC: page space the table's needed versions take (per page, its
+    /// size times the share of its slots still needed).
+    pub live_bytes: u64,
 }
 
 impl ModifyResult {
@@ -392,6 +426,8 @@ impl ModifyResult {
         }
         encode_pages(&self.unused, w);
         encode_versions(&self.locked_versions, w);
+        encode_pages(&self.victims, w);
+        w.u64(self.garbage_versions).u64(self.live_bytes);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<ModifyResult> {
@@ -424,6 +460,9 @@ impl ModifyResult {
             stale,
             unused: decode_pages(r)?,
             locked_versions: decode_versions(r)?,
+            victims: decode_pages(r)?,
+            garbage_versions: r.u64()?,
+            live_bytes: r.u64()?,
         })
     }
 }
@@ -675,6 +714,9 @@ mod tests {
             stale: vec![Vid(4)],
             unused: vec![(Lpn(101), Ppn(207))],
             locked_versions: vec![(Vid(3), RecId::new(Lpn(1), 2))],
+            victims: vec![(Lpn(1), Ppn(9))],
+            garbage_versions: 40,
+            live_bytes: 8192,
         };
         let mut w = Writer::new();
         m.encode(&mut w);
@@ -701,6 +743,19 @@ mod tests {
         assert_eq!(
             Invocation::decode(&mut Reader::new(w.as_slice())).unwrap(),
             upd
+        );
+        let gc = Invocation {
+            op: NdpOp::Gc {
+                horizon: TxId(77),
+                max_live_percent: 50,
+            },
+            ..inv.clone()
+        };
+        let mut w = Writer::new();
+        gc.encode(&mut w);
+        assert_eq!(
+            Invocation::decode(&mut Reader::new(w.as_slice())).unwrap(),
+            gc
         );
     }
 }

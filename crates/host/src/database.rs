@@ -41,11 +41,13 @@ use crate::buffer_pool::BufferPool;
 use crate::catalog::{Catalog, TableMeta};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::gc::GcState;
 use crate::locks::LockTable;
 use crate::maps::{L2pMap, VidMap};
 use crate::ndp_update::NdpPart;
 use crate::pk_index::{self, encode_key, PkIndex};
 use crate::shared_state::DeltaBuffer;
+use crate::space::SpaceMap;
 use crate::stats::{get, EngineCounters};
 use crate::txn::{find_visible, Snapshot, TxManager, Visible};
 use ndpdb_slt::SharedLockTable;
@@ -56,6 +58,18 @@ pub struct TableState {
     pub types: Vec<DataType>,
     pub vids: VidMap,
     pub pk: Option<PkIndex>,
+    /// Update and lock jobs running on the device: they certify against
+    /// heads captured when they started, so GC moves no head meanwhile.
+    device_writers: AtomicU64,
+}
+
+/// Marks a device job that locks tuples of a table as running.
+pub(crate) struct DeviceWriter<'a>(&'a AtomicU64);
+
+impl Drop for DeviceWriter<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl TableState {
@@ -71,7 +85,21 @@ impl TableState {
             pk: keyed.then(|| pk.unwrap_or_default()),
             meta,
             vids,
+            device_writers: AtomicU64::new(0),
         }
+    }
+
+    /// Counts a device job that locks tuples until the guard drops; taken
+    /// before the job captures the shared state.
+    pub(crate) fn device_writer(&self) -> DeviceWriter<'_> {
+        self.device_writers.fetch_add(1, Ordering::SeqCst);
+        DeviceWriter(&self.device_writers)
+    }
+
+    /// Whether a device job that locks tuples is running (read under the
+    /// delta-buffer lock, which such a job's capture also takes).
+    pub(crate) fn device_writers_running(&self) -> bool {
+        self.device_writers.load(Ordering::SeqCst) > 0
     }
 
     pub fn pk_key(&self, row: &[Value]) -> Option<Vec<u8>> {
@@ -119,14 +147,15 @@ pub(crate) struct DbInner {
     pub txm: TxManager,
     pub locks: LockTable,
     next_lpn: AtomicU64,
-    pub(crate) next_ppn: AtomicU64,
-    /// Pages of aborted or over-provisioned update jobs, never referenced
-    /// by a committed map: reused by the next job.
-    pub(crate) ndp_free: Mutex<Vec<(Lpn, Ppn)>>,
+    /// Free and released device pages.
+    pub(crate) space: SpaceMap,
+    /// One garbage collection at a time; per table, what its last run found.
+    pub(crate) gc: Mutex<GcState>,
+    pub(crate) gc_running: Mutex<()>,
     /// SLT tags of transactions with update jobs.
     pub(crate) ndp_tags: Mutex<crate::ndp_update::TagPool>,
     flush_lock: Mutex<()>,
-    checkpoint_gate: RwLock<()>,
+    pub(crate) checkpoint_gate: RwLock<()>,
     failed: AtomicBool,
     pub counters: EngineCounters,
     pub recovery: RecoveryReport,
@@ -298,6 +327,8 @@ impl Database {
             ..RecoveryReport::default()
         };
         let mut max_lpn = l2p.max_lpn();
+        // Pages GC runs freed: unmapped once the replay is done.
+        let mut gc_freed: Vec<Lpn> = Vec::new();
         for (_, rec) in &recovered.records {
             match rec {
                 WalRecord::Redo {
@@ -348,10 +379,36 @@ impl Database {
                         report.replayed_versions += 1;
                     }
                 }
+                WalRecord::Gc {
+                    table,
+                    l2p: pages,
+                    vids,
+                    freed,
+                } => {
+                    let Some(ts) = tables.get(table) else {
+                        continue;
+                    };
+                    device.merge_maps(pages.clone(), Vec::new())?;
+                    l2p.insert_all(pages);
+                    for (lpn, _) in pages {
+                        max_lpn = max_lpn.max(Some(*lpn));
+                    }
+                    for d in vids {
+                        replay_head(ts, &mut delta, d.vid, d.new)?;
+                    }
+                    gc_freed.extend(freed.iter().map(|(l, _)| *l));
+                }
                 WalRecord::StartNdp { txid, .. } => next_txid = next_txid.max(TxId(txid.0 + 1)),
                 WalRecord::Commit { txid } => next_txid = next_txid.max(TxId(txid.0 + 1)),
                 WalRecord::Checkpoint(c) => next_txid = next_txid.max(c.next_txid),
             }
+        }
+        if !gc_freed.is_empty() {
+            // Nobody reads yet: the freed pages' LPNs go now, and their
+            // PPNs are free below (no map refers to them).
+            let unmap = gc_freed.iter().map(|l| (*l, Ppn::NONE)).collect();
+            device.merge_maps(unmap, Vec::new())?;
+            l2p.remove_all(&gc_freed);
         }
         report.pk_indexes_loaded = pk_loaded.len() as u64;
         report.pk_indexes_rebuilt = tables
@@ -362,6 +419,8 @@ impl Database {
             None => LockTable::new(),
             Some(slt) => LockTable::with_slt(slt),
         };
+        // Every page of the store no LPN maps to (after the replay) is free.
+        let space = SpaceMap::open(info.page_count, l2p.ppns().into_iter());
         let inner = DbInner {
             dir: dir.to_path_buf(),
             pool: BufferPool::new(config.buffer_pool_bytes),
@@ -375,8 +434,9 @@ impl Database {
             txm: TxManager::new(next_txid),
             locks,
             next_lpn: AtomicU64::new(max_lpn.map_or(0, |l| l.0 + 1)),
-            next_ppn: AtomicU64::new(info.page_count),
-            ndp_free: Mutex::new(Vec::new()),
+            space,
+            gc: Mutex::new(GcState::default()),
+            gc_running: Mutex::new(()),
             ndp_tags: Mutex::new(Default::default()),
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
@@ -494,6 +554,9 @@ impl Database {
             (d.bytes(), d.delta_vid_len())
         };
         let c = &i.counters;
+        let (free_pages, released_pages, file_pages) = i.space.counts();
+        let page = ndpdb_formats::page::PAGE_SIZE as u64;
+        let live_bytes = i.storage_live_bytes();
         let slt = i.locks.slt().map(|s| s.stats()).unwrap_or_default();
         let hits = get(&i.pool.hits);
         let misses = get(&i.pool.misses);
@@ -537,6 +600,22 @@ impl Database {
                 "recovery.pk_indexes_rebuilt".into(),
                 i.recovery.pk_indexes_rebuilt as i64,
             ),
+            ("gc.runs".into(), get(&c.gc_runs) as i64),
+            (
+                "gc.versions_reclaimed".into(),
+                get(&c.gc_versions_reclaimed) as i64,
+            ),
+            (
+                "gc.versions_relocated".into(),
+                get(&c.gc_versions_relocated) as i64,
+            ),
+            ("gc.tuples_removed".into(), get(&c.gc_tuples_removed) as i64),
+            ("gc.pages_freed".into(), get(&c.gc_pages_freed) as i64),
+            ("storage.file_bytes".into(), (file_pages * page) as i64),
+            ("storage.free_pages".into(), free_pages as i64),
+            ("storage.released_pages".into(), released_pages as i64),
+            ("storage.mapped_pages".into(), i.l2p.len() as i64),
+            ("storage.live_bytes".into(), live_bytes as i64),
             ("txn.commits".into(), get(&c.commits) as i64),
             ("txn.aborts".into(), get(&c.aborts) as i64),
             (
@@ -661,7 +740,7 @@ impl DbInner {
         Ok(())
     }
 
-    fn fail(&self) {
+    pub(crate) fn fail(&self) {
         self.failed.store(true, Ordering::Release);
     }
 
@@ -676,6 +755,35 @@ impl DbInner {
 
     pub(crate) fn alloc_lpn(&self) -> Lpn {
         Lpn(self.next_lpn.fetch_add(1, Ordering::AcqRel))
+    }
+
+    /// `n` device pages to write (free ones first), none in the buffer pool.
+    pub(crate) fn alloc_ppns(&self, n: usize) -> Vec<Ppn> {
+        let ppns = self.space.alloc(n);
+        for p in &ppns {
+            // An earlier page at this PPN may still be cached.
+            self.pool.forget(*p);
+        }
+        ppns
+    }
+
+    /// Frees the released pages nobody can read any more: their LPNs are
+    /// unmapped on the device (durably) and on the host first.
+    pub(crate) fn reclaim(&self) -> Result<()> {
+        let oldest = self.txm.oldest_active();
+        let Some(ripe) = self.space.ripe(oldest) else {
+            return Ok(());
+        };
+        if !ripe.unmap.is_empty() {
+            let unmap = ripe.unmap.iter().map(|l| (*l, Ppn::NONE)).collect();
+            if let Err(e) = self.device.merge_maps(unmap, Vec::new()) {
+                self.space.retry(ripe, oldest);
+                return Err(e.into());
+            }
+            self.l2p.remove_all(&ripe.unmap);
+        }
+        self.space.free(ripe);
+        Ok(())
     }
 
     /// Maps an update job's new pages on host and device. Safe before the
@@ -934,13 +1042,13 @@ impl DbInner {
         let result = (|| -> Result<Vec<(Lpn, Ppn)>> {
             // WAL before data.
             self.wal.sync(self.wal.current_lsn())?;
-            let n = batch.pages.len() as u64;
-            let first = self.next_ppn.fetch_add(n, Ordering::AcqRel);
+            self.reclaim()?;
+            let ppns = self.alloc_ppns(batch.pages.len());
             let l2p: Vec<(Lpn, Ppn)> = batch
                 .pages
                 .iter()
-                .enumerate()
-                .map(|(i, (lpn, _))| (*lpn, Ppn(first + i as u64)))
+                .zip(ppns)
+                .map(|((lpn, _), ppn)| (*lpn, ppn))
                 .collect();
             for chunk in batch.pages.chunks(64).zip(l2p.chunks(64)) {
                 let pages = chunk
@@ -970,7 +1078,9 @@ impl DbInner {
         };
         {
             let mut d = self.delta.write();
-            self.l2p.insert_all(&l2p);
+            // Older copies of re-flushed LPNs: free once their readers end.
+            let replaced = self.l2p.insert_all(&l2p);
+            self.space.release(self.txm.next_txid(), &[], &replaced);
             for ((_, bytes), (_, ppn)) in batch.pages.into_iter().zip(&l2p) {
                 self.pool.insert(*ppn, Arc::new(bytes));
             }

@@ -14,6 +14,8 @@
 //! - [`database`]: opening, recovery, commit, flush & append, checkpoints.
 //! - [`ndp`]: offloading scans and aggregates to the device (NDP_CALL…).
 //! - [`ndp_update`]: update NDP: UPDATE/DELETE on the device, ΔMaps validated and applied at commit.
+//! - [`gc`]: version garbage collection as an NDP job, validated and applied like update NDP.
+//! - [`space`]: free device pages, reused once nobody can read them.
 //! - [`transaction`]: the transaction API used by SQL (reads, writes, commit).
 //! - [`page_scan`]: table scans page by page through the scan core, on `host_workers` threads.
 //! - [`stats`]: counters shown by `SHOW STATS`.
@@ -24,6 +26,7 @@ pub mod catalog;
 pub mod config;
 pub mod database;
 pub mod error;
+pub mod gc;
 pub mod interrupt;
 pub mod locks;
 pub mod maps;
@@ -32,6 +35,7 @@ pub mod ndp_update;
 pub mod page_scan;
 pub mod pk_index;
 pub mod shared_state;
+pub mod space;
 pub mod stats;
 pub mod transaction;
 pub mod txn;
@@ -40,6 +44,7 @@ pub use catalog::TableMeta;
 pub use config::Config;
 pub use database::Database;
 pub use error::{Error, Result};
+pub use gc::GcReport;
 pub use interrupt::Interrupt;
 pub use ndpdb_device::NvmProfile;
 pub use transaction::{Isolation, Transaction, WriteOutcome};

@@ -126,11 +126,31 @@ impl L2pMap {
         self.map.read().get(&lpn).copied()
     }
 
-    pub fn insert_all(&self, entries: &[(Lpn, Ppn)]) {
+    /// Maps `entries`; returns the PPNs they replace (older copies of
+    /// re-flushed LPNs).
+    pub fn insert_all(&self, entries: &[(Lpn, Ppn)]) -> Vec<Ppn> {
         let mut m = self.map.write();
+        let mut replaced = Vec::new();
         for (l, p) in entries {
-            m.insert(*l, *p);
+            if let Some(old) = m.insert(*l, *p) {
+                if old != *p {
+                    replaced.push(old);
+                }
+            }
         }
+        replaced
+    }
+
+    pub fn remove_all(&self, lpns: &[Lpn]) {
+        let mut m = self.map.write();
+        for l in lpns {
+            m.remove(l);
+        }
+    }
+
+    /// Every mapped PPN.
+    pub fn ppns(&self) -> Vec<Ppn> {
+        self.map.read().values().copied().collect()
     }
 
     pub fn max_lpn(&self) -> Option<Lpn> {

@@ -111,7 +111,7 @@ impl Transaction {
             // A read-only job can be dropped mid-run; an update or lock
             // job runs to its end (its locks and ΔMaps are released by the
             // failing statement's abort).
-            if st.state == JobState::Running && !inv.op.locks() {
+            if st.state == JobState::Running && !inv.op.runs_to_end() {
                 if let Err(e) = self.check_interrupt() {
                     let mut w = Writer::new();
                     w.u64(job.0);
@@ -139,7 +139,7 @@ impl Transaction {
         let mut w = Writer::new();
         w.u64(job.0);
         let result = inner.device.ndp(Opcode::NdpResult, w.into_inner())?;
-        if !inv.op.locks() {
+        if !inv.op.runs_to_end() {
             // Done, but too late (the job is gone from the device now).
             self.check_interrupt()?;
         }

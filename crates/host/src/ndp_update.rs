@@ -98,33 +98,29 @@ impl TagPool {
 }
 
 impl DbInner {
-    /// `n` pages for an update job: recycled ones first, then fresh LPNs
-    /// and PPNs.
+    /// `n` pages for an update job: LPNs no map has seen, and PPNs
+    /// nobody refers to (free ones first).
     pub(crate) fn alloc_space(&self, n: usize) -> Vec<(Lpn, Ppn)> {
-        let mut out = Vec::with_capacity(n);
-        {
-            let mut free = self.ndp_free.lock();
-            while out.len() < n {
-                let Some(p) = free.pop() else { break };
-                // A page of an aborted job may have been read (and cached)
-                // by that job's transaction.
-                self.pool.forget(p.1);
-                out.push(p);
-            }
-        }
-        let fresh = (n - out.len()) as u64;
-        if fresh > 0 {
-            let first_ppn = self.next_ppn.fetch_add(fresh, Ordering::AcqRel);
-            for i in 0..fresh {
-                out.push((self.alloc_lpn(), Ppn(first_ppn + i)));
-            }
-        }
-        out
+        self.alloc_ppns(n)
+            .into_iter()
+            .map(|ppn| {
+                (
+                    self.space.spare_lpn().unwrap_or_else(|| self.alloc_lpn()),
+                    ppn,
+                )
+            })
+            .collect()
     }
 
-    /// Pages no committed map references, for the next job.
+    /// Pages of a job that were never mapped: free at once.
     pub(crate) fn free_space(&self, pages: &[(Lpn, Ppn)]) {
-        self.ndp_free.lock().extend_from_slice(pages);
+        self.space.give_back(pages);
+    }
+
+    /// Mapped pages of a job whose transaction aborted: no head refers to
+    /// them; they are unmapped and freed once their readers are gone.
+    pub(crate) fn release_mapped(&self, pages: &[(Lpn, Ppn)]) {
+        self.space.release(self.txm.next_txid(), pages, &[]);
     }
 
     /// Releases the SLT locks an update job holds (once per bucket).
@@ -200,7 +196,10 @@ impl Transaction {
         let mut report = NdpReport::default();
         // If the link fails here the device's state is unknown: its pages
         // are not reused and the statement fails.
-        let out = self.ndp_call(ts, inv, &mut report)?;
+        let out = {
+            let _writing = ts.device_writer();
+            self.ndp_call(ts, inv, &mut report)?
+        };
         let result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
         let part = NdpPart {
             table: ts.meta.id,
@@ -297,7 +296,10 @@ impl Transaction {
         inv.lock_tag = tag.raw();
         inv.lock_timeout_ms = inner.ndp_lock_wait_ms();
         let mut report = NdpReport::default();
-        let out = self.ndp_call(ts, inv, &mut report)?;
+        let out = {
+            let _writing = ts.device_writer();
+            self.ndp_call(ts, inv, &mut report)?
+        };
         let mut r = Reader::new(&out.result);
         let device_rows = ndpdb_formats::ndp::decode_rows(&mut r).map_err(decode_err)?;
         let result = ModifyResult::decode(&mut r).map_err(decode_err)?;

@@ -12,6 +12,11 @@ pub struct EngineCounters {
     /// Checkpoints whose PK index files could not be written (the next
     /// open rebuilds those indexes from the head records).
     pub pk_index_save_failures: AtomicU64,
+    pub gc_runs: AtomicU64,
+    pub gc_versions_reclaimed: AtomicU64,
+    pub gc_versions_relocated: AtomicU64,
+    pub gc_tuples_removed: AtomicU64,
+    pub gc_pages_freed: AtomicU64,
     pub serialization_failures: AtomicU64,
     pub deadlocks: AtomicU64,
     pub lock_waits: AtomicU64,

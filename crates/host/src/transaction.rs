@@ -466,6 +466,15 @@ impl Transaction {
             let (_, row) = Self::decode(ts, &bytes)?;
             return Ok(Current::Committed(head, row));
         }
+        if !head.is_null() && self.isolation == Isolation::Snapshot {
+            // Garbage collection may have moved the version read: a head
+            // this snapshot sees has no newer committed version.
+            let bytes = self.db.inner.fetch(head)?;
+            let (h, row) = Self::decode(ts, &bytes)?;
+            if self.snapshot.sees(h.creator) && !h.is_tombstone() {
+                return Ok(Current::Committed(head, row));
+            }
+        }
         match self.isolation {
             Isolation::Snapshot => {
                 EngineCounters::inc(&self.db.inner.counters.serialization_failures);
@@ -709,7 +718,8 @@ impl Transaction {
         }
         for part in self.ndp_parts.drain(..) {
             if !committed {
-                inner.free_space(&part.result.delta_l2p);
+                // The job's pages were mapped when it ended.
+                inner.release_mapped(&part.result.delta_l2p);
                 inner.free_space(&part.result.unused);
             }
         }

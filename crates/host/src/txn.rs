@@ -15,7 +15,7 @@
 //! A tuple is read by walking its new-to-old chain from the VID-map head
 //! until the first visible version; a visible tombstone means "deleted".
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use parking_lot::Mutex;
 
@@ -30,7 +30,9 @@ pub struct TxManager {
 
 struct TxInner {
     next: u64,
-    active: BTreeSet<TxId>,
+    /// Running transactions and the oldest `xmin` of the snapshots each
+    /// has taken (its own TxId until it takes one).
+    active: BTreeMap<TxId, TxId>,
 }
 
 impl TxManager {
@@ -38,7 +40,7 @@ impl TxManager {
         TxManager {
             inner: Mutex::new(TxInner {
                 next: next.0.max(1),
-                active: BTreeSet::new(),
+                active: BTreeMap::new(),
             }),
         }
     }
@@ -47,17 +49,21 @@ impl TxManager {
         let mut g = self.inner.lock();
         let id = TxId(g.next);
         g.next += 1;
-        g.active.insert(id);
+        g.active.insert(id, id);
         id
     }
 
     pub fn snapshot(&self, me: TxId) -> Snapshot {
-        let g = self.inner.lock();
-        let in_flight: Vec<TxId> = g.active.iter().copied().filter(|t| *t != me).collect();
+        let mut g = self.inner.lock();
+        let in_flight: Vec<TxId> = g.active.keys().copied().filter(|t| *t != me).collect();
         let xmax = TxId(g.next);
+        let xmin = in_flight.first().copied().unwrap_or(xmax);
+        if let Some(oldest) = g.active.get_mut(&me) {
+            *oldest = (*oldest).min(xmin);
+        }
         Snapshot {
             txid: me,
-            xmin: in_flight.first().copied().unwrap_or(xmax),
+            xmin,
             xmax,
             in_flight,
         }
@@ -66,6 +72,27 @@ impl TxManager {
     /// Removes a finished transaction (committed durably, or aborted).
     pub fn finish(&self, id: TxId) {
         self.inner.lock().active.remove(&id);
+    }
+
+    /// The GC horizon (DESIGN.md §8a): no snapshot in use, or taken from
+    /// now on, has an `xmin` below it — so a committed version created
+    /// below it is visible to all of them, and every version behind it
+    /// in its chain is garbage.
+    pub fn horizon(&self) -> TxId {
+        let g = self.inner.lock();
+        g.active
+            .iter()
+            .map(|(id, xmin)| (*id).min(*xmin))
+            .min()
+            .unwrap_or(TxId(g.next))
+            .min(TxId(g.next))
+    }
+
+    /// The oldest running transaction, or the next TxId if none runs:
+    /// pages released before it started are read by nobody.
+    pub fn oldest_active(&self) -> TxId {
+        let g = self.inner.lock();
+        g.active.keys().next().copied().unwrap_or(TxId(g.next))
     }
 
     pub fn next_txid(&self) -> TxId {
@@ -205,5 +232,25 @@ mod tests {
         assert!(s2.sees(a));
         let c = m.begin();
         assert!(!s2.sees(c));
+    }
+
+    #[test]
+    fn the_horizon_is_the_oldest_xmin_in_use() {
+        let m = TxManager::new(TxId(10));
+        assert_eq!(m.horizon(), TxId(10));
+        let a = m.begin();
+        let b = m.begin();
+        // b's snapshot has a (10) in flight: its xmin is 10.
+        let s = m.snapshot(b);
+        assert_eq!(s.xmin, a);
+        m.finish(a);
+        // a ended, but b may still need what a's versions replaced.
+        assert_eq!(m.horizon(), a);
+        assert_eq!(m.oldest_active(), b);
+        m.finish(b);
+        assert_eq!(m.horizon(), TxId(12));
+        // A transaction without a snapshot yet holds the horizon at itself.
+        let c = m.begin();
+        assert_eq!(m.horizon(), c);
     }
 }

@@ -89,6 +89,8 @@ pub fn estimate(db: &Database, ts: &TableState, op: &NdpOp, pes: u16) -> Estimat
         }
         // ΔVID entries (24 B) and ΔL2P entries come back.
         NdpOp::Update { .. } | NdpOp::Delete => rows as f64 * FILTER_SELECTIVITY * 26.0,
+        // GC is never placed: it always runs on the device.
+        NdpOp::Gc { .. } => rows as f64 * 24.0,
     };
     // Writing a version: on the host lock + certify + encode + WAL redo
     // of the whole record; on the device lock + encode into its own page.

@@ -559,6 +559,7 @@ impl Session {
                 statement, analyze, ..
             } => self.guarded(|s| s.explain(statement, *analyze, params)),
             Statement::CreateTable(ct) => self.guarded(|s| ddl::create_table(&s.db, ct)),
+            Statement::Vacuum(v) => self.guarded(|s| s.vacuum(v)),
             Statement::Drop {
                 object_type,
                 if_exists,
@@ -594,6 +595,26 @@ impl Session {
                 ))
             }),
         }
+    }
+
+    /// `VACUUM [FULL] [table]`: garbage collection now (DESIGN.md §8a),
+    /// outside any transaction block as in PostgreSQL.
+    fn vacuum(&mut self, v: &sqlparser::ast::VacuumStatement) -> Result<Output> {
+        if self.tx.is_some() || self.block != Block::None {
+            return Err(Error::new(
+                SqlState::ACTIVE_SQL_TRANSACTION,
+                "VACUUM cannot run inside a transaction block",
+            ));
+        }
+        if v.sort_only || v.delete_only || v.reindex || v.recluster || v.threshold.is_some() {
+            return Err(Error::new(
+                SqlState::SYNTAX_ERROR,
+                "syntax error: VACUUM takes [FULL] [table]",
+            ));
+        }
+        let table = v.table_name.as_ref().map(ddl::table_name).transpose()?;
+        self.db.vacuum(table.as_deref(), v.full)?;
+        Ok(Output::command("VACUUM"))
     }
 
     /// EXPLAIN [ANALYZE] of a query: operators with their placement; with

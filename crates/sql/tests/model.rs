@@ -19,6 +19,10 @@ enum Op {
     Checkpoint,
     Restart,
     Crash,
+    /// Garbage collection; `true` = VACUUM FULL.
+    Vacuum(bool),
+    /// A full-table UPDATE on the device.
+    NdpUpdateAll(u16),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -32,6 +36,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Checkpoint),
         1 => Just(Op::Restart),
         1 => Just(Op::Crash),
+        2 => any::<bool>().prop_map(Op::Vacuum),
+        1 => any::<u16>().prop_map(Op::NdpUpdateAll),
     ]
 }
 
@@ -96,6 +102,22 @@ proptest! {
                         "BEGIN; DELETE FROM m WHERE k = {k}; INSERT INTO m VALUES ({k}, 'never'); UPDATE m SET v = '{}' WHERE k % 5 = {}; ROLLBACK",
                         payload(k, v), k % 5
                     )).unwrap();
+                }
+                Op::Vacuum(full) => {
+                    s.execute(if full { "VACUUM FULL m" } else { "VACUUM" }).unwrap();
+                    prop_assert_eq!(&contents(&mut s), &model);
+                    if full {
+                        // Nothing is left for a second run to do.
+                        let r = db.vacuum(Some("m"), true).unwrap();
+                        prop_assert_eq!((r.relocated, r.tuples_removed, r.pages_freed), (0, 0, 0));
+                    }
+                }
+                Op::NdpUpdateAll(v) => {
+                    let n = v % 1000;
+                    s.execute(&format!("SET ndp = on; UPDATE m SET v = v || '{n}'; SET ndp = off")).unwrap();
+                    for x in model.values_mut() {
+                        x.push_str(&n.to_string());
+                    }
                 }
                 Op::Flush => db.flush().unwrap(),
                 Op::Checkpoint => db.checkpoint().unwrap(),

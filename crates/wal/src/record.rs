@@ -41,6 +41,16 @@ pub enum WalRecord {
         l2p: Vec<(Lpn, Ppn)>,
         vids: Vec<DeltaVid>,
     },
+    /// A garbage-collection run on `table`, applied at once (it creates
+    /// no version of its own, so it needs no commit record): its new
+    /// pages, the heads it moved (to a copy, or NULL for a tuple gone for
+    /// every snapshot) and the pages it freed, whose LPNs recovery unmaps.
+    Gc {
+        table: TableId,
+        l2p: Vec<(Lpn, Ppn)>,
+        vids: Vec<DeltaVid>,
+        freed: Vec<(Lpn, Ppn)>,
+    },
 }
 
 const KIND_REDO: u8 = 1;
@@ -48,6 +58,43 @@ const KIND_COMMIT: u8 = 2;
 const KIND_CHECKPOINT: u8 = 3;
 const KIND_START_NDP: u8 = 4;
 const KIND_END_NDP: u8 = 5;
+const KIND_GC: u8 = 6;
+
+fn encode_pages(w: &mut Writer, pages: &[(Lpn, Ppn)]) {
+    w.u32(pages.len() as u32);
+    for (l, p) in pages {
+        w.u64(l.0).u64(p.0);
+    }
+}
+
+fn decode_pages(r: &mut Reader<'_>) -> Result<Vec<(Lpn, Ppn)>> {
+    let n = r.count(16)?;
+    let mut pages = Vec::with_capacity(n);
+    for _ in 0..n {
+        pages.push((Lpn(r.u64()?), Ppn(r.u64()?)));
+    }
+    Ok(pages)
+}
+
+fn encode_vids(w: &mut Writer, vids: &[DeltaVid]) {
+    w.u32(vids.len() as u32);
+    for d in vids {
+        w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
+    }
+}
+
+fn decode_vids(r: &mut Reader<'_>) -> Result<Vec<DeltaVid>> {
+    let n = r.count(24)?;
+    let mut vids = Vec::with_capacity(n);
+    for _ in 0..n {
+        vids.push(DeltaVid {
+            vid: Vid(r.u64()?),
+            pred: RecId::from_raw(r.u64()?),
+            new: RecId::from_raw(r.u64()?),
+        });
+    }
+    Ok(vids)
+}
 
 impl WalRecord {
     pub fn encode(&self, w: &mut Writer) {
@@ -87,17 +134,20 @@ impl WalRecord {
                 l2p,
                 vids,
             } => {
-                w.u8(KIND_END_NDP)
-                    .u64(txid.0)
-                    .u32(table.0)
-                    .u32(l2p.len() as u32);
-                for (l, p) in l2p {
-                    w.u64(l.0).u64(p.0);
-                }
-                w.u32(vids.len() as u32);
-                for d in vids {
-                    w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
-                }
+                w.u8(KIND_END_NDP).u64(txid.0).u32(table.0);
+                encode_pages(w, l2p);
+                encode_vids(w, vids);
+            }
+            WalRecord::Gc {
+                table,
+                l2p,
+                vids,
+                freed,
+            } => {
+                w.u8(KIND_GC).u32(table.0);
+                encode_pages(w, l2p);
+                encode_vids(w, vids);
+                encode_pages(w, freed);
             }
         }
     }
@@ -130,30 +180,18 @@ impl WalRecord {
                 table: TableId(r.u32()?),
                 invocation: r.bytes()?.to_vec(),
             },
-            KIND_END_NDP => {
-                let txid = TxId(r.u64()?);
-                let table = TableId(r.u32()?);
-                let n = r.count(16)?;
-                let mut l2p = Vec::with_capacity(n);
-                for _ in 0..n {
-                    l2p.push((Lpn(r.u64()?), Ppn(r.u64()?)));
-                }
-                let n = r.count(24)?;
-                let mut vids = Vec::with_capacity(n);
-                for _ in 0..n {
-                    vids.push(DeltaVid {
-                        vid: Vid(r.u64()?),
-                        pred: RecId::from_raw(r.u64()?),
-                        new: RecId::from_raw(r.u64()?),
-                    });
-                }
-                WalRecord::EndNdp {
-                    txid,
-                    table,
-                    l2p,
-                    vids,
-                }
-            }
+            KIND_END_NDP => WalRecord::EndNdp {
+                txid: TxId(r.u64()?),
+                table: TableId(r.u32()?),
+                l2p: decode_pages(r)?,
+                vids: decode_vids(r)?,
+            },
+            KIND_GC => WalRecord::Gc {
+                table: TableId(r.u32()?),
+                l2p: decode_pages(r)?,
+                vids: decode_vids(r)?,
+                freed: decode_pages(r)?,
+            },
             k => return Err(Error::corrupted(format!("unknown WAL record kind {k}"))),
         })
     }
@@ -180,6 +218,16 @@ mod tests {
                     pred: RecId::new(Lpn(1), 3),
                     new: RecId::new(Lpn(40), 0),
                 }],
+            },
+            WalRecord::Gc {
+                table: TableId(2),
+                l2p: vec![(Lpn(50), Ppn(3))],
+                vids: vec![DeltaVid {
+                    vid: Vid(6),
+                    pred: RecId::new(Lpn(9), 1),
+                    new: RecId::NULL,
+                }],
+                freed: vec![(Lpn(9), Ppn(12))],
             },
         ];
         for rec in recs {

@@ -50,7 +50,7 @@ use ndpdb_scan::{Pipeline, PipelineState, RunBuffers};
 use crate::engine::Core;
 use crate::store::PageBytes;
 use crate::update::{
-    lock_current, modify_row, unloader, ModifyCtx, ModifyPart, PageWriter, RowChange,
+    lock_current, modify_row, unloader, HeadCheck, ModifyCtx, ModifyPart, PageWriter, RowChange,
 };
 
 /// VIDs a PE takes at a time (one map read, one preload batch).
@@ -151,7 +151,7 @@ pub(crate) fn run_pe(task: &PeTask) -> (Result<(PeOutput, PeStats), Error>, Modi
     let result = std::thread::scope(|s| {
         let unload = match task.modify {
             Some(ctx) => {
-                let (writer, rx) = PageWriter::new(ctx, task.inv.table, &task.inv.types);
+                let (writer, rx) = PageWriter::new(ctx.space, task.inv.table, &task.inv.types);
                 walker.writer = Some(writer);
                 let core = task.core;
                 let h = std::thread::Builder::new()
@@ -172,7 +172,7 @@ pub(crate) fn run_pe(task: &PeTask) -> (Result<(PeOutput, PeStats), Error>, Modi
         };
         let walked = walk_all(task, &mut walker, s);
         let closed = match walker.writer.as_mut() {
-            Some(w) => w.close(&mut walker.part),
+            Some(w) => w.close(&mut walker.part.written),
             None => Ok(()),
         };
         let unloaded = match unload {
@@ -260,6 +260,28 @@ fn current_head(task: &PeTask, vid: Vid) -> RecId {
         .get(&task.inv.table)
         .and_then(|m| m.get(vid.0 as usize))
         .map_or(RecId::NULL, |r| RecId::from_raw(*r))
+}
+
+/// Whether the job's snapshot sees the version at `rid` (read without
+/// the PE's page cache: certification is rare and must see the newest
+/// maps).
+fn visible_at(task: &PeTask, rid: RecId) -> Result<bool, Error> {
+    let lpn = rid.lpn();
+    let page =
+        match task.shared.pages.get(&lpn).filter(|p| has_slot(p, rid)) {
+            Some(p) => p.clone(),
+            None => {
+                let ppn =
+                    task.core.maps.read().l2p.get(&lpn).ok_or_else(|| {
+                        Error::corrupted(format!("{rid} points to an unmapped page"))
+                    })?;
+                task.core.store.page(ppn).map_err(from_link)?
+            }
+        };
+    let header = PageRef::parse(&page)?
+        .header(rid.slot())?
+        .ok_or_else(|| Error::corrupted(format!("{rid} is an empty slot")))?;
+    Ok(task.inv.snapshot.sees(header.creator))
 }
 
 /// Head RecIds of the VIDs of `chunk` (NULL where a VID has none).
@@ -556,16 +578,21 @@ impl<'a> Walker<'a> {
                     ));
                 };
                 let head = || current_head(task, vid);
-                if lock_current(
+                let visible = |rid| visible_at(task, rid);
+                let check = HeadCheck {
+                    head: &head,
+                    visible: &visible,
+                };
+                if let Some(locked) = lock_current(
                     ctx,
                     &mut self.part,
                     inv.table,
                     vid,
                     read,
-                    &head,
+                    &check,
                     task.cancel,
                 )? {
-                    self.part.locked_versions.push((vid, read));
+                    self.part.locked_versions.push((vid, locked));
                     // The VID rides along as a last column (the host needs it).
                     let mut out: Vec<Value> =
                         columns.iter().map(|&c| row[c as usize].clone()).collect();
@@ -600,6 +627,12 @@ impl<'a> Walker<'a> {
                     acc.add(spec, v)?;
                 }
             }
+            NdpOp::Gc { .. } => {
+                return Err(Error::sql(
+                    SqlState::INTERNAL_ERROR,
+                    "a GC job does not run on processing elements",
+                ))
+            }
             NdpOp::Update { .. } | NdpOp::Delete => {
                 let (Some(ctx), Some(writer)) = (task.modify, self.writer.as_mut()) else {
                     return Err(Error::sql(
@@ -612,6 +645,7 @@ impl<'a> Walker<'a> {
                     _ => (None, &[][..]),
                 };
                 let head = || current_head(task, vid);
+                let visible = |rid| visible_at(task, rid);
                 modify_row(
                     ctx,
                     writer,
@@ -623,7 +657,10 @@ impl<'a> Walker<'a> {
                     RowChange {
                         vid,
                         read,
-                        head: &head,
+                        check: HeadCheck {
+                            head: &head,
+                            visible: &visible,
+                        },
                         row,
                         sets,
                         not_null,
@@ -667,7 +704,7 @@ impl<'a> Walker<'a> {
         let out = match self.task.inv.op {
             NdpOp::Scan { .. } => PeOutput::Rows(self.rows),
             NdpOp::Aggregate { .. } => PeOutput::Groups(self.groups),
-            NdpOp::Update { .. } | NdpOp::Delete => PeOutput::Modified,
+            NdpOp::Update { .. } | NdpOp::Delete | NdpOp::Gc { .. } => PeOutput::Modified,
             NdpOp::LockRows { .. } => PeOutput::Rows(self.rows),
         };
         let stats = PeStats {

@@ -1,0 +1,361 @@
+//! Version garbage collection as an NDP job (DESIGN.md §8a).
+//!
+//! The device finds garbage next to the data and compacts pages out of
+//! place; the host validates and applies the result as it does an update
+//! job's ΔMaps (`ndpdb_host::gc`). Nothing is overwritten.
+//!
+//! ```text
+//!  pages   every device page of the table (L2P; passed-along pages excluded)
+//!  pass 1  per VID: walk the chain from the head to the first version
+//!          created below the horizon (the base); head … base are needed,
+//!          everything behind the base is garbage
+//!            needed versions count per page; a page holding a version of
+//!            a needed chain longer than one is pinned (newer versions
+//!            point to it by RecId)
+//!            the head is a tombstone below the horizon: the tuple is gone
+//!            for every snapshot → ΔVID (vid, head, NULL)
+//!  victims pages whose versions all predate the horizon, not pinned, with
+//!          garbage on them and at most max_live_percent % of their slots
+//!          needed
+//!  pass 2  every head on a victim page is copied, its chain cut (pred =
+//!          NULL), into the job's pre-allocated pages in VID order
+//!            → ΔVID (vid, head, copy), ΔL2P (the new pages)
+//!  result  ΔVID, ΔL2P, victims: the host frees a victim once every ΔVID
+//!          out of it has validated
+//! ```
+//!
+//! Why the horizon is enough: a version created below the horizon by a
+//! committed transaction is visible to every snapshot in use or to come,
+//! so no reader walks past it; and only committed versions are reachable
+//! from a head. A head that moves while the job runs has a creator at or
+//! above the horizon (its transaction was running when the horizon was
+//! taken): its page is never a victim, and the host rejects the ΔVID of
+//! the version it replaced, which keeps that version's page.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustc_hash::FxHashMap;
+
+use ndpdb_formats::codec::Writer;
+use ndpdb_formats::ndp::{DeltaVid, Invocation, ModifyResult};
+use ndpdb_formats::page::{PageRef, PAGE_SIZE};
+use ndpdb_formats::record::{RecordHeader, RECORD_HEADER_SIZE};
+use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, TxId, Vid};
+
+use crate::engine::Core;
+use crate::pe::Cached;
+use crate::store::PageBytes;
+use crate::update::{unloader, PageWriter, SpacePool};
+
+/// What GC knows about one device page of the table.
+struct PageInfo {
+    ppn: Ppn,
+    slots: u16,
+    empty: u16,
+    /// Every version on it was created below the horizon.
+    old: bool,
+    /// Versions on it some snapshot may still need.
+    live: u32,
+    /// Holds a version of a needed chain longer than one.
+    pinned: bool,
+    victim: bool,
+}
+
+/// What a GC job runs with.
+pub(crate) struct GcJob<'a> {
+    pub core: &'a Core,
+    pub shared: &'a Cached,
+    pub inv: &'a Invocation,
+    pub horizon: TxId,
+    pub max_live_percent: u8,
+    pub space: &'a SpacePool,
+    pub cancel: &'a AtomicBool,
+}
+
+/// Resolves versions: passed-along pages first, else the store (keeping
+/// the last page, since heads of neighbouring VIDs share pages).
+struct Resolver<'a> {
+    core: &'a Core,
+    shared: &'a Cached,
+    last: Option<(Lpn, PageBytes)>,
+}
+
+fn has_slot(page: &[u8], rid: RecId) -> bool {
+    PageRef::parse(page).is_ok_and(|v| rid.slot() < v.slot_count())
+}
+
+impl Resolver<'_> {
+    fn page(&mut self, rid: RecId) -> Result<PageBytes, Error> {
+        let lpn = rid.lpn();
+        if let Some(p) = self.shared.pages.get(&lpn).filter(|p| has_slot(p, rid)) {
+            return Ok(p.clone());
+        }
+        if let Some((l, p)) = &self.last {
+            if *l == lpn && has_slot(p, rid) {
+                return Ok(p.clone());
+            }
+        }
+        let ppn = self
+            .core
+            .maps
+            .read()
+            .l2p
+            .get(&lpn)
+            .ok_or_else(|| Error::corrupted(format!("{rid} points to an unmapped page")))?;
+        let page = self
+            .core
+            .store
+            .page(ppn)
+            .map_err(|e| Error::corrupted(e.to_string()))?;
+        self.last = Some((lpn, page.clone()));
+        Ok(page)
+    }
+
+    fn header(&mut self, rid: RecId) -> Result<RecordHeader, Error> {
+        let page = self.page(rid)?;
+        PageRef::parse(&page)?
+            .header(rid.slot())?
+            .ok_or_else(|| Error::corrupted(format!("{rid} is an empty slot")))
+    }
+
+    /// The version's record with its chain cut (predecessor NULL).
+    fn cut_record(&mut self, rid: RecId) -> Result<Vec<u8>, Error> {
+        let page = self.page(rid)?;
+        let mut rec = PageRef::parse(&page)?
+            .record(rid.slot())?
+            .ok_or_else(|| Error::corrupted(format!("{rid} is an empty slot")))?;
+        let mut h = RecordHeader::parse(&rec)?;
+        h.pred = RecId::NULL;
+        let mut w = Writer::with_capacity(RECORD_HEADER_SIZE);
+        h.encode(&mut w);
+        rec[..RECORD_HEADER_SIZE].copy_from_slice(w.as_slice());
+        Ok(rec)
+    }
+}
+
+fn cancelled() -> Error {
+    Error::sql(SqlState::QUERY_CANCELED, "GC job aborted")
+}
+
+impl GcJob<'_> {
+    /// Runs the job into `out` (see the module docs). On an error `out`
+    /// still lists the pages written, for the host to take back.
+    pub fn run(&self, out: &mut ModifyResult) -> Result<(), Error> {
+        let heads = self.heads();
+        let mut pages = self.table_pages()?;
+        let mut res = Resolver {
+            core: self.core,
+            shared: self.shared,
+            last: None,
+        };
+        let mut dead = vec![false; heads.len()];
+        self.pass_one(&heads, &mut pages, &mut res, &mut dead, out)?;
+        let limit = self.max_live_percent as u64;
+        for p in pages.values_mut() {
+            // A victim has garbage, or nothing else, on it.
+            let used = p.slots.saturating_sub(p.empty) as u64;
+            let live = p.live as u64;
+            p.victim = p.old && !p.pinned && live * 100 <= p.slots as u64 * limit && live < used;
+            if p.victim {
+                out.garbage_versions += used - live;
+            }
+            if p.slots > 0 {
+                out.live_bytes += PAGE_SIZE as u64 * p.live as u64 / p.slots as u64;
+            }
+        }
+        let mut victims: Vec<(Lpn, Ppn)> = pages
+            .iter()
+            .filter(|(_, p)| p.victim)
+            .map(|(l, p)| (*l, p.ppn))
+            .collect();
+        victims.sort_unstable();
+        out.victims = victims;
+        if out.victims.is_empty() {
+            return Ok(());
+        }
+        self.relocate(&heads, &pages, &mut res, &dead, out)?;
+        if !out.delta_l2p.is_empty() {
+            // The copies are durable before the host may point to them.
+            self.core
+                .store
+                .sync()
+                .map_err(|e| Error::sql(SqlState::IO_ERROR, format!("sync: {e}")))?;
+        }
+        Ok(())
+    }
+
+    /// The head of every VID: passed-along ΔVID first, else the device map.
+    fn heads(&self) -> Vec<RecId> {
+        let maps = self.core.maps.read();
+        let map = maps.vids.get(&self.inv.table);
+        (0..self.inv.vid_count)
+            .map(|v| match self.shared.vids.get(&Vid(v)) {
+                Some(r) => *r,
+                None => map
+                    .and_then(|m| m.get(v as usize))
+                    .map_or(RecId::NULL, |r| RecId::from_raw(*r)),
+            })
+            .collect()
+    }
+
+    /// Every mapped page of the table that is not passed along (those are
+    /// still being filled by the host's delta buffer).
+    ///
+    /// The LPNs are listed first and each is resolved again, and its page
+    /// read, under the maps' read lock: a page freed meanwhile is unmapped
+    /// before its PPN is written again (`ndpdb_host::space`), so a mapping
+    /// that still holds names the page it was made for.
+    fn table_pages(&self) -> Result<FxHashMap<Lpn, PageInfo>, Error> {
+        let lpns: Vec<Lpn> = self.core.maps.read().l2p.iter().map(|(l, _)| l).collect();
+        let mut pages = FxHashMap::default();
+        for batch in lpns.chunks(256) {
+            if self.cancel.load(Ordering::Relaxed) {
+                return Err(cancelled());
+            }
+            let maps = self.core.maps.read();
+            for &lpn in batch {
+                if self.shared.pages.contains_key(&lpn) {
+                    continue;
+                }
+                let Some(ppn) = maps.l2p.get(&lpn) else {
+                    continue;
+                };
+                let bytes = self
+                    .core
+                    .store
+                    .page(ppn)
+                    .map_err(|e| Error::corrupted(e.to_string()))?;
+                let view = PageRef::parse(&bytes)?;
+                if view.table() != self.inv.table {
+                    continue;
+                }
+                if view.lpn() != lpn {
+                    return Err(Error::corrupted(format!(
+                        "page {} holds LPN {}, mapped as LPN {}",
+                        ppn.0,
+                        view.lpn().0,
+                        lpn.0
+                    )));
+                }
+                pages.insert(
+                    lpn,
+                    PageInfo {
+                        ppn,
+                        slots: view.slot_count(),
+                        empty: view.empty_slots(),
+                        old: view.creator_range().1 < self.horizon,
+                        live: 0,
+                        pinned: false,
+                        victim: false,
+                    },
+                );
+            }
+        }
+        Ok(pages)
+    }
+
+    /// Counts needed versions per page; drops tuples gone for everyone.
+    fn pass_one(
+        &self,
+        heads: &[RecId],
+        pages: &mut FxHashMap<Lpn, PageInfo>,
+        res: &mut Resolver<'_>,
+        dead: &mut [bool],
+        out: &mut ModifyResult,
+    ) -> Result<(), Error> {
+        let mut chain = Vec::new();
+        for (v, &head) in heads.iter().enumerate() {
+            if v % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
+                return Err(cancelled());
+            }
+            if head.is_null() {
+                continue;
+            }
+            chain.clear();
+            let mut rid = head;
+            let mut base_is_tombstone = false;
+            loop {
+                let h = res.header(rid)?;
+                chain.push(rid);
+                if h.creator < self.horizon {
+                    base_is_tombstone = h.is_tombstone();
+                    break;
+                }
+                rid = h.pred;
+                if rid.is_null() {
+                    break;
+                }
+            }
+            if chain.len() == 1 && base_is_tombstone {
+                dead[v] = true;
+                out.delta_vids.push(DeltaVid {
+                    vid: Vid(v as u64),
+                    pred: head,
+                    new: RecId::NULL,
+                });
+                continue;
+            }
+            let pinned = chain.len() > 1;
+            for rid in &chain {
+                if let Some(p) = pages.get_mut(&rid.lpn()) {
+                    p.live += 1;
+                    p.pinned |= pinned;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies the heads on victim pages into the job's pages.
+    fn relocate(
+        &self,
+        heads: &[RecId],
+        pages: &FxHashMap<Lpn, PageInfo>,
+        res: &mut Resolver<'_>,
+        dead: &[bool],
+        out: &mut ModifyResult,
+    ) -> Result<(), Error> {
+        let types = &self.inv.types;
+        std::thread::scope(|s| {
+            let (mut writer, rx) = PageWriter::new(self.space, self.inv.table, types);
+            let core = self.core;
+            let unload = std::thread::Builder::new()
+                .name("ndp-gc-unl".into())
+                .spawn_scoped(s, move || unloader(core, rx))
+                .map_err(|e| {
+                    Error::sql(
+                        SqlState::INTERNAL_ERROR,
+                        format!("cannot start an unloader: {e}"),
+                    )
+                })?;
+            let copied = (|| -> Result<(), Error> {
+                for (v, &head) in heads.iter().enumerate() {
+                    if v % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
+                        return Err(cancelled());
+                    }
+                    if head.is_null() || dead[v] {
+                        continue;
+                    }
+                    if !pages.get(&head.lpn()).is_some_and(|p| p.victim) {
+                        continue;
+                    }
+                    let rec = res.cut_record(head)?;
+                    let new = writer.append(&rec, &mut out.delta_l2p, self.cancel)?;
+                    out.delta_vids.push(DeltaVid {
+                        vid: Vid(v as u64),
+                        pred: head,
+                        new,
+                    });
+                    out.rows += 1;
+                }
+                Ok(())
+            })();
+            let closed = writer.close(&mut out.delta_l2p);
+            drop(writer);
+            let unloaded = unload.join().unwrap_or_else(|_| {
+                Err(Error::sql(SqlState::INTERNAL_ERROR, "an unloader panicked"))
+            });
+            copied.and(closed).and(unloaded)
+        })
+    }
+}

@@ -1,0 +1,258 @@
+//! Version garbage collection, the host's side (DESIGN.md §8a): the
+//! device finds garbage and compacts pages (`ndpdb_device::gc`); the host
+//! validates and applies the result like an update job's ΔMaps.
+//!
+//! ```text
+//!  collect_garbage(table)                       one run at a time
+//!    horizon  = oldest snapshot in use (TxManager::horizon)
+//!    flush the delta buffer (only heads on device pages can move)
+//!    NDP_CALL Gc in a system transaction (its TxId keeps the pages the
+//!      job reads from reuse) → ΔVID, ΔL2P, victims; space is granted
+//!      on demand as for update NDP
+//!    validate & apply
+//!      try-lock each ΔVID's tuple — never waits: a tuple a user holds
+//!        (host or device) is skipped, and its victim page kept; while an
+//!        update or lock job runs on the table no head moves at all (it
+//!        certifies against the heads it captured)
+//!      map the new pages (nothing points to them yet)
+//!      under the commit gate: a ΔVID whose predecessor is still the head
+//!        moves it (to the copy, or NULL for a tuple gone for everyone);
+//!        else the victim page of the predecessor is kept
+//!      WAL Gc record (ΔL2P, applied ΔVIDs, freed pages) → fsync
+//!      unlock
+//!    freed victims → space map: reused once every transaction running
+//!      now has ended (`crate::space`)
+//! ```
+//!
+//! A user transaction never waits for GC beyond the apply, and never
+//! fails because of it: a writer that read a version GC has since moved
+//! certifies against the copy (same creator, so its snapshot sees it —
+//! see `Transaction::lock_and_certify`), and the same holds on the device.
+
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use ndpdb_formats::codec::Reader;
+use ndpdb_formats::ndp::{JobState, ModifyResult, NdpOp};
+use ndpdb_formats::{Lpn, Ppn, SqlState, TableId};
+use ndpdb_link::VidEntry;
+use ndpdb_wal::WalRecord;
+
+use crate::database::{Database, DbInner, TableState};
+use crate::error::{Error, Result};
+use crate::ndp::{NdpReport, NdpRequest};
+use crate::stats::EngineCounters;
+use crate::transaction::Isolation;
+
+/// Default share of a page's slots that may still be needed for GC to
+/// compact it (VACUUM FULL compacts every page it can).
+pub const GC_MAX_LIVE_PERCENT: u8 = 50;
+
+/// What GC runs have found, per table and in total.
+#[derive(Default)]
+pub(crate) struct GcState {
+    /// Per table: bytes of page space its needed versions took at its
+    /// last run.
+    pub live_bytes: FxHashMap<TableId, u64>,
+}
+
+/// One GC run's figures.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcReport {
+    /// Versions copied out of victim pages (heads that moved).
+    pub relocated: u64,
+    /// Tuples whose newest version is a tombstone every snapshot sees:
+    /// their VID-map entries are gone.
+    pub tuples_removed: u64,
+    /// Pages freed (reused once the transactions running now end).
+    pub pages_freed: u64,
+    /// Versions on the freed pages that no snapshot needed.
+    pub versions_reclaimed: u64,
+    /// ΔVIDs not applied: the tuple was locked or had moved.
+    pub skipped: u64,
+}
+
+fn decode_err(e: ndpdb_formats::Error) -> Error {
+    Error::new(SqlState::DATA_CORRUPTED, format!("GC reply: {e}"))
+}
+
+impl Database {
+    /// `VACUUM [table]`: collects garbage in one table or in all; `full`
+    /// compacts every page with garbage, not only mostly-dead ones.
+    pub fn vacuum(&self, table: Option<&str>, full: bool) -> Result<GcReport> {
+        let tables = match table {
+            Some(name) => vec![self.table(name)?],
+            None => {
+                let metas = self.tables();
+                let mut v = Vec::with_capacity(metas.len());
+                for m in metas {
+                    if let Ok(ts) = self.inner.table_state(m.id) {
+                        v.push(ts);
+                    }
+                }
+                v
+            }
+        };
+        let percent = if full { 100 } else { GC_MAX_LIVE_PERCENT };
+        let mut total = GcReport::default();
+        for ts in tables {
+            let r = self.collect_garbage(&ts, percent)?;
+            total.relocated += r.relocated;
+            total.tuples_removed += r.tuples_removed;
+            total.pages_freed += r.pages_freed;
+            total.versions_reclaimed += r.versions_reclaimed;
+            total.skipped += r.skipped;
+        }
+        // Pages freed by earlier runs whose readers have ended.
+        self.inner.reclaim()?;
+        Ok(total)
+    }
+
+    /// One GC run over `ts` (see the module docs).
+    pub fn collect_garbage(&self, ts: &Arc<TableState>, max_live_percent: u8) -> Result<GcReport> {
+        let inner = &self.inner;
+        inner.check_ok()?;
+        let _one = inner.gc_running.lock();
+        let horizon = inner.txm.horizon();
+        inner.flush()?;
+        let tx = self.begin(Isolation::Snapshot)?;
+        let req = NdpRequest {
+            filter: None,
+            op: NdpOp::Gc {
+                horizon,
+                max_live_percent,
+            },
+            pes: 1,
+            preload: false,
+        };
+        let mut inv = tx.invocation(ts, &req, &[]);
+        inv.space = inner.alloc_space(64);
+        let mut report = NdpReport::default();
+        let out = tx.ndp_call(ts, inv, &mut report)?;
+        let mut result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
+        inner.free_space(&std::mem::take(&mut result.unused));
+        if let JobState::Failed(code, message) = &out.status.state {
+            inner.free_space(&result.delta_l2p);
+            return Err(Error::new(
+                SqlState::from_code(code),
+                format!("garbage collection on the device: {message}"),
+            ));
+        }
+        let applied = inner.apply_gc(ts, tx.id(), result);
+        drop(tx);
+        let r = applied?;
+        EngineCounters::inc(&inner.counters.gc_runs);
+        let c = &inner.counters;
+        use std::sync::atomic::Ordering::Relaxed;
+        c.gc_versions_reclaimed
+            .fetch_add(r.versions_reclaimed, Relaxed);
+        c.gc_pages_freed.fetch_add(r.pages_freed, Relaxed);
+        c.gc_versions_relocated.fetch_add(r.relocated, Relaxed);
+        c.gc_tuples_removed.fetch_add(r.tuples_removed, Relaxed);
+        Ok(r)
+    }
+}
+
+impl DbInner {
+    /// Page space the needed versions of all tables take, as each table's
+    /// last GC run measured it (tables never collected count 0).
+    pub(crate) fn storage_live_bytes(&self) -> u64 {
+        self.gc.lock().live_bytes.values().sum()
+    }
+
+    /// Validates and applies a GC job's result (see the module docs).
+    fn apply_gc(
+        &self,
+        ts: &TableState,
+        gc_tx: ndpdb_formats::TxId,
+        result: ModifyResult,
+    ) -> Result<GcReport> {
+        let table = ts.meta.id;
+        let mut report = GcReport::default();
+        // Victim pages that must stay: a version on them is still needed.
+        let mut keep: FxHashSet<Lpn> = FxHashSet::default();
+        let mut locked = Vec::with_capacity(result.delta_vids.len());
+        for d in &result.delta_vids {
+            if self.locks.try_acquire(gc_tx, (table, d.vid)) {
+                locked.push(*d);
+            } else {
+                keep.insert(d.pred.lpn());
+            }
+        }
+        let keys: Vec<_> = locked.iter().map(|d| (table, d.vid)).collect();
+        let applied = (|| -> Result<Vec<(Lpn, Ppn)>> {
+            if !result.delta_l2p.is_empty() {
+                self.map_ndp_pages(&result.delta_l2p)?;
+            }
+            let gate = self.checkpoint_gate.read();
+            let lsn = {
+                let mut delta = self.delta.write();
+                let mut vids = Vec::with_capacity(locked.len());
+                // A device job that captured the heads before this apply
+                // would certify against the old ones: while one runs on
+                // the table, no head moves (a job capturing after this
+                // point sees the moves in the passed-along ΔVIDs).
+                let device_writing = ts.device_writers_running();
+                for d in &locked {
+                    if device_writing || ts.vids.head(d.vid) != d.pred {
+                        keep.insert(d.pred.lpn());
+                        continue;
+                    }
+                    ts.vids.set(d.vid, d.new);
+                    delta.push_delta_vid(VidEntry {
+                        table,
+                        vid: d.vid,
+                        head: d.new,
+                    });
+                    if d.new.is_null() {
+                        report.tuples_removed += 1;
+                    } else {
+                        report.relocated += 1;
+                    }
+                    vids.push(*d);
+                }
+                // A victim an earlier run released (and that may be free
+                // and written again by now) is not released twice: it is
+                // pending, or its LPN is unmapped.
+                let freed: Vec<(Lpn, Ppn)> = result
+                    .victims
+                    .iter()
+                    .filter(|(l, p)| {
+                        !keep.contains(l)
+                            && !self.space.is_pending(*l)
+                            && self.l2p.get(*l) == Some(*p)
+                    })
+                    .copied()
+                    .collect();
+                let lsn = self.wal.append(&[WalRecord::Gc {
+                    table,
+                    l2p: result.delta_l2p.clone(),
+                    vids,
+                    freed: freed.clone(),
+                }]);
+                (lsn, freed)
+            };
+            drop(gate);
+            let (lsn, freed) = lsn;
+            if let Err(e) = self.wal.sync(lsn) {
+                self.fail();
+                return Err(e.into());
+            }
+            Ok(freed)
+        })();
+        self.locks.release_all(gc_tx, keys.iter());
+        let freed = applied?;
+        report.skipped = result.delta_vids.len() as u64 - report.relocated - report.tuples_removed;
+        report.pages_freed = freed.len() as u64;
+        if !result.victims.is_empty() {
+            // The device counts garbage on all victims; scale to the freed.
+            report.versions_reclaimed =
+                result.garbage_versions * freed.len() as u64 / result.victims.len() as u64;
+        }
+        report.versions_reclaimed += report.tuples_removed;
+        self.space.release(self.txm.next_txid(), &freed, &[]);
+        self.gc.lock().live_bytes.insert(table, result.live_bytes);
+        Ok(report)
+    }
+}

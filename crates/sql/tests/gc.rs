@@ -1,0 +1,279 @@
+//! Version garbage collection (DESIGN.md §8a): VACUUM frees what no
+//! snapshot needs and nothing else, freed pages are written again so the
+//! store stops growing, user transactions are neither blocked nor failed
+//! by versions GC moved, and all of it survives a crash.
+
+use ndpdb_formats::Value;
+use ndpdb_host::{Config, Database, Isolation, WriteOutcome};
+use ndpdb_sql::{Output, Session};
+
+fn config() -> Config {
+    Config {
+        delta_buffer_bytes: 64 << 10,
+        buffer_pool_bytes: 1 << 20,
+        ..Config::default()
+    }
+}
+
+fn open(dir: &std::path::Path) -> Database {
+    Database::open_with(dir, config()).unwrap()
+}
+
+/// `t(k, v, pad)` with keys `0..n`, `v = k`.
+fn create(db: &Database, n: i64) -> Session {
+    let mut s = Session::new(db.clone());
+    s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v BIGINT, pad TEXT)")
+        .unwrap();
+    let mut sql = String::from("BEGIN;");
+    for k in 0..n {
+        sql.push_str(&format!(
+            "INSERT INTO t VALUES ({k}, {k}, '{}');",
+            "p".repeat(40)
+        ));
+    }
+    sql.push_str("COMMIT");
+    s.execute(&sql).unwrap();
+    s
+}
+
+fn int(s: &mut Session, sql: &str) -> i64 {
+    match s.execute(sql).unwrap().pop().unwrap() {
+        Output::Rows { rows, .. } => match &rows[0][0] {
+            Value::BigInt(n) => *n,
+            Value::Null => 0,
+            v => v.to_pg_text().unwrap().parse().unwrap(),
+        },
+        o => panic!("{o:?}"),
+    }
+}
+
+fn sum(s: &mut Session) -> i64 {
+    int(s, "SELECT sum(v) FROM t")
+}
+
+#[test]
+fn vacuum_frees_old_versions_and_the_store_stops_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let n = 3000;
+    let mut s = create(&db, n);
+    let mut sizes = Vec::new();
+    for round in 1..=10i64 {
+        let ndp = if round % 2 == 0 { "on" } else { "off" };
+        s.execute(&format!("SET ndp = {ndp}; UPDATE t SET v = v + 1"))
+            .unwrap();
+        s.execute("VACUUM t").unwrap();
+        assert_eq!(sum(&mut s), n * (n - 1) / 2 + n * round);
+        sizes.push(db.stat("storage.file_bytes"));
+    }
+    assert!(db.stat("gc.pages_freed") > 0);
+    assert!(db.stat("gc.versions_reclaimed") >= 9 * n);
+    // After the first rounds every update writes into freed pages.
+    let (early, last) = (sizes[3], sizes[9]);
+    assert!(
+        last <= early + early / 10,
+        "store grew from {early} to {last} bytes: {sizes:?}"
+    );
+    // Pages that only hold live versions are not rewritten.
+    let again = db.vacuum(Some("t"), false).unwrap();
+    assert_eq!((again.relocated, again.pages_freed), (0, 0));
+}
+
+#[test]
+fn an_old_snapshot_keeps_the_versions_it_sees() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let n = 2000;
+    let mut s = create(&db, n);
+    let before = sum(&mut s);
+    let mut old = Session::new(db.clone());
+    old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .unwrap();
+    assert_eq!(sum(&mut old), before);
+    for _ in 0..3 {
+        s.execute("UPDATE t SET v = v + 1").unwrap();
+    }
+    let r = db.vacuum(Some("t"), true).unwrap();
+    assert_eq!(r.pages_freed, 0, "the old snapshot needs every version");
+    assert_eq!(sum(&mut old), before);
+    assert_eq!(int(&mut old, "SELECT v FROM t WHERE k = 7"), 7);
+    old.execute("COMMIT").unwrap();
+    let r = db.vacuum(Some("t"), true).unwrap();
+    assert!(r.pages_freed > 0, "{r:?}");
+    assert_eq!(sum(&mut s), before + 3 * n);
+}
+
+/// A writer that read a version before GC moved it certifies against
+/// the copy: no serialization failure, no lost update.
+#[test]
+fn a_version_moved_by_gc_does_not_fail_its_writer() {
+    for ndp in ["off", "on"] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = open(dir.path());
+        let n = 2000;
+        let mut s = create(&db, n);
+        // Pages of the load keep their odd rows: VACUUM FULL moves those.
+        s.execute("UPDATE t SET v = v + 1 WHERE k % 2 = 0").unwrap();
+        let mut w = Session::new(db.clone());
+        w.execute(&format!(
+            "SET ndp = {ndp}; BEGIN ISOLATION LEVEL REPEATABLE READ"
+        ))
+        .unwrap();
+        assert_eq!(sum(&mut w), n * (n - 1) / 2 + n / 2);
+        let r = db.vacuum(Some("t"), true).unwrap();
+        assert_eq!(r.relocated, n as u64 / 2, "ndp = {ndp}");
+        w.execute("UPDATE t SET v = v + 10").unwrap();
+        w.execute("COMMIT").unwrap();
+        assert_eq!(sum(&mut s), n * (n - 1) / 2 + n / 2 + 10 * n, "ndp = {ndp}");
+        assert_eq!(int(&mut s, "SELECT v FROM t WHERE k = 5"), 15);
+    }
+}
+
+/// The same, one step at a time: the version read before GC, written
+/// after it.
+#[test]
+fn a_writer_certifies_against_the_copy_of_the_version_it_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let n = 1000;
+    let mut s = create(&db, n);
+    s.execute("UPDATE t SET v = v + 1 WHERE k % 2 = 0").unwrap();
+    let ts = db.table("t").unwrap();
+    let mut tx = db.begin(Isolation::Snapshot).unwrap();
+    let (vid, seen, row) = tx.get_by_key(&ts, &[Value::BigInt(7)]).unwrap().unwrap();
+    assert_eq!(row[1], Value::BigInt(7));
+    let r = db.vacuum(Some("t"), true).unwrap();
+    assert_eq!(r.relocated, n as u64 / 2);
+    assert_ne!(ts.vids.head(vid), seen, "GC moved the version read");
+    let mut apply = |row: &[Value]| {
+        let mut row = row.to_vec();
+        row[1] = Value::BigInt(70);
+        Ok(Some(row))
+    };
+    let out = tx.update(&ts, vid, seen, &mut apply).unwrap();
+    assert!(matches!(out, WriteOutcome::Done(_)), "{out:?}");
+    tx.commit().unwrap();
+    assert_eq!(int(&mut s, "SELECT v FROM t WHERE k = 7"), 70);
+    // A version that really is newer still fails the writer (40001).
+    let mut tx = db.begin(Isolation::Snapshot).unwrap();
+    let (vid, seen, _) = tx.get_by_key(&ts, &[Value::BigInt(9)]).unwrap().unwrap();
+    s.execute("UPDATE t SET v = 0 WHERE k = 9").unwrap();
+    db.vacuum(Some("t"), true).unwrap();
+    let e = tx.update(&ts, vid, seen, &mut apply).unwrap_err();
+    assert_eq!(e.code.0, "40001");
+}
+
+/// GC running all the time next to a writer on the host, then on the
+/// device: no writer fails because of it and no update is lost.
+#[test]
+fn writers_next_to_a_running_gc_neither_fail_nor_lose_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let n = 2000;
+    let mut s = create(&db, n);
+    let mut expected = n * (n - 1) / 2;
+    for ndp in ["off", "on"] {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let gc = {
+            let (db, stop) = (db.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut runs = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    db.vacuum(Some("t"), runs % 2 == 0).unwrap();
+                    runs += 1;
+                }
+                runs
+            })
+        };
+        let mut w = Session::new(db.clone());
+        w.execute(&format!("SET ndp = {ndp}")).unwrap();
+        for i in 0..20 {
+            // Four rows in five: each round leaves a fifth of the last
+            // round's pages live, for GC to move.
+            w.execute(&format!(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ; \
+                 UPDATE t SET v = v + 1 WHERE k % 5 <> {}; COMMIT",
+                i % 5
+            ))
+            .unwrap();
+            expected += 4 * n / 5;
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(gc.join().unwrap() > 0);
+        assert_eq!(sum(&mut s), expected, "ndp = {ndp}");
+    }
+    assert!(db.stat("gc.versions_relocated") > 0);
+    db.verify_pk_indexes().unwrap();
+}
+
+#[test]
+fn deleted_tuples_leave_the_vid_map_and_their_keys_can_return() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = create(&db, 1000);
+    s.execute("DELETE FROM t WHERE k % 2 = 0").unwrap();
+    let r = db.vacuum(Some("t"), false).unwrap();
+    assert_eq!(r.tuples_removed, 500);
+    assert_eq!(int(&mut s, "SELECT count(*) FROM t"), 500);
+    s.execute("INSERT INTO t VALUES (4, 4, 'back')").unwrap();
+    let e = s
+        .execute("INSERT INTO t VALUES (4, 4, 'twice')")
+        .unwrap_err();
+    assert_eq!(e.code.0, "23505");
+    assert_eq!(int(&mut s, "SELECT count(*) FROM t"), 501);
+    db.verify_pk_indexes().unwrap();
+}
+
+#[test]
+fn collected_garbage_and_reused_pages_survive_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 2000;
+    let expected;
+    {
+        let db = open(dir.path());
+        let mut s = create(&db, n);
+        for round in 0..4 {
+            s.execute("UPDATE t SET v = v + 1").unwrap();
+            s.execute(if round % 2 == 0 {
+                "VACUUM FULL t"
+            } else {
+                "VACUUM"
+            })
+            .unwrap();
+        }
+        s.execute("DELETE FROM t WHERE k < 100").unwrap();
+        s.execute("UPDATE t SET v = v + 1 WHERE k % 3 = 0").unwrap();
+        expected = sum(&mut s);
+        db.close_like_a_crash();
+    }
+    let db = open(dir.path());
+    db.verify_pk_indexes().unwrap();
+    let mut s = Session::new(db.clone());
+    assert_eq!(sum(&mut s), expected);
+    assert_eq!(int(&mut s, "SELECT count(*) FROM t"), n - 100);
+    // Space freed before the crash is free after it.
+    assert_eq!(
+        db.stat("storage.free_pages")
+            + db.stat("storage.mapped_pages")
+            + db.stat("storage.released_pages"),
+        db.stat("storage.file_bytes") / 8192
+    );
+    db.vacuum(None, true).unwrap();
+    let again = db.vacuum(None, true).unwrap();
+    assert_eq!((again.relocated, again.pages_freed), (0, 0));
+    assert_eq!(sum(&mut s), expected);
+}
+
+#[test]
+fn vacuum_runs_outside_transaction_blocks_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let mut s = create(&db, 10);
+    s.execute("BEGIN").unwrap();
+    let e = s.execute("VACUUM").unwrap_err();
+    assert_eq!(e.code.0, "25001");
+    s.execute("ROLLBACK").unwrap();
+    let e = s.execute("VACUUM nosuch").unwrap_err();
+    assert_eq!(e.code.0, "42P01");
+    assert_eq!(s.execute("VACUUM t").unwrap()[0].tag(), "VACUUM");
+}
