@@ -1,6 +1,8 @@
 //! Benchmark workloads and reporting (DESIGN.md §12).
 //!
 //! - [`chbench`]: CH-benCHmark ORDER-LINE, Query-SUM, selectivity and projectivity sweeps.
+//! - [`churn`]: YCSB-A through rounds of full-table UPDATEs: store size, live data, throughput and GC.
+//! - [`clients`]: YCSB client threads in the background of an experiment.
 //! - [`diff`]: SQL conformance: generated queries on ndpdb and PostgreSQL, rows compared.
 //! - [`hostile`]: YCSB-C over the wire beside clients sending malformed traffic.
 //! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
@@ -14,6 +16,8 @@
 //! - [`report`]: latency histograms and the figures every run prints.
 
 pub mod chbench;
+pub mod churn;
+pub mod clients;
 pub mod diff;
 pub mod hostile;
 pub mod htap;

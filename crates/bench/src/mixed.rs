@@ -13,21 +13,17 @@
 
 use std::fmt::Write as _;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-
-use ndpdb_formats::Value;
 use ndpdb_host::{Config, Database, Result};
 use ndpdb_sql::{Output, Session};
 
+use crate::clients::{thread_panic, Clients};
 use crate::report::{get, StatsDelta};
 use crate::target::Backend;
-use crate::ycsb::{random_field, Workload, TABLE};
-use crate::zipf::Zipfian;
+use crate::ycsb::{Workload, TABLE};
 
 pub struct MixedOptions {
     pub records: u64,
@@ -98,50 +94,12 @@ fn rows_changed(out: Option<Output>) -> u64 {
 /// The injected update's duration, rows and engine counters.
 type UpdateOutcome = (Duration, u64, Vec<(String, i64)>);
 
-fn thread_panic() -> ndpdb_host::Error {
-    ndpdb_host::Error::new(
-        ndpdb_formats::SqlState::INTERNAL_ERROR,
-        "benchmark thread panicked",
-    )
-}
-
 /// Runs YCSB for `opts.seconds` with the update injected after the
 /// warm-up, on any target; `ndp` sets `ndp` on or off (ndpdb targets).
 pub fn run(backend: &Backend, opts: &MixedOptions, ndp: bool) -> Result<MixedRun> {
-    let ops = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
     let phase = Arc::new(AtomicU8::new(BEFORE));
-    let zipf = Arc::new(Zipfian::new(opts.records, 0.99));
-    let mut clients = Vec::new();
-    for t in 0..opts.threads {
-        let mut s = backend.connect()?;
-        s.batch("SET default_transaction_isolation = 'read committed'")?;
-        let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
-        let update = s.prepare(&format!(
-            "UPDATE {TABLE} SET field0 = $1 WHERE ycsb_key = $2"
-        ))?;
-        let (ops, errors, stop, zipf) = (ops.clone(), errors.clone(), stop.clone(), zipf.clone());
-        let read_fraction = opts.workload.read_fraction();
-        clients.push(std::thread::spawn(move || -> Result<()> {
-            crate::pin::pin_host_thread(t);
-            let mut rng = SmallRng::seed_from_u64(300 + t as u64);
-            while !stop.load(Ordering::Relaxed) {
-                let key = Value::BigInt(zipf.next_key(&mut rng) as i64);
-                let r = if rng.gen::<f64>() < read_fraction {
-                    s.execute(&read, &[key])
-                } else {
-                    let v = Value::Text(random_field(&mut rng, 100));
-                    s.execute(&update, &[v, key])
-                };
-                match r {
-                    Ok(_) => ops.fetch_add(1, Ordering::Relaxed),
-                    Err(_) => errors.fetch_add(1, Ordering::Relaxed),
-                };
-            }
-            Ok(())
-        }));
-    }
+    let clients = Clients::start(backend, opts.threads, opts.records, opts.workload)?;
+    let ops = clients.ops.clone();
     let updater = {
         let mut s = backend.connect()?;
         // PostgreSQL's default: conflicts are re-checked, not errors.
@@ -197,10 +155,7 @@ pub fn run(backend: &Backend, opts: &MixedOptions, ndp: bool) -> Result<MixedRun
         ));
         last = now;
     }
-    stop.store(true, Ordering::Relaxed);
-    for c in clients {
-        c.join().map_err(|_| thread_panic())??;
-    }
+    let errors = clients.stop()?;
     let (update, rows, engine) = updater.join().map_err(|_| thread_panic())??;
     Ok(MixedRun {
         ndp,
@@ -215,7 +170,7 @@ pub fn run(backend: &Backend, opts: &MixedOptions, ndp: bool) -> Result<MixedRun
         update,
         rows,
         engine,
-        errors: errors.load(Ordering::Relaxed),
+        errors,
     })
 }
 

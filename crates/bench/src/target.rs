@@ -282,6 +282,30 @@ impl Conn {
         }
     }
 
+    /// The first column of the first row `sql` returns, as an integer.
+    pub fn query_i64(&mut self, sql: &str) -> Result<i64> {
+        let missing = || {
+            ndpdb_host::Error::new(
+                ndpdb_formats::SqlState::INTERNAL_ERROR,
+                format!("no integer from: {sql}"),
+            )
+        };
+        match self {
+            Conn::Embedded(s) => match s.execute(sql)?.pop() {
+                Some(Output::Rows { rows, .. }) => rows
+                    .first()
+                    .and_then(|r| r.first())
+                    .and_then(|v| v.as_i64())
+                    .ok_or_else(missing),
+                _ => Err(missing()),
+            },
+            Conn::Wire(c) => c
+                .query_one(sql, &[])
+                .and_then(|row| row.try_get::<_, i64>(0))
+                .map_err(wire_error),
+        }
+    }
+
     pub fn prepare(&mut self, sql: &str) -> Result<Stmt> {
         match self {
             Conn::Embedded(s) => Ok(Stmt::Embedded(Box::new(s.prepare(sql)?))),

@@ -119,6 +119,9 @@ pub enum Bench {
     /// malformed traffic (the wire fuzz target's client scripts); the
     /// well-formed clients must see no failed statement.
     Hostile(crate::targets::HostileRun),
+    /// YCSB-A while rounds of full-table UPDATEs run: store size, live
+    /// data and throughput over time (garbage collection at work).
+    Churn(crate::churn::ChurnArgs),
     /// YCSB-C on the host with an analytic query every few seconds, the
     /// query on the host and then on the device; throughput over time.
     HtapRead {
@@ -403,7 +406,7 @@ fn update_ndp_phase(db: &Database, records: u64, threads: usize) -> Result<()> {
     Ok(())
 }
 
-fn default_out(name: &str) -> PathBuf {
+pub fn default_out(name: &str) -> PathBuf {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -807,6 +810,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             println!("wrote {}", opts.out.display());
             Ok(ExitCode::SUCCESS)
         }
+        Bench::Churn(args) => crate::churn::run(args),
         Bench::Hostile(run) => {
             println!(
                 "settings: {} records, YCSB-C, {} well-formed clients, {} attackers, {} s per run, seed {}, IN list of {} keys",

@@ -31,6 +31,15 @@ pub struct Config {
     /// is unset: the host cannot see device waits in its deadlock
     /// detection, so the device bounds them (the job fails with 55P03).
     pub ndp_lock_wait: Duration,
+    /// Background garbage collection (PostgreSQL's `autovacuum`).
+    pub autovacuum: bool,
+    /// How often the background worker looks for work.
+    pub autovacuum_naptime: Duration,
+    /// A table is collected once the versions written to it since its
+    /// last run pass `autovacuum_threshold + autovacuum_scale_factor ×
+    /// its tuples` (PostgreSQL's defaults: 50 and 0.2).
+    pub autovacuum_threshold: u64,
+    pub autovacuum_scale_factor: f64,
 }
 
 impl Config {
@@ -63,6 +72,10 @@ impl Default for Config {
             device_nvm: NvmProfile::OFF,
             slt_buckets: 1 << 16,
             ndp_lock_wait: Duration::from_secs(5),
+            autovacuum: true,
+            autovacuum_naptime: Duration::from_secs(1),
+            autovacuum_threshold: 50,
+            autovacuum_scale_factor: 0.2,
         }
     }
 }

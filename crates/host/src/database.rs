@@ -37,6 +37,7 @@ use ndpdb_formats::{DataType, Lpn, Ppn, RecId, Schema, SqlState, TableId, TxId, 
 use ndpdb_link::{DeviceClient, InProcessTransport, Transport, VidEntry};
 use ndpdb_wal::{CheckpointInfo, Wal, WalRecord};
 
+use crate::autovacuum::Autovacuum;
 use crate::buffer_pool::BufferPool;
 use crate::catalog::{Catalog, TableMeta};
 use crate::config::Config;
@@ -61,6 +62,8 @@ pub struct TableState {
     /// Update and lock jobs running on the device: they certify against
     /// heads captured when they started, so GC moves no head meanwhile.
     device_writers: AtomicU64,
+    /// Versions written since the last GC run (autovacuum's trigger).
+    pub(crate) changes_since_gc: AtomicU64,
 }
 
 /// Marks a device job that locks tuples of a table as running.
@@ -86,6 +89,7 @@ impl TableState {
             meta,
             vids,
             device_writers: AtomicU64::new(0),
+            changes_since_gc: AtomicU64::new(0),
         }
     }
 
@@ -152,6 +156,11 @@ pub(crate) struct DbInner {
     /// One garbage collection at a time; per table, what its last run found.
     pub(crate) gc: Mutex<GcState>,
     pub(crate) gc_running: Mutex<()>,
+    pub(crate) autovacuum: Arc<Autovacuum>,
+    /// A commit carried a table past its autovacuum threshold.
+    gc_due: AtomicBool,
+    /// Clones of the database users hold.
+    user_handles: AtomicU64,
     /// SLT tags of transactions with update jobs.
     pub(crate) ndp_tags: Mutex<crate::ndp_update::TagPool>,
     flush_lock: Mutex<()>,
@@ -243,10 +252,33 @@ pub struct RecoveryReport {
     pub pk_indexes_rebuilt: u64,
 }
 
-/// An open database. Cheap to clone; all clones share one engine.
-#[derive(Clone)]
+/// An open database. Cheap to clone; all clones share one engine. When
+/// the last clone a user holds is dropped, the background worker stops
+/// and the engine closes (final flush and checkpoint).
 pub struct Database {
     pub(crate) inner: Arc<DbInner>,
+    /// Held by a user (not the engine's own background worker).
+    user: bool,
+}
+
+impl Clone for Database {
+    fn clone(&self) -> Database {
+        if self.user {
+            self.inner.user_handles.fetch_add(1, Ordering::AcqRel);
+        }
+        Database {
+            inner: self.inner.clone(),
+            user: self.user,
+        }
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        if self.user && self.inner.user_handles.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.inner.autovacuum.stop();
+        }
+    }
 }
 
 impl Database {
@@ -437,6 +469,9 @@ impl Database {
             space,
             gc: Mutex::new(GcState::default()),
             gc_running: Mutex::new(()),
+            autovacuum: Arc::new(Autovacuum::default()),
+            gc_due: AtomicBool::new(false),
+            user_handles: AtomicU64::new(1),
             ndp_tags: Mutex::new(Default::default()),
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
@@ -447,10 +482,17 @@ impl Database {
         };
         let db = Database {
             inner: Arc::new(inner),
+            user: true,
         };
         db.inner.finish_pk_indexes(&pk_loaded)?;
         db.checkpoint()?;
+        Autovacuum::start(&db.inner);
         Ok(db)
+    }
+
+    /// A handle of the engine's own background worker.
+    pub(crate) fn internal(inner: Arc<DbInner>) -> Database {
+        Database { inner, user: false }
     }
 
     /// Closes this handle as a crash would: no final flush or checkpoint,
@@ -601,6 +643,8 @@ impl Database {
                 i.recovery.pk_indexes_rebuilt as i64,
             ),
             ("gc.runs".into(), get(&c.gc_runs) as i64),
+            ("gc.failures".into(), get(&c.gc_failures) as i64),
+            ("gc.micros".into(), i.gc_micros() as i64),
             (
                 "gc.versions_reclaimed".into(),
                 get(&c.gc_versions_reclaimed) as i64,
@@ -742,6 +786,11 @@ impl DbInner {
 
     pub(crate) fn fail(&self) {
         self.failed.store(true, Ordering::Release);
+    }
+
+    /// Every table's state.
+    pub(crate) fn all_tables(&self) -> Vec<Arc<TableState>> {
+        self.tables.read().values().cloned().collect()
     }
 
     pub fn table_state(&self, id: TableId) -> Result<Arc<TableState>> {
@@ -944,6 +993,7 @@ impl DbInner {
                 }
             }
             let mut records: Vec<WalRecord> = Vec::new();
+            let mut wake_gc = false;
             // Update NDP: validate every ΔVID against the head (the job's
             // locks kept writers out since it ended, so this only fails on
             // a corrupt state), then log and apply — before the host
@@ -956,6 +1006,7 @@ impl DbInner {
             }
             for part in ndp {
                 let ts = &tables[&part.table];
+                wake_gc |= self.count_changes(ts, part.result.delta_vids.len() as u64);
                 for d in &part.result.delta_vids {
                     ts.vids.set(d.vid, d.new);
                     delta.push_delta_vid(VidEntry {
@@ -976,6 +1027,7 @@ impl DbInner {
             let mut chunk_bytes = 0usize;
             for v in versions {
                 let ts = &tables[&v.table];
+                wake_gc |= self.count_changes(ts, 1);
                 let rid = delta.append(v.table, &ts.types, &v.record, || self.alloc_lpn())?;
                 ts.vids.set(v.vid, rid);
                 delta.push_delta_vid(VidEntry {
@@ -1003,6 +1055,10 @@ impl DbInner {
                 chunk_bytes += v.record.len();
             }
             records.push(WalRecord::Commit { txid });
+            if wake_gc {
+                // Woken after this transaction ends (`after_commit`).
+                self.gc_due.store(true, Ordering::Release);
+            }
             self.wal.append(&records)
         };
         drop(gate);
@@ -1014,8 +1070,19 @@ impl DbInner {
         Ok(())
     }
 
+    /// Counts `n` new versions of `ts`; true when they carry it past its
+    /// autovacuum threshold.
+    fn count_changes(&self, ts: &TableState, n: u64) -> bool {
+        let before = ts.changes_since_gc.fetch_add(n, Ordering::Relaxed);
+        let limit = crate::autovacuum::threshold(self, ts);
+        before < limit && before + n >= limit
+    }
+
     /// Background-style maintenance after a commit.
     pub(crate) fn after_commit(&self) -> Result<()> {
+        if self.gc_due.swap(false, Ordering::AcqRel) {
+            self.autovacuum.wake();
+        }
         if self.delta.read().bytes() >= self.config.delta_buffer_bytes {
             // A flush already under way takes this commit's pages too.
             if let Some(guard) = self.flush_lock.try_lock() {

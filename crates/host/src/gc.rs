@@ -55,6 +55,38 @@ pub(crate) struct GcState {
     /// Per table: bytes of page space its needed versions took at its
     /// last run.
     pub live_bytes: FxHashMap<TableId, u64>,
+    /// Time spent in finished runs, and the start of the one under way.
+    pub micros_done: u64,
+    pub running_since: Option<std::time::Instant>,
+}
+
+impl GcState {
+    /// Time spent collecting garbage so far, the run under way included.
+    pub fn micros(&self) -> u64 {
+        self.micros_done
+            + self
+                .running_since
+                .map_or(0, |t| t.elapsed().as_micros() as u64)
+    }
+}
+
+/// Times a GC run into [`GcState`].
+struct Running<'a>(&'a DbInner);
+
+impl<'a> Running<'a> {
+    fn start(inner: &'a DbInner) -> Running<'a> {
+        inner.gc.lock().running_since = Some(std::time::Instant::now());
+        Running(inner)
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let mut g = self.0.gc.lock();
+        if let Some(t) = g.running_since.take() {
+            g.micros_done += t.elapsed().as_micros() as u64;
+        }
+    }
 }
 
 /// One GC run's figures.
@@ -96,6 +128,8 @@ impl Database {
         };
         let percent = if full { 100 } else { GC_MAX_LIVE_PERCENT };
         let mut total = GcReport::default();
+        // Heads still in the delta buffer cannot move: flush them first.
+        self.inner.flush()?;
         for ts in tables {
             let r = self.collect_garbage(&ts, percent)?;
             total.relocated += r.relocated;
@@ -114,8 +148,11 @@ impl Database {
         let inner = &self.inner;
         inner.check_ok()?;
         let _one = inner.gc_running.lock();
+        let _timed = Running::start(inner);
+        let changes = ts
+            .changes_since_gc
+            .load(std::sync::atomic::Ordering::Relaxed);
         let horizon = inner.txm.horizon();
-        inner.flush()?;
         let tx = self.begin(Isolation::Snapshot)?;
         let req = NdpRequest {
             filter: None,
@@ -142,6 +179,8 @@ impl Database {
         let applied = inner.apply_gc(ts, tx.id(), result);
         drop(tx);
         let r = applied?;
+        ts.changes_since_gc
+            .fetch_sub(changes, std::sync::atomic::Ordering::Relaxed);
         EngineCounters::inc(&inner.counters.gc_runs);
         let c = &inner.counters;
         use std::sync::atomic::Ordering::Relaxed;
@@ -159,6 +198,10 @@ impl DbInner {
     /// last GC run measured it (tables never collected count 0).
     pub(crate) fn storage_live_bytes(&self) -> u64 {
         self.gc.lock().live_bytes.values().sum()
+    }
+
+    pub(crate) fn gc_micros(&self) -> u64 {
+        self.gc.lock().micros()
     }
 
     /// Validates and applies a GC job's result (see the module docs).
@@ -225,6 +268,9 @@ impl DbInner {
                     })
                     .copied()
                     .collect();
+                if vids.is_empty() && freed.is_empty() && result.delta_l2p.is_empty() {
+                    return Ok(Vec::new());
+                }
                 let lsn = self.wal.append(&[WalRecord::Gc {
                     table,
                     l2p: result.delta_l2p.clone(),

@@ -16,11 +16,13 @@
 //! - [`ndp_update`]: update NDP: UPDATE/DELETE on the device, ΔMaps validated and applied at commit.
 //! - [`gc`]: version garbage collection as an NDP job, validated and applied like update NDP.
 //! - [`space`]: free device pages, reused once nobody can read them.
+//! - `autovacuum`: the background worker that runs GC past a garbage threshold.
 //! - [`transaction`]: the transaction API used by SQL (reads, writes, commit).
 //! - [`page_scan`]: table scans page by page through the scan core, on `host_workers` threads.
 //! - [`stats`]: counters shown by `SHOW STATS`.
 //! - [`interrupt`]: statement cancellation and `statement_timeout`.
 
+mod autovacuum;
 pub mod buffer_pool;
 pub mod catalog;
 pub mod config;

@@ -154,6 +154,10 @@ impl Transaction {
         report.result_rows = status.result_rows;
         report.result_bytes = status.result_bytes;
         report.wall = start.elapsed();
+        if matches!(inv.op, ndpdb_formats::ndp::NdpOp::Gc { .. }) {
+            // GC has its own counters (gc.*).
+            return Ok(JobOutcome { status, result });
+        }
         let c = &inner.counters;
         c.ndp_calls.fetch_add(1, Ordering::Relaxed);
         c.ndp_shared_bytes

@@ -101,6 +101,9 @@ impl DbInner {
     /// `n` pages for an update job: LPNs no map has seen, and PPNs
     /// nobody refers to (free ones first).
     pub(crate) fn alloc_space(&self, n: usize) -> Vec<(Lpn, Ppn)> {
+        // Pages whose readers have ended are free first (a failure to
+        // unmap them leaves them pending; fresh pages do instead).
+        let _ = self.reclaim();
         self.alloc_ppns(n)
             .into_iter()
             .map(|ppn| {

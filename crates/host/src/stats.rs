@@ -13,6 +13,7 @@ pub struct EngineCounters {
     /// open rebuilds those indexes from the head records).
     pub pk_index_save_failures: AtomicU64,
     pub gc_runs: AtomicU64,
+    pub gc_failures: AtomicU64,
     pub gc_versions_reclaimed: AtomicU64,
     pub gc_versions_relocated: AtomicU64,
     pub gc_tuples_removed: AtomicU64,

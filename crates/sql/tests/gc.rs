@@ -7,10 +7,12 @@ use ndpdb_formats::Value;
 use ndpdb_host::{Config, Database, Isolation, WriteOutcome};
 use ndpdb_sql::{Output, Session};
 
+/// GC runs only when a test asks for it.
 fn config() -> Config {
     Config {
         delta_buffer_bytes: 64 << 10,
         buffer_pool_bytes: 1 << 20,
+        autovacuum: false,
         ..Config::default()
     }
 }
@@ -262,6 +264,42 @@ fn collected_garbage_and_reused_pages_survive_a_crash() {
     let again = db.vacuum(None, true).unwrap();
     assert_eq!((again.relocated, again.pages_freed), (0, 0));
     assert_eq!(sum(&mut s), expected);
+}
+
+/// Without any VACUUM: the background worker collects each table past
+/// its threshold, and the store stays within a few times the live data.
+#[test]
+fn autovacuum_keeps_the_store_from_growing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(
+        dir.path(),
+        Config {
+            autovacuum: true,
+            autovacuum_naptime: std::time::Duration::from_millis(20),
+            ..config()
+        },
+    )
+    .unwrap();
+    let n = 3000;
+    let mut s = create(&db, n);
+    db.flush().unwrap();
+    let loaded = db.stat("storage.file_bytes");
+    for round in 1..=12 {
+        let runs = db.stat("gc.runs");
+        s.execute("UPDATE t SET v = v + 1").unwrap();
+        let t = std::time::Instant::now();
+        while db.stat("gc.runs") == runs {
+            assert!(t.elapsed().as_secs() < 20, "no GC run after round {round}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    assert_eq!(sum(&mut s), n * (n - 1) / 2 + 12 * n);
+    let file = db.stat("storage.file_bytes");
+    assert!(
+        file <= 4 * loaded,
+        "{file} bytes after 12 updates, {loaded} after the load"
+    );
+    assert_eq!(db.stat("gc.failures"), 0);
 }
 
 #[test]

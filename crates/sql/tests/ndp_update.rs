@@ -14,10 +14,12 @@ use ndpdb_sql::{Output, Session};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+/// No background GC: some tests count WAL bytes.
 fn config() -> Config {
     Config {
         delta_buffer_bytes: 64 << 10,
         buffer_pool_bytes: 256 << 10,
+        autovacuum: false,
         ..Config::default()
     }
 }

@@ -1,0 +1,315 @@
+//! `churn`: does the store stop growing under a steady update load, and
+//! what does garbage collection cost the OLTP clients? YCSB-A runs all
+//! the time while rounds of full-table UPDATEs (alternately on the host
+//! and on the device for ndpdb) create a table's worth of garbage each;
+//! the store's file size, the live data and the YCSB throughput are
+//! sampled throughout.
+//!
+//! ```text
+//!  file ▲        ┌─┐ ┌─┐ ┌─┐ ┌─┐ ┌─┐         without GC: one more table
+//!  size │   ┌─┐ ┌┘ └─┘ └─┘ └─┘ └─┘ └─        per round; with it the file
+//!       │ ──┘ └─┘                            levels off once freed pages
+//!       │ ──────────────────────── live      are written again
+//!       └──────────────────────────────▶ t
+//!         round 1  2  3 …
+//! ```
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ndpdb_host::Result;
+
+use crate::clients::{thread_panic, Clients};
+use crate::target::Backend;
+use crate::ycsb::{Workload, TABLE};
+
+pub struct ChurnOptions {
+    pub records: u64,
+    pub threads: usize,
+    pub rounds: u32,
+    pub sample: Duration,
+    /// Pause between rounds.
+    pub pause: Duration,
+    /// Sampling goes on this long after the last round.
+    pub tail: Duration,
+}
+
+/// One sample of a run.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub ms: u64,
+    pub ops_per_s: f64,
+    pub file_bytes: i64,
+    /// Live data as the target reports it (ndpdb: page space of the
+    /// versions some snapshot needs, as of the last GC run); -1 unknown.
+    pub live_bytes: i64,
+    /// Share of the sample's time GC (ndpdb) was running.
+    pub gc_share: f64,
+    /// A bulk UPDATE ran during the sample.
+    pub updating: bool,
+    /// Rounds finished when the sample was taken.
+    pub rounds_done: u32,
+}
+
+/// One bulk UPDATE.
+#[derive(Clone, Debug)]
+pub struct Round {
+    pub placement: &'static str,
+    pub took: Duration,
+    /// File size when it ended.
+    pub file_bytes: i64,
+}
+
+pub struct ChurnRun {
+    pub label: String,
+    pub samples: Vec<Sample>,
+    pub rounds: Vec<Round>,
+    pub errors: u64,
+    /// File size right after the load (all of it live data).
+    pub loaded_bytes: i64,
+}
+
+/// The store's state now: (file bytes, live bytes or -1, µs spent in GC
+/// so far or 0).
+pub type Sizer<'a> = Box<dyn FnMut() -> Result<(i64, i64, i64)> + 'a>;
+
+/// The UPDATE of round `r`: every row's field9 gets a new 100-byte value.
+pub fn update_sql(round: u32) -> String {
+    let mut v = String::new();
+    while v.len() < 100 {
+        let _ = write!(v, "r{round}-");
+    }
+    v.truncate(100);
+    format!("UPDATE {TABLE} SET field9 = '{v}'")
+}
+
+/// Runs YCSB-A through `opts.rounds` full-table UPDATEs.
+pub fn run(
+    backend: &Backend,
+    opts: &ChurnOptions,
+    label: &str,
+    mut sizer: Sizer<'_>,
+) -> Result<ChurnRun> {
+    let loaded_bytes = sizer()?.0;
+    let clients = Clients::start(backend, opts.threads, opts.records, Workload::A)?;
+    let updating = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU32::new(0));
+    let updater = {
+        let mut s = backend.connect()?;
+        s.batch("SET default_transaction_isolation = 'read committed'")?;
+        let postgres = backend.is_postgres();
+        let (updating, done) = (updating.clone(), done.clone());
+        let (rounds, pause) = (opts.rounds, opts.pause);
+        let thread = opts.threads;
+        std::thread::spawn(move || -> Result<Vec<(&'static str, Duration)>> {
+            crate::pin::pin_host_thread(thread);
+            let mut out = Vec::new();
+            for r in 0..rounds {
+                let placement = match (postgres, r % 2) {
+                    (true, _) => "PostgreSQL",
+                    (false, 0) => "host",
+                    (false, _) => "device",
+                };
+                if !postgres {
+                    s.batch(if r % 2 == 1 {
+                        "SET ndp = on"
+                    } else {
+                        "SET ndp = off"
+                    })?;
+                }
+                updating.store(true, Ordering::SeqCst);
+                let t = Instant::now();
+                s.batch(&update_sql(r))?;
+                out.push((placement, t.elapsed()));
+                updating.store(false, Ordering::SeqCst);
+                done.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(pause);
+            }
+            Ok(out)
+        })
+    };
+    let start = Instant::now();
+    let mut samples: Vec<Sample> = Vec::new();
+    let mut round_sizes = Vec::new();
+    let (mut last_ops, mut last_gc) = (0, sizer()?.2);
+    let mut finished_at: Option<Instant> = None;
+    loop {
+        let was_updating = updating.load(Ordering::SeqCst);
+        let rounds_before = done.load(Ordering::SeqCst);
+        let t0 = Instant::now();
+        std::thread::sleep(opts.sample);
+        let secs = t0.elapsed().as_secs_f64();
+        let ops = clients.ops.load(Ordering::Relaxed);
+        let (file, live, gc) = sizer()?;
+        let rounds_done = done.load(Ordering::SeqCst);
+        for _ in rounds_before..rounds_done {
+            round_sizes.push(file);
+        }
+        samples.push(Sample {
+            ms: start.elapsed().as_millis() as u64,
+            ops_per_s: (ops - last_ops) as f64 / secs,
+            file_bytes: file,
+            live_bytes: live,
+            gc_share: ((gc - last_gc) as f64 / 1e6 / secs).clamp(0.0, 1.0),
+            updating: was_updating
+                || rounds_done > rounds_before
+                || updating.load(Ordering::SeqCst),
+            rounds_done,
+        });
+        (last_ops, last_gc) = (ops, gc);
+        if updater.is_finished() {
+            let at = *finished_at.get_or_insert_with(Instant::now);
+            if at.elapsed() >= opts.tail {
+                break;
+            }
+        }
+    }
+    let errors = clients.stop()?;
+    let rounds = updater.join().map_err(|_| thread_panic())??;
+    let rounds = rounds
+        .into_iter()
+        .zip(round_sizes.into_iter().chain(std::iter::repeat(-1)))
+        .map(|((placement, took), file_bytes)| Round {
+            placement,
+            took,
+            file_bytes,
+        })
+        .collect();
+    Ok(ChurnRun {
+        label: label.to_string(),
+        samples,
+        rounds,
+        errors,
+        loaded_bytes,
+    })
+}
+
+/// The median of `v` (0 when empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+impl ChurnRun {
+    /// Median YCSB throughput of samples without a bulk UPDATE, with GC
+    /// running most of the sample and with no GC at all: (with, without,
+    /// samples with, samples without).
+    pub fn throughput_with_and_without_gc(&self) -> (f64, f64, usize, usize) {
+        let calm = self.samples.iter().filter(|s| !s.updating);
+        let with: Vec<f64> = calm
+            .clone()
+            .filter(|s| s.gc_share >= 0.5)
+            .map(|s| s.ops_per_s)
+            .collect();
+        let without: Vec<f64> = calm
+            .filter(|s| s.gc_share == 0.0)
+            .map(|s| s.ops_per_s)
+            .collect();
+        let (n, m) = (with.len(), without.len());
+        (median(with), median(without), n, m)
+    }
+
+    /// Largest and smallest file size at the end of the last `n` rounds.
+    pub fn file_range_last_rounds(&self, n: usize) -> (i64, i64) {
+        let tail: Vec<i64> = self
+            .rounds
+            .iter()
+            .rev()
+            .take(n)
+            .map(|r| r.file_bytes)
+            .filter(|b| *b >= 0)
+            .collect();
+        (
+            tail.iter().copied().max().unwrap_or(0),
+            tail.iter().copied().min().unwrap_or(0),
+        )
+    }
+
+    pub fn final_sample(&self) -> Option<&Sample> {
+        self.samples.last()
+    }
+}
+
+pub fn csv(runs: &[ChurnRun]) -> String {
+    let mut out =
+        String::from("target,ms,ops_per_s,file_bytes,live_bytes,gc_share,updating,rounds_done\n");
+    for r in runs {
+        for s in &r.samples {
+            let _ = writeln!(
+                out,
+                "{},{},{:.0},{},{},{:.3},{},{}",
+                r.label,
+                s.ms,
+                s.ops_per_s,
+                s.file_bytes,
+                s.live_bytes,
+                s.gc_share,
+                s.updating as u8,
+                s.rounds_done
+            );
+        }
+    }
+    out
+}
+
+/// File size (and ndpdb's live data) over time, and YCSB throughput over
+/// time, one line per target; `Ok(false)` without a font.
+pub fn plot(dir: &Path, runs: &[ChurnRun]) -> std::result::Result<bool, String> {
+    let mib = |b: i64| b as f64 / (1 << 20) as f64;
+    let mut sizes = Vec::new();
+    for r in runs {
+        sizes.push(crate::plot::Series {
+            label: format!("{}: store file", r.label),
+            points: r
+                .samples
+                .iter()
+                .map(|s| (s.ms as f64 / 1e3, mib(s.file_bytes)))
+                .collect(),
+        });
+        if r.samples.iter().any(|s| s.live_bytes > 0) {
+            sizes.push(crate::plot::Series {
+                label: format!("{}: live data (last GC run)", r.label),
+                points: r
+                    .samples
+                    .iter()
+                    .filter(|s| s.live_bytes > 0)
+                    .map(|s| (s.ms as f64 / 1e3, mib(s.live_bytes)))
+                    .collect(),
+            });
+        }
+    }
+    let drawn = crate::plot::line_chart(
+        &dir.join("size.png"),
+        "Store size under YCSB-A and full-table UPDATEs",
+        "time (s)",
+        "MiB",
+        &sizes,
+    )?;
+    if !drawn {
+        return Ok(false);
+    }
+    let tput: Vec<crate::plot::Series> = runs
+        .iter()
+        .map(|r| crate::plot::Series {
+            label: r.label.clone(),
+            points: r
+                .samples
+                .iter()
+                .map(|s| (s.ms as f64 / 1e3, s.ops_per_s))
+                .collect(),
+        })
+        .collect();
+    crate::plot::line_chart(
+        &dir.join("throughput.png"),
+        "YCSB-A throughput through the update rounds",
+        "time (s)",
+        "YCSB ops/s",
+        &tput,
+    )
+}

@@ -1,0 +1,128 @@
+//! Background garbage collection (DESIGN.md §8a), PostgreSQL's
+//! autovacuum rule: a table is collected once the versions written to it
+//! since its last run pass `autovacuum_threshold + autovacuum_scale_factor
+//! × its tuples`.
+//!
+//! ```text
+//!  commit ──► TableState::changes_since_gc += versions written
+//!             (passing the threshold wakes the worker at once)
+//!  worker (every autovacuum_naptime, or woken):
+//!      for each table past its threshold → Database::collect_garbage
+//!      free pages whose readers have ended (reclaim)
+//!  last user handle dropped ──► stop, join (before the final checkpoint)
+//! ```
+//!
+//! The worker holds the engine only while it works (a weak reference
+//! otherwise), and the last user handle of a [`Database`] stops and joins
+//! it, so dropping a database closes it at once, as before.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::database::{Database, DbInner, TableState};
+use crate::gc::GC_MAX_LIVE_PERCENT;
+use crate::stats::EngineCounters;
+
+/// The worker's handle, kept by the engine.
+#[derive(Default)]
+pub(crate) struct Autovacuum {
+    stop: Mutex<bool>,
+    wake: Condvar,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Autovacuum {
+    /// Starts the worker for `inner` (when its config asks for one).
+    pub fn start(inner: &Arc<DbInner>) {
+        if !inner.config.autovacuum {
+            return;
+        }
+        let weak = Arc::downgrade(inner);
+        let av = inner.autovacuum.clone();
+        let naptime = inner.config.autovacuum_naptime;
+        let spawned = std::thread::Builder::new()
+            .name("ndpdb-autovacuum".into())
+            .spawn(move || run(&av, weak, naptime));
+        if let Ok(h) = spawned {
+            *inner.autovacuum.thread.lock() = Some(h);
+        }
+    }
+
+    fn stopped(&self) -> bool {
+        *self.stop.lock()
+    }
+
+    /// Wakes the worker before its naptime ends (a table just passed its
+    /// threshold).
+    pub fn wake(&self) {
+        let _g = self.stop.lock();
+        self.wake.notify_all();
+    }
+
+    /// Stops the worker and waits for it (it finishes a run under way).
+    pub fn stop(&self) {
+        *self.stop.lock() = true;
+        self.wake.notify_all();
+        let handle = self.thread.lock().take();
+        if let Some(h) = handle {
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+
+    /// Sleeps a naptime; false once stopped.
+    fn nap(&self, naptime: Duration) -> bool {
+        let mut stop = self.stop.lock();
+        if !*stop {
+            self.wake.wait_for(&mut stop, naptime);
+        }
+        !*stop
+    }
+}
+
+/// Versions written to `ts` since its last GC run that start the next.
+pub(crate) fn threshold(inner: &DbInner, ts: &TableState) -> u64 {
+    let c = &inner.config;
+    c.autovacuum_threshold + (c.autovacuum_scale_factor * ts.vids.vid_count() as f64) as u64
+}
+
+fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
+    while av.nap(naptime) {
+        let Some(inner) = weak.upgrade() else { return };
+        let db = Database::internal(inner);
+        if db.inner.check_ok().is_err() {
+            return;
+        }
+        // The versions that woke the worker become garbage only once no
+        // snapshot older than their transactions is in use: let the
+        // transactions running now end (short ones do within
+        // milliseconds; a long one is waited for at most a naptime).
+        let target = db.inner.txm.next_txid();
+        let deadline = std::time::Instant::now() + naptime;
+        while db.inner.txm.horizon() < target && std::time::Instant::now() < deadline {
+            if av.stopped() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for ts in db.inner.all_tables() {
+            if av.stopped() {
+                return;
+            }
+            if ts.changes_since_gc.load(Ordering::Relaxed) < threshold(&db.inner, &ts) {
+                continue;
+            }
+            if db.collect_garbage(&ts, GC_MAX_LIVE_PERCENT).is_err() {
+                EngineCounters::inc(&db.inner.counters.gc_failures);
+            }
+        }
+        if db.inner.reclaim().is_err() {
+            EngineCounters::inc(&db.inner.counters.gc_failures);
+        }
+    }
+}
