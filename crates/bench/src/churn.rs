@@ -33,8 +33,30 @@ pub struct ChurnOptions {
     pub sample: Duration,
     /// Pause between rounds.
     pub pause: Duration,
-    /// Sampling goes on this long after the last round.
+    /// After the rounds: this long with YCSB-A alone, then this long
+    /// with VACUUM running back to back beside it.
     pub tail: Duration,
+}
+
+/// What ran beside YCSB-A during a sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The update rounds (and autovacuum, as it decides).
+    Rounds,
+    /// YCSB-A alone.
+    Quiet,
+    /// VACUUM back to back.
+    Vacuum,
+}
+
+impl Phase {
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Rounds => "rounds",
+            Phase::Quiet => "quiet",
+            Phase::Vacuum => "vacuum",
+        }
+    }
 }
 
 /// One sample of a run.
@@ -52,6 +74,7 @@ pub struct Sample {
     pub updating: bool,
     /// Rounds finished when the sample was taken.
     pub rounds_done: u32,
+    pub phase: Phase,
 }
 
 /// One bulk UPDATE.
@@ -70,6 +93,8 @@ pub struct ChurnRun {
     pub errors: u64,
     /// File size right after the load (all of it live data).
     pub loaded_bytes: i64,
+    /// VACUUMs run in the vacuum phase.
+    pub vacuums: u64,
 }
 
 /// The store's state now: (file bytes, live bytes or -1, µs spent in GC
@@ -135,7 +160,10 @@ pub fn run(
     let mut samples: Vec<Sample> = Vec::new();
     let mut round_sizes = Vec::new();
     let (mut last_ops, mut last_gc) = (0, sizer()?.2);
-    let mut finished_at: Option<Instant> = None;
+    let mut phase = Phase::Rounds;
+    let mut phase_start = Instant::now();
+    let vacuum_stop = Arc::new(AtomicBool::new(false));
+    let mut vacuum: Option<std::thread::JoinHandle<Result<u64>>> = None;
     loop {
         let was_updating = updating.load(Ordering::SeqCst);
         let rounds_before = done.load(Ordering::SeqCst);
@@ -158,15 +186,28 @@ pub fn run(
                 || rounds_done > rounds_before
                 || updating.load(Ordering::SeqCst),
             rounds_done,
+            phase,
         });
         (last_ops, last_gc) = (ops, gc);
-        if updater.is_finished() {
-            let at = *finished_at.get_or_insert_with(Instant::now);
-            if at.elapsed() >= opts.tail {
-                break;
+        match phase {
+            Phase::Rounds if updater.is_finished() => {
+                phase = Phase::Quiet;
+                phase_start = Instant::now();
             }
+            Phase::Quiet if phase_start.elapsed() >= opts.tail => {
+                vacuum = Some(vacuum_loop(backend, vacuum_stop.clone())?);
+                phase = Phase::Vacuum;
+                phase_start = Instant::now();
+            }
+            Phase::Vacuum if phase_start.elapsed() >= opts.tail => break,
+            _ => {}
         }
     }
+    vacuum_stop.store(true, Ordering::SeqCst);
+    let vacuums = match vacuum {
+        Some(h) => h.join().map_err(|_| thread_panic())??,
+        None => 0,
+    };
     let errors = clients.stop()?;
     let rounds = updater.join().map_err(|_| thread_panic())??;
     let rounds = rounds
@@ -184,7 +225,27 @@ pub fn run(
         rounds,
         errors,
         loaded_bytes,
+        vacuums,
     })
+}
+
+/// A session running `VACUUM` on the YCSB table back to back until
+/// `stop`; returns how many ran.
+fn vacuum_loop(
+    backend: &Backend,
+    stop: Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<Result<u64>>> {
+    let mut s = backend.connect()?;
+    // Paced as autovacuum paces itself (PostgreSQL's defaults).
+    s.batch("SET vacuum_cost_delay = 2; SET vacuum_cost_limit = 200")?;
+    Ok(std::thread::spawn(move || -> Result<u64> {
+        let mut n = 0;
+        while !stop.load(Ordering::SeqCst) {
+            s.batch(&format!("VACUUM {TABLE}"))?;
+            n += 1;
+        }
+        Ok(n)
+    }))
 }
 
 /// The median of `v` (0 when empty).
@@ -197,20 +258,17 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 impl ChurnRun {
-    /// Median YCSB throughput of samples without a bulk UPDATE, with GC
-    /// running most of the sample and with no GC at all: (with, without,
-    /// samples with, samples without).
+    /// Median YCSB throughput with VACUUM running back to back and
+    /// alone: (with, without, samples with, samples without).
     pub fn throughput_with_and_without_gc(&self) -> (f64, f64, usize, usize) {
-        let calm = self.samples.iter().filter(|s| !s.updating);
-        let with: Vec<f64> = calm
-            .clone()
-            .filter(|s| s.gc_share >= 0.5)
-            .map(|s| s.ops_per_s)
-            .collect();
-        let without: Vec<f64> = calm
-            .filter(|s| s.gc_share == 0.0)
-            .map(|s| s.ops_per_s)
-            .collect();
+        let of = |p: Phase| -> Vec<f64> {
+            self.samples
+                .iter()
+                .filter(|s| s.phase == p)
+                .map(|s| s.ops_per_s)
+                .collect()
+        };
+        let (with, without) = (of(Phase::Vacuum), of(Phase::Quiet));
         let (n, m) = (with.len(), without.len());
         (median(with), median(without), n, m)
     }
@@ -243,7 +301,7 @@ pub fn csv(runs: &[ChurnRun]) -> String {
         for s in &r.samples {
             let _ = writeln!(
                 out,
-                "{},{},{:.0},{},{},{:.3},{},{}",
+                "{},{},{:.0},{},{},{:.3},{},{},{}",
                 r.label,
                 s.ms,
                 s.ops_per_s,
@@ -251,7 +309,8 @@ pub fn csv(runs: &[ChurnRun]) -> String {
                 s.live_bytes,
                 s.gc_share,
                 s.updating as u8,
-                s.rounds_done
+                s.rounds_done,
+                s.phase.name()
             );
         }
     }

@@ -76,7 +76,7 @@ pub fn run(a: ChurnArgs) -> Result<ExitCode> {
         summary.push('\n');
     };
     say(format!(
-        "settings: YCSB-A on {} client threads (zipf 0.99, read committed), {} rows × 10 fields × 100 B; {} full-table UPDATEs of field9 (ndpdb: even rounds on the host, odd rounds on the device), 1 s apart; samples every {} ms; ndpdb autovacuum: naptime {} ms, threshold {} + {} × rows",
+        "settings: YCSB-A on {} client threads (zipf 0.99, read committed), {} rows × 10 fields × 100 B; {} full-table UPDATEs of field9 (ndpdb: even rounds on the host, odd rounds on the device), 1 s apart, then 10 s of YCSB-A alone and 10 s beside VACUUM back to back at autovacuum's pace (vacuum_cost_delay 2 ms, vacuum_cost_limit 200); samples every {} ms; ndpdb autovacuum: naptime {} ms, threshold {} + {} × rows",
         a.threads,
         a.records,
         a.rounds,
@@ -91,7 +91,7 @@ pub fn run(a: ChurnArgs) -> Result<ExitCode> {
         rounds: a.rounds,
         sample: Duration::from_millis(a.sample_ms),
         pause: Duration::from_secs(1),
-        tail: Duration::from_secs(5),
+        tail: Duration::from_secs(10),
     };
     let mut runs: Vec<ChurnRun> = Vec::new();
     for t in &targets {
@@ -247,9 +247,10 @@ fn describe(r: &ChurnRun, say: &mut impl FnMut(String)) {
     let (with, without, n, m) = r.throughput_with_and_without_gc();
     if n > 0 && m > 0 {
         say(format!(
-            "  {}: YCSB-A outside the UPDATEs: median {:.0} ops/s while GC runs ({n} samples), {:.0} ops/s without ({m} samples): {:.1} %",
+            "  {}: YCSB-A after the rounds: median {:.0} ops/s with VACUUM running back to back ({} VACUUMs, {n} samples), {:.0} ops/s alone ({m} samples): {:.1} %",
             r.label,
             with,
+            r.vacuums,
             without,
             with * 100.0 / without.max(1.0)
         ));

@@ -12,7 +12,18 @@
 //! device (update NDP) next to its host statements. Every fourth does the
 //! same work and rolls back, so its effects must never appear. The engine
 //! runs with a small delta buffer and WAL limit so flushes and checkpoints
-//! happen during the run.
+//! happen during the run, and garbage collection runs all the time: the
+//! background worker past a low threshold, and a VACUUM (every other one
+//! FULL) every seventh transaction.
+//!
+//! A second session holds a REPEATABLE READ snapshot across ~40
+//! transactions and re-reads it every few: GC must never take a version
+//! it sees (`violation …` on stdout, exit code 3).
+//!
+//! ```text
+//! vacuum                       a VACUUM finished
+//! violation <what>             the old snapshot's view changed
+//! ```
 
 use std::io::Write;
 use std::path::Path;
@@ -38,15 +49,81 @@ mod rand_like {
     }
 }
 
+/// A REPEATABLE READ snapshot kept across transactions, and what it saw.
+struct OldSnapshot {
+    s: Session,
+    seen: Option<(String, i64)>,
+}
+
+impl OldSnapshot {
+    fn new(db: Database) -> OldSnapshot {
+        OldSnapshot {
+            s: Session::new(db),
+            seen: None,
+        }
+    }
+
+    /// The snapshot's view of both tables, as text.
+    fn view(&mut self) -> Result<String> {
+        let mut text = String::new();
+        for q in [
+            "SELECT k, v FROM counters ORDER BY k",
+            "SELECT id, length(payload) FROM log ORDER BY id",
+        ] {
+            if let Some(ndpdb_sql::Output::Rows { rows, .. }) = self.s.execute(q)?.pop() {
+                for r in rows {
+                    for v in r {
+                        text.push_str(&v.to_pg_text().unwrap_or_default());
+                        text.push(' ');
+                    }
+                    text.push('\n');
+                }
+            }
+        }
+        Ok(text)
+    }
+
+    /// Re-reads the snapshot; `Err(what)` if its view changed. Every
+    /// ~40 transactions it starts over with a new snapshot.
+    fn check(&mut self, i: i64) -> Result<std::result::Result<(), String>> {
+        let view = self.view_or_begin(i)?;
+        match &self.seen {
+            Some((v, since)) if *v != view => Ok(Err(format!(
+                "a snapshot taken before transaction {since} changed by transaction {i}"
+            ))),
+            Some((_, since)) if i - since >= 40 => {
+                self.s.execute("COMMIT")?;
+                self.seen = None;
+                Ok(Ok(()))
+            }
+            _ => Ok(Ok(())),
+        }
+    }
+
+    fn view_or_begin(&mut self, i: i64) -> Result<String> {
+        if self.seen.is_none() {
+            self.s.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")?;
+            let v = self.view()?;
+            self.seen = Some((v.clone(), i));
+            return Ok(v);
+        }
+        self.view()
+    }
+}
+
 pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
     let config = Config {
         delta_buffer_bytes: 64 << 10,
         checkpoint_wal_bytes: 512 << 10,
         buffer_pool_bytes: 1 << 20,
+        autovacuum_naptime: std::time::Duration::from_millis(10),
+        autovacuum_threshold: 20,
+        autovacuum_scale_factor: 0.05,
         ..Config::default()
     };
     let db = Database::open_with(dir, config)?;
-    let mut s = Session::new(db);
+    let mut s = Session::new(db.clone());
+    let mut old = OldSnapshot::new(db);
     s.execute(
         "CREATE TABLE IF NOT EXISTS counters (k INT PRIMARY KEY, v BIGINT NOT NULL);
          CREATE TABLE IF NOT EXISTS log (id BIGINT PRIMARY KEY, payload TEXT)",
@@ -65,6 +142,20 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
     let mut rng = Lcg(seed ^ 0x9E3779B97F4A7C15);
     let stdout = std::io::stdout();
     for i in start.. {
+        if i % 7 == 6 {
+            s.execute(if i % 14 == 6 { "VACUUM FULL" } else { "VACUUM" })?;
+            let mut out = stdout.lock();
+            writeln!(out, "vacuum").ok();
+            out.flush().ok();
+        }
+        if i % 3 == 0 {
+            if let Err(what) = old.check(i)? {
+                let mut out = stdout.lock();
+                writeln!(out, "violation {what}").ok();
+                out.flush().ok();
+                return Ok(ExitCode::from(3));
+            }
+        }
         let mut keys: Vec<i64> = (0..3).map(|_| (rng.next() % 40) as i64).collect();
         let rollback = rng.next().is_multiple_of(4);
         let on_device = i % 5 == 4;

@@ -70,6 +70,41 @@ pub(crate) struct GcJob<'a> {
     pub max_live_percent: u8,
     pub space: &'a SpacePool,
     pub cancel: &'a AtomicBool,
+    pub throttle: std::cell::RefCell<Throttle>,
+}
+
+/// PostgreSQL's vacuum cost model: work adds cost (a page read 1, a page
+/// written 20); each time it reaches the limit the job sleeps the delay.
+pub(crate) struct Throttle {
+    limit: u32,
+    delay: std::time::Duration,
+    cost: u32,
+}
+
+/// Cost of reading a page, and of writing one.
+const COST_PAGE_READ: u32 = 1;
+const COST_PAGE_WRITTEN: u32 = 20;
+
+impl Throttle {
+    /// `limit` 0: never sleeps.
+    pub fn new(limit: u32, delay: std::time::Duration) -> Throttle {
+        Throttle {
+            limit,
+            delay,
+            cost: 0,
+        }
+    }
+
+    fn charge(&mut self, cost: u32) {
+        if self.limit == 0 || self.delay.is_zero() {
+            return;
+        }
+        self.cost += cost;
+        if self.cost >= self.limit {
+            self.cost = 0;
+            std::thread::sleep(self.delay);
+        }
+    }
 }
 
 /// Resolves versions: passed-along pages first, else the store (keeping
@@ -78,6 +113,8 @@ struct Resolver<'a> {
     core: &'a Core,
     shared: &'a Cached,
     last: Option<(Lpn, PageBytes)>,
+    /// Store pages read since the last `take_reads`.
+    reads: u32,
 }
 
 fn has_slot(page: &[u8], rid: RecId) -> bool {
@@ -108,7 +145,12 @@ impl Resolver<'_> {
             .page(ppn)
             .map_err(|e| Error::corrupted(e.to_string()))?;
         self.last = Some((lpn, page.clone()));
+        self.reads += 1;
         Ok(page)
+    }
+
+    fn take_reads(&mut self) -> u32 {
+        std::mem::take(&mut self.reads)
     }
 
     fn header(&mut self, rid: RecId) -> Result<RecordHeader, Error> {
@@ -147,6 +189,7 @@ impl GcJob<'_> {
             core: self.core,
             shared: self.shared,
             last: None,
+            reads: 0,
         };
         let mut dead = vec![false; heads.len()];
         self.pass_one(&heads, &mut pages, &mut res, &mut dead, out)?;
@@ -212,14 +255,17 @@ impl GcJob<'_> {
             if self.cancel.load(Ordering::Relaxed) {
                 return Err(cancelled());
             }
+            let mut read = 0;
             let maps = self.core.maps.read();
             for &lpn in batch {
                 if self.shared.pages.contains_key(&lpn) {
+                    // Counted with the passed-along pages below.
                     continue;
                 }
                 let Some(ppn) = maps.l2p.get(&lpn) else {
                     continue;
                 };
+                read += 1;
                 let bytes = self
                     .core
                     .store
@@ -250,6 +296,28 @@ impl GcJob<'_> {
                     },
                 );
             }
+            // Pauses happen outside the maps' lock.
+            drop(maps);
+            self.throttle.borrow_mut().charge(read * COST_PAGE_READ);
+        }
+        // Pages still in the host's delta buffer: their needed versions
+        // count as live data; they are never victims.
+        for (lpn, bytes) in &self.shared.pages {
+            let view = PageRef::parse(bytes)?;
+            if view.table() == self.inv.table {
+                pages.insert(
+                    *lpn,
+                    PageInfo {
+                        ppn: Ppn::NONE,
+                        slots: view.slot_count(),
+                        empty: view.empty_slots(),
+                        old: false,
+                        live: 0,
+                        pinned: false,
+                        victim: false,
+                    },
+                );
+            }
         }
         Ok(pages)
     }
@@ -268,6 +336,9 @@ impl GcJob<'_> {
             if v % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
                 return Err(cancelled());
             }
+            self.throttle
+                .borrow_mut()
+                .charge(res.take_reads() * COST_PAGE_READ);
             if head.is_null() {
                 continue;
             }
@@ -340,7 +411,12 @@ impl GcJob<'_> {
                         continue;
                     }
                     let rec = res.cut_record(head)?;
+                    let pages_before = out.delta_l2p.len() as u32;
                     let new = writer.append(&rec, &mut out.delta_l2p, self.cancel)?;
+                    let written = out.delta_l2p.len() as u32 - pages_before;
+                    self.throttle
+                        .borrow_mut()
+                        .charge(res.take_reads() * COST_PAGE_READ + written * COST_PAGE_WRITTEN);
                     out.delta_vids.push(DeltaVid {
                         vid: Vid(v as u64),
                         pred: head,

@@ -40,7 +40,7 @@ use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
 use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 
 use crate::engine::Core;
-use crate::gc::GcJob;
+use crate::gc::{GcJob, Throttle};
 use crate::pe::{run_pe, Cached, Chunks, PeOutput, PeStats, PeTask};
 use crate::update::{ModifyCtx, ModifyPart, SpacePool};
 use ndpdb_slt::{DeviceTag, SharedLockTable};
@@ -298,9 +298,12 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     if let NdpOp::Gc {
         horizon,
         max_live_percent,
+        cost_delay_us,
+        cost_limit,
     } = inv.op
     {
-        return run_gc(env, &inv, horizon, max_live_percent);
+        let throttle = Throttle::new(cost_limit, Duration::from_micros(cost_delay_us as u64));
+        return run_gc(env, &inv, horizon, max_live_percent, throttle);
     }
     let (core, job, pes) = (env.core, env.job, env.pes);
     let start = Instant::now();
@@ -505,7 +508,13 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
 
 /// A GC job: one thread (it is background work), its result a
 /// [`ModifyResult`] with victims.
-fn run_gc(env: &JobEnv<'_>, inv: &Invocation, horizon: TxId, max_live_percent: u8) {
+fn run_gc(
+    env: &JobEnv<'_>,
+    inv: &Invocation,
+    horizon: TxId,
+    max_live_percent: u8,
+    throttle: Throttle,
+) {
     let job = env.job;
     let start = Instant::now();
     let gc = GcJob {
@@ -516,6 +525,7 @@ fn run_gc(env: &JobEnv<'_>, inv: &Invocation, horizon: TxId, max_live_percent: u
         max_live_percent,
         space: &job.space,
         cancel: &job.cancel,
+        throttle: std::cell::RefCell::new(throttle),
     };
     let mut out = ModifyResult::default();
     let state = match gc.run(&mut out) {

@@ -96,7 +96,17 @@ pub enum NdpOp {
     /// invocation's pages with the chain cut, and tuples whose newest
     /// version is a tombstone visible to everyone lose their VID-map
     /// entry. Nothing is overwritten; the host validates and applies.
-    Gc { horizon: TxId, max_live_percent: u8 },
+    ///
+    /// With `cost_limit` > 0 the job pauses `cost_delay_us` each time its
+    /// work adds up to `cost_limit` (PostgreSQL's vacuum cost model: a
+    /// page read costs 1, a page written 20), so that background
+    /// collection leaves the CPUs to the foreground.
+    Gc {
+        horizon: TxId,
+        max_live_percent: u8,
+        cost_delay_us: u32,
+        cost_limit: u32,
+    },
 }
 
 impl NdpOp {
@@ -213,8 +223,14 @@ impl Invocation {
             NdpOp::Gc {
                 horizon,
                 max_live_percent,
+                cost_delay_us,
+                cost_limit,
             } => {
-                w.u8(6).u64(horizon.0).u8(*max_live_percent);
+                w.u8(6)
+                    .u64(horizon.0)
+                    .u8(*max_live_percent)
+                    .u32(*cost_delay_us)
+                    .u32(*cost_limit);
             }
         }
         w.u32(self.params.len() as u32);
@@ -309,6 +325,9 @@ impl Invocation {
             6 => NdpOp::Gc {
                 horizon: TxId(r.u64()?),
                 max_live_percent: r.u8()?.min(100),
+                // At most a second per pause.
+                cost_delay_us: r.u32()?.min(1_000_000),
+                cost_limit: r.u32()?,
             },
             t => return Err(Error::corrupted(format!("NDP op tag {t}"))),
         };
@@ -748,6 +767,8 @@ mod tests {
             op: NdpOp::Gc {
                 horizon: TxId(77),
                 max_live_percent: 50,
+                cost_delay_us: 2000,
+                cost_limit: 200,
             },
             ..inv.clone()
         };

@@ -24,7 +24,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use crate::database::{Database, DbInner, TableState};
-use crate::gc::GC_MAX_LIVE_PERCENT;
+use crate::gc::{GcCost, GC_MAX_LIVE_PERCENT};
 use crate::stats::EngineCounters;
 
 /// The worker's handle, kept by the engine.
@@ -91,7 +91,12 @@ pub(crate) fn threshold(inner: &DbInner, ts: &TableState) -> u64 {
     c.autovacuum_threshold + (c.autovacuum_scale_factor * ts.vids.vid_count() as f64) as u64
 }
 
+/// Naptimes the worker waits for a long transaction before it collects
+/// what it can anyway.
+const PATIENCE: u32 = 10;
+
 fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
+    let mut waited = 0;
     while av.nap(naptime) {
         let Some(inner) = weak.upgrade() else { return };
         let db = Database::internal(inner);
@@ -102,6 +107,8 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
         // snapshot older than their transactions is in use: let the
         // transactions running now end (short ones do within
         // milliseconds; a long one is waited for at most a naptime).
+        // A commit still under way (its versions are counted before it
+        // ends) or a long transaction: try again next time, a few times.
         let target = db.inner.txm.next_txid();
         let deadline = std::time::Instant::now() + naptime;
         while db.inner.txm.horizon() < target && std::time::Instant::now() < deadline {
@@ -110,6 +117,11 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
             }
             std::thread::sleep(Duration::from_millis(2));
         }
+        if db.inner.txm.horizon() < target && waited < PATIENCE {
+            waited += 1;
+            continue;
+        }
+        waited = 0;
         for ts in db.inner.all_tables() {
             if av.stopped() {
                 return;
@@ -117,7 +129,11 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
             if ts.changes_since_gc.load(Ordering::Relaxed) < threshold(&db.inner, &ts) {
                 continue;
             }
-            if db.collect_garbage(&ts, GC_MAX_LIVE_PERCENT).is_err() {
+            let cost = GcCost {
+                delay: db.inner.config.autovacuum_cost_delay,
+                limit: db.inner.config.autovacuum_cost_limit,
+            };
+            if db.collect_garbage(&ts, GC_MAX_LIVE_PERCENT, cost).is_err() {
                 EngineCounters::inc(&db.inner.counters.gc_failures);
             }
         }

@@ -40,6 +40,10 @@ pub struct Config {
     /// its tuples` (PostgreSQL's defaults: 50 and 0.2).
     pub autovacuum_threshold: u64,
     pub autovacuum_scale_factor: f64,
+    /// Background runs pause this long each time their work adds up to
+    /// `autovacuum_cost_limit` (PostgreSQL's defaults: 2 ms and 200).
+    pub autovacuum_cost_delay: Duration,
+    pub autovacuum_cost_limit: u32,
 }
 
 impl Config {
@@ -76,6 +80,8 @@ impl Default for Config {
             autovacuum_naptime: Duration::from_secs(1),
             autovacuum_threshold: 50,
             autovacuum_scale_factor: 0.2,
+            autovacuum_cost_delay: Duration::from_millis(2),
+            autovacuum_cost_limit: 200,
         }
     }
 }

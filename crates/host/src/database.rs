@@ -1027,7 +1027,10 @@ impl DbInner {
             let mut chunk_bytes = 0usize;
             for v in versions {
                 let ts = &tables[&v.table];
-                wake_gc |= self.count_changes(ts, 1);
+                // An insert leaves no garbage behind; an update or delete does.
+                if !RecordHeader::parse(&v.record)?.pred.is_null() {
+                    wake_gc |= self.count_changes(ts, 1);
+                }
                 let rid = delta.append(v.table, &ts.types, &v.record, || self.alloc_lpn())?;
                 ts.vids.set(v.vid, rid);
                 delta.push_delta_vid(VidEntry {
@@ -1080,9 +1083,6 @@ impl DbInner {
 
     /// Background-style maintenance after a commit.
     pub(crate) fn after_commit(&self) -> Result<()> {
-        if self.gc_due.swap(false, Ordering::AcqRel) {
-            self.autovacuum.wake();
-        }
         if self.delta.read().bytes() >= self.config.delta_buffer_bytes {
             // A flush already under way takes this commit's pages too.
             if let Some(guard) = self.flush_lock.try_lock() {
@@ -1091,6 +1091,10 @@ impl DbInner {
         }
         if self.wal.bytes_since_checkpoint() >= self.config.checkpoint_wal_bytes {
             self.checkpoint()?;
+        }
+        // After the flush: GC then finds the new heads on device pages.
+        if self.gc_due.swap(false, Ordering::AcqRel) {
+            self.autovacuum.wake();
         }
         Ok(())
     }

@@ -20,8 +20,9 @@
 //!        else the victim page of the predecessor is kept
 //!      WAL Gc record (ΔL2P, applied ΔVIDs, freed pages) → fsync
 //!      unlock
-//!    freed victims → space map: reused once every transaction running
-//!      now has ended (`crate::space`)
+//!    freed victims → space map: reused once unmapped, and — if a head
+//!      pointed into them until this apply — once every transaction
+//!      running now has ended (`crate::space`)
 //! ```
 //!
 //! A user transaction never waits for GC beyond the apply, and never
@@ -109,10 +110,32 @@ fn decode_err(e: ndpdb_formats::Error) -> Error {
     Error::new(SqlState::DATA_CORRUPTED, format!("GC reply: {e}"))
 }
 
+/// How a GC run paces itself (PostgreSQL's `vacuum_cost_delay` and
+/// `vacuum_cost_limit`): it sleeps `delay` each time its work adds up to
+/// `limit` (a page read costs 1, a page written 20). No delay: full speed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcCost {
+    pub delay: std::time::Duration,
+    pub limit: u32,
+}
+
+impl GcCost {
+    /// Manual VACUUM's default: no pauses.
+    pub const UNTHROTTLED: GcCost = GcCost {
+        delay: std::time::Duration::ZERO,
+        limit: 200,
+    };
+}
+
 impl Database {
     /// `VACUUM [table]`: collects garbage in one table or in all; `full`
     /// compacts every page with garbage, not only mostly-dead ones.
     pub fn vacuum(&self, table: Option<&str>, full: bool) -> Result<GcReport> {
+        self.vacuum_with(table, full, GcCost::UNTHROTTLED)
+    }
+
+    /// [`Database::vacuum`] paced by `cost`.
+    pub fn vacuum_with(&self, table: Option<&str>, full: bool, cost: GcCost) -> Result<GcReport> {
         let tables = match table {
             Some(name) => vec![self.table(name)?],
             None => {
@@ -131,7 +154,7 @@ impl Database {
         // Heads still in the delta buffer cannot move: flush them first.
         self.inner.flush()?;
         for ts in tables {
-            let r = self.collect_garbage(&ts, percent)?;
+            let r = self.collect_garbage(&ts, percent, cost)?;
             total.relocated += r.relocated;
             total.tuples_removed += r.tuples_removed;
             total.pages_freed += r.pages_freed;
@@ -144,7 +167,12 @@ impl Database {
     }
 
     /// One GC run over `ts` (see the module docs).
-    pub fn collect_garbage(&self, ts: &Arc<TableState>, max_live_percent: u8) -> Result<GcReport> {
+    pub fn collect_garbage(
+        &self,
+        ts: &Arc<TableState>,
+        max_live_percent: u8,
+        cost: GcCost,
+    ) -> Result<GcReport> {
         let inner = &self.inner;
         inner.check_ok()?;
         let _one = inner.gc_running.lock();
@@ -159,6 +187,8 @@ impl Database {
             op: NdpOp::Gc {
                 horizon,
                 max_live_percent,
+                cost_delay_us: cost.delay.as_micros().min(1_000_000) as u32,
+                cost_limit: cost.limit,
             },
             pes: 1,
             preload: false,
@@ -193,6 +223,50 @@ impl Database {
     }
 }
 
+impl Database {
+    /// Checks the space accounting (for tests and tools; meant right
+    /// after a `VACUUM FULL` with no transaction running): every page of
+    /// the store is free, released or mapped — none is lost — and every
+    /// mapped page holds the newest version of some tuple (GC left no
+    /// page behind that nothing needs).
+    pub fn verify_no_leaked_pages(&self) -> Result<()> {
+        let inner = &self.inner;
+        let (free, released, end) = inner.space.counts();
+        let mapped = inner.l2p.len() as u64;
+        if free + released + mapped != end {
+            return Err(Error::new(
+                SqlState::DATA_CORRUPTED,
+                format!(
+                    "{free} free + {released} released + {mapped} mapped pages, but the store has {end}"
+                ),
+            ));
+        }
+        let mut with_heads: FxHashSet<Lpn> = FxHashSet::default();
+        for ts in inner.all_tables() {
+            for (_, head) in ts.vids.entries() {
+                with_heads.insert(head.lpn());
+            }
+        }
+        let leaked: Vec<Lpn> = inner
+            .l2p
+            .lpns()
+            .into_iter()
+            .filter(|l| !with_heads.contains(l))
+            .collect();
+        if !leaked.is_empty() {
+            return Err(Error::new(
+                SqlState::DATA_CORRUPTED,
+                format!(
+                    "{} mapped pages hold no newest version (e.g. LPN {})",
+                    leaked.len(),
+                    leaked[0].0
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 impl DbInner {
     /// Page space the needed versions of all tables take, as each table's
     /// last GC run measured it (tables never collected count 0).
@@ -224,6 +298,7 @@ impl DbInner {
             }
         }
         let keys: Vec<_> = locked.iter().map(|d| (table, d.vid)).collect();
+        let mut moved_out: FxHashSet<Lpn> = FxHashSet::default();
         let applied = (|| -> Result<Vec<(Lpn, Ppn)>> {
             if !result.delta_l2p.is_empty() {
                 self.map_ndp_pages(&result.delta_l2p)?;
@@ -243,6 +318,7 @@ impl DbInner {
                         continue;
                     }
                     ts.vids.set(d.vid, d.new);
+                    moved_out.insert(d.pred.lpn());
                     delta.push_delta_vid(VidEntry {
                         table,
                         vid: d.vid,
@@ -297,7 +373,14 @@ impl DbInner {
                 result.garbage_versions * freed.len() as u64 / result.victims.len() as u64;
         }
         report.versions_reclaimed += report.tuples_removed;
-        self.space.release(self.txm.next_txid(), &freed, &[]);
+        // A victim a head pointed into until this apply waits for the
+        // transactions running now (they may have read that head); one
+        // whose versions were all superseded below the horizon can be
+        // reached by none of them.
+        let (moved, cold): (Vec<_>, Vec<_>) =
+            freed.iter().partition(|(l, _)| moved_out.contains(l));
+        self.space.release(self.txm.next_txid(), &moved, &[]);
+        self.space.release(ndpdb_formats::TxId(0), &cold, &[]);
         self.gc.lock().live_bytes.insert(table, result.live_bytes);
         Ok(report)
     }

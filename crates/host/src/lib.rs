@@ -46,7 +46,7 @@ pub use catalog::TableMeta;
 pub use config::Config;
 pub use database::Database;
 pub use error::{Error, Result};
-pub use gc::GcReport;
+pub use gc::{GcCost, GcReport};
 pub use interrupt::Interrupt;
 pub use ndpdb_device::NvmProfile;
 pub use transaction::{Isolation, Transaction, WriteOutcome};

@@ -148,6 +148,11 @@ impl L2pMap {
         }
     }
 
+    /// Every mapped LPN.
+    pub fn lpns(&self) -> Vec<Lpn> {
+        self.map.read().keys().copied().collect()
+    }
+
     /// Every mapped PPN.
     pub fn ppns(&self) -> Vec<Ppn> {
         self.map.read().values().copied().collect()

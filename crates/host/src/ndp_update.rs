@@ -190,11 +190,16 @@ impl Transaction {
         if logged {
             let mut w = Writer::new();
             inv.encode(&mut w);
-            inner.wal.append(&[WalRecord::StartNdp {
+            let lsn = inner.wal.append(&[WalRecord::StartNdp {
                 txid: self.id(),
                 table: ts.meta.id,
                 invocation: w.into_inner(),
             }]);
+            // Durable before the device writes pages with this TxId: after
+            // a crash recovery then hands out only newer TxIds, and GC
+            // finds the pages of a job that never committed below its
+            // horizon at once.
+            inner.wal.sync(lsn)?;
         }
         let mut report = NdpReport::default();
         // If the link fails here the device's state is unknown: its pages

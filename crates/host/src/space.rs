@@ -14,11 +14,14 @@
 //! The store is append-only in the sense that matters: a page is never
 //! rewritten while anyone may read it. A PPN becomes free when no map
 //! refers to it — a GC victim, the older copy of a re-flushed LPN, a page
-//! of an aborted update job — and is handed out again only after every
-//! transaction that was running when it was released has ended (a reader
-//! may have resolved its LPN just before), and after its LPN is unmapped
-//! on the device (a crash must not leave a map pointing to a page that
-//! now holds something else).
+//! of an aborted update job — and is handed out again only after its LPN
+//! is unmapped on the device (a crash must not leave a map pointing to a
+//! page that now holds something else), and, if a head pointed into it
+//! until just now, after every transaction that was running then has
+//! ended (a reader may have resolved that head just before). A page whose
+//! versions were all superseded by transactions below the GC horizon is
+//! reached by no running transaction: every snapshot in use was taken
+//! after those heads moved, and every walk stops at the version it sees.
 //!
 //! The map is not logged: its persistent form is the device's L2P map.
 //! At open every PPN of the store file that no LPN maps to is free —
@@ -34,7 +37,8 @@ use rustc_hash::FxHashSet;
 use ndpdb_formats::{Lpn, Ppn, TxId};
 
 /// Pages released together, reusable once `epoch` is the oldest
-/// running transaction (or none runs).
+/// running transaction (or none runs); epoch 0: as soon as their LPNs
+/// are unmapped (no running transaction can reach them).
 struct Pending {
     epoch: TxId,
     unmap: Vec<Lpn>,
@@ -147,13 +151,16 @@ impl SpaceMap {
             unmap: Vec::new(),
             ppns: Vec::new(),
         };
-        while g.pending.front().is_some_and(|p| p.epoch <= oldest) {
-            let Some(p) = g.pending.pop_front() else {
-                break;
-            };
-            r.unmap.extend(p.unmap);
-            r.ppns.extend(p.ppns);
+        let mut waiting = VecDeque::with_capacity(g.pending.len());
+        for p in g.pending.drain(..) {
+            if p.epoch <= oldest {
+                r.unmap.extend(p.unmap);
+                r.ppns.extend(p.ppns);
+            } else {
+                waiting.push_back(p);
+            }
         }
+        g.pending = waiting;
         (!r.ppns.is_empty()).then_some(r)
     }
 
@@ -212,6 +219,17 @@ mod tests {
         s.free(r);
         assert!(!s.is_pending(Lpn(7)));
         assert_eq!(s.alloc(3), vec![Ppn(2), Ppn(3), Ppn(5)]);
+    }
+
+    #[test]
+    fn pages_nobody_can_reach_do_not_wait_behind_others() {
+        let s = SpaceMap::open(4, (0..4).map(Ppn));
+        s.release(TxId(50), &[(Lpn(1), Ppn(1))], &[]);
+        s.release(TxId(0), &[(Lpn(2), Ppn(2))], &[]);
+        let r = s.ripe(TxId(10)).unwrap();
+        assert_eq!(r.ppns, vec![Ppn(2)]);
+        s.free(r);
+        assert!(s.is_pending(Lpn(1)));
     }
 
     #[test]

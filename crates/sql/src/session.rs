@@ -613,7 +613,18 @@ impl Session {
             ));
         }
         let table = v.table_name.as_ref().map(ddl::table_name).transpose()?;
-        self.db.vacuum(table.as_deref(), v.full)?;
+        let cost = ndpdb_host::GcCost {
+            delay: match self.settings.get("vacuum_cost_delay") {
+                Some(v) => parse_duration_ms(v)?.unwrap_or_default(),
+                None => std::time::Duration::ZERO,
+            },
+            limit: self
+                .settings
+                .get("vacuum_cost_limit")
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(200),
+        };
+        self.db.vacuum_with(table.as_deref(), v.full, cost)?;
         Ok(Output::command("VACUUM"))
     }
 
@@ -792,6 +803,26 @@ impl Session {
                     "statement_timeout" => {
                         self.statement_timeout = parse_duration_ms(&value)?;
                     }
+                    "vacuum_cost_delay" => {
+                        let d = parse_duration_ms(&value)?.unwrap_or_default();
+                        if d > Duration::from_millis(100) {
+                            return Err(Error::new(
+                                SqlState::INVALID_PARAMETER_VALUE,
+                                format!("{value} ms is outside the valid range for parameter \"vacuum_cost_delay\" (0 .. 100)"),
+                            ));
+                        }
+                    }
+                    "vacuum_cost_limit"
+                        if !value
+                            .trim()
+                            .parse::<u32>()
+                            .is_ok_and(|n| (1..=10000).contains(&n)) =>
+                    {
+                        return Err(Error::new(
+                            SqlState::INVALID_PARAMETER_VALUE,
+                            format!("invalid value for parameter \"vacuum_cost_limit\": \"{value}\" (1 .. 10000)"),
+                        ));
+                    }
                     _ => {}
                 }
                 if name == "default_transaction_isolation" || name == "transaction_isolation" {
@@ -846,16 +877,19 @@ impl Session {
                 .cloned()
                 .unwrap_or_else(|| "\"$user\", public".into()),
             "client_encoding" | "application_name" | "statement_timeout" | "lock_timeout"
-            | "extra_float_digits" => match self.settings.get(name) {
-                Some(v) => v.clone(),
-                None => match name {
-                    "client_encoding" => "UTF8",
-                    "application_name" => "",
-                    "extra_float_digits" => "1",
-                    _ => "0",
+            | "extra_float_digits" | "vacuum_cost_delay" | "vacuum_cost_limit" => {
+                match self.settings.get(name) {
+                    Some(v) => v.clone(),
+                    None => match name {
+                        "client_encoding" => "UTF8",
+                        "application_name" => "",
+                        "extra_float_digits" => "1",
+                        "vacuum_cost_limit" => "200",
+                        _ => "0",
+                    }
+                    .into(),
                 }
-                .into(),
-            },
+            }
             "datestyle" => "ISO, MDY".into(),
             "timezone" => self
                 .settings
