@@ -201,6 +201,11 @@ pub enum Bench {
         /// the device can run goes there) or auto (the cost model).
         #[arg(long, default_value = "auto", value_parser = ["off", "on", "auto"])]
         ndp: String,
+        /// Meanwhile rewrite rows of both tables with unchanged values and
+        /// collect the garbage (VACUUM, every other one FULL) on another
+        /// connection: answers must not change while GC moves versions.
+        #[arg(long)]
+        gc: bool,
     },
     /// Shared-lock-table latency: host and device side, uncontended and
     /// contended, against the host lock table alone and a mutex hash map.
@@ -824,7 +829,8 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             seed,
             target,
             ndp,
-        } => crate::targets::diff(rows, queries, seed, &target, &ndp),
+            gc,
+        } => crate::targets::diff(rows, queries, seed, &target, &ndp, gc),
         Bench::Ycsb {
             records,
             workload,

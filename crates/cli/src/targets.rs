@@ -140,12 +140,42 @@ pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
 
 /// `ndpdb bench diff`: loads the same tables into ndpdb and PostgreSQL,
 /// compares generated queries; exit status 1 on any mismatch.
+/// With `bench diff --gc`: until `stop`, rewrites a fifth of each table
+/// with unchanged values (new versions, the same answers) and collects
+/// the garbage, alternating plain and FULL VACUUMs; returns the rounds.
+fn churn_in_background(
+    mine: &ndpdb_bench::target::Endpoint,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> Result<std::thread::JoinHandle<Result<u64>>> {
+    let mut c = mine.connect()?;
+    Ok(std::thread::spawn(move || -> Result<u64> {
+        let mut round = 0u64;
+        while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+            let k = round % 5;
+            c.batch_execute(&format!(
+                "UPDATE t1 SET a = a WHERE id % 5 = {k}; UPDATE t2 SET v = v WHERE id % 5 = {k}"
+            ))
+            .map_err(ndpdb_bench::target::wire_error)?;
+            // On its own: VACUUM runs outside any transaction block.
+            c.batch_execute(if round % 2 == 0 {
+                "VACUUM"
+            } else {
+                "VACUUM FULL"
+            })
+            .map_err(ndpdb_bench::target::wire_error)?;
+            round += 1;
+        }
+        Ok(round)
+    }))
+}
+
 pub fn diff(
     rows: u64,
     queries: usize,
     seed: u64,
     targets: &[String],
     ndp: &str,
+    gc: bool,
 ) -> Result<std::process::ExitCode> {
     let mut postgres = None;
     let mut server = Target::NdpdbServer(None);
@@ -169,7 +199,22 @@ pub fn diff(
     ndpdb_bench::diff::load(&mut b, rows, seed)?;
     a.batch_execute(&format!("SET ndp = {ndp}"))
         .map_err(ndpdb_bench::target::wire_error)?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let churn = if gc {
+        Some(churn_in_background(&mine, stop.clone())?)
+    } else {
+        None
+    };
     let report = ndpdb_bench::diff::compare(&mut a, &mut b, queries, seed);
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    if let Some(h) = churn {
+        let rounds = h
+            .join()
+            .map_err(|_| Error::new(SqlState::INTERNAL_ERROR, "the GC churn thread panicked"))??;
+        println!(
+            "beside the queries: {rounds} rounds of rewriting a fifth of t1 and t2 with unchanged values and VACUUM (every other one FULL)"
+        );
+    }
     for m in report.mismatches.iter().take(20) {
         println!(
             "MISMATCH {}\n  ndpdb:      {}\n  PostgreSQL: {}",
