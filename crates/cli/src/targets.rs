@@ -157,7 +157,7 @@ fn churn_in_background(
             ))
             .map_err(ndpdb_bench::target::wire_error)?;
             // On its own: VACUUM runs outside any transaction block.
-            c.batch_execute(if round % 2 == 0 {
+            c.batch_execute(if round.is_multiple_of(2) {
                 "VACUUM"
             } else {
                 "VACUUM FULL"
