@@ -376,14 +376,16 @@ fn decode_versions(r: &mut Reader<'_>) -> Result<Vec<(Vid, RecId)>> {
     Ok(v)
 }
 
-fn encode_pages(pages: &[(Lpn, Ppn)], w: &mut Writer) {
+/// ΔL2P (or any list of pages) as `n u32, (LPN u64, PPN u64)*` — the
+/// one codec of page lists in link payloads and WAL records.
+pub fn encode_pages(pages: &[(Lpn, Ppn)], w: &mut Writer) {
     w.u32(pages.len() as u32);
     for (l, p) in pages {
         w.u64(l.0).u64(p.0);
     }
 }
 
-fn decode_pages(r: &mut Reader<'_>) -> Result<Vec<(Lpn, Ppn)>> {
+pub fn decode_pages(r: &mut Reader<'_>) -> Result<Vec<(Lpn, Ppn)>> {
     let n = r.count(16)?;
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
@@ -399,6 +401,28 @@ pub struct DeltaVid {
     pub vid: Vid,
     pub pred: RecId,
     pub new: RecId,
+}
+
+/// ΔVID as `n u32, (VID u64, pred RecId u64, new RecId u64)*` — the one
+/// codec of ΔVID lists in link payloads and WAL records.
+pub fn encode_delta_vids(vids: &[DeltaVid], w: &mut Writer) {
+    w.u32(vids.len() as u32);
+    for d in vids {
+        w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
+    }
+}
+
+pub fn decode_delta_vids(r: &mut Reader<'_>) -> Result<Vec<DeltaVid>> {
+    let n = r.count(24)?;
+    let mut vids = Vec::with_capacity(n);
+    for _ in 0..n {
+        vids.push(DeltaVid {
+            vid: Vid(r.u64()?),
+            pred: RecId::from_raw(r.u64()?),
+            new: RecId::from_raw(r.u64()?),
+        });
+    }
+    Ok(vids)
 }
 
 /// What an update-NDP job leaves for the host (its result region).
@@ -432,10 +456,7 @@ pub struct ModifyResult {
 impl ModifyResult {
     pub fn encode(&self, w: &mut Writer) {
         w.u64(self.rows);
-        w.u32(self.delta_vids.len() as u32);
-        for d in &self.delta_vids {
-            w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
-        }
+        encode_delta_vids(&self.delta_vids, w);
         encode_pages(&self.delta_l2p, w);
         for list in [&self.locked, &self.stale] {
             w.u32(list.len() as u32);
@@ -451,15 +472,7 @@ impl ModifyResult {
 
     pub fn decode(r: &mut Reader<'_>) -> Result<ModifyResult> {
         let rows = r.u64()?;
-        let n = r.count(24)?;
-        let mut delta_vids = Vec::with_capacity(n);
-        for _ in 0..n {
-            delta_vids.push(DeltaVid {
-                vid: Vid(r.u64()?),
-                pred: RecId::from_raw(r.u64()?),
-                new: RecId::from_raw(r.u64()?),
-            });
-        }
+        let delta_vids = decode_delta_vids(r)?;
         let delta_l2p = decode_pages(r)?;
         let mut vid_list = || -> Result<Vec<Vid>> {
             let n = r.count(8)?;

@@ -202,6 +202,24 @@ fn replay_head(ts: &TableState, delta: &mut DeltaBuffer, vid: Vid, rid: RecId) -
     Ok(())
 }
 
+/// Recovery of logged ΔMaps (End-NDP, Gc): the pages mapped on device
+/// and host, the heads moved; returns the largest LPN mapped.
+fn replay_delta_maps(
+    device: &DeviceClient,
+    l2p: &L2pMap,
+    ts: &TableState,
+    delta: &mut DeltaBuffer,
+    pages: &[(Lpn, Ppn)],
+    vids: &[ndpdb_formats::ndp::DeltaVid],
+) -> Result<Option<Lpn>> {
+    device.merge_maps(pages.to_vec(), Vec::new())?;
+    l2p.insert_all(pages);
+    for d in vids {
+        replay_head(ts, delta, d.vid, d.new)?;
+    }
+    Ok(pages.iter().map(|(l, _)| *l).max())
+}
+
 /// The shared lock table `config` asks for (none with 0 buckets).
 fn new_slt(config: &Config) -> Result<Option<Arc<SharedLockTable>>> {
     if config.slt_buckets == 0 {
@@ -401,15 +419,9 @@ impl Database {
                     };
                     // The pages are durable on the device (synced before the
                     // job reported done); their mapping may not be.
-                    device.merge_maps(pages.clone(), Vec::new())?;
-                    l2p.insert_all(pages);
-                    for (lpn, _) in pages {
-                        max_lpn = max_lpn.max(Some(*lpn));
-                    }
-                    for d in vids {
-                        replay_head(ts, &mut delta, d.vid, d.new)?;
-                        report.replayed_versions += 1;
-                    }
+                    let last = replay_delta_maps(&device, &l2p, ts, &mut delta, pages, vids)?;
+                    max_lpn = max_lpn.max(last);
+                    report.replayed_versions += vids.len() as u64;
                 }
                 WalRecord::Gc {
                     table,
@@ -420,14 +432,8 @@ impl Database {
                     let Some(ts) = tables.get(table) else {
                         continue;
                     };
-                    device.merge_maps(pages.clone(), Vec::new())?;
-                    l2p.insert_all(pages);
-                    for (lpn, _) in pages {
-                        max_lpn = max_lpn.max(Some(*lpn));
-                    }
-                    for d in vids {
-                        replay_head(ts, &mut delta, d.vid, d.new)?;
-                    }
+                    let last = replay_delta_maps(&device, &l2p, ts, &mut delta, pages, vids)?;
+                    max_lpn = max_lpn.max(last);
                     gc_freed.extend(freed.iter().map(|(l, _)| *l));
                 }
                 WalRecord::StartNdp { txid, .. } => next_txid = next_txid.max(TxId(txid.0 + 1)),

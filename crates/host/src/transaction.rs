@@ -450,7 +450,15 @@ impl Transaction {
     }
 
     /// Locks a tuple read at version `seen` and certifies it (see module docs).
-    fn lock_and_certify(&mut self, ts: &TableState, vid: Vid, seen: RecId) -> Result<Current> {
+    /// `seen_row`: the version `seen` already decoded (by the scan that
+    /// found it), so that an unmoved head is not read again.
+    fn lock_and_certify(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        seen: RecId,
+        seen_row: Option<Vec<Value>>,
+    ) -> Result<Current> {
         let key = (ts.meta.id, vid);
         if let Some(e) = self.writes.get(&key) {
             return Ok(if e.tombstone {
@@ -462,6 +470,9 @@ impl Transaction {
         self.lock(key)?;
         let head = self.head_of(ts, vid);
         if head == seen {
+            if let Some(row) = seen_row {
+                return Ok(Current::Committed(head, row));
+            }
             let bytes = self.db.inner.fetch(head)?;
             let (_, row) = Self::decode(ts, &bytes)?;
             return Ok(Current::Committed(head, row));
@@ -502,8 +513,9 @@ impl Transaction {
         ts: &TableState,
         vid: Vid,
         seen: RecId,
+        seen_row: Option<Vec<Value>>,
     ) -> Result<Option<(RecId, Vec<Value>)>> {
-        Ok(match self.lock_and_certify(ts, vid, seen)? {
+        Ok(match self.lock_and_certify(ts, vid, seen, seen_row)? {
             Current::Gone => None,
             Current::Own(row) => Some((RecId::NULL, row)),
             Current::Committed(head, row) => Some((head, row)),
@@ -643,7 +655,21 @@ impl Transaction {
         seen: RecId,
         apply: &mut UpdateFn<'_>,
     ) -> Result<WriteOutcome> {
-        let Some((pred, row)) = self.lock_for_write(ts, vid, seen)? else {
+        self.update_read(ts, vid, seen, None, apply)
+    }
+
+    /// [`Transaction::update`] with the whole row of version `seen` as the
+    /// caller's scan decoded it: when the head has not moved, the version
+    /// is not read again (a bulk UPDATE's scan has long evicted its page).
+    pub fn update_read(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        seen: RecId,
+        seen_row: Option<Vec<Value>>,
+        apply: &mut UpdateFn<'_>,
+    ) -> Result<WriteOutcome> {
+        let Some((pred, row)) = self.lock_for_write(ts, vid, seen, seen_row)? else {
             return Ok(WriteOutcome::Skipped);
         };
         let Some(new_row) = apply(&row)? else {
@@ -669,7 +695,20 @@ impl Transaction {
         seen: RecId,
         recheck: &mut dyn FnMut(&[Value]) -> Result<bool>,
     ) -> Result<WriteOutcome> {
-        let Some((pred, row)) = self.lock_for_write(ts, vid, seen)? else {
+        self.delete_read(ts, vid, seen, None, recheck)
+    }
+
+    /// [`Transaction::delete`] with the whole row of version `seen` (see
+    /// [`Transaction::update_read`]).
+    pub fn delete_read(
+        &mut self,
+        ts: &TableState,
+        vid: Vid,
+        seen: RecId,
+        seen_row: Option<Vec<Value>>,
+        recheck: &mut dyn FnMut(&[Value]) -> Result<bool>,
+    ) -> Result<WriteOutcome> {
+        let Some((pred, row)) = self.lock_for_write(ts, vid, seen, seen_row)? else {
             return Ok(WriteOutcome::Skipped);
         };
         if !recheck(&row)? {
@@ -688,7 +727,7 @@ impl Transaction {
         seen: RecId,
         recheck: &mut dyn FnMut(&[Value]) -> Result<bool>,
     ) -> Result<WriteOutcome> {
-        let row = match self.lock_and_certify(ts, vid, seen)? {
+        let row = match self.lock_and_certify(ts, vid, seen, None)? {
             Current::Gone => return Ok(WriteOutcome::Skipped),
             Current::Own(row) | Current::Committed(_, row) => row,
         };

@@ -318,7 +318,7 @@ impl UpdatePlan {
         let schema = &ts.meta.schema;
         let rows = self.filter.matching(tx, params)?;
         let mut n = 0u64;
-        for (vid, seen, _) in rows {
+        for (vid, seen, row) in rows {
             let mut apply = |row: &[Value]| -> Result<Option<Vec<Value>>> {
                 if !self.filter.recheck(row, params)? {
                     return Ok(None);
@@ -330,7 +330,7 @@ impl UpdatePlan {
                 }
                 Ok(Some(new_row))
             };
-            if let WriteOutcome::Done(_) = tx.update(&ts, vid, seen, &mut apply)? {
+            if let WriteOutcome::Done(_) = tx.update_read(&ts, vid, seen, Some(row), &mut apply)? {
                 n += 1;
             }
         }
@@ -382,9 +382,11 @@ impl DeletePlan {
         let ts = self.filter.sources[0].table.clone();
         let rows = self.filter.matching(tx, params)?;
         let mut n = 0u64;
-        for (vid, seen, _) in rows {
+        for (vid, seen, row) in rows {
             let mut recheck = |row: &[Value]| self.filter.recheck(row, params);
-            if let WriteOutcome::Done(_) = tx.delete(&ts, vid, seen, &mut recheck)? {
+            if let WriteOutcome::Done(_) =
+                tx.delete_read(&ts, vid, seen, Some(row), &mut recheck)?
+            {
                 n += 1;
             }
         }

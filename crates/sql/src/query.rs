@@ -1248,7 +1248,8 @@ impl SelectPlan {
     }
 
     /// Rows matching FROM + WHERE of a single-table plan, with their ids
-    /// (used by UPDATE and DELETE).
+    /// (used by UPDATE and DELETE). The rows are whole: a DML filter plan
+    /// is never placed on the device (which returns projected columns).
     pub fn matching(
         &self,
         tx: &mut Transaction,

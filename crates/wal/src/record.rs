@@ -1,8 +1,10 @@
 //! WAL record kinds and their encoding.
 
 use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::ndp::DeltaVid;
-use ndpdb_formats::{Error, Lpn, Ppn, RecId, Result, TableId, TxId, Vid};
+use ndpdb_formats::ndp::{
+    decode_delta_vids, decode_pages, encode_delta_vids, encode_pages, DeltaVid,
+};
+use ndpdb_formats::{Error, Lpn, Ppn, RecId, Result, TableId, TxId};
 
 /// What a checkpoint records: everything logged before it is in durable
 /// device storage (pages flushed, maps merged).
@@ -60,42 +62,6 @@ const KIND_START_NDP: u8 = 4;
 const KIND_END_NDP: u8 = 5;
 const KIND_GC: u8 = 6;
 
-fn encode_pages(w: &mut Writer, pages: &[(Lpn, Ppn)]) {
-    w.u32(pages.len() as u32);
-    for (l, p) in pages {
-        w.u64(l.0).u64(p.0);
-    }
-}
-
-fn decode_pages(r: &mut Reader<'_>) -> Result<Vec<(Lpn, Ppn)>> {
-    let n = r.count(16)?;
-    let mut pages = Vec::with_capacity(n);
-    for _ in 0..n {
-        pages.push((Lpn(r.u64()?), Ppn(r.u64()?)));
-    }
-    Ok(pages)
-}
-
-fn encode_vids(w: &mut Writer, vids: &[DeltaVid]) {
-    w.u32(vids.len() as u32);
-    for d in vids {
-        w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
-    }
-}
-
-fn decode_vids(r: &mut Reader<'_>) -> Result<Vec<DeltaVid>> {
-    let n = r.count(24)?;
-    let mut vids = Vec::with_capacity(n);
-    for _ in 0..n {
-        vids.push(DeltaVid {
-            vid: Vid(r.u64()?),
-            pred: RecId::from_raw(r.u64()?),
-            new: RecId::from_raw(r.u64()?),
-        });
-    }
-    Ok(vids)
-}
-
 impl WalRecord {
     pub fn encode(&self, w: &mut Writer) {
         match self {
@@ -135,8 +101,8 @@ impl WalRecord {
                 vids,
             } => {
                 w.u8(KIND_END_NDP).u64(txid.0).u32(table.0);
-                encode_pages(w, l2p);
-                encode_vids(w, vids);
+                encode_pages(l2p, w);
+                encode_delta_vids(vids, w);
             }
             WalRecord::Gc {
                 table,
@@ -145,9 +111,9 @@ impl WalRecord {
                 freed,
             } => {
                 w.u8(KIND_GC).u32(table.0);
-                encode_pages(w, l2p);
-                encode_vids(w, vids);
-                encode_pages(w, freed);
+                encode_pages(l2p, w);
+                encode_delta_vids(vids, w);
+                encode_pages(freed, w);
             }
         }
     }
@@ -184,12 +150,12 @@ impl WalRecord {
                 txid: TxId(r.u64()?),
                 table: TableId(r.u32()?),
                 l2p: decode_pages(r)?,
-                vids: decode_vids(r)?,
+                vids: decode_delta_vids(r)?,
             },
             KIND_GC => WalRecord::Gc {
                 table: TableId(r.u32()?),
                 l2p: decode_pages(r)?,
-                vids: decode_vids(r)?,
+                vids: decode_delta_vids(r)?,
                 freed: decode_pages(r)?,
             },
             k => return Err(Error::corrupted(format!("unknown WAL record kind {k}"))),
@@ -200,6 +166,7 @@ impl WalRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndpdb_formats::Vid;
 
     #[test]
     fn ndp_records_round_trip_and_reject_truncation() {
