@@ -162,6 +162,8 @@ pub fn run(
     let (mut last_ops, mut last_gc) = (0, sizer()?.2);
     let mut phase = Phase::Rounds;
     let mut phase_start = Instant::now();
+    let progress = RoundProgress::new(label, opts.rounds);
+    let mut timed: Option<crate::report::Phase> = None;
     let vacuum_stop = Arc::new(AtomicBool::new(false));
     let mut vacuum: Option<std::thread::JoinHandle<Result<u64>>> = None;
     loop {
@@ -173,8 +175,9 @@ pub fn run(
         let ops = clients.ops.load(Ordering::Relaxed);
         let (file, live, gc) = sizer()?;
         let rounds_done = done.load(Ordering::SeqCst);
-        for _ in rounds_before..rounds_done {
+        for r in rounds_before..rounds_done {
             round_sizes.push(file);
+            progress.round_done(r + 1, file);
         }
         samples.push(Sample {
             ms: start.elapsed().as_millis() as u64,
@@ -191,10 +194,20 @@ pub fn run(
         (last_ops, last_gc) = (ops, gc);
         match phase {
             Phase::Rounds if updater.is_finished() => {
+                progress.finish();
+                timed = Some(crate::report::Phase::start(
+                    &format!("{label}: YCSB-A alone"),
+                    opts.tail,
+                ));
                 phase = Phase::Quiet;
                 phase_start = Instant::now();
             }
             Phase::Quiet if phase_start.elapsed() >= opts.tail => {
+                drop(timed.take());
+                timed = Some(crate::report::Phase::start(
+                    &format!("{label}: YCSB-A beside VACUUM"),
+                    opts.tail,
+                ));
                 vacuum = Some(vacuum_loop(backend, vacuum_stop.clone())?);
                 phase = Phase::Vacuum;
                 phase_start = Instant::now();
@@ -203,6 +216,7 @@ pub fn run(
             _ => {}
         }
     }
+    drop(timed);
     vacuum_stop.store(true, Ordering::SeqCst);
     let vacuums = match vacuum {
         Some(h) => h.join().map_err(|_| thread_panic())??,
@@ -246,6 +260,51 @@ fn vacuum_loop(
         }
         Ok(n)
     }))
+}
+
+/// Rounds done: a progress bar on a terminal, a line per round otherwise.
+struct RoundProgress {
+    label: String,
+    rounds: u32,
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl RoundProgress {
+    fn new(label: &str, rounds: u32) -> RoundProgress {
+        use std::io::IsTerminal;
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new(rounds as u64);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{msg} {bar:40} {pos}/{len} rounds")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            bar.set_message(format!("{label}: full-table UPDATEs"));
+            bar
+        });
+        RoundProgress {
+            label: label.to_string(),
+            rounds,
+            bar,
+        }
+    }
+
+    fn round_done(&self, n: u32, file_bytes: i64) {
+        match &self.bar {
+            Some(bar) => bar.set_position(n as u64),
+            None => eprintln!(
+                "{}: round {n}/{} done, store file {}",
+                self.label,
+                self.rounds,
+                crate::report::human_bytes(file_bytes)
+            ),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 /// The median of `v` (0 when empty).

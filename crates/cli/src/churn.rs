@@ -210,9 +210,10 @@ fn describe(r: &ChurnRun, say: &mut impl FnMut(String)) {
             .collect();
         if !t.is_empty() {
             say(format!(
-                "  {}: {} UPDATEs on the {placement}, mean {:.2} s",
+                "  {}: {} UPDATE{} on the {placement}, mean {:.2} s",
                 r.label,
                 t.len(),
+                if t.len() == 1 { "" } else { "s" },
                 t.iter().sum::<f64>() / t.len() as f64
             ));
         }
