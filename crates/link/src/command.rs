@@ -302,16 +302,10 @@ impl Response {
                 p.u64(i.page_count).u32(i.page_size).u64(i.merges);
             }
             Response::L2p(entries) => {
-                p.u32(entries.len() as u32);
-                for (l, ph) in entries {
-                    p.u64(l.0).u64(ph.0);
-                }
+                encode_runs(entries.iter().map(|(l, ph)| (l.0, ph.0)), &mut p);
             }
             Response::VidMap(entries) => {
-                p.u32(entries.len() as u32);
-                for (v, r) in entries {
-                    p.u64(v.0).u64(r.raw());
-                }
+                encode_runs(entries.iter().map(|(v, r)| (v.0, r.raw())), &mut p);
             }
             Response::Ndp(b) => {
                 p.raw(b);
@@ -359,22 +353,18 @@ impl Response {
                 page_size: r.u32()?,
                 merges: r.u64()?,
             }),
-            Opcode::DumpL2p => {
-                let n = r.count(16)?;
-                let mut v = Vec::with_capacity(n);
-                for _ in 0..n {
-                    v.push((Lpn(r.u64()?), Ppn(r.u64()?)));
-                }
-                Response::L2p(v)
-            }
-            Opcode::DumpVidMap => {
-                let n = r.count(16)?;
-                let mut v = Vec::with_capacity(n);
-                for _ in 0..n {
-                    v.push((Vid(r.u64()?), RecId::from_raw(r.u64()?)));
-                }
-                Response::VidMap(v)
-            }
+            Opcode::DumpL2p => Response::L2p(
+                decode_runs(&mut r, u64::MAX)?
+                    .into_iter()
+                    .map(|(l, ph)| (Lpn(l), Ppn(ph)))
+                    .collect(),
+            ),
+            Opcode::DumpVidMap => Response::VidMap(
+                decode_runs(&mut r, ndpdb_formats::ids::MAX_VID)?
+                    .into_iter()
+                    .map(|(v, rid)| (Vid(v), RecId::from_raw(rid)))
+                    .collect(),
+            ),
             Opcode::NdpCall
             | Opcode::NdpStatus
             | Opcode::NdpAbort
@@ -385,6 +375,62 @@ impl Response {
         r.finish("response")?;
         Ok(resp)
     }
+}
+
+/// Longest run of a map dump: one page's slots (a VID-map run stays on
+/// one page, as the next page's first RecId is not the last one + 1).
+const MAX_RUN: u64 = 1 << 16;
+/// Most entries a dump may expand to.
+const MAX_DUMP_ENTRIES: u64 = 1 << 32;
+
+/// A map dump (L2P or VID map, ascending keys) as runs: `n u32,
+/// (key u64, value u64, count u32)*`, a run standing for `(key + i,
+/// value + i)` for `i < count`. Keys handed out in order map to values
+/// in order (VIDs to consecutive slots, LPNs to consecutive PPNs), so a
+/// dump takes about one run per page instead of 16 bytes per entry.
+fn encode_runs(entries: impl Iterator<Item = (u64, u64)>, w: &mut Writer) {
+    let mut runs: Vec<(u64, u64, u32)> = Vec::new();
+    for (k, v) in entries {
+        match runs.last_mut() {
+            Some((k0, v0, n))
+                if (*n as u64) < MAX_RUN
+                    && k0.checked_add(*n as u64) == Some(k)
+                    && v0.checked_add(*n as u64) == Some(v) =>
+            {
+                *n += 1
+            }
+            _ => runs.push((k, v, 1)),
+        }
+    }
+    w.u32(runs.len() as u32);
+    for (k, v, n) in runs {
+        w.u64(k).u64(v).u32(n);
+    }
+}
+
+/// The entries of [`encode_runs`]; keys must ascend, stay below
+/// `key_limit`, and runs stay within [`MAX_RUN`] entries.
+fn decode_runs(r: &mut Reader<'_>, key_limit: u64) -> Result<Vec<(u64, u64)>> {
+    let runs = r.count(20)?;
+    let mut out = Vec::new();
+    let mut next_key = 0u64;
+    for _ in 0..runs {
+        let (k, v, n) = (r.u64()?, r.u64()?, r.u32()? as u64);
+        let bad = n == 0
+            || n > MAX_RUN
+            || k < next_key
+            || k.checked_add(n).is_none_or(|end| end > key_limit)
+            || v.checked_add(n).is_none()
+            || out.len() as u64 + n > MAX_DUMP_ENTRIES;
+        if bad {
+            return Err(LinkError::Corrupted(format!(
+                "map dump run ({k}, {v}, {n}) out of order or range"
+            )));
+        }
+        out.extend((0..n).map(|i| (k + i, v + i)));
+        next_key = k + n;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -421,6 +467,48 @@ mod tests {
             for cut in 0..bytes.len().min(64) {
                 assert!(Request::decode(&bytes[..cut]).is_err());
             }
+        }
+    }
+
+    #[test]
+    fn map_dumps_travel_as_runs() {
+        // Three pages of a loaded table, a gap, a lone entry.
+        let mut vids = Vec::new();
+        for (lpn, slots) in [(5u64, 70u16), (6, 70), (7, 12)] {
+            for s in 0..slots {
+                vids.push((Vid(vids.len() as u64), RecId::new(Lpn(lpn), s)));
+            }
+        }
+        vids.push((Vid(400), RecId::new(Lpn(2), 3)));
+        let bytes = Response::VidMap(vids.clone()).encode();
+        assert!(bytes.len() < 4 * 20 + 16, "{} bytes", bytes.len());
+        assert_eq!(
+            Response::decode(Opcode::DumpVidMap, &bytes),
+            Ok(Response::VidMap(vids))
+        );
+        let l2p: Vec<(Lpn, Ppn)> = (0..1000).map(|i| (Lpn(i), Ppn(i + 7))).collect();
+        let bytes = Response::L2p(l2p.clone()).encode();
+        assert_eq!(
+            Response::decode(Opcode::DumpL2p, &bytes),
+            Ok(Response::L2p(l2p))
+        );
+        // Runs out of order, empty, too long or past the VID space.
+        for (k, n) in [
+            (10u64, 5u32),
+            (0, 0),
+            (0, 70_000),
+            (ndpdb_formats::ids::MAX_VID - 1, 2),
+        ] {
+            let mut w = Writer::new();
+            w.u32(2).u64(12).u64(1).u32(1).u64(k).u64(9).u32(n);
+            let frame = envelope(0, w.as_slice());
+            assert!(
+                matches!(
+                    Response::decode(Opcode::DumpVidMap, &frame),
+                    Err(LinkError::Corrupted(_))
+                ),
+                "run ({k}, {n})"
+            );
         }
     }
 
