@@ -151,6 +151,11 @@ impl SpaceMap {
             unmap: Vec::new(),
             ppns: Vec::new(),
         };
+        // Called before every flush and job allocation: nothing to do
+        // (the common case) costs one pass, no allocation.
+        if !g.pending.iter().any(|p| p.epoch <= oldest) {
+            return None;
+        }
         let mut waiting = VecDeque::with_capacity(g.pending.len());
         for p in g.pending.drain(..) {
             if p.epoch <= oldest {
