@@ -138,12 +138,8 @@ impl DeviceEngine {
                 }
                 Response::Done
             }
-            Request::DumpL2p => {
-                let mut v: Vec<_> = core.maps.read().l2p.iter().collect();
-                v.sort();
-                Response::L2p(v)
-            }
-            Request::DumpVidMap(t) => Response::VidMap(core.maps.read().vid_entries(t)),
+            Request::DumpL2p => Response::L2p(core.maps.read().l2p.runs()),
+            Request::DumpVidMap(t) => Response::VidMap(core.maps.read().vid_runs(t)),
             Request::DropVidMap(t) => {
                 let mut ms = core.map_store.lock();
                 ms.log_drop(t)?;
@@ -221,11 +217,10 @@ mod tests {
         assert!(c.stats().bytes(Plane::Data, Direction::ToHost) >= 8192);
         drop(c);
         let c = client(dir.path());
-        assert_eq!(c.dump_l2p().unwrap(), vec![(Lpn(5), Ppn(0))]);
-        assert_eq!(
-            c.dump_vid_map(TableId(1)).unwrap(),
-            vec![(Vid(3), RecId::new(Lpn(5), 0))]
-        );
+        let l2p: Vec<_> = c.dump_l2p().unwrap().iter().collect();
+        assert_eq!(l2p, vec![(5, 0)]);
+        let vids: Vec<_> = c.dump_vid_map(TableId(1)).unwrap().iter().collect();
+        assert_eq!(vids, vec![(3, RecId::new(Lpn(5), 0).raw())]);
         assert_eq!(c.info().unwrap().page_count, 1);
     }
 

@@ -179,7 +179,7 @@ fn replay_key(ts: &TableState, vid: Vid, record: &[u8]) -> Result<()> {
     };
     let row = RecordView::parse(record)?.decode(&ts.types)?;
     if let Some(key) = ts.pk_key(&row) {
-        pk.insert(key, vid);
+        pk.insert(key, vid)?;
     }
     Ok(())
 }
@@ -337,7 +337,7 @@ impl Database {
         let dir_lock = lock_directory(dir)?;
         let catalog = Catalog::open(dir)?;
         let info = device.info()?;
-        let l2p = L2pMap::from_entries(&device.dump_l2p()?);
+        let l2p = L2pMap::from_runs(&device.dump_l2p()?);
         let (wal, recovered) = Wal::open(&dir.join("wal"))?;
         // PK indexes written at the WAL's last checkpoint, where present.
         let pk_dir = pk_index::index_dir(dir);
@@ -348,7 +348,7 @@ impl Database {
         let mut tables = HashMap::new();
         let mut pk_loaded = HashSet::new();
         for meta in catalog.tables() {
-            let vids = VidMap::from_entries(&device.dump_vid_map(meta.id)?)?;
+            let vids = VidMap::from_runs(&device.dump_vid_map(meta.id)?)?;
             let keyed = !meta.schema.primary_key.is_empty();
             let pk = (keyed && pk_current)
                 .then(|| PkIndex::load(&pk_dir, meta.id).ok())
@@ -732,7 +732,7 @@ impl Database {
         for ts in tables {
             let Some(pk) = &ts.pk else { continue };
             let mut indexed: HashMap<Vid, Vec<u8>> = HashMap::new();
-            for (key, vid) in pk.entries() {
+            for (key, vid) in pk.entries()? {
                 indexed.insert(vid, key);
             }
             for (vid, head) in ts.vids.entries() {
@@ -948,22 +948,23 @@ impl DbInner {
     }
 
     /// Completes the PK indexes after the WAL replay: a loaded index
-    /// drops the keys whose VID has no version (transactions that never
-    /// committed; their VIDs are allocated again); the others are rebuilt
-    /// from the head of every VID.
+    /// moves its table's VID allocator past every VID it names (keys of
+    /// transactions that never committed name VIDs without a version,
+    /// which must not go to other keys); the others are rebuilt from the
+    /// head of every VID.
     fn finish_pk_indexes(&self, loaded: &HashSet<TableId>) -> Result<()> {
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
         for ts in tables {
             let Some(pk) = &ts.pk else { continue };
             if loaded.contains(&ts.meta.id) {
-                ts.vids.with_has_head(|has| pk.retain_vids(has));
+                ts.vids.allocate_from(pk.vid_bound());
                 continue;
             }
             for (vid, head) in ts.vids.entries() {
                 let rec = self.fetch(head)?;
                 let row = RecordView::parse(&rec)?.decode(&ts.types)?;
                 if let Some(key) = ts.pk_key(&row) {
-                    pk.insert(key, vid);
+                    pk.insert(key, vid)?;
                 }
             }
         }
@@ -1181,7 +1182,7 @@ impl DbInner {
         let mut ok = true;
         for ts in &tables {
             if let Some(pk) = &ts.pk {
-                ok &= pk.save(&dir, ts.meta.id).is_ok();
+                ok &= pk.save(&dir, ts.meta.id).is_ok() && !pk.is_broken();
             }
         }
         if !(ok && pk_index::write_manifest(&dir, next_txid).is_ok()) {

@@ -10,13 +10,14 @@
 //!  vid 1 ─► (9:0) ─►  lpn 9 (delta buffer, no PPN yet)
 //! ```
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
+use rustc_hash::FxHashMap;
 
 use ndpdb_formats::ids::MAX_VID;
 use ndpdb_formats::{Error, Lpn, Ppn, RecId, Result, Vid};
+use ndpdb_link::MapRuns;
 
 /// VID → head RecId for one table, plus the VID allocator.
 #[derive(Default)]
@@ -27,35 +28,23 @@ pub struct VidMap {
 
 impl VidMap {
     /// The map of a device's dump; a VID beyond [`MAX_VID`] is corruption.
-    pub fn from_entries(entries: &[(Vid, RecId)]) -> Result<VidMap> {
-        if let Some((v, _)) = entries.iter().find(|(v, _)| v.0 >= MAX_VID) {
+    pub fn from_runs(runs: &MapRuns) -> Result<VidMap> {
+        if runs.key_end() > MAX_VID {
             return Err(Error::corrupted(format!(
                 "VID map entry {} beyond the VID space",
-                v.0
+                runs.key_end() - 1
             )));
         }
-        let len = entries
-            .iter()
-            .map(|(v, _)| v.0 as usize + 1)
-            .max()
-            .unwrap_or(0);
-        let mut heads = vec![RecId::NULL.raw(); len];
-        for (v, r) in entries {
-            heads[v.0 as usize] = r.raw();
-        }
+        let heads = runs.to_dense(RecId::NULL.raw());
         Ok(VidMap {
+            next_vid: AtomicU64::new(heads.len() as u64),
             heads: RwLock::new(heads),
-            next_vid: AtomicU64::new(len as u64),
         })
     }
 
-    /// Whether `vid` has a version, for many VIDs under one read lock.
-    pub fn with_has_head<R>(&self, f: impl FnOnce(&dyn Fn(Vid) -> bool) -> R) -> R {
-        let h = self.heads.read();
-        f(&|vid: Vid| {
-            h.get(vid.0 as usize)
-                .is_some_and(|r| !RecId::from_raw(*r).is_null())
-        })
+    /// Hands out no VID below `bound` from now on.
+    pub fn allocate_from(&self, bound: u64) {
+        self.next_vid.fetch_max(bound, Ordering::AcqRel);
     }
 
     pub fn head(&self, vid: Vid) -> RecId {
@@ -112,13 +101,14 @@ impl VidMap {
 /// LPN → PPN.
 #[derive(Default)]
 pub struct L2pMap {
-    map: RwLock<HashMap<Lpn, Ppn>>,
+    map: RwLock<FxHashMap<Lpn, Ppn>>,
 }
 
 impl L2pMap {
-    pub fn from_entries(entries: &[(Lpn, Ppn)]) -> L2pMap {
+    /// The map of a device's dump.
+    pub fn from_runs(runs: &MapRuns) -> L2pMap {
         L2pMap {
-            map: RwLock::new(entries.iter().copied().collect()),
+            map: RwLock::new(runs.iter().map(|(l, p)| (Lpn(l), Ppn(p))).collect()),
         }
     }
 

@@ -310,7 +310,7 @@ impl Transaction {
             ));
         };
         let refs: Vec<&Value> = key.iter().collect();
-        let Some(vid) = pk.get(&crate::pk_index::encode_key(&refs)) else {
+        let Some(vid) = pk.get(&crate::pk_index::encode_key(&refs))? else {
             return Ok(None);
         };
         Ok(self.get(ts, vid)?.map(|(rid, row)| (vid, rid, row)))
@@ -623,7 +623,7 @@ impl Transaction {
             return Ok(vid);
         };
         let key = ts.pk_key(&row).unwrap_or_default();
-        let (vid, _) = pk.get_or_insert(key, || ts.vids.allocate());
+        let (vid, _) = pk.get_or_insert(key, || ts.vids.allocate())?;
         let lock_key = (ts.meta.id, vid);
         if let Some(e) = self.writes.get(&lock_key) {
             if !e.tombstone {

@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
-use ndpdb_formats::{Lpn, Ppn, RecId, TableId, Vid};
+use ndpdb_formats::{Lpn, Ppn, TableId};
 
 use crate::command::{DeviceInfo, Request, Response, VidEntry};
+use crate::map_runs::MapRuns;
 use crate::transport::{LinkStats, Transport};
 use crate::{LinkError, Result};
 
@@ -75,14 +76,16 @@ impl DeviceClient {
         self.call(&Request::MergeMaps { l2p, vids }).map(|_| ())
     }
 
-    pub fn dump_l2p(&self) -> Result<Vec<(Lpn, Ppn)>> {
+    /// The L2P map: LPN → PPN.
+    pub fn dump_l2p(&self) -> Result<MapRuns> {
         match self.call(&Request::DumpL2p)? {
             Response::L2p(v) => Ok(v),
             r => Err(unexpected(r)),
         }
     }
 
-    pub fn dump_vid_map(&self, table: TableId) -> Result<Vec<(Vid, RecId)>> {
+    /// A table's VID map: VID → raw head RecId.
+    pub fn dump_vid_map(&self, table: TableId) -> Result<MapRuns> {
         match self.call(&Request::DumpVidMap(table))? {
             Response::VidMap(v) => Ok(v),
             r => Err(unexpected(r)),

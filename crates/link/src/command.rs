@@ -13,6 +13,7 @@ use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::page::PAGE_SIZE;
 use ndpdb_formats::{Lpn, Ppn, RecId, TableId, Vid};
 
+use crate::map_runs::MapRuns;
 use crate::transport::Plane;
 use crate::{LinkError, Result};
 
@@ -121,8 +122,10 @@ pub enum Response {
     Page(Vec<u8>),
     Pages(Vec<Vec<u8>>),
     Info(DeviceInfo),
-    L2p(Vec<(Lpn, Ppn)>),
-    VidMap(Vec<(Vid, RecId)>),
+    /// LPN → PPN.
+    L2p(MapRuns),
+    /// VID → raw head RecId.
+    VidMap(MapRuns),
     Ndp(Vec<u8>),
 }
 
@@ -301,12 +304,7 @@ impl Response {
             Response::Info(i) => {
                 p.u64(i.page_count).u32(i.page_size).u64(i.merges);
             }
-            Response::L2p(entries) => {
-                encode_runs(entries.iter().map(|(l, ph)| (l.0, ph.0)), &mut p);
-            }
-            Response::VidMap(entries) => {
-                encode_runs(entries.iter().map(|(v, r)| (v.0, r.raw())), &mut p);
-            }
+            Response::L2p(runs) | Response::VidMap(runs) => runs.encode(&mut p),
             Response::Ndp(b) => {
                 p.raw(b);
             }
@@ -353,18 +351,10 @@ impl Response {
                 page_size: r.u32()?,
                 merges: r.u64()?,
             }),
-            Opcode::DumpL2p => Response::L2p(
-                decode_runs(&mut r, u64::MAX)?
-                    .into_iter()
-                    .map(|(l, ph)| (Lpn(l), Ppn(ph)))
-                    .collect(),
-            ),
-            Opcode::DumpVidMap => Response::VidMap(
-                decode_runs(&mut r, ndpdb_formats::ids::MAX_VID)?
-                    .into_iter()
-                    .map(|(v, rid)| (Vid(v), RecId::from_raw(rid)))
-                    .collect(),
-            ),
+            Opcode::DumpL2p => Response::L2p(MapRuns::decode(&mut r, u64::MAX)?),
+            Opcode::DumpVidMap => {
+                Response::VidMap(MapRuns::decode(&mut r, ndpdb_formats::ids::MAX_VID)?)
+            }
             Opcode::NdpCall
             | Opcode::NdpStatus
             | Opcode::NdpAbort
@@ -375,62 +365,6 @@ impl Response {
         r.finish("response")?;
         Ok(resp)
     }
-}
-
-/// Longest run of a map dump: one page's slots (a VID-map run stays on
-/// one page, as the next page's first RecId is not the last one + 1).
-const MAX_RUN: u64 = 1 << 16;
-/// Most entries a dump may expand to.
-const MAX_DUMP_ENTRIES: u64 = 1 << 32;
-
-/// A map dump (L2P or VID map, ascending keys) as runs: `n u32,
-/// (key u64, value u64, count u32)*`, a run standing for `(key + i,
-/// value + i)` for `i < count`. Keys handed out in order map to values
-/// in order (VIDs to consecutive slots, LPNs to consecutive PPNs), so a
-/// dump takes about one run per page instead of 16 bytes per entry.
-fn encode_runs(entries: impl Iterator<Item = (u64, u64)>, w: &mut Writer) {
-    let mut runs: Vec<(u64, u64, u32)> = Vec::new();
-    for (k, v) in entries {
-        match runs.last_mut() {
-            Some((k0, v0, n))
-                if (*n as u64) < MAX_RUN
-                    && k0.checked_add(*n as u64) == Some(k)
-                    && v0.checked_add(*n as u64) == Some(v) =>
-            {
-                *n += 1
-            }
-            _ => runs.push((k, v, 1)),
-        }
-    }
-    w.u32(runs.len() as u32);
-    for (k, v, n) in runs {
-        w.u64(k).u64(v).u32(n);
-    }
-}
-
-/// The entries of [`encode_runs`]; keys must ascend, stay below
-/// `key_limit`, and runs stay within [`MAX_RUN`] entries.
-fn decode_runs(r: &mut Reader<'_>, key_limit: u64) -> Result<Vec<(u64, u64)>> {
-    let runs = r.count(20)?;
-    let mut out = Vec::new();
-    let mut next_key = 0u64;
-    for _ in 0..runs {
-        let (k, v, n) = (r.u64()?, r.u64()?, r.u32()? as u64);
-        let bad = n == 0
-            || n > MAX_RUN
-            || k < next_key
-            || k.checked_add(n).is_none_or(|end| end > key_limit)
-            || v.checked_add(n).is_none()
-            || out.len() as u64 + n > MAX_DUMP_ENTRIES;
-        if bad {
-            return Err(LinkError::Corrupted(format!(
-                "map dump run ({k}, {v}, {n}) out of order or range"
-            )));
-        }
-        out.extend((0..n).map(|i| (k + i, v + i)));
-        next_key = k + n;
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -480,13 +414,14 @@ mod tests {
             }
         }
         vids.push((Vid(400), RecId::new(Lpn(2), 3)));
+        let vids = MapRuns::collect(vids.iter().map(|(v, r)| (v.0, r.raw())));
         let bytes = Response::VidMap(vids.clone()).encode();
         assert!(bytes.len() < 4 * 20 + 16, "{} bytes", bytes.len());
         assert_eq!(
             Response::decode(Opcode::DumpVidMap, &bytes),
             Ok(Response::VidMap(vids))
         );
-        let l2p: Vec<(Lpn, Ppn)> = (0..1000).map(|i| (Lpn(i), Ppn(i + 7))).collect();
+        let l2p = MapRuns::collect((0..1000).map(|i| (i, i + 7)));
         let bytes = Response::L2p(l2p.clone()).encode();
         assert_eq!(
             Response::decode(Opcode::DumpL2p, &bytes),

@@ -14,16 +14,19 @@
 //!
 //! - [`command`]: the command envelope, requests and responses.
 //! - [`transport`]: the transport trait, in-process transport, counters.
+//! - [`map_runs`]: map dumps as runs of consecutive entries.
 //! - [`client`]: the typed host-side API over any transport.
 //! - [`model`]: link presets that throttle the data plane.
 
 pub mod client;
 pub mod command;
+pub mod map_runs;
 pub mod model;
 pub mod transport;
 
 pub use client::DeviceClient;
 pub use command::{DeviceInfo, Opcode, Request, Response, VidEntry};
+pub use map_runs::MapRuns;
 pub use model::LinkModel;
 pub use transport::{CommandHandler, Direction, InProcessTransport, LinkStats, Plane, Transport};
 

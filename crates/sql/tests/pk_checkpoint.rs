@@ -1,8 +1,8 @@
-//! Primary-key indexes written at checkpoints: an open reads them
-//! instead of every head record, redoes the keys the WAL holds after the
-//! checkpoint, drops keys of transactions that never committed, and falls
-//! back to rebuilding from the heads when a file is missing, stale or
-//! damaged. Every path ends in the same index.
+//! Primary-key indexes written at checkpoints: an open maps them instead
+//! of reading every head record, redoes the keys the WAL holds after the
+//! checkpoint, finds no row for keys of transactions that never
+//! committed, and falls back to rebuilding from the heads when a file is
+//! missing, stale or damaged. Every path ends in the same answers.
 
 use ndpdb_formats::{SqlState, Value};
 use ndpdb_host::{Config, Database};
@@ -91,8 +91,11 @@ fn open_reads_the_checkpointed_index_and_redoes_the_wal_tail() {
     check(&db, 4000);
 }
 
+/// Keys of transactions that never committed name VIDs without a
+/// version: no row is found there, an insert of the key fills the VID,
+/// and new keys never get those VIDs.
 #[test]
-fn keys_of_transactions_that_never_committed_are_dropped() {
+fn keys_of_transactions_that_never_committed_find_no_row() {
     let dir = tempfile::tempdir().unwrap();
     {
         let (db, mut s) = create(dir.path());
@@ -114,6 +117,25 @@ fn keys_of_transactions_that_never_committed_are_dropped() {
     insert_range(&mut s, 100, 600);
     check(&db, 600);
     assert_eq!(count(&mut s, "SELECT count(*) FROM t WHERE v = 'never'"), 0);
+    drop(s);
+    db.close_like_a_crash();
+    check(&open(dir.path()), 600);
+}
+
+/// The index file of `dir` with extension `ext`.
+fn index_file(dir: &std::path::Path, ext: &str) -> std::path::PathBuf {
+    std::fs::read_dir(dir.join("pk"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == ext))
+        .unwrap()
+}
+
+fn flip_byte_at(path: &std::path::Path, at: impl Fn(usize) -> usize) {
+    let mut bytes = std::fs::read(path).unwrap();
+    let at = at(bytes.len());
+    bytes[at] ^= 0x5a;
+    std::fs::write(path, &bytes).unwrap();
 }
 
 #[test]
@@ -124,15 +146,8 @@ fn a_damaged_or_stale_index_file_is_rebuilt_from_the_heads() {
         insert_range(&mut s, 0, 2000);
         db.checkpoint().unwrap();
     }
-    let idx = std::fs::read_dir(dir.path().join("pk"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "idx"))
-        .unwrap();
-    let mut bytes = std::fs::read(&idx).unwrap();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x5a;
-    std::fs::write(&idx, &bytes).unwrap();
+    // 2,000 keys: a delta file alone, checked whole at open.
+    flip_byte_at(&index_file(dir.path(), "delta"), |n| n / 2);
     {
         let db = open(dir.path());
         assert_eq!(db.stat("recovery.pk_indexes_loaded"), 0);
@@ -150,6 +165,37 @@ fn a_damaged_or_stale_index_file_is_rebuilt_from_the_heads() {
     let db = open(dir.path());
     assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 1);
     check(&db, 2000);
+}
+
+/// A large index is a mapped base file whose data an open does not read:
+/// damage there shows when a lookup reaches it (XX001, never a wrong
+/// row), and the next open rebuilds the index.
+#[test]
+fn damage_in_a_mapped_base_fails_lookups_until_the_next_open_rebuilds() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (db, mut s) = create(dir.path());
+        insert_range(&mut s, 0, 6000);
+        db.checkpoint().unwrap();
+        insert_range(&mut s, 6000, 6100);
+    }
+    assert!(index_file(dir.path(), "delta").exists());
+    flip_byte_at(&index_file(dir.path(), "idx"), |n| n - 100);
+    {
+        let db = open(dir.path());
+        assert_eq!(db.stat("recovery.pk_indexes_loaded"), 1);
+        let e = db.verify_pk_indexes().unwrap_err();
+        assert_eq!(e.code, SqlState::DATA_CORRUPTED);
+        let mut s = Session::new(db.clone());
+        let failed = (0..6000)
+            .filter_map(|k| s.execute(&format!("SELECT v FROM t WHERE k = {k}")).err())
+            .inspect(|e| assert_eq!(e.code, SqlState::DATA_CORRUPTED))
+            .count();
+        assert!(failed > 0 && failed < 6000, "{failed}");
+    }
+    let db = open(dir.path());
+    assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 1);
+    check(&db, 6100);
 }
 
 /// A key of a rolled-back insert names a VID that no version has; after a

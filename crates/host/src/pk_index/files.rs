@@ -1,0 +1,141 @@
+//! The files of the PK indexes besides the mapped bases: the delta file
+//! of each index (keys added since its base), the manifest naming the
+//! checkpoint the files are current for, and publishing a file by
+//! rename.
+//!
+//! ```text
+//!  dir/pk/<table>.delta                     dir/pk/MANIFEST
+//!  ┌──────────┬───────┬──────┐              ┌──────────┬────────────┬─────┐
+//!  │ NDPPKIX2 │ table │ n    │              │ NDPPKMF1 │ checkpoint │ crc │
+//!  ├──────────┴───────┴──────┴─────────┐    └──────────┴────────────┴─────┘
+//!  │ n × (u32 key length, key, u64 VID)│    the checkpoint (its next
+//!  ├───────────────────────────────────┤    transaction id) the files are
+//!  │ crc32 of everything before        │    current for
+//!  └───────────────────────────────────┘
+//! ```
+//!
+//! The delta format is the whole-index format of earlier versions: an
+//! `<table>.idx` in it loads as a delta over an empty base.
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::{Error, Result, TableId, TxId, Vid};
+
+pub const DELTA_MAGIC: &[u8; 8] = b"NDPPKIX2";
+const MANIFEST_MAGIC: &[u8; 8] = b"NDPPKMF1";
+
+/// Encodes a delta file of `entries`.
+pub fn encode_delta<'a>(
+    table: TableId,
+    entries: impl ExactSizeIterator<Item = (&'a [u8], Vid)>,
+) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.raw(DELTA_MAGIC).u32(table.0).u64(entries.len() as u64);
+    for (k, v) in entries {
+        w.bytes(k).u64(v.0);
+    }
+    let crc = crc32fast::hash(w.as_slice());
+    w.u32(crc);
+    w.into_inner()
+}
+
+/// Calls `f` for every entry of the delta file `bytes` of `table`; the
+/// whole file is checked before the first call.
+pub fn decode_delta(
+    bytes: &[u8],
+    table: TableId,
+    mut f: impl FnMut(&[u8], Vid) -> Result<()>,
+) -> Result<()> {
+    let mut r = Reader::new(checked_body(bytes, DELTA_MAGIC)?);
+    if r.u32()? != table.0 {
+        return Err(Error::corrupted("PK index file of another table"));
+    }
+    let n = r.u64()?;
+    // Each entry takes at least 12 bytes (length and VID).
+    if n > (r.remaining() / 12) as u64 {
+        return Err(Error::corrupted("PK index entry count beyond the file"));
+    }
+    for _ in 0..n {
+        let key = r.bytes()?;
+        f(key, Vid(r.u64()?))?;
+    }
+    r.finish("PK index")
+}
+
+/// Records that the index files in `dir` are current for the checkpoint
+/// whose next transaction id is `checkpoint`.
+pub fn write_manifest(dir: &Path, checkpoint: TxId) -> Result<()> {
+    let mut w = Writer::new();
+    w.raw(MANIFEST_MAGIC).u64(checkpoint.0);
+    let crc = crc32fast::hash(w.as_slice());
+    w.u32(crc);
+    write_atomically(&dir.join("MANIFEST"), w.as_slice())
+}
+
+/// The checkpoint the index files in `dir` are current for, if any.
+pub fn read_manifest(dir: &Path) -> Result<Option<TxId>> {
+    let bytes = match fs::read(dir.join("MANIFEST")) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io(e)),
+    };
+    let mut r = Reader::new(checked_body(&bytes, MANIFEST_MAGIC)?);
+    let t = TxId(r.u64()?);
+    r.finish("PK index manifest")?;
+    Ok(Some(t))
+}
+
+/// The bytes between the magic and the trailing checksum, checked.
+fn checked_body<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8]> {
+    if bytes.len() < magic.len() + 4 || &bytes[..magic.len()] != magic {
+        return Err(Error::corrupted("PK index file: bad magic"));
+    }
+    let (data, crc) = bytes.split_at(bytes.len() - 4);
+    if crc32fast::hash(data).to_le_bytes() != crc {
+        return Err(Error::corrupted("PK index file: checksum mismatch"));
+    }
+    Ok(&data[magic.len()..])
+}
+
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    publish(path, |f| f.write_all(bytes))
+}
+
+/// Writes a file through `write` under a temporary name, syncs it and
+/// renames it to `path` (then syncs the directory): readers see the old
+/// file or the whole new one.
+pub fn publish(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(io)?;
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io)?);
+        write(&mut f).map_err(io)?;
+        let f = f.into_inner().map_err(|e| io(e.into_error()))?;
+        f.sync_all().map_err(io)?;
+    }
+    fs::rename(&tmp, path).map_err(io)?;
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io)
+}
+
+/// Removes `path` if it is there.
+pub fn remove_if_present(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(e)),
+    }
+}
+
+pub fn io(e: std::io::Error) -> Error {
+    Error::sql(
+        ndpdb_formats::SqlState::IO_ERROR,
+        format!("PK index file: {e}"),
+    )
+}

@@ -1,0 +1,425 @@
+//! Primary-key index: encoded key → VID, checkpointed into files so that
+//! opening a database reads neither every head record nor every key.
+//!
+//! A key keeps its VID for life: a deleted key's chain ends in a tombstone,
+//! and re-inserting the key continues that chain. An UPDATE that changes
+//! the key is a delete of the old VID plus an insert under the new key
+//! (the device never changes keys: update NDP refuses SETs of key
+//! columns). So the index only grows, and the index of a checkpoint plus
+//! the keys of the versions the WAL redoes after it is the index of the
+//! recovered database. Keys whose VID never got a version (an insert that
+//! rolled back or never committed) stay, naming an empty VID: a lookup
+//! finds no row there and an insert of the key fills it. Their VIDs are
+//! never handed out again — an open starts the VID allocator past every
+//! VID the index names ([`PkIndex::vid_bound`]).
+//!
+//! ```text
+//!            lookups: delta first, then base
+//!  ┌────────────────────────┐      ┌──────────────────────────────┐
+//!  │ delta (memory, Keys)   │      │ base: <table>.idx, mapped    │
+//!  │ keys since the base    │      │ static hash file (mapped.rs) │
+//!  └──────────┬─────────────┘      └──────────────┬───────────────┘
+//!   checkpoint│ small delta: <table>.delta         │ delta > base/4:
+//!             └─────────────── merged into a new base (rename) ──┘
+//! ```
+//!
+//! A checkpoint writes the files of indexes that gained keys since their
+//! last write — the delta alone while it is small, else a new base with
+//! every key — then the manifest, then the WAL's checkpoint record. An
+//! open trusts the files only when the manifest names the WAL's last
+//! checkpoint; otherwise (a crash between the two, a missing or corrupt
+//! file) it rebuilds the index from the head records. A file written
+//! after the manifest (a crash before the WAL record) holds a superset of
+//! the manifest's keys: the extra keys are those of the WAL tail, or name
+//! empty VIDs.
+
+mod files;
+mod keys;
+mod mapped;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use ndpdb_formats::codec::Writer;
+use ndpdb_formats::{Error, Result, TableId, Value, Vid};
+
+pub use files::{read_manifest, write_manifest};
+use keys::Keys;
+use mapped::MappedIndex;
+
+/// The index of one table.
+#[derive(Default)]
+pub struct PkIndex {
+    inner: RwLock<Parts>,
+    /// Keys were added since the index was last written.
+    dirty: AtomicBool,
+    /// A lookup found the base file damaged: checkpoints write no manifest
+    /// until the next open rebuilds the index from the heads.
+    broken: AtomicBool,
+}
+
+#[derive(Default)]
+struct Parts {
+    base: Option<Arc<MappedIndex>>,
+    delta: Keys,
+}
+
+impl Parts {
+    fn find(&self, key: &[u8]) -> Result<Option<Vid>> {
+        if let Some(v) = self.delta.find(key) {
+            return Ok(Some(v));
+        }
+        match &self.base {
+            Some(b) => b.get(key),
+            None => Ok(None),
+        }
+    }
+}
+
+/// A delta at least this large (and a quarter of its base) is merged
+/// into a new base at a checkpoint.
+const MERGE_MIN_KEYS: u64 = 4096;
+
+/// Encodes key values so that equal SQL values give equal bytes:
+/// integers (and NUMERICs with an integral value that fits) as 9 bytes,
+/// everything else as [`Value::key_bytes`] writes it.
+pub fn encode_key(values: &[&Value]) -> Vec<u8> {
+    let mut w = Writer::new();
+    for v in values {
+        let integral = match v {
+            Value::Int(x) => Some(*x as i64),
+            Value::BigInt(x) => Some(*x),
+            Value::Numeric(d) => {
+                let d = d.normalized();
+                (d.scale == 0)
+                    .then(|| i64::try_from(d.mantissa).ok())
+                    .flatten()
+            }
+            _ => None,
+        };
+        match integral {
+            Some(x) => {
+                w.u8(INTEGRAL_TAG).u64(x as u64);
+            }
+            None => v.key_bytes(&mut w),
+        }
+    }
+    w.into_inner()
+}
+
+/// Not a tag [`Value::key_bytes`] writes.
+const INTEGRAL_TAG: u8 = 0x49;
+
+impl PkIndex {
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vid>> {
+        self.noting_damage(self.inner.read().find(key))
+    }
+
+    /// Passes `r` on, remembering damage it reports.
+    fn noting_damage<T>(&self, r: Result<T>) -> Result<T> {
+        if matches!(r, Err(Error::Corrupted(_))) {
+            self.broken.store(true, Ordering::Release);
+        }
+        r
+    }
+
+    /// Whether a lookup found the index's files damaged.
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Acquire)
+    }
+
+    /// Returns the key's VID, allocating one with `alloc` if the key is new.
+    pub fn get_or_insert(&self, key: Vec<u8>, alloc: impl FnOnce() -> Vid) -> Result<(Vid, bool)> {
+        let mut p = self.inner.write();
+        if let Some(v) = self.noting_damage(p.find(&key))? {
+            return Ok((v, false));
+        }
+        let v = alloc();
+        p.delta.set(&key, v);
+        self.dirty.store(true, Ordering::Release);
+        Ok((v, true))
+    }
+
+    pub fn insert(&self, key: Vec<u8>, vid: Vid) -> Result<()> {
+        let mut p = self.inner.write();
+        if self.noting_damage(p.find(&key))? != Some(vid) {
+            p.delta.set(&key, vid);
+            self.dirty.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// One past the largest VID the index names: the VID allocator of its
+    /// table starts at or past it.
+    pub fn vid_bound(&self) -> u64 {
+        let p = self.inner.read();
+        let base = p.base.as_ref().map_or(0, |b| b.vid_bound());
+        base.max(p.delta.vid_bound())
+    }
+
+    /// Keys in the mapped base file (the rest are in memory).
+    pub fn base_len(&self) -> u64 {
+        self.inner.read().base.as_ref().map_or(0, |b| b.len())
+    }
+
+    /// All entries (for consistency checks).
+    pub fn entries(&self) -> Result<Vec<(Vec<u8>, Vid)>> {
+        let p = self.inner.read();
+        let mut out: Vec<(Vec<u8>, Vid)> = p.delta.iter().map(|(k, v)| (k.to_vec(), v)).collect();
+        if let Some(b) = &p.base {
+            self.noting_damage(b.for_each(|k, v| {
+                if p.delta.find(k).is_none() {
+                    out.push((k.to_vec(), v));
+                }
+            }))?;
+        }
+        Ok(out)
+    }
+
+    /// Writes the index of `table` into `dir` if it gained keys since its
+    /// last write; returns whether it wrote. Lookups go on meanwhile, and
+    /// so do inserts unless a new base is being mapped in.
+    pub fn save(&self, dir: &Path, table: TableId) -> Result<bool> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let written = self.write_files(dir, table);
+        let written = self.noting_damage(written);
+        if written.is_err() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        written.map(|()| true)
+    }
+
+    fn write_files(&self, dir: &Path, table: TableId) -> Result<()> {
+        let (base, delta, mark) = {
+            let p = self.inner.read();
+            (p.base.clone(), p.delta.clone(), p.delta.mark())
+        };
+        let base_len = base.as_ref().map_or(0, |b| b.len());
+        let merge = delta.len() as u64 >= MERGE_MIN_KEYS.max(base_len / 4);
+        if !merge {
+            let bytes = files::encode_delta(table, delta.iter());
+            return files::write_atomically(&delta_path(dir, table), &bytes);
+        }
+        let path = base_path(dir, table);
+        mapped::write(&path, table, &|f| {
+            if let Some(b) = &base {
+                b.for_each(|k, v| {
+                    if delta.find(k).is_none() {
+                        f(k, v)
+                    }
+                })?;
+            }
+            delta.iter().for_each(|(k, v)| f(k, v));
+            Ok(())
+        })?;
+        // The new base holds the delta file's keys too.
+        files::remove_if_present(&delta_path(dir, table))?;
+        let new_base = Arc::new(MappedIndex::open(&path, table)?);
+        let mut p = self.inner.write();
+        p.base = Some(new_base);
+        p.delta.retain_since(mark);
+        if !p.delta.is_empty() {
+            self.dirty.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Reads the index of `table` the last checkpoint wrote: maps its base
+    /// and loads its delta.
+    pub fn load(dir: &Path, table: TableId) -> Result<PkIndex> {
+        let mut parts = Parts::default();
+        let base = base_path(dir, table);
+        let delta = delta_path(dir, table);
+        let (mut found, mut legacy) = (false, false);
+        if base.exists() {
+            found = true;
+            match MappedIndex::open(&base, table) {
+                Ok(m) => parts.base = Some(Arc::new(m)),
+                // An index of an earlier version: one whole-index delta.
+                Err(e) => {
+                    let bytes = std::fs::read(&base).map_err(files::io)?;
+                    if !bytes.starts_with(files::DELTA_MAGIC) {
+                        return Err(e);
+                    }
+                    load_delta(&bytes, table, &mut parts.delta)?;
+                    legacy = true;
+                }
+            }
+        }
+        if delta.exists() {
+            found = true;
+            let bytes = std::fs::read(&delta).map_err(files::io)?;
+            load_delta(&bytes, table, &mut parts.delta)?;
+        }
+        if !found {
+            return Err(Error::corrupted(format!(
+                "no PK index file for table {}",
+                table.0
+            )));
+        }
+        Ok(PkIndex {
+            inner: RwLock::new(parts),
+            // The next checkpoint writes it in the current format.
+            dirty: AtomicBool::new(legacy),
+            ..PkIndex::default()
+        })
+    }
+}
+
+fn load_delta(bytes: &[u8], table: TableId, keys: &mut Keys) -> Result<()> {
+    files::decode_delta(bytes, table, |k, v| match keys.set(k, v) {
+        Some(_) => Err(Error::corrupted("PK index file holds a key twice")),
+        None => Ok(()),
+    })
+}
+
+/// Where the index files of a database directory live.
+pub fn index_dir(db_dir: &Path) -> PathBuf {
+    db_dir.join("pk")
+}
+
+fn base_path(dir: &Path, table: TableId) -> PathBuf {
+    dir.join(format!("{}.idx", table.0))
+}
+
+fn delta_path(dir: &Path, table: TableId) -> PathBuf {
+    dir.join(format!("{}.delta", table.0))
+}
+
+/// Deletes the index files of a dropped table.
+pub fn remove(dir: &Path, table: TableId) -> Result<()> {
+    files::remove_if_present(&base_path(dir, table))?;
+    files::remove_if_present(&delta_path(dir, table))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use ndpdb_formats::TxId;
+
+    #[test]
+    fn equal_sql_values_give_equal_keys() {
+        use ndpdb_formats::Decimal;
+        let k = |v: Value| encode_key(&[&v]);
+        let five = k(Value::BigInt(5));
+        assert_eq!(k(Value::Int(5)), five);
+        assert_eq!(k(Value::Numeric(Decimal::new(500, 2))), five);
+        assert_eq!(five.len(), 9);
+        assert_ne!(k(Value::Numeric(Decimal::new(55, 1))), five);
+        assert_ne!(k(Value::BigInt(-5)), five);
+        assert_eq!(
+            k(Value::Numeric(Decimal::new(55, 1))),
+            k(Value::Numeric(Decimal::new(550, 2)))
+        );
+        // Beyond i64: the decimal form, still one encoding per value.
+        let big = Decimal::new(i64::MAX as i128 * 10, 0);
+        assert_eq!(
+            k(Value::Numeric(big)),
+            k(Value::Numeric(Decimal::new(i64::MAX as i128 * 100, 1)))
+        );
+        assert_ne!(k(Value::Text("5".into())), five);
+        assert_ne!(
+            encode_key(&[&Value::Int(1), &Value::Int(23)]),
+            encode_key(&[&Value::Int(12), &Value::Int(3)])
+        );
+    }
+
+    fn sorted(pk: &PkIndex) -> Vec<(Vec<u8>, Vid)> {
+        let mut e = pk.entries().unwrap();
+        e.sort();
+        e
+    }
+
+    fn key(i: u64) -> Vec<u8> {
+        encode_key(&[&Value::BigInt(i as i64)])
+    }
+
+    #[test]
+    fn small_deltas_are_written_alone_and_large_ones_merged_into_the_base() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = TableId(7);
+        let pk = PkIndex::default();
+        for i in 0..10_000u64 {
+            pk.insert(key(i), Vid(i * 2)).unwrap();
+        }
+        assert!(pk.save(dir.path(), t).unwrap());
+        // Nothing new: nothing written.
+        assert!(!pk.save(dir.path(), t).unwrap());
+        assert_eq!(pk.base_len(), 10_000);
+        let back = PkIndex::load(dir.path(), t).unwrap();
+        assert_eq!((back.base_len(), sorted(&back)), (10_000, sorted(&pk)));
+        assert!(PkIndex::load(dir.path(), TableId(8)).is_err());
+
+        // A few more keys: a delta file beside the base.
+        for i in 10_000..10_100u64 {
+            assert_eq!(
+                back.get_or_insert(key(i), || Vid(i * 2)).unwrap(),
+                (Vid(i * 2), true)
+            );
+        }
+        assert_eq!(
+            back.get_or_insert(key(5), || unreachable!()).unwrap(),
+            (Vid(10), false)
+        );
+        assert!(back.save(dir.path(), t).unwrap());
+        assert!(dir.path().join("7.delta").exists());
+        let again = PkIndex::load(dir.path(), t).unwrap();
+        assert_eq!((again.base_len(), sorted(&again).len()), (10_000, 10_100));
+        assert_eq!(sorted(&again), sorted(&back));
+        assert_eq!(again.vid_bound(), 20_199);
+
+        // Many more: merged, the delta file is gone.
+        for i in 10_100..15_000u64 {
+            again.insert(key(i), Vid(i * 2)).unwrap();
+        }
+        assert!(again.save(dir.path(), t).unwrap());
+        assert!(!dir.path().join("7.delta").exists());
+        assert_eq!(again.base_len(), 15_000);
+        let merged = PkIndex::load(dir.path(), t).unwrap();
+        assert_eq!(sorted(&merged), sorted(&again));
+        assert_eq!(merged.get(&key(14_999)).unwrap(), Some(Vid(29_998)));
+        assert_eq!(merged.get(&key(15_000)).unwrap(), None);
+
+        write_manifest(dir.path(), TxId(42)).unwrap();
+        assert_eq!(read_manifest(dir.path()).unwrap(), Some(TxId(42)));
+    }
+
+    #[test]
+    fn an_index_of_the_earlier_format_loads_as_a_delta() {
+        let dir = tempfile::tempdir().unwrap();
+        let keys: Vec<_> = (0..100u64).map(|i| (key(i), Vid(i))).collect();
+        let bytes = files::encode_delta(TableId(2), keys.iter().map(|(k, v)| (&k[..], *v)));
+        std::fs::write(dir.path().join("2.idx"), &bytes).unwrap();
+        let pk = PkIndex::load(dir.path(), TableId(2)).unwrap();
+        let mut want = keys.clone();
+        want.sort();
+        assert_eq!((pk.base_len(), sorted(&pk)), (0, want));
+    }
+
+    #[test]
+    fn damaged_delta_files_are_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let pk = PkIndex::default();
+        for i in 0..100u64 {
+            pk.insert(key(i), Vid(i)).unwrap();
+        }
+        assert!(pk.save(dir.path(), TableId(7)).unwrap());
+        let path = delta_path(dir.path(), TableId(7));
+        let mut bytes = std::fs::read(&path).unwrap();
+        for at in [0, 9, bytes.len() / 2, bytes.len() - 1] {
+            let mut bad = bytes.clone();
+            bad[at] ^= 0x10;
+            std::fs::write(&path, &bad).unwrap();
+            assert!(PkIndex::load(dir.path(), TableId(7)).is_err());
+        }
+        bytes.truncate(bytes.len() - 7);
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(PkIndex::load(dir.path(), TableId(7)).is_err());
+    }
+}
