@@ -45,7 +45,6 @@ use crate::error::{Error, Result};
 use crate::gc::GcState;
 use crate::locks::LockTable;
 use crate::maps::{L2pMap, VidMap};
-use crate::ndp_update::NdpPart;
 use crate::pk_index::{self, encode_key, PkIndex};
 use crate::shared_state::DeltaBuffer;
 use crate::space::SpaceMap;
@@ -131,19 +130,12 @@ impl std::ops::Deref for RecordBytes {
     }
 }
 
-/// One encoded version of a committing transaction.
-pub(crate) struct PendingVersion {
-    pub table: TableId,
-    pub vid: Vid,
-    pub record: Vec<u8>,
-}
-
 pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub config: Config,
     pub device: DeviceClient,
     catalog: Mutex<Catalog>,
-    tables: RwLock<HashMap<TableId, Arc<TableState>>>,
+    pub(crate) tables: RwLock<HashMap<TableId, Arc<TableState>>>,
     pub(crate) l2p: L2pMap,
     pub(crate) delta: RwLock<DeltaBuffer>,
     pub pool: BufferPool,
@@ -158,7 +150,7 @@ pub(crate) struct DbInner {
     pub(crate) gc_running: Mutex<()>,
     pub(crate) autovacuum: Arc<Autovacuum>,
     /// A commit carried a table past its autovacuum threshold.
-    gc_due: AtomicBool,
+    pub(crate) gc_due: AtomicBool,
     /// Clones of the database users hold.
     user_handles: AtomicU64,
     /// SLT tags of transactions with update jobs.
@@ -171,6 +163,9 @@ pub(crate) struct DbInner {
     /// Held open (and locked) while the database is open.
     _dir_lock: std::fs::File,
 }
+
+/// Most delta-buffer pages of a table an NDP job takes along (4 MiB).
+pub const PASS_ALONG_MAX_PAGES: usize = 512;
 
 /// Recovery: adds the key of a redone version to its table's PK index.
 fn replay_key(ts: &TableState, vid: Vid, record: &[u8]) -> Result<()> {
@@ -850,10 +845,15 @@ impl DbInner {
     }
 
     /// The table's unflushed shared state: its delta-buffer pages and its
-    /// ΔVID overlay (newest entry per VID), taken atomically.
-    pub fn capture_shared(&self, table: TableId) -> ndpdb_formats::ndp::SharedState {
-        let d = self.delta.read();
-        d.capture(table)
+    /// ΔVID overlay (newest entry per VID), taken atomically. More than
+    /// [`PASS_ALONG_MAX_PAGES`] pages are flushed instead (the device
+    /// then reads them from its store), so that a job started right after
+    /// a bulk commit does not carry a gigabyte of pages along.
+    pub fn capture_shared(&self, table: TableId) -> Result<ndpdb_formats::ndp::SharedState> {
+        if self.delta.read().table_pages(table) > PASS_ALONG_MAX_PAGES {
+            self.flush()?;
+        }
+        Ok(self.delta.read().capture(table))
     }
 
     /// The bytes of the record at `rid`: delta buffer first, then
@@ -971,118 +971,9 @@ impl DbInner {
         Ok(())
     }
 
-    /// Places a committing transaction's versions, moves the VID heads and
-    /// logs them; returns once the commit record is durable.
-    pub(crate) fn commit_versions(
-        &self,
-        txid: TxId,
-        versions: &[PendingVersion],
-        ndp: &[NdpPart],
-    ) -> Result<()> {
-        self.check_ok()?;
-        if versions.is_empty() && ndp.is_empty() {
-            return Ok(());
-        }
-        let gate = self.checkpoint_gate.read();
-        let lsn = {
-            let mut delta = self.delta.write();
-            let tables = self.tables.read();
-            let written = versions
-                .iter()
-                .map(|v| v.table)
-                .chain(ndp.iter().map(|p| p.table));
-            for t in written {
-                if !tables.contains_key(&t) {
-                    return Err(Error::new(
-                        SqlState::UNDEFINED_TABLE,
-                        "a table written by this transaction was dropped",
-                    ));
-                }
-            }
-            let mut records: Vec<WalRecord> = Vec::new();
-            let mut wake_gc = false;
-            // Update NDP: validate every ΔVID against the head (the job's
-            // locks kept writers out since it ended, so this only fails on
-            // a corrupt state), then log and apply — before the host
-            // versions, whose predecessors may be the NDP versions.
-            for part in ndp {
-                if self.stale_deltas(&tables[&part.table], &part.result) > 0 {
-                    EngineCounters::inc(&self.counters.ndp_validation_failures);
-                    return Err(Error::serialization());
-                }
-            }
-            for part in ndp {
-                let ts = &tables[&part.table];
-                wake_gc |= self.count_changes(ts, part.result.delta_vids.len() as u64);
-                for d in &part.result.delta_vids {
-                    ts.vids.set(d.vid, d.new);
-                    delta.push_delta_vid(VidEntry {
-                        table: part.table,
-                        vid: d.vid,
-                        head: d.new,
-                    });
-                }
-                if part.logged {
-                    records.push(WalRecord::EndNdp {
-                        txid,
-                        table: part.table,
-                        l2p: part.result.delta_l2p.clone(),
-                        vids: part.result.delta_vids.clone(),
-                    });
-                }
-            }
-            let mut chunk_bytes = 0usize;
-            for v in versions {
-                let ts = &tables[&v.table];
-                // An insert leaves no garbage behind; an update or delete does.
-                if !RecordHeader::parse(&v.record)?.pred.is_null() {
-                    wake_gc |= self.count_changes(ts, 1);
-                }
-                let rid = delta.append(v.table, &ts.types, &v.record, || self.alloc_lpn())?;
-                ts.vids.set(v.vid, rid);
-                delta.push_delta_vid(VidEntry {
-                    table: v.table,
-                    vid: v.vid,
-                    head: rid,
-                });
-                let start_new = match records.last() {
-                    Some(WalRecord::Redo { table, .. }) => {
-                        *table != v.table || chunk_bytes > 1 << 20
-                    }
-                    _ => true,
-                };
-                if start_new {
-                    records.push(WalRecord::Redo {
-                        txid,
-                        table: v.table,
-                        entries: Vec::new(),
-                    });
-                    chunk_bytes = 0;
-                }
-                if let Some(WalRecord::Redo { entries, .. }) = records.last_mut() {
-                    entries.push((rid, v.record.clone()));
-                }
-                chunk_bytes += v.record.len();
-            }
-            records.push(WalRecord::Commit { txid });
-            if wake_gc {
-                // Woken after this transaction ends (`after_commit`).
-                self.gc_due.store(true, Ordering::Release);
-            }
-            self.wal.append(&records)
-        };
-        drop(gate);
-        if let Err(e) = self.wal.sync(lsn) {
-            // The versions are in the delta buffer but not durable: stop.
-            self.fail();
-            return Err(e.into());
-        }
-        Ok(())
-    }
-
     /// Counts `n` new versions of `ts`; true when they carry it past its
     /// autovacuum threshold.
-    fn count_changes(&self, ts: &TableState, n: u64) -> bool {
+    pub(crate) fn count_changes(&self, ts: &TableState, n: u64) -> bool {
         let before = ts.changes_since_gc.fetch_add(n, Ordering::Relaxed);
         let limit = crate::autovacuum::threshold(self, ts);
         before < limit && before + n >= limit
@@ -1129,13 +1020,13 @@ impl DbInner {
                 .map(|((lpn, _), ppn)| (*lpn, ppn))
                 .collect();
             for chunk in batch.pages.chunks(64).zip(l2p.chunks(64)) {
-                let pages = chunk
+                let pages: Vec<(Ppn, &[u8])> = chunk
                     .0
                     .iter()
                     .zip(chunk.1)
-                    .map(|((_, bytes), (_, ppn))| (*ppn, bytes.clone()))
+                    .map(|((_, image), (_, ppn))| (*ppn, &image[..]))
                     .collect();
-                self.device.write_pages(pages)?;
+                self.device.write_page_images(&pages)?;
             }
             let live: HashSet<TableId> = self.tables.read().keys().copied().collect();
             let vids: Vec<VidEntry> = batch
@@ -1159,8 +1050,12 @@ impl DbInner {
             // Older copies of re-flushed LPNs: free once their readers end.
             let replaced = self.l2p.insert_all(&l2p);
             self.space.release(self.txm.next_txid(), &[], &replaced);
-            for ((_, bytes), (_, ppn)) in batch.pages.into_iter().zip(&l2p) {
-                self.pool.insert(*ppn, Arc::new(bytes));
+            // A bulk flush would only evict the pages readers use (as
+            // PostgreSQL's bulk writes keep to a ring of buffers).
+            if batch.pages.len() <= self.pool.capacity_pages() / 8 {
+                for ((_, image), (_, ppn)) in batch.pages.into_iter().zip(&l2p) {
+                    self.pool.insert(*ppn, image);
+                }
             }
             let lpns: Vec<Lpn> = l2p.iter().map(|(l, _)| *l).collect();
             d.complete_flush(&lpns, batch.delta_vid.len());

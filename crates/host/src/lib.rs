@@ -25,6 +25,7 @@
 mod autovacuum;
 pub mod buffer_pool;
 pub mod catalog;
+mod commit;
 pub mod config;
 pub mod database;
 pub mod error;

@@ -77,6 +77,22 @@ impl VidMap {
         self.next_vid.fetch_max(vid.0 + 1, Ordering::AcqRel);
     }
 
+    /// Sets many heads under one lock.
+    pub fn set_many(&self, heads: &[(Vid, RecId)]) {
+        let Some(top) = heads.iter().map(|(v, _)| v.0).max() else {
+            return;
+        };
+        let mut h = self.heads.write();
+        if h.len() <= top as usize {
+            h.resize(top as usize + 1, RecId::NULL.raw());
+        }
+        for (v, r) in heads {
+            h[v.0 as usize] = r.raw();
+        }
+        drop(h);
+        self.next_vid.fetch_max(top + 1, Ordering::AcqRel);
+    }
+
     pub fn allocate(&self) -> Vid {
         Vid(self.next_vid.fetch_add(1, Ordering::AcqRel))
     }

@@ -89,7 +89,7 @@ impl Transaction {
     ) -> Result<JobOutcome> {
         let inner = &self.database().inner;
         let start = Instant::now();
-        let shared: SharedState = inner.capture_shared(ts.meta.id);
+        let shared: SharedState = inner.capture_shared(ts.meta.id)?;
         report.shared_pages = shared.pages.len() as u64;
         let mut w = Writer::new();
         shared.encode(&mut w);

@@ -271,7 +271,7 @@ impl Transaction {
             let mut start = 0;
             if own {
                 for k in 0..heads.len() {
-                    if let Some(mine) = self.own_version(table, Vid(from + k as u64)) {
+                    if let Some(mine) = self.own_version(ts, Vid(from + k as u64))? {
                         tuples += walk_heads(
                             pipeline,
                             &mut state,
@@ -281,7 +281,7 @@ impl Transaction {
                             &mut buf,
                         )?;
                         if let Some(row) = mine {
-                            pipeline.row(&mut state, row)?;
+                            pipeline.row(&mut state, &row)?;
                         }
                         start = k + 1;
                     }

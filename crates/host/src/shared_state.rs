@@ -15,23 +15,75 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use ndpdb_formats::page::{PageBuf, PAGE_SIZE};
+use ndpdb_formats::page::{PageBuf, PageRef, PAGE_SIZE};
 use ndpdb_formats::{DataType, Lpn, RecId, TableId};
 use ndpdb_link::VidEntry;
 
+use crate::buffer_pool::Page;
 use crate::error::{Error, Result};
 
 #[derive(Default)]
 pub struct DeltaBuffer {
-    pages: HashMap<Lpn, PageBuf>,
+    pages: HashMap<Lpn, DeltaPage>,
     open: HashMap<TableId, Lpn>,
     delta_vid: Vec<VidEntry>,
 }
 
+/// A page of the delta buffer: still taking versions, or sealed — its
+/// image shared with the flush that writes it and then the buffer pool.
+pub enum DeltaPage {
+    Open(PageBuf),
+    Sealed { table: TableId, image: Page },
+}
+
+impl DeltaPage {
+    /// Seals a full page (its builder's columns are dropped).
+    pub fn sealed(page: PageBuf) -> DeltaPage {
+        DeltaPage::Sealed {
+            table: page.table(),
+            image: Arc::new(page.into_sealed_image()),
+        }
+    }
+
+    fn table(&self) -> TableId {
+        match self {
+            DeltaPage::Open(p) => p.table(),
+            DeltaPage::Sealed { table, .. } => *table,
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            DeltaPage::Open(p) => p.as_bytes(),
+            DeltaPage::Sealed { image, .. } => image,
+        }
+    }
+
+    fn record(&self, slot: u16) -> ndpdb_formats::Result<Option<Vec<u8>>> {
+        match self {
+            DeltaPage::Open(p) => p.record(slot),
+            DeltaPage::Sealed { image, .. } => PageRef::parse(image)?.record(slot),
+        }
+    }
+
+    /// The sealed image (sealing an open page first).
+    fn seal(&mut self) -> Page {
+        if let DeltaPage::Open(p) = self {
+            let p = std::mem::replace(p, PageBuf::new(p.table(), p.lpn(), &[]));
+            *self = DeltaPage::sealed(p);
+        }
+        match self {
+            DeltaPage::Sealed { image, .. } => image.clone(),
+            DeltaPage::Open(_) => unreachable!("sealed above"),
+        }
+    }
+}
+
 /// What a flush takes: sealed page images and the ΔVID entries so far.
 pub struct FlushBatch {
-    pub pages: Vec<(Lpn, Vec<u8>)>,
+    pub pages: Vec<(Lpn, Page)>,
     pub delta_vid: Vec<VidEntry>,
 }
 
@@ -42,6 +94,11 @@ impl DeltaBuffer {
 
     pub fn page_count(&self) -> usize {
         self.pages.len()
+    }
+
+    /// Pages of `table` here.
+    pub fn table_pages(&self, table: TableId) -> usize {
+        self.pages.values().filter(|p| p.table() == table).count()
     }
 
     pub fn delta_vid_len(&self) -> usize {
@@ -58,7 +115,7 @@ impl DeltaBuffer {
         alloc_lpn: impl FnOnce() -> Lpn,
     ) -> Result<RecId> {
         if let Some(lpn) = self.open.get(&table).copied() {
-            if let Some(page) = self.pages.get_mut(&lpn) {
+            if let Some(DeltaPage::Open(page)) = self.pages.get_mut(&lpn) {
                 if let Some(slot) = page.append(record)? {
                     return Ok(RecId::new(lpn, slot));
                 }
@@ -72,9 +129,18 @@ impl DeltaBuffer {
                 format!("row is too big: size {}", record.len()),
             )
         })?;
-        self.pages.insert(lpn, page);
+        self.pages.insert(lpn, DeltaPage::Open(page));
         self.open.insert(table, lpn);
         Ok(RecId::new(lpn, slot))
+    }
+
+    /// Adds pages a commit filled before taking the lock (fresh LPNs);
+    /// the last one, if open, becomes the table's open page.
+    pub fn install(&mut self, table: TableId, pages: Vec<(Lpn, DeltaPage)>) {
+        if let Some((last, DeltaPage::Open(_))) = pages.last() {
+            self.open.insert(table, *last);
+        }
+        self.pages.extend(pages);
     }
 
     pub fn push_delta_vid(&mut self, e: VidEntry) {
@@ -92,9 +158,13 @@ impl DeltaBuffer {
         let page = self
             .pages
             .entry(rid.lpn())
-            .or_insert_with(|| PageBuf::new(table, rid.lpn(), types));
-        page.place_at(rid.slot(), record)?;
-        Ok(())
+            .or_insert_with(|| DeltaPage::Open(PageBuf::new(table, rid.lpn(), types)));
+        match page {
+            DeltaPage::Open(p) => Ok(p.place_at(rid.slot(), record)?),
+            DeltaPage::Sealed { .. } => Err(Error::from(ndpdb_formats::Error::corrupted(format!(
+                "redo of {rid} into a sealed page"
+            )))),
+        }
     }
 
     /// The record at `rid` if its page is here: `None` if the page is not
@@ -117,23 +187,19 @@ impl DeltaBuffer {
 
     /// A copy of the page image of `lpn` if the page is here.
     pub fn page_image(&self, lpn: Lpn) -> Option<Vec<u8>> {
-        self.pages.get(&lpn).map(|p| p.as_bytes().to_vec())
+        self.pages.get(&lpn).map(|p| p.bytes().to_vec())
     }
 
-    /// Seals every page and returns copies of them plus the ΔVID entries.
+    /// Seals every page and returns their images (shared, not copied)
+    /// plus the ΔVID entries.
     /// New appends go to new pages from here on. Nothing is removed until
     /// [`DeltaBuffer::complete_flush`], so a failed flush is retried whole.
     pub fn take_for_flush(&mut self) -> FlushBatch {
         self.open.clear();
-        let mut pages: Vec<(Lpn, Vec<u8>)> = self
+        let mut pages: Vec<(Lpn, Page)> = self
             .pages
             .iter_mut()
-            .map(|(lpn, p)| {
-                if !p.is_sealed() {
-                    p.seal();
-                }
-                (*lpn, p.as_bytes().to_vec())
-            })
+            .map(|(lpn, p)| (*lpn, p.seal()))
             .collect();
         pages.sort_by_key(|(l, _)| *l);
         FlushBatch {
@@ -162,7 +228,7 @@ impl DeltaBuffer {
             .pages
             .iter()
             .filter(|(_, p)| p.table() == table)
-            .map(|(l, p)| (*l, p.as_bytes().to_vec()))
+            .map(|(l, p)| (*l, p.bytes().to_vec()))
             .collect();
         pages.sort_by_key(|(l, _)| *l);
         let mut vids: HashMap<ndpdb_formats::Vid, RecId> = HashMap::new();

@@ -15,8 +15,6 @@
 //! New versions stay in the write set until commit (own reads see them);
 //! an abort simply drops the set and releases the locks.
 
-use std::collections::HashMap;
-
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::page::{PageBuf, PAGE_SIZE};
 use ndpdb_formats::record::{encode_record, RecordHeader, RecordView, FLAG_TOMBSTONE};
@@ -24,7 +22,8 @@ use ndpdb_formats::{RecId, SqlState, TableId, TxId, Value, Vid};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::database::{Database, PendingVersion, TableState};
+use crate::commit::PendingVersion;
+use crate::database::{Database, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::locks::{Acquired, LockKey};
@@ -52,11 +51,18 @@ pub enum WriteOutcome {
     Skipped,
 }
 
+/// A tuple this transaction wrote: the new version's record (its row is
+/// decoded from there when the transaction reads it back).
 struct WriteEntry {
     pred: RecId,
-    row: Vec<Value>,
     tombstone: bool,
     record: Vec<u8>,
+}
+
+impl WriteEntry {
+    fn row(&self, ts: &TableState) -> Result<Vec<Value>> {
+        Ok(RecordView::parse(&self.record)?.decode(&ts.types)?)
+    }
 }
 
 /// The current state of a locked tuple.
@@ -71,7 +77,7 @@ pub struct Transaction {
     id: TxId,
     isolation: Isolation,
     snapshot: Snapshot,
-    writes: HashMap<(TableId, Vid), WriteEntry>,
+    writes: FxHashMap<(TableId, Vid), WriteEntry>,
     order: Vec<(TableId, Vid)>,
     /// Tuple locks held in the HLT/SLT (released at commit or abort).
     locks: FxHashSet<LockKey>,
@@ -106,7 +112,7 @@ impl Database {
             id,
             isolation,
             snapshot,
-            writes: HashMap::new(),
+            writes: FxHashMap::default(),
             order: Vec::new(),
             locks: FxHashSet::default(),
             statements: 0,
@@ -277,7 +283,10 @@ impl Transaction {
     /// by this transaction come back with `RecId::NULL`.
     pub fn get(&self, ts: &TableState, vid: Vid) -> Result<Option<(RecId, Vec<Value>)>> {
         if let Some(e) = self.writes.get(&(ts.meta.id, vid)) {
-            return Ok((!e.tombstone).then(|| (RecId::NULL, e.row.clone())));
+            return Ok(match e.tombstone {
+                true => None,
+                false => Some((RecId::NULL, e.row(ts)?)),
+            });
         }
         let head = self.head_of(ts, vid);
         if head.is_null() {
@@ -331,13 +340,19 @@ impl Transaction {
 
     /// This transaction's own version of a tuple, if it wrote one:
     /// `Some(None)` for a tuple it deleted.
-    pub(crate) fn own_version(&self, table: TableId, vid: Vid) -> Option<Option<&[Value]>> {
+    pub(crate) fn own_version(
+        &self,
+        ts: &TableState,
+        vid: Vid,
+    ) -> Result<Option<Option<Vec<Value>>>> {
         if self.writes.is_empty() {
-            return None;
+            return Ok(None);
         }
-        self.writes
-            .get(&(table, vid))
-            .map(|e| (!e.tombstone).then_some(&e.row[..]))
+        match self.writes.get(&(ts.meta.id, vid)) {
+            None => Ok(None),
+            Some(e) if e.tombstone => Ok(Some(None)),
+            Some(e) => Ok(Some(Some(e.row(ts)?))),
+        }
     }
 
     /// The head an update-NDP statement of this transaction moved, if any.
@@ -385,7 +400,7 @@ impl Transaction {
                 let vid = Vid(from + i as u64);
                 if !self.writes.is_empty() {
                     if let Some(e) = self.writes.get(&(table, vid)) {
-                        if !e.tombstone && !visit(vid, RecId::NULL, e.row.clone())? {
+                        if !e.tombstone && !visit(vid, RecId::NULL, e.row(ts)?)? {
                             return Ok(());
                         }
                         continue;
@@ -464,7 +479,7 @@ impl Transaction {
             return Ok(if e.tombstone {
                 Current::Gone
             } else {
-                Current::Own(e.row.clone())
+                Current::Own(e.row(ts)?)
             });
         }
         self.lock(key)?;
@@ -549,7 +564,7 @@ impl Transaction {
         ts: &TableState,
         vid: Vid,
         pred: RecId,
-        row: Vec<Value>,
+        row: &[Value],
         tombstone: bool,
     ) -> Result<()> {
         let key = (ts.meta.id, vid);
@@ -566,7 +581,7 @@ impl Transaction {
             flags: if tombstone { FLAG_TOMBSTONE } else { 0 },
         };
         let mut w = Writer::new();
-        encode_record(&header, &ts.types, &row, &mut w)?;
+        encode_record(&header, &ts.types, row, &mut w)?;
         let record = w.into_inner();
         let needed = PageBuf::bytes_for_one(&ts.types, &record)?;
         if needed > PAGE_SIZE {
@@ -582,7 +597,6 @@ impl Transaction {
             key,
             WriteEntry {
                 pred,
-                row,
                 tombstone,
                 record,
             },
@@ -619,7 +633,7 @@ impl Transaction {
         self.check_row(ts, &row)?;
         let Some(pk) = &ts.pk else {
             let vid = ts.vids.allocate();
-            self.put(ts, vid, RecId::NULL, row, false)?;
+            self.put(ts, vid, RecId::NULL, &row, false)?;
             return Ok(vid);
         };
         let key = ts.pk_key(&row).unwrap_or_default();
@@ -630,7 +644,7 @@ impl Transaction {
                 return Err(Self::duplicate_key(ts, &row));
             }
             let pred = e.pred;
-            self.put(ts, vid, pred, row, false)?;
+            self.put(ts, vid, pred, &row, false)?;
             return Ok(vid);
         }
         self.lock(lock_key)?;
@@ -641,7 +655,7 @@ impl Transaction {
                 return Err(Self::duplicate_key(ts, &row));
             }
         }
-        self.put(ts, vid, head, row, false)?;
+        self.put(ts, vid, head, &row, false)?;
         Ok(vid)
     }
 
@@ -678,10 +692,10 @@ impl Transaction {
         self.check_row(ts, &new_row)?;
         if ts.pk.is_some() && ts.pk_key(&row) != ts.pk_key(&new_row) {
             // The key names the VID: a key change is delete + insert.
-            self.put(ts, vid, pred, row, true)?;
+            self.put(ts, vid, pred, &row, true)?;
             self.insert(ts, new_row.clone())?;
         } else {
-            self.put(ts, vid, pred, new_row.clone(), false)?;
+            self.put(ts, vid, pred, &new_row, false)?;
         }
         Ok(WriteOutcome::Done(new_row))
     }
@@ -714,7 +728,7 @@ impl Transaction {
         if !recheck(&row)? {
             return Ok(WriteOutcome::Skipped);
         }
-        self.put(ts, vid, pred, row.clone(), true)?;
+        self.put(ts, vid, pred, &row, true)?;
         Ok(WriteOutcome::Done(row))
     }
 
@@ -778,21 +792,23 @@ impl Transaction {
 
     /// Commits: returns once the commit is durable.
     pub fn commit(mut self) -> Result<()> {
+        let mut writes = std::mem::take(&mut self.writes);
         let versions: Vec<PendingVersion> = self
             .order
             .iter()
             .filter_map(|k| {
-                self.writes.get(k).map(|e| PendingVersion {
+                writes.remove(k).map(|e| PendingVersion {
                     table: k.0,
                     vid: k.1,
-                    record: e.record.clone(),
+                    record: e.record,
                 })
             })
             .collect();
+        drop(writes);
         let result = self
             .db
             .inner
-            .commit_versions(self.id, &versions, &self.ndp_parts);
+            .commit_versions(self.id, versions, &self.ndp_parts);
         let unlogged = self.ndp_parts.iter().any(|p| !p.logged);
         self.end(result.is_ok());
         let counters = &self.db.inner.counters;

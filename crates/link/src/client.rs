@@ -61,6 +61,14 @@ impl DeviceClient {
         self.call(&Request::WritePages(pages)).map(|_| ())
     }
 
+    /// WRITE_PAGES from borrowed page images.
+    pub fn write_page_images(&self, pages: &[(Ppn, &[u8])]) -> Result<()> {
+        let op = crate::Opcode::WritePages;
+        let frame = Request::encode_write_pages(pages.iter().copied());
+        let reply = self.transport.roundtrip(op.plane(), frame)?;
+        Response::decode(op, &reply).map(|_| ())
+    }
+
     pub fn sync(&self) -> Result<()> {
         self.call(&Request::Sync).map(|_| ())
     }

@@ -186,6 +186,9 @@ impl Request {
     }
 
     pub fn encode(&self) -> Vec<u8> {
+        if let Request::WritePages(pages) = self {
+            return Request::encode_write_pages(pages.iter().map(|(ppn, b)| (*ppn, &b[..])));
+        }
         let mut p = Writer::new();
         match self {
             Request::ReadPage(ppn) => {
@@ -200,12 +203,7 @@ impl Request {
             Request::WritePage(ppn, page) => {
                 p.u64(ppn.0).raw(page);
             }
-            Request::WritePages(pages) => {
-                p.u32(pages.len() as u32);
-                for (ppn, page) in pages {
-                    p.u64(ppn.0).raw(page);
-                }
-            }
+            Request::WritePages(_) => unreachable!("encoded above"),
             Request::Sync | Request::Info | Request::DumpL2p => {}
             Request::MergeMaps { l2p, vids } => encode_map_delta(&mut p, l2p, vids),
             Request::DumpVidMap(t) | Request::DropVidMap(t) => {
@@ -216,6 +214,24 @@ impl Request {
             }
         }
         envelope(self.opcode() as u16, p.as_slice())
+    }
+
+    /// The frame of `WritePages(pages)`, written straight from borrowed
+    /// page images (one copy of each page).
+    pub fn encode_write_pages<'a>(
+        pages: impl ExactSizeIterator<Item = (Ppn, &'a [u8])>,
+    ) -> Vec<u8> {
+        let n = pages.len();
+        let len = 4 + n * (8 + PAGE_SIZE);
+        let mut w = Writer::with_capacity(ENVELOPE_SIZE + len);
+        w.u16(Opcode::WritePages as u16).u16(0).u32(0).u32(n as u32);
+        for (ppn, page) in pages {
+            w.u64(ppn.0).raw(page);
+        }
+        let mut frame = w.into_inner();
+        let payload = (frame.len() - ENVELOPE_SIZE) as u32;
+        frame[4..8].copy_from_slice(&payload.to_le_bytes());
+        frame
     }
 
     pub fn decode(frame: &[u8]) -> Result<Request> {

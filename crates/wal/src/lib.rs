@@ -48,7 +48,9 @@ const FRAME_HEADER: usize = 8;
 
 struct Inner {
     file: Arc<File>,
-    buf: Vec<u8>,
+    /// Frames appended and not yet written, in LSN order: encoded batches
+    /// as they came, small appends copied into the last buffer.
+    pending: Vec<Vec<u8>>,
     next_lsn: u64,
     /// LSN where the current segment (and its checkpoint) starts.
     segment_start: u64,
@@ -156,7 +158,7 @@ impl Wal {
             dir: dir.to_path_buf(),
             inner: Mutex::new(Inner {
                 file: Arc::new(file),
-                buf: Vec::new(),
+                pending: Vec::new(),
                 next_lsn: end_lsn,
                 segment_start: segs[0].0,
             }),
@@ -176,19 +178,29 @@ impl Wal {
 
     /// Buffers `records` contiguously; returns the LSN just past the last.
     pub fn append(&self, records: &[WalRecord]) -> Lsn {
+        self.append_encoded(Encoded::of(records))
+    }
+
+    /// Buffers records encoded beforehand (outside the caller's locks):
+    /// only their LSNs and checksums are filled in here, and their
+    /// buffers are kept as they are, without a copy.
+    pub fn append_encoded(&self, encoded: Encoded) -> Lsn {
         let mut inner = self.inner.lock();
-        for rec in records {
+        let (mut bytes, n) = (0u64, encoded.frames.len());
+        for (mut frame, rest_crc) in encoded.frames {
             let lsn = inner.next_lsn;
-            let frame = frame(lsn, rec);
+            seal_frame(&mut frame, lsn, &rest_crc);
             inner.next_lsn += frame.len() as u64;
-            self.stats
-                .bytes
-                .fetch_add(frame.len() as u64, Ordering::Relaxed);
-            inner.buf.extend_from_slice(&frame);
+            bytes += frame.len() as u64;
+            match inner.pending.last_mut() {
+                Some(last) if frame.len() <= SMALL_FRAME && last.len() < PENDING_CHUNK => {
+                    last.extend_from_slice(&frame)
+                }
+                _ => inner.pending.push(frame),
+            }
         }
-        self.stats
-            .records
-            .fetch_add(records.len() as u64, Ordering::Relaxed);
+        self.stats.bytes.fetch_add(bytes, Ordering::Relaxed);
+        self.stats.records.fetch_add(n as u64, Ordering::Relaxed);
         Lsn(inner.next_lsn)
     }
 
@@ -209,15 +221,15 @@ impl Wal {
         if self.durable.load(Ordering::Acquire) >= upto.0 {
             return Ok(());
         }
-        let (buf, end, file) = {
+        let (pending, end, file) = {
             let mut inner = self.inner.lock();
             (
-                std::mem::take(&mut inner.buf),
+                std::mem::take(&mut inner.pending),
                 inner.next_lsn,
                 inner.file.clone(),
             )
         };
-        (&*file).write_all(&buf)?;
+        write_all(&file, pending)?;
         file.sync_data()?;
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.durable.store(end, Ordering::Release);
@@ -231,13 +243,17 @@ impl Wal {
         let _g = self.sync_lock.lock();
         let mut inner = self.inner.lock();
         // Flush what is buffered into the old segment first.
-        let buf = std::mem::take(&mut inner.buf);
-        (&*inner.file).write_all(&buf)?;
+        let pending = std::mem::take(&mut inner.pending);
+        write_all(&inner.file, pending)?;
         inner.file.sync_data()?;
         let start = inner.next_lsn;
         let path = self.dir.join(segment_name(start));
         let mut file = OpenOptions::new().create(true).append(true).open(&path)?;
-        let f = frame(start, &WalRecord::Checkpoint(checkpoint));
+        let mut f = Encoded::of(&[WalRecord::Checkpoint(checkpoint)])
+            .frames
+            .remove(0);
+        seal_frame(&mut f.0, start, &f.1);
+        let f = f.0;
         file.write_all(&f)?;
         file.sync_all()?;
         sync_dir(&self.dir)?;
@@ -262,15 +278,64 @@ impl Wal {
     }
 }
 
-fn frame(lsn: u64, rec: &WalRecord) -> Vec<u8> {
-    let mut body = Writer::new();
-    body.u64(lsn);
-    rec.encode(&mut body);
-    let mut w = Writer::with_capacity(body.len() + FRAME_HEADER);
-    w.u32(body.len() as u32)
-        .u32(crc32fast::hash(body.as_slice()))
-        .raw(body.as_slice());
-    w.into_inner()
+/// Frames up to this size are copied into the pending buffer before them.
+const SMALL_FRAME: usize = 64 << 10;
+/// How large a pending buffer grows with small frames.
+const PENDING_CHUNK: usize = 4 << 20;
+
+/// Records encoded into frames whose LSN and checksum are not known yet
+/// (see [`Wal::append_encoded`]).
+#[derive(Default)]
+pub struct Encoded {
+    /// Each frame's bytes (header and LSN zero) and the CRC state of what
+    /// follows its LSN.
+    frames: Vec<(Vec<u8>, crc32fast::Hasher)>,
+}
+
+impl Encoded {
+    pub fn of(records: &[WalRecord]) -> Encoded {
+        let mut e = Encoded::default();
+        records.iter().for_each(|r| e.push(r));
+        e
+    }
+
+    pub fn push(&mut self, rec: &WalRecord) {
+        let mut w = Writer::new();
+        w.u32(0).u32(0).u64(0);
+        rec.encode(&mut w);
+        let frame = w.into_inner();
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&frame[FRAME_HEADER + 8..]);
+        self.frames.push((frame, crc));
+    }
+
+    /// Appends `other`'s frames after these.
+    pub fn extend(&mut self, other: Encoded) {
+        self.frames.extend(other.frames);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.frames.is_empty()
+    }
+}
+
+/// Fills in the length, checksum and LSN of a frame [`Encoded`] made.
+fn seal_frame(frame: &mut [u8], lsn: u64, rest: &crc32fast::Hasher) {
+    let body_len = (frame.len() - FRAME_HEADER) as u32;
+    frame[FRAME_HEADER..FRAME_HEADER + 8].copy_from_slice(&lsn.to_le_bytes());
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&lsn.to_le_bytes());
+    crc.combine(rest);
+    frame[..4].copy_from_slice(&body_len.to_le_bytes());
+    frame[4..8].copy_from_slice(&crc.finalize().to_le_bytes());
+}
+
+fn write_all(file: &File, pending: Vec<Vec<u8>>) -> std::io::Result<()> {
+    let mut f = file;
+    for chunk in pending {
+        f.write_all(&chunk)?;
+    }
+    Ok(())
 }
 
 /// Parses records; returns the length of the valid prefix.

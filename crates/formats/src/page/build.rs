@@ -237,6 +237,14 @@ impl PageBuf {
         self.image = OnceLock::from(img.into_boxed_slice());
     }
 
+    /// The sealed page image, without keeping the builder's columns.
+    pub fn into_sealed_image(mut self) -> Vec<u8> {
+        self.seal();
+        self.image
+            .take()
+            .map_or_else(|| self.build(), |img| img.into_vec())
+    }
+
     /// The page image (8 KiB).
     pub fn as_bytes(&self) -> &[u8] {
         self.image.get_or_init(|| self.build().into_boxed_slice())
