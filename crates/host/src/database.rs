@@ -750,6 +750,32 @@ impl Database {
     }
 }
 
+/// [`DbInner::read_visible_head_row`] on the device page `page` of the
+/// head: the row if `snapshot` sees the head, `Some(None)` for a
+/// tombstone, `None` when the chain must be walked.
+pub(crate) fn visible_head_row(
+    page: &[u8],
+    head: RecId,
+    snapshot: &Snapshot,
+) -> Result<Option<Option<Vec<Value>>>> {
+    let view = PageRef::parse(page)?;
+    if head.slot() >= view.slot_count() {
+        return Ok(None);
+    }
+    let Some(header) = view.header(head.slot())? else {
+        return Ok(None);
+    };
+    if !snapshot.sees(header.creator) {
+        return Ok(None);
+    }
+    if header.is_tombstone() {
+        return Ok(Some(None));
+    }
+    let mut row = Vec::with_capacity(view.column_count());
+    view.decode_row_into(head.slot(), None, &mut row)?;
+    Ok(Some(Some(row)))
+}
+
 /// The record at `rid` inside a device page; `None` if the page has no
 /// such slot (an older copy of the LPN).
 fn record_if_present(page: &[u8], rid: RecId) -> Result<Option<RecordBytes>> {
@@ -892,22 +918,7 @@ impl DbInner {
             return Ok(None);
         };
         let page = self.pool.get(ppn, &self.device)?;
-        let view = PageRef::parse(&page)?;
-        if head.slot() >= view.slot_count() {
-            return Ok(None);
-        }
-        let Some(header) = view.header(head.slot())? else {
-            return Ok(None);
-        };
-        if !snapshot.sees(header.creator) {
-            return Ok(None);
-        }
-        if header.is_tombstone() {
-            return Ok(Some(None));
-        }
-        let mut row = Vec::with_capacity(view.column_count());
-        view.decode_row_into(head.slot(), None, &mut row)?;
-        Ok(Some(Some(row)))
+        visible_head_row(&page, head, snapshot)
     }
 
     /// The version of the chain starting at `head` visible to `snapshot`.

@@ -68,6 +68,46 @@ struct HostPages<'a> {
     last: Option<(Lpn, Page)>,
 }
 
+/// Puts the device pages of `heads` into `pages` (emptied first): cached
+/// ones from the pool, the rest read in one READ_PAGES without entering
+/// the pool (a scan streams through pages of its own). Pages in the delta
+/// buffer are left out.
+pub(crate) fn prefetch_heads(
+    db: &DbInner,
+    heads: &[RecId],
+    pages: &mut FxHashMap<Ppn, Page>,
+) -> Result<()> {
+    pages.clear();
+    let mut missing = Vec::new();
+    let mut prev = None;
+    {
+        let delta = db.delta.read();
+        for h in heads.iter().filter(|h| !h.is_null()) {
+            let lpn = h.lpn();
+            if prev == Some(lpn) {
+                continue;
+            }
+            prev = Some(lpn);
+            if delta.has_page(lpn) {
+                continue;
+            }
+            if let Some(ppn) = db.l2p.get(lpn) {
+                if let Some(p) = db.pool.get_cached(ppn) {
+                    pages.insert(ppn, p);
+                } else {
+                    missing.push(ppn);
+                }
+            }
+        }
+    }
+    missing.sort_unstable();
+    missing.dedup();
+    for (ppn, page) in db.pool.read_for_scan(missing, &db.device)? {
+        pages.insert(ppn, page);
+    }
+    Ok(())
+}
+
 fn has_slot(page: &[u8], slot: u16) -> bool {
     PageRef::parse(page).is_ok_and(|v| slot < v.slot_count())
 }
@@ -76,35 +116,7 @@ impl HostPages<'_> {
     /// Reads the chunk's pages that are neither in the delta buffer nor
     /// cached, in one message.
     fn prefetch(&mut self, heads: &[RecId]) -> Result<()> {
-        self.read.clear();
-        let mut missing = Vec::new();
-        let mut prev = None;
-        {
-            let delta = self.db.delta.read();
-            for h in heads.iter().filter(|h| !h.is_null()) {
-                let lpn = h.lpn();
-                if prev == Some(lpn) {
-                    continue;
-                }
-                prev = Some(lpn);
-                if delta.has_page(lpn) {
-                    continue;
-                }
-                if let Some(ppn) = self.db.l2p.get(lpn) {
-                    if let Some(p) = self.db.pool.get_cached(ppn) {
-                        self.read.insert(ppn, p);
-                    } else {
-                        missing.push(ppn);
-                    }
-                }
-            }
-        }
-        missing.sort_unstable();
-        missing.dedup();
-        for (ppn, page) in self.db.pool.read_for_scan(missing, &self.db.device)? {
-            self.read.insert(ppn, page);
-        }
-        Ok(())
+        prefetch_heads(self.db, heads, &mut self.read)
     }
 }
 

@@ -189,7 +189,11 @@ impl Request {
         if let Request::WritePages(pages) = self {
             return Request::encode_write_pages(pages.iter().map(|(ppn, b)| (*ppn, &b[..])));
         }
-        let mut p = Writer::new();
+        let size = match self {
+            Request::WritePage(_, b) | Request::Ndp(_, b) => 8 + b.len(),
+            _ => 64,
+        };
+        let mut p = begin_envelope(self.opcode() as u16, size);
         match self {
             Request::ReadPage(ppn) => {
                 p.u64(ppn.0);
@@ -213,7 +217,7 @@ impl Request {
                 p.raw(payload);
             }
         }
-        envelope(self.opcode() as u16, p.as_slice())
+        finish_envelope(p)
     }
 
     /// The frame of `WritePages(pages)`, written straight from borrowed
@@ -222,16 +226,12 @@ impl Request {
         pages: impl ExactSizeIterator<Item = (Ppn, &'a [u8])>,
     ) -> Vec<u8> {
         let n = pages.len();
-        let len = 4 + n * (8 + PAGE_SIZE);
-        let mut w = Writer::with_capacity(ENVELOPE_SIZE + len);
-        w.u16(Opcode::WritePages as u16).u16(0).u32(0).u32(n as u32);
+        let mut w = begin_envelope(Opcode::WritePages as u16, 4 + n * (8 + PAGE_SIZE));
+        w.u32(n as u32);
         for (ppn, page) in pages {
             w.u64(ppn.0).raw(page);
         }
-        let mut frame = w.into_inner();
-        let payload = (frame.len() - ENVELOPE_SIZE) as u32;
-        frame[4..8].copy_from_slice(&payload.to_le_bytes());
-        frame
+        finish_envelope(w)
     }
 
     pub fn decode(frame: &[u8]) -> Result<Request> {
@@ -282,6 +282,21 @@ impl Request {
     }
 }
 
+/// A frame being written in place: its envelope first, the length
+/// filled in by [`finish_envelope`] (no copy of the payload).
+fn begin_envelope(code: u16, payload_hint: usize) -> Writer {
+    let mut w = Writer::with_capacity(ENVELOPE_SIZE + payload_hint);
+    w.u16(code).u16(0).u32(0);
+    w
+}
+
+fn finish_envelope(w: Writer) -> Vec<u8> {
+    let mut frame = w.into_inner();
+    let len = (frame.len() - ENVELOPE_SIZE) as u32;
+    frame[4..8].copy_from_slice(&len.to_le_bytes());
+    frame
+}
+
 fn envelope(code: u16, payload: &[u8]) -> Vec<u8> {
     let mut w = Writer::with_capacity(ENVELOPE_SIZE + payload.len());
     w.u16(code).u16(0).u32(payload.len() as u32).raw(payload);
@@ -305,7 +320,12 @@ const STATUS_OUT_OF_RANGE: u16 = 4;
 
 impl Response {
     pub fn encode(&self) -> Vec<u8> {
-        let mut p = Writer::new();
+        let size = match self {
+            Response::Page(b) | Response::Ndp(b) => b.len(),
+            Response::Pages(pages) => 4 + pages.iter().map(Vec::len).sum::<usize>(),
+            _ => 64,
+        };
+        let mut p = begin_envelope(0, size);
         match self {
             Response::Done => {}
             Response::Page(b) => {
@@ -325,7 +345,7 @@ impl Response {
                 p.raw(b);
             }
         }
-        envelope(0, p.as_slice())
+        finish_envelope(p)
     }
 
     pub fn encode_error(e: &LinkError) -> Vec<u8> {

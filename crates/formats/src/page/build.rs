@@ -149,16 +149,22 @@ impl PageBuf {
         })?;
         // Size check before anything changes.
         let rows = slot as usize + 1;
-        let mut var = self.var_bytes();
-        for (c, f) in fields.iter().enumerate() {
-            if self.types[c].fixed_width().is_none() {
-                var[c] += f.map_or(0, <[u8]>::len);
+        let var = |c: usize| -> usize {
+            match self.types[c].fixed_width() {
+                Some(_) => 0,
+                None => self.columns[c].data.len() + fields[c].map_or(0, <[u8]>::len),
             }
-        }
-        if page_bytes(&self.types, rows, &var) > PAGE_SIZE
-            || var.iter().any(|&v| v > u16::MAX as usize)
+        };
+        if page_bytes_with(&self.types, rows, var) > PAGE_SIZE
+            || (0..self.types.len()).any(|c| var(c) > u16::MAX as usize)
         {
             return Err(PlaceError::Full);
+        }
+        if count == 0 {
+            // Room for as many rows as fit, at this row's sizes: the
+            // columns grow once instead of doubling their way up.
+            let rows = (PAGE_SIZE / record.len().max(1)).clamp(1, 1024);
+            self.reserve(rows, &fields);
         }
         self.image = OnceLock::new();
         for _ in count..slot {
@@ -178,6 +184,21 @@ impl PageBuf {
             &fields,
         );
         Ok(())
+    }
+
+    fn reserve(&mut self, rows: usize, fields: &[Option<&[u8]>]) {
+        self.creators.reserve(rows);
+        self.preds.reserve(rows);
+        self.vids.reserve(rows);
+        self.flags.reserve(rows);
+        for ((col, ty), f) in self.columns.iter_mut().zip(&self.types).zip(fields) {
+            col.nulls.reserve(rows);
+            let width = ty.fixed_width().unwrap_or_else(|| f.map_or(0, <[u8]>::len));
+            col.data.reserve((rows * width).min(PAGE_SIZE));
+            if ty.fixed_width().is_none() {
+                col.ends.reserve(rows);
+            }
+        }
     }
 
     fn push_version(

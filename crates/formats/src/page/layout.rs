@@ -113,12 +113,21 @@ pub fn column_geometry(ty: DataType, rows: usize) -> ColumnGeometry {
 /// Total bytes a page of `rows` versions uses, given the payload bytes of
 /// each variable-width column (ignored for fixed-width ones).
 pub fn page_bytes(types: &[DataType], rows: usize, var_bytes: &[usize]) -> usize {
+    page_bytes_with(types, rows, |c| var_bytes.get(c).copied().unwrap_or(0))
+}
+
+/// [`page_bytes`] with column `c`'s variable-width bytes from `var_bytes(c)`.
+pub fn page_bytes_with(
+    types: &[DataType],
+    rows: usize,
+    var_bytes: impl Fn(usize) -> usize,
+) -> usize {
     let mut off = versions_offset(types.len()) + VERSION_FIELDS_SIZE * rows;
     for (c, ty) in types.iter().enumerate() {
         off = align(off, 8);
         off += column_geometry(*ty, rows).fixed_len;
         if ty.fixed_width().is_none() {
-            off += var_bytes.get(c).copied().unwrap_or(0);
+            off += var_bytes(c);
         }
     }
     off
