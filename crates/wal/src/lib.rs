@@ -313,10 +313,6 @@ impl Encoded {
     pub fn extend(&mut self, other: Encoded) {
         self.frames.extend(other.frames);
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.frames.is_empty()
-    }
 }
 
 /// Fills in the length, checksum and LSN of a frame [`Encoded`] made.

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use rustc_hash::FxHashMap;
 
-use ndpdb_formats::{Lpn, Ppn, RecId, TableId, Vid};
+use ndpdb_formats::{Lpn, Ppn, RecId, TableId};
 use ndpdb_link::{LinkError, MapRuns, VidEntry};
 
 fn io(e: std::io::Error) -> LinkError {
@@ -169,19 +169,6 @@ impl Maps {
 
     pub fn drop_table(&mut self, table: TableId) {
         self.vids.remove(&table);
-    }
-
-    pub fn vid_entries(&self, table: TableId) -> Vec<(Vid, RecId)> {
-        self.vids
-            .get(&table)
-            .map(|m| {
-                m.iter()
-                    .enumerate()
-                    .filter(|(_, r)| **r != RecId::NULL.raw())
-                    .map(|(v, r)| (Vid(v as u64), RecId::from_raw(*r)))
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 
     /// A table's VID map in VID order, as runs.

@@ -338,10 +338,10 @@ mod tests {
         tables.sort();
         p.u32(tables.len() as u32);
         for t in tables {
-            let e = maps.vid_entries(t);
-            p.u32(t.0).u64(e.len() as u64);
+            let e = maps.vid_runs(t);
+            p.u32(t.0).u64(e.len());
             e.iter().for_each(|(v, r)| {
-                p.u64(v.0).u64(r.raw());
+                p.u64(v).u64(r);
             });
         }
         let mut w = Writer::new();

@@ -197,14 +197,16 @@ impl PkIndex {
     fn write_files(&self, dir: &Path, table: TableId) -> Result<()> {
         let (base, delta, mark) = {
             let p = self.inner.read();
+            let base_len = p.base.as_ref().map_or(0, |b| b.len());
+            if (p.delta.len() as u64) < MERGE_MIN_KEYS.max(base_len / 4) {
+                // A small delta: encoded as it is, the file written unlocked.
+                let bytes = files::encode_delta(table, p.delta.iter());
+                drop(p);
+                return files::write_atomically(&delta_path(dir, table), &bytes);
+            }
+            // A merge reads a copy while inserts go on.
             (p.base.clone(), p.delta.clone(), p.delta.mark())
         };
-        let base_len = base.as_ref().map_or(0, |b| b.len());
-        let merge = delta.len() as u64 >= MERGE_MIN_KEYS.max(base_len / 4);
-        if !merge {
-            let bytes = files::encode_delta(table, delta.iter());
-            return files::write_atomically(&delta_path(dir, table), &bytes);
-        }
         let path = base_path(dir, table);
         mapped::write(&path, table, &|f| {
             if let Some(b) = &base {
