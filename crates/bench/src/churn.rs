@@ -33,8 +33,9 @@ pub struct ChurnOptions {
     pub sample: Duration,
     /// Pause between rounds.
     pub pause: Duration,
-    /// After the rounds: this long with YCSB-A alone, then this long
-    /// with VACUUM running back to back beside it.
+    /// After the rounds: this long with YCSB-A alone and this long with
+    /// VACUUM running back to back beside it, in alternating windows of
+    /// half of it each.
     pub tail: Duration,
 }
 
@@ -164,8 +165,10 @@ pub fn run(
     let mut phase_start = Instant::now();
     let progress = RoundProgress::new(label, opts.rounds);
     let mut timed: Option<crate::report::Phase> = None;
-    let vacuum_stop = Arc::new(AtomicBool::new(false));
-    let mut vacuum: Option<std::thread::JoinHandle<Result<u64>>> = None;
+    let window = opts.tail / 2;
+    let mut windows_done = 0;
+    let mut vacuum: Option<VacuumLoop> = None;
+    let mut vacuums = 0;
     loop {
         let was_updating = updating.load(Ordering::SeqCst);
         let rounds_before = done.load(Ordering::SeqCst);
@@ -192,36 +195,45 @@ pub fn run(
             phase,
         });
         (last_ops, last_gc) = (ops, gc);
-        match phase {
+        let window_over = phase_start.elapsed() >= window;
+        let next = match phase {
             Phase::Rounds if updater.is_finished() => {
                 progress.finish();
-                timed = Some(crate::report::Phase::start(
-                    &format!("{label}: YCSB-A alone"),
-                    opts.tail,
-                ));
-                phase = Phase::Quiet;
-                phase_start = Instant::now();
+                Phase::Quiet
             }
-            Phase::Quiet if phase_start.elapsed() >= opts.tail => {
-                drop(timed.take());
-                timed = Some(crate::report::Phase::start(
-                    &format!("{label}: YCSB-A beside VACUUM"),
-                    opts.tail,
-                ));
-                vacuum = Some(vacuum_loop(backend, vacuum_stop.clone())?);
-                phase = Phase::Vacuum;
-                phase_start = Instant::now();
-            }
-            Phase::Vacuum if phase_start.elapsed() >= opts.tail => break,
-            _ => {}
+            Phase::Quiet if window_over => Phase::Vacuum,
+            Phase::Vacuum if window_over => Phase::Quiet,
+            _ => continue,
+        };
+        drop(timed.take());
+        if let Some(v) = vacuum.take() {
+            // The VACUUM under way finishes first; the next window's
+            // samples start after it.
+            vacuums += v.stop()?;
+            (last_ops, last_gc) = (clients.ops.load(Ordering::Relaxed), sizer()?.2);
         }
+        if phase != Phase::Rounds {
+            windows_done += 1;
+        }
+        if windows_done == TAIL_WINDOWS {
+            break;
+        }
+        let what = match next {
+            Phase::Vacuum => {
+                vacuum = Some(VacuumLoop::start(backend)?);
+                "YCSB-A beside VACUUM"
+            }
+            _ => "YCSB-A alone",
+        };
+        let n = windows_done / 2 + 1;
+        timed = Some(crate::report::Phase::start(
+            &format!("{label}: {what} ({n}/{})", TAIL_WINDOWS / 2),
+            window,
+        ));
+        phase = next;
+        phase_start = Instant::now();
     }
     drop(timed);
-    vacuum_stop.store(true, Ordering::SeqCst);
-    let vacuums = match vacuum {
-        Some(h) => h.join().map_err(|_| thread_panic())??,
-        None => 0,
-    };
     let errors = clients.stop()?;
     let rounds = updater.join().map_err(|_| thread_panic())??;
     let rounds = rounds
@@ -243,23 +255,40 @@ pub fn run(
     })
 }
 
-/// A session running `VACUUM` on the YCSB table back to back until
-/// `stop`; returns how many ran.
-fn vacuum_loop(
-    backend: &Backend,
+/// The tail after the rounds: windows of YCSB-A alone and beside VACUUM,
+/// alternating (alone first), so that drift over the run weighs on both
+/// alike.
+const TAIL_WINDOWS: u32 = 4;
+
+/// A session running `VACUUM` on the YCSB table back to back.
+struct VacuumLoop {
     stop: Arc<AtomicBool>,
-) -> Result<std::thread::JoinHandle<Result<u64>>> {
-    let mut s = backend.connect()?;
-    // Paced as autovacuum paces itself (PostgreSQL's defaults).
-    s.batch("SET vacuum_cost_delay = 2; SET vacuum_cost_limit = 200")?;
-    Ok(std::thread::spawn(move || -> Result<u64> {
-        let mut n = 0;
-        while !stop.load(Ordering::SeqCst) {
-            s.batch(&format!("VACUUM {TABLE}"))?;
-            n += 1;
-        }
-        Ok(n)
-    }))
+    thread: std::thread::JoinHandle<Result<u64>>,
+}
+
+impl VacuumLoop {
+    fn start(backend: &Backend) -> Result<VacuumLoop> {
+        let mut s = backend.connect()?;
+        // Paced as autovacuum paces itself (PostgreSQL's defaults).
+        s.batch("SET vacuum_cost_delay = 2; SET vacuum_cost_limit = 200")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || -> Result<u64> {
+            let mut n = 0;
+            while !flag.load(Ordering::SeqCst) {
+                s.batch(&format!("VACUUM {TABLE}"))?;
+                n += 1;
+            }
+            Ok(n)
+        });
+        Ok(VacuumLoop { stop, thread })
+    }
+
+    /// Lets the VACUUM under way finish; returns how many ran.
+    fn stop(self) -> Result<u64> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.thread.join().map_err(|_| thread_panic())?
+    }
 }
 
 /// Rounds done: a progress bar on a terminal, a line per round otherwise.

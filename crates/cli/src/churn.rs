@@ -76,7 +76,7 @@ pub fn run(a: ChurnArgs) -> Result<ExitCode> {
         summary.push('\n');
     };
     say(format!(
-        "settings: YCSB-A on {} client threads (zipf 0.99, read committed), {} rows × 10 fields × 100 B; {} full-table UPDATEs of field9 (ndpdb: even rounds on the host, odd rounds on the device), 1 s apart, then 10 s of YCSB-A alone and 10 s beside VACUUM back to back at autovacuum's pace (vacuum_cost_delay 2 ms, vacuum_cost_limit 200); samples every {} ms; ndpdb autovacuum: naptime {} ms, threshold {} + {} × rows",
+        "settings: YCSB-A on {} client threads (zipf 0.99, read committed), {} rows × 10 fields × 100 B; {} full-table UPDATEs of field9 (ndpdb: even rounds on the host, odd rounds on the device), 1 s apart, then YCSB-A alone and beside VACUUM back to back, alternating in 5-s windows (10 s each in all), VACUUM at autovacuum's pace (vacuum_cost_delay 2 ms, vacuum_cost_limit 200); samples every {} ms; ndpdb autovacuum: naptime {} ms, threshold {} + {} × rows",
         a.threads,
         a.records,
         a.rounds,
