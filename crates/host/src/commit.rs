@@ -229,10 +229,11 @@ impl DbInner {
                         head: d.new,
                     });
                 }
-                if part.logged {
+                if let (true, Some(start)) = (part.logged, part.start_ndp) {
                     records.push(WalRecord::EndNdp {
                         txid,
                         table: part.table,
+                        start: Some(start),
                         l2p: part.result.delta_l2p.clone(),
                         vids: part.result.delta_vids.clone(),
                     });

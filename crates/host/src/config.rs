@@ -14,6 +14,9 @@ pub struct Config {
     /// How long a lock request may wait; `None` waits until granted or a
     /// deadlock is found (PostgreSQL's `lock_timeout = 0`).
     pub lock_timeout: Option<Duration>,
+    /// How long a lock request waits before it searches for a deadlock
+    /// across host and device (PostgreSQL's `deadlock_timeout`, 1 s).
+    pub deadlock_timeout: Duration,
     /// WAL size that triggers a checkpoint (default 64 MiB).
     pub checkpoint_wal_bytes: u64,
     /// Link preset of the embedded device's data plane.
@@ -28,8 +31,9 @@ pub struct Config {
     /// power of two). 0 = no SLT: host locks only, no device locking.
     pub slt_buckets: usize,
     /// How long a device PE waits for one tuple lock when `lock_timeout`
-    /// is unset: the host cannot see device waits in its deadlock
-    /// detection, so the device bounds them (the job fails with 55P03).
+    /// is unset. A cycle with a host waiter in it is found by that
+    /// waiter's deadlock search; one of device jobs only is ended by this
+    /// bound (the job fails with 40001).
     pub ndp_lock_wait: Duration,
     /// Background garbage collection (PostgreSQL's `autovacuum`).
     pub autovacuum: bool,
@@ -69,6 +73,7 @@ impl Default for Config {
             buffer_pool_bytes: 64 << 20,
             delta_buffer_bytes: 1 << 20,
             lock_timeout: None,
+            deadlock_timeout: crate::locks::DEFAULT_DEADLOCK_TIMEOUT,
             checkpoint_wal_bytes: 64 << 20,
             link: LinkModel::UNTHROTTLED,
             device_pes: 0,

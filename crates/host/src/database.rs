@@ -33,7 +33,7 @@ use parking_lot::{Mutex, RwLock};
 use ndpdb_device::DeviceEngine;
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::record::{RecordHeader, RecordView};
-use ndpdb_formats::{DataType, Lpn, Ppn, RecId, Schema, SqlState, TableId, TxId, Value, Vid};
+use ndpdb_formats::{DataType, Lpn, Lsn, Ppn, RecId, Schema, SqlState, TableId, TxId, Value, Vid};
 use ndpdb_link::{DeviceClient, InProcessTransport, Transport, VidEntry};
 use ndpdb_wal::{CheckpointInfo, Wal, WalRecord};
 
@@ -374,7 +374,10 @@ impl Database {
         let mut max_lpn = l2p.max_lpn();
         // Pages GC runs freed: unmapped once the replay is done.
         let mut gc_freed: Vec<Lpn> = Vec::new();
-        for (_, rec) in &recovered.records {
+        // Start-NDP records replayed so far, by LSN: each End-NDP names one.
+        let replay_start = recovered.records.first().map(|(lsn, _)| *lsn);
+        let mut starts: HashMap<Lsn, TxId> = HashMap::new();
+        for (lsn, rec) in &recovered.records {
             match rec {
                 WalRecord::Redo {
                     txid,
@@ -402,10 +405,19 @@ impl Database {
                 WalRecord::EndNdp {
                     txid,
                     table,
+                    start,
                     l2p: pages,
                     vids,
                 } => {
                     next_txid = next_txid.max(TxId(txid.0 + 1));
+                    if let Some(start) = start.filter(|s| Some(*s) >= replay_start) {
+                        if starts.get(&start) != Some(txid) {
+                            return Err(Error::from(ndpdb_formats::Error::corrupted(format!(
+                                "WAL: End-NDP of transaction {txid} at LSN {} names LSN {}, which is not a Start-NDP record of that transaction",
+                                lsn.0, start.0
+                            ))));
+                        }
+                    }
                     if !committed.contains(txid) {
                         continue;
                     }
@@ -431,7 +443,10 @@ impl Database {
                     max_lpn = max_lpn.max(last);
                     gc_freed.extend(freed.iter().map(|(l, _)| *l));
                 }
-                WalRecord::StartNdp { txid, .. } => next_txid = next_txid.max(TxId(txid.0 + 1)),
+                WalRecord::StartNdp { txid, .. } => {
+                    starts.insert(*lsn, *txid);
+                    next_txid = next_txid.max(TxId(txid.0 + 1));
+                }
                 WalRecord::Commit { txid } => next_txid = next_txid.max(TxId(txid.0 + 1)),
                 WalRecord::Checkpoint(c) => next_txid = next_txid.max(c.next_txid),
             }
@@ -713,6 +728,11 @@ impl Database {
     }
 
     /// A single named counter (0 if unknown).
+    /// Lock requests waiting now (host transactions).
+    pub fn lock_waiters(&self) -> usize {
+        self.inner.locks.waiting()
+    }
+
     pub fn stat(&self, name: &str) -> i64 {
         self.stats()
             .into_iter()

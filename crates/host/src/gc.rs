@@ -198,7 +198,9 @@ impl Database {
         let mut report = NdpReport::default();
         let out = tx.ndp_call(ts, inv, &mut report)?;
         let mut result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
+        let pages_ok = out.check_pages(&mut result);
         inner.free_space(&std::mem::take(&mut result.unused));
+        pages_ok?;
         if let JobState::Failed(code, message) = &out.status.state {
             inner.free_space(&result.delta_l2p);
             return Err(Error::new(

@@ -49,6 +49,7 @@ pub use database::Database;
 pub use error::{Error, Result};
 pub use gc::{GcCost, GcReport};
 pub use interrupt::Interrupt;
+pub use locks::LockWait;
 pub use ndpdb_device::NvmProfile;
 pub use transaction::{Isolation, Transaction, WriteOutcome};
 pub use txn::Snapshot;

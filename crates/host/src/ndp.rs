@@ -18,9 +18,12 @@ use std::time::{Duration, Instant};
 
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::expr::Program;
-use ndpdb_formats::ndp::{decode_rows, Invocation, JobState, JobStatus, NdpOp, SharedState};
-use ndpdb_formats::{JobId, SqlState, Value};
+use ndpdb_formats::ndp::{
+    decode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
+};
+use ndpdb_formats::{JobId, Lpn, Ppn, SqlState, Value};
 use ndpdb_link::Opcode;
+use rustc_hash::FxHashSet;
 
 use crate::database::TableState;
 use crate::error::{Error, Result};
@@ -69,6 +72,67 @@ pub(crate) struct JobOutcome {
     pub status: JobStatus,
     /// The result region (rows, or an update job's [`ModifyResult`]).
     pub result: Vec<u8>,
+    /// Every page the host granted the job (the invocation's space and
+    /// each NDP_SPACE answer).
+    pub granted: Vec<(Lpn, Ppn)>,
+}
+
+impl JobOutcome {
+    /// ΔL2P validation: the pages a modifying job reports, written or
+    /// unused, must be pages the host granted it, each once, and every
+    /// new version a ΔVID names must lie on one of the written pages.
+    /// Granted pages the reply leaves out are unreferenced: they join
+    /// `unused`. On a violation the reply cannot be trusted: its page
+    /// lists become "nothing written, every granted page unused" (the
+    /// failing statement frees them) and the error is XX001.
+    pub(crate) fn check_pages(&self, result: &mut ModifyResult) -> Result<()> {
+        check_pages(&self.granted, result)
+    }
+}
+
+/// [`JobOutcome::check_pages`] against `granted`.
+fn check_pages(granted_pages: &[(Lpn, Ppn)], result: &mut ModifyResult) -> Result<()> {
+    let granted: FxHashSet<(Lpn, Ppn)> = granted_pages.iter().copied().collect();
+    let mut reported = FxHashSet::default();
+    let mut violation = None;
+    for page in result.delta_l2p.iter().chain(&result.unused) {
+        if !granted.contains(page) {
+            violation = Some(format!(
+                "page {} → {} was not granted to the job",
+                page.0, page.1
+            ));
+            break;
+        }
+        if !reported.insert(*page) {
+            violation = Some(format!("page {} → {} is reported twice", page.0, page.1));
+            break;
+        }
+    }
+    if violation.is_none() {
+        let written: FxHashSet<Lpn> = result.delta_l2p.iter().map(|(l, _)| *l).collect();
+        violation = result
+            .delta_vids
+            .iter()
+            .find(|d| !d.new.is_null() && !written.contains(&d.new.lpn()))
+            .map(|d| {
+                format!(
+                    "the new version {} of VID {} is not on a page the job wrote",
+                    d.new, d.vid.0
+                )
+            });
+    }
+    if let Some(what) = violation {
+        result.delta_l2p.clear();
+        result.delta_vids.clear();
+        result.unused = granted_pages.to_vec();
+        return Err(Error::new(
+            SqlState::DATA_CORRUPTED,
+            format!("invalid NDP reply: {what}"),
+        ));
+    }
+    let missing = granted_pages.iter().filter(|p| !reported.contains(p));
+    result.unused.extend(missing);
+    Ok(())
 }
 
 impl Transaction {
@@ -102,7 +166,7 @@ impl Transaction {
         let reply = inner.device.ndp(Opcode::NdpCall, w.into_inner())?;
         report.shared_transfer = t.elapsed();
         let job = JobId(Reader::new(&reply).u64().map_err(decode_err)?);
-        let mut granted = inv.space.len() as u64;
+        let mut granted = inv.space.clone();
         let status = loop {
             let mut w = Writer::new();
             w.u64(job.0).u32(250);
@@ -123,14 +187,14 @@ impl Transaction {
                 JobState::Running => {}
                 JobState::NeedSpace => {
                     // Double what the job had: a counted round trip.
-                    let pages = inner.alloc_space(granted.clamp(16, 1 << 16) as usize);
-                    granted += pages.len() as u64;
+                    let pages = inner.alloc_space(granted.len().clamp(16, 1 << 16));
                     report.space_round_trips += 1;
                     let mut w = Writer::new();
                     w.u64(job.0).u32(pages.len() as u32);
                     for (l, p) in &pages {
                         w.u64(l.0).u64(p.0);
                     }
+                    granted.extend_from_slice(&pages);
                     inner.device.ndp(Opcode::NdpSpace, w.into_inner())?;
                 }
                 _ => break st,
@@ -156,7 +220,11 @@ impl Transaction {
         report.wall = start.elapsed();
         if matches!(inv.op, ndpdb_formats::ndp::NdpOp::Gc { .. }) {
             // GC has its own counters (gc.*).
-            return Ok(JobOutcome { status, result });
+            return Ok(JobOutcome {
+                status,
+                result,
+                granted,
+            });
         }
         let c = &inner.counters;
         c.ndp_calls.fetch_add(1, Ordering::Relaxed);
@@ -178,7 +246,11 @@ impl Transaction {
             .fetch_add(report.space_round_trips, Ordering::Relaxed);
         c.ndp_device_lock_micros
             .fetch_add(report.lock_micros, Ordering::Relaxed);
-        Ok(JobOutcome { status, result })
+        Ok(JobOutcome {
+            status,
+            result,
+            granted,
+        })
     }
 
     /// The invocation for `req` over `ts` at this transaction's snapshot.
@@ -242,5 +314,50 @@ impl Transaction {
             .ndp_result_rows
             .fetch_add(report.result_rows, Ordering::Relaxed);
         Ok((rows, report))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndpdb_formats::ndp::DeltaVid;
+    use ndpdb_formats::{RecId, Vid};
+
+    fn reply(l2p: &[(u64, u64)], unused: &[(u64, u64)], new: &[(u64, u16)]) -> ModifyResult {
+        let pages = |v: &[(u64, u64)]| v.iter().map(|&(l, p)| (Lpn(l), Ppn(p))).collect();
+        ModifyResult {
+            delta_l2p: pages(l2p),
+            unused: pages(unused),
+            delta_vids: new
+                .iter()
+                .enumerate()
+                .map(|(i, &(lpn, slot))| DeltaVid {
+                    vid: Vid(i as u64),
+                    pred: RecId::new(Lpn(1), 0),
+                    new: RecId::new(Lpn(lpn), slot),
+                })
+                .collect(),
+            ..ModifyResult::default()
+        }
+    }
+
+    #[test]
+    fn a_reply_may_only_name_granted_pages() {
+        let granted = [(Lpn(10), Ppn(5)), (Lpn(11), Ppn(6)), (Lpn(12), Ppn(7))];
+        // Written 10, unused 11; 12 left out → unused.
+        let mut ok = reply(&[(10, 5)], &[(11, 6)], &[(10, 0), (10, 1)]);
+        check_pages(&granted, &mut ok).unwrap();
+        assert_eq!(ok.unused, vec![(Lpn(11), Ppn(6)), (Lpn(12), Ppn(7))]);
+        for mut bad in [
+            reply(&[(10, 9)], &[], &[(10, 0)]),        // another PPN
+            reply(&[(10, 5)], &[(10, 5)], &[(10, 0)]), // twice
+            reply(&[(10, 5)], &[], &[(11, 0)]),        // a version off the job's pages
+            reply(&[(99, 5)], &[], &[]),               // never granted
+        ] {
+            let e = check_pages(&granted, &mut bad).unwrap_err();
+            assert_eq!(e.code, SqlState::DATA_CORRUPTED, "{e:?}");
+            assert!(bad.delta_l2p.is_empty() && bad.delta_vids.is_empty());
+            assert_eq!(bad.unused, granted.to_vec(), "every granted page goes back");
+        }
     }
 }

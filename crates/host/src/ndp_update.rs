@@ -45,6 +45,8 @@ pub(crate) struct NdpPart {
     pub result: ModifyResult,
     /// Logged with Start-NDP / End-NDP (`ndp_logging = basic`).
     pub logged: bool,
+    /// The LSN of its Start-NDP record, which End-NDP names.
+    pub start_ndp: Option<ndpdb_formats::Lsn>,
 }
 
 /// What an in-storage SELECT … FOR UPDATE of this transaction locked: a
@@ -134,15 +136,6 @@ impl DbInner {
         let _ = self.locks.release_device_keys(keys, tag);
     }
 
-    /// How long a PE may wait for one tuple lock: the lock timeout, else
-    /// the bound on undetectable host/device waits.
-    pub(crate) fn ndp_lock_wait_ms(&self) -> u64 {
-        self.config
-            .lock_timeout
-            .unwrap_or(self.config.ndp_lock_wait)
-            .as_millis() as u64
-    }
-
     /// The ΔVID predecessors that are no longer the VID head.
     pub(crate) fn stale_deltas(&self, ts: &TableState, r: &ModifyResult) -> usize {
         r.delta_vids
@@ -184,17 +177,19 @@ impl Transaction {
         if let Some(fu) = self.take_for_update(ts.meta.id, &req.filter, params) {
             inv.targets = fu.versions;
         }
-        inv.lock_timeout_ms = inner.ndp_lock_wait_ms();
+        inv.lock_timeout_ms = self.ndp_lock_wait_ms();
         // Start-NDP: all call parameters, before the device starts.
         let logged = self.ndp_logging();
+        let mut start_ndp = None;
         if logged {
             let mut w = Writer::new();
             inv.encode(&mut w);
-            let lsn = inner.wal.append(&[WalRecord::StartNdp {
+            let (start, lsn) = inner.wal.append_one(&WalRecord::StartNdp {
                 txid: self.id(),
                 table: ts.meta.id,
                 invocation: w.into_inner(),
-            }]);
+            });
+            start_ndp = Some(start);
             // Durable before the device writes pages with this TxId: after
             // a crash recovery then hands out only newer TxIds, and GC
             // finds the pages of a job that never committed below its
@@ -208,13 +203,19 @@ impl Transaction {
             let _writing = ts.device_writer();
             self.ndp_call(ts, inv, &mut report)?
         };
-        let result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
+        let mut result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
+        let pages_ok = out.check_pages(&mut result);
         let part = NdpPart {
             table: ts.meta.id,
             tag,
             result,
             logged,
+            start_ndp,
         };
+        if let Err(e) = pages_ok {
+            self.discard_failed(&part);
+            return Err(e);
+        }
         // Canceled or timed out while the job ran (it ran to its end):
         // the statement fails like a failed job.
         if let Err(e) = self.check_interrupt() {
@@ -302,7 +303,7 @@ impl Transaction {
         let tag = self.ndp_tag()?;
         let mut inv = self.invocation(ts, req, params);
         inv.lock_tag = tag.raw();
-        inv.lock_timeout_ms = inner.ndp_lock_wait_ms();
+        inv.lock_timeout_ms = self.ndp_lock_wait_ms();
         let mut report = NdpReport::default();
         let out = {
             let _writing = ts.device_writer();
@@ -310,13 +311,20 @@ impl Transaction {
         };
         let mut r = Reader::new(&out.result);
         let device_rows = ndpdb_formats::ndp::decode_rows(&mut r).map_err(decode_err)?;
-        let result = ModifyResult::decode(&mut r).map_err(decode_err)?;
+        let mut result = ModifyResult::decode(&mut r).map_err(decode_err)?;
+        let pages_ok = out.check_pages(&mut result);
         let mut part = NdpPart {
             table: ts.meta.id,
             tag,
             result,
+            // Locks only: no versions, nothing to log.
             logged: true,
+            start_ndp: None,
         };
+        if let Err(e) = pages_ok {
+            self.discard_failed(&part);
+            return Err(e);
+        }
         if let Err(e) = self.check_interrupt() {
             self.discard_failed(&part);
             return Err(e);

@@ -26,7 +26,7 @@ use crate::commit::PendingVersion;
 use crate::database::{visible_head_row, Database, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::locks::{Acquired, LockKey};
+use crate::locks::{Acquired, LockKey, LockWait};
 use crate::ndp_update::{own_heads, NdpPart};
 use crate::stats::EngineCounters;
 use crate::txn::{Snapshot, Visible};
@@ -100,6 +100,8 @@ pub struct Transaction {
     interrupt: Option<Interrupt>,
     /// Threads a host scan runs on.
     host_workers: usize,
+    /// Lock and deadlock timeouts of the session running this.
+    lock_wait: LockWait,
 }
 
 impl Database {
@@ -126,6 +128,10 @@ impl Database {
             ndp_logging: true,
             interrupt: None,
             host_workers: crate::page_scan::DEFAULT_HOST_WORKERS,
+            lock_wait: LockWait {
+                timeout: self.inner.config.lock_timeout,
+                deadlock_timeout: self.inner.config.deadlock_timeout,
+            },
         })
     }
 }
@@ -224,6 +230,7 @@ impl Transaction {
                 "too many concurrent transactions with update-NDP statements",
             )
         })?;
+        self.db.inner.locks.set_device_owner(t, Some(self.id));
         self.ndp_tag = Some(t);
         Ok(t)
     }
@@ -323,6 +330,21 @@ impl Transaction {
             return Ok(None);
         };
         Ok(self.get(ts, vid)?.map(|(rid, row)| (vid, rid, row)))
+    }
+
+    /// Sets the lock and deadlock timeouts (PostgreSQL's `lock_timeout`
+    /// and `deadlock_timeout`) for the statements from now on.
+    pub fn set_lock_wait(&mut self, wait: LockWait) {
+        self.lock_wait = wait;
+    }
+
+    /// How long a PE may wait for one tuple lock: the lock timeout, else
+    /// the bound on waits among device jobs only (see `Config::ndp_lock_wait`).
+    pub(crate) fn ndp_lock_wait_ms(&self) -> u64 {
+        self.lock_wait
+            .timeout
+            .unwrap_or(self.db.inner.config.ndp_lock_wait)
+            .as_millis() as u64
     }
 
     /// Lets `interrupt` cancel or time out this transaction's statements.
@@ -470,7 +492,7 @@ impl Transaction {
         match inner.locks.acquire_in(
             self.id,
             key,
-            inner.config.lock_timeout,
+            self.lock_wait,
             use_slt,
             self.interrupt.as_ref(),
         ) {
@@ -811,6 +833,7 @@ impl Transaction {
         self.for_update = None;
         if let Some(t) = self.ndp_tag.take() {
             // Its locks are released above: the tag may be reused.
+            inner.locks.set_device_owner(t, None);
             inner.ndp_tags.lock().free(t);
         }
         self.locks.clear();
@@ -848,8 +871,19 @@ impl Transaction {
                     // Without End-NDP records the ΔMaps must reach the
                     // device's maps now, and redo replay must start after
                     // them (older redo would move the heads back): a
-                    // checkpoint does both.
-                    let _ = self.db.inner.checkpoint();
+                    // checkpoint does both. Until it has, the commit is
+                    // not acknowledged; if it fails, the engine stops.
+                    if let Err(e) = self.db.inner.checkpoint() {
+                        self.db.inner.fail();
+                        return Err(Error::new(
+                            SqlState::IO_ERROR,
+                            format!(
+                                "could not make the map changes of an unlogged NDP commit durable: {}",
+                                e.message
+                            ),
+                        )
+                        .with_detail("The commit may or may not survive a restart."));
+                    }
                 }
                 // Maintenance failures poison the engine; the commit stands.
                 let _ = self.db.inner.after_commit();

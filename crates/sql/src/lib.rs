@@ -2,6 +2,7 @@
 //!
 //! - [`limits`]: statement size and nesting limits (54000 / 54001).
 //! - [`session`]: statement dispatch and PostgreSQL transaction-block rules.
+//! - [`time_setting`]: time-valued settings (timeouts) as PostgreSQL reads and shows them.
 //! - [`ddl`]: CREATE TABLE / DROP TABLE and SQL type names.
 //! - [`scope`]: name resolution of columns over one or more tables.
 //! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
@@ -26,6 +27,7 @@ pub mod placement;
 pub mod query;
 pub mod scope;
 pub mod session;
+pub mod time_setting;
 
 pub use ndpdb_host::{Error, Result};
 

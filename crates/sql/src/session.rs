@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ndpdb_formats::{DataType, SqlState, Value};
-use ndpdb_host::{Database, Interrupt, Isolation, Transaction};
+use ndpdb_host::{Database, Interrupt, Isolation, LockWait, Transaction};
 use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, TransactionMode};
 
 use crate::ddl;
@@ -33,6 +33,7 @@ use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, 
 use crate::limits::with_statement_stack;
 use crate::output::{Notice, Output, ResultColumn};
 use crate::query::{plan_query, NdpMode, SelectPlan};
+use crate::time_setting;
 use crate::{Error, Result};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,39 +90,8 @@ pub struct Session {
     /// Cancels the running statement; armed with `statement_timeout`.
     interrupt: Interrupt,
     statement_timeout: Option<Duration>,
-}
-
-/// A PostgreSQL time setting: milliseconds, or a number with a unit (us,
-/// ms, s, min, h, d); 0 is "no limit".
-fn parse_duration_ms(value: &str) -> Result<Option<Duration>> {
-    let v = value.trim();
-    let split = v
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(v.len());
-    let (num, unit) = v.split_at(split);
-    let n: f64 = num.parse().map_err(|_| {
-        Error::new(
-            SqlState::INVALID_PARAMETER_VALUE,
-            format!("invalid value for parameter \"statement_timeout\": \"{value}\""),
-        )
-    })?;
-    let ms = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "ms" => n,
-        "us" => n / 1e3,
-        "s" => n * 1e3,
-        "min" => n * 60e3,
-        "h" => n * 3600e3,
-        "d" => n * 86_400e3,
-        u => {
-            return Err(Error::new(
-                SqlState::INVALID_PARAMETER_VALUE,
-                format!(
-                "invalid unit \"{u}\" for parameter \"statement_timeout\" (us, ms, s, min, h, d)"
-            ),
-            ))
-        }
-    };
-    Ok((ms > 0.0).then(|| Duration::from_secs_f64(ms / 1e3)))
+    /// `lock_timeout` and `deadlock_timeout`.
+    lock_wait: LockWait,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect), within the
@@ -187,7 +157,6 @@ fn expr_text(e: &Expr) -> String {
 impl Session {
     pub fn new(db: Database) -> Session {
         Session {
-            db,
             tx: None,
             block: Block::None,
             default_isolation: Isolation::Snapshot,
@@ -201,6 +170,11 @@ impl Session {
             notices: Vec::new(),
             interrupt: Interrupt::new(),
             statement_timeout: None,
+            lock_wait: LockWait {
+                timeout: db.config().lock_timeout,
+                deadlock_timeout: db.config().deadlock_timeout,
+            },
+            db,
         }
     }
 
@@ -408,6 +382,7 @@ impl Session {
             .as_mut()
             .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "no transaction"))?;
         tx.begin_statement();
+        tx.set_lock_wait(self.lock_wait);
         tx.set_ndp_logging(self.ndp_logging);
         tx.set_host_workers(self.host_workers);
         match f(tx) {
@@ -615,7 +590,7 @@ impl Session {
         let table = v.table_name.as_ref().map(ddl::table_name).transpose()?;
         let cost = ndpdb_host::GcCost {
             delay: match self.settings.get("vacuum_cost_delay") {
-                Some(v) => parse_duration_ms(v)?.unwrap_or_default(),
+                Some(v) => time_setting::parse("vacuum_cost_delay", v)?.unwrap_or_default(),
                 None => std::time::Duration::ZERO,
             },
             limit: self
@@ -801,10 +776,17 @@ impl Session {
                         };
                     }
                     "statement_timeout" => {
-                        self.statement_timeout = parse_duration_ms(&value)?;
+                        self.statement_timeout = time_setting::parse(&name, &value)?;
+                    }
+                    "lock_timeout" => {
+                        self.lock_wait.timeout = time_setting::parse(&name, &value)?;
+                    }
+                    "deadlock_timeout" => {
+                        self.lock_wait.deadlock_timeout =
+                            time_setting::parse_positive(&name, &value)?;
                     }
                     "vacuum_cost_delay" => {
-                        let d = parse_duration_ms(&value)?.unwrap_or_default();
+                        let d = time_setting::parse(&name, &value)?.unwrap_or_default();
                         if d > Duration::from_millis(100) {
                             return Err(Error::new(
                                 SqlState::INVALID_PARAMETER_VALUE,
@@ -876,20 +858,21 @@ impl Session {
                 .get("search_path")
                 .cloned()
                 .unwrap_or_else(|| "\"$user\", public".into()),
-            "client_encoding" | "application_name" | "statement_timeout" | "lock_timeout"
-            | "extra_float_digits" | "vacuum_cost_delay" | "vacuum_cost_limit" => {
-                match self.settings.get(name) {
-                    Some(v) => v.clone(),
-                    None => match name {
-                        "client_encoding" => "UTF8",
-                        "application_name" => "",
-                        "extra_float_digits" => "1",
-                        "vacuum_cost_limit" => "200",
-                        _ => "0",
-                    }
-                    .into(),
+            "statement_timeout" => time_setting::show(self.statement_timeout),
+            "lock_timeout" => time_setting::show(self.lock_wait.timeout),
+            "deadlock_timeout" => time_setting::show(Some(self.lock_wait.deadlock_timeout)),
+            "client_encoding" | "application_name" | "extra_float_digits" | "vacuum_cost_delay"
+            | "vacuum_cost_limit" => match self.settings.get(name) {
+                Some(v) => v.clone(),
+                None => match name {
+                    "client_encoding" => "UTF8",
+                    "application_name" => "",
+                    "extra_float_digits" => "1",
+                    "vacuum_cost_limit" => "200",
+                    _ => "0",
                 }
-            }
+                .into(),
+            },
             "datestyle" => "ISO, MDY".into(),
             "timezone" => self
                 .settings

@@ -301,6 +301,53 @@ fn rolled_back_ndp_work_is_invisible_and_committed_work_survives_a_crash() {
     );
 }
 
+/// End-NDP names its Start-NDP record; recovery refuses a log whose
+/// End-NDP names anything else (XX001) instead of applying its ΔMaps.
+#[test]
+fn recovery_checks_that_end_ndp_names_its_start_ndp() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Database::open_with(dir.path(), config()).unwrap();
+        let mut s = setup(&db, 300);
+        s.execute("SET ndp = on").unwrap();
+        assert_eq!(tag(&mut s, "UPDATE t SET c = c + 1"), "UPDATE 300");
+        db.close_like_a_crash();
+    }
+    {
+        let db = Database::open_with(dir.path(), config()).unwrap();
+        let mut s = Session::new(db.clone());
+        assert_eq!(int(&rows(&mut s, "SELECT sum(c) FROM t")[0][0]), 300);
+        s.execute("SET ndp = on").unwrap();
+        assert_eq!(tag(&mut s, "UPDATE t SET c = c + 1"), "UPDATE 300");
+        db.close_like_a_crash();
+    }
+    {
+        use ndpdb_wal::{Wal, WalRecord};
+        let (wal, recovered) = Wal::open(&dir.path().join("wal")).unwrap();
+        let not_a_start = recovered
+            .records
+            .iter()
+            .find(|(_, r)| !matches!(r, WalRecord::StartNdp { .. }))
+            .map(|(lsn, _)| *lsn)
+            .unwrap();
+        let txid = ndpdb_formats::TxId(1 << 40);
+        let lsn = wal.append(&[
+            WalRecord::EndNdp {
+                txid,
+                table: ndpdb_formats::TableId(1),
+                start: Some(not_a_start),
+                l2p: Vec::new(),
+                vids: Vec::new(),
+            },
+            WalRecord::Commit { txid },
+        ]);
+        wal.sync(lsn).unwrap();
+    }
+    let e = Database::open_with(dir.path(), config()).err().unwrap();
+    assert_eq!(e.code, SqlState::DATA_CORRUPTED, "{e:?}");
+    assert!(e.message.contains("End-NDP"), "{e:?}");
+}
+
 /// Host transactions increment random rows while NDP statements increment
 /// ranges and the whole table; readers check that a whole-table update is
 /// never half visible; flushes run concurrently. At the end every row's
@@ -579,8 +626,9 @@ fn statement_timeout_cancels_host_and_device_statements_cleanly() {
     let db = Database::open_with(dir.path(), config()).unwrap();
     let mut s = setup(&db, 20_000);
     db.flush().unwrap();
-    // 1 µs: every statement that reaches a check point is out of time.
-    s.execute("SET statement_timeout = '1us'").unwrap();
+    // 1 ms (the unit PostgreSQL rounds to): each of these statements
+    // over 20,000 rows takes longer.
+    s.execute("SET statement_timeout = '1ms'").unwrap();
     for (ndp, sql) in [
         ("off", "SELECT count(*) FROM t WHERE name LIKE 'row%'"),
         ("on", "SELECT count(*) FROM t WHERE name LIKE 'row%'"),

@@ -181,11 +181,24 @@ impl Wal {
         self.append_encoded(Encoded::of(records))
     }
 
+    /// [`Wal::append`] of one record: returns its own LSN (what a later
+    /// record refers to it by) and the LSN just past it.
+    pub fn append_one(&self, record: &WalRecord) -> (Lsn, Lsn) {
+        self.append_span(Encoded::of(std::slice::from_ref(record)))
+    }
+
     /// Buffers records encoded beforehand (outside the caller's locks):
     /// only their LSNs and checksums are filled in here, and their
     /// buffers are kept as they are, without a copy.
     pub fn append_encoded(&self, encoded: Encoded) -> Lsn {
+        self.append_span(encoded).1
+    }
+
+    /// Appends `encoded`: the LSN of its first record and the one just
+    /// past its last.
+    fn append_span(&self, encoded: Encoded) -> (Lsn, Lsn) {
         let mut inner = self.inner.lock();
+        let first = Lsn(inner.next_lsn);
         let (mut bytes, n) = (0u64, encoded.frames.len());
         for (mut frame, rest_crc) in encoded.frames {
             let lsn = inner.next_lsn;
@@ -201,7 +214,7 @@ impl Wal {
         }
         self.stats.bytes.fetch_add(bytes, Ordering::Relaxed);
         self.stats.records.fetch_add(n as u64, Ordering::Relaxed);
-        Lsn(inner.next_lsn)
+        (first, Lsn(inner.next_lsn))
     }
 
     pub fn durable_lsn(&self) -> Lsn {

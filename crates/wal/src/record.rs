@@ -4,7 +4,7 @@ use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::ndp::{
     decode_delta_vids, decode_pages, encode_delta_vids, encode_pages, DeltaVid,
 };
-use ndpdb_formats::{Error, Lpn, Ppn, RecId, Result, TableId, TxId};
+use ndpdb_formats::{Error, Lpn, Lsn, Ppn, RecId, Result, TableId, TxId};
 
 /// What a checkpoint records: everything logged before it is in durable
 /// device storage (pages flushed, maps merged).
@@ -36,10 +36,13 @@ pub enum WalRecord {
     },
     /// The call's map deltas, logged with its transaction's commit. The
     /// pages are already durable on the device; recovery re-applies the
-    /// deltas of committed transactions and ignores the rest.
+    /// deltas of committed transactions and ignores the rest. `start` is
+    /// the LSN of the call's Start-NDP record (`None` in records written
+    /// before End-NDP named it).
     EndNdp {
         txid: TxId,
         table: TableId,
+        start: Option<Lsn>,
         l2p: Vec<(Lpn, Ppn)>,
         vids: Vec<DeltaVid>,
     },
@@ -61,6 +64,8 @@ const KIND_CHECKPOINT: u8 = 3;
 const KIND_START_NDP: u8 = 4;
 const KIND_END_NDP: u8 = 5;
 const KIND_GC: u8 = 6;
+/// End-NDP naming its Start-NDP record (kind 5 is End-NDP without it).
+const KIND_END_NDP_AT: u8 = 7;
 
 impl WalRecord {
     pub fn encode(&self, w: &mut Writer) {
@@ -97,10 +102,14 @@ impl WalRecord {
             WalRecord::EndNdp {
                 txid,
                 table,
+                start,
                 l2p,
                 vids,
             } => {
-                w.u8(KIND_END_NDP).u64(txid.0).u32(table.0);
+                match start {
+                    Some(lsn) => w.u8(KIND_END_NDP_AT).u64(txid.0).u32(table.0).u64(lsn.0),
+                    None => w.u8(KIND_END_NDP).u64(txid.0).u32(table.0),
+                };
                 encode_pages(l2p, w);
                 encode_delta_vids(vids, w);
             }
@@ -149,6 +158,14 @@ impl WalRecord {
             KIND_END_NDP => WalRecord::EndNdp {
                 txid: TxId(r.u64()?),
                 table: TableId(r.u32()?),
+                start: None,
+                l2p: decode_pages(r)?,
+                vids: decode_delta_vids(r)?,
+            },
+            KIND_END_NDP_AT => WalRecord::EndNdp {
+                txid: TxId(r.u64()?),
+                table: TableId(r.u32()?),
+                start: Some(Lsn(r.u64()?)),
                 l2p: decode_pages(r)?,
                 vids: decode_delta_vids(r)?,
             },
@@ -179,12 +196,20 @@ mod tests {
             WalRecord::EndNdp {
                 txid: TxId(7),
                 table: TableId(2),
+                start: Some(Lsn(4096)),
                 l2p: vec![(Lpn(40), Ppn(41))],
                 vids: vec![DeltaVid {
                     vid: Vid(5),
                     pred: RecId::new(Lpn(1), 3),
                     new: RecId::new(Lpn(40), 0),
                 }],
+            },
+            WalRecord::EndNdp {
+                txid: TxId(8),
+                table: TableId(2),
+                start: None,
+                l2p: vec![],
+                vids: vec![],
             },
             WalRecord::Gc {
                 table: TableId(2),

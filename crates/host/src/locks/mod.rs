@@ -18,10 +18,14 @@
 //! so is every other hand-over, so no wake-up depends on polling.
 //!
 //! Every waiter waits for the holder and for everyone queued ahead of it.
-//! The wait-for graph only gains edges when a transaction enqueues, so
-//! checking for a cycle at that moment finds every deadlock; the requester
-//! that would close the cycle is the victim (SQLSTATE 40P01). A lock
-//! timeout ends a wait with 55P03. Locks are held until commit or abort.
+//! Among host transactions the wait-for graph only gains edges when one
+//! enqueues, so checking for a cycle at that moment finds every host-only
+//! deadlock; the requester that would close it is the victim (SQLSTATE
+//! 40P01). Device jobs enqueue without the host's knowledge: a host waiter
+//! that has waited `deadlock_timeout` searches the whole graph, device
+//! waits included ([`wait_for`]), and is the victim of a cycle it finds.
+//! A lock timeout ends a wait with 55P03. Locks are held until commit or
+//! abort.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
@@ -36,7 +40,32 @@ use ndpdb_slt::{DeviceTag, HostSide, SharedLockTable, SltError};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 
+mod wait_for;
+
 pub type LockKey = (TableId, Vid);
+
+/// How long a lock request waits (PostgreSQL's `lock_timeout` and
+/// `deadlock_timeout`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LockWait {
+    /// `None`: until granted or a deadlock is found.
+    pub timeout: Option<Duration>,
+    /// After waiting this long, and each time as long again, the waiter
+    /// searches the wait-for graph across host and device.
+    pub deadlock_timeout: Duration,
+}
+
+/// PostgreSQL's default `deadlock_timeout`.
+pub const DEFAULT_DEADLOCK_TIMEOUT: Duration = Duration::from_secs(1);
+
+impl Default for LockWait {
+    fn default() -> LockWait {
+        LockWait {
+            timeout: None,
+            deadlock_timeout: DEFAULT_DEADLOCK_TIMEOUT,
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Queue {
@@ -54,6 +83,11 @@ struct Inner {
     /// Keys (held or awaited) per transaction and SLT bucket: a
     /// transaction leaves a bucket's group when its last key there goes.
     slt_refs: FxHashMap<(TxId, usize), u32>,
+    /// The key each blocked request waits for — in the HLT, its SLT
+    /// bucket or both — until the request returns.
+    blocked: FxHashMap<TxId, LockKey>,
+    /// The host transaction each device tag in use locks for.
+    device_owners: FxHashMap<u16, TxId>,
 }
 
 #[derive(Default)]
@@ -61,6 +95,12 @@ pub struct LockTable {
     inner: Mutex<Inner>,
     wake: Condvar,
     slt: Option<Arc<SharedLockTable>>,
+}
+
+fn deadlock(tx: TxId) -> Error {
+    Error::new(SqlState::DEADLOCK_DETECTED, "deadlock detected").with_detail(format!(
+        "Process of transaction {tx} waits for a lock held in a cycle of transactions."
+    ))
 }
 
 fn slt_error(e: SltError) -> Error {
@@ -92,6 +132,17 @@ impl LockTable {
 
     pub fn slt(&self) -> Option<&Arc<SharedLockTable>> {
         self.slt.as_ref()
+    }
+
+    /// Names `owner` as the transaction `tag`'s device jobs lock for (the
+    /// deadlock search follows their waits to it); `None` when the tag is
+    /// released.
+    pub fn set_device_owner(&self, tag: DeviceTag, owner: Option<TxId>) {
+        let mut g = self.inner.lock();
+        match owner {
+            Some(tx) => g.device_owners.insert(tag.raw(), tx),
+            None => g.device_owners.remove(&tag.raw()),
+        };
     }
 
     /// Queues `tx` in `key`'s SLT bucket (once per bucket).
@@ -140,7 +191,11 @@ impl LockTable {
     /// Acquires the exclusive lock on `key` for `tx`, sleeping while
     /// others (host transactions or device jobs) hold it.
     pub fn acquire(&self, tx: TxId, key: LockKey, timeout: Option<Duration>) -> Result<Acquired> {
-        self.acquire_in(tx, key, timeout, true, None)
+        let wait = LockWait {
+            timeout,
+            ..LockWait::default()
+        };
+        self.acquire_in(tx, key, wait, true, None)
     }
 
     /// [`Self::acquire`]; with `use_slt = false` only the HLT is used —
@@ -150,7 +205,7 @@ impl LockTable {
         &self,
         tx: TxId,
         key: LockKey,
-        timeout: Option<Duration>,
+        wait: LockWait,
         use_slt: bool,
         interrupt: Option<&Interrupt>,
     ) -> Result<Acquired> {
@@ -176,44 +231,54 @@ impl LockTable {
             g.waiting_on.insert(tx, key);
             if Self::closes_cycle(&g, tx) {
                 self.give_up(&mut g, tx, key);
-                return Err(Error::new(SqlState::DEADLOCK_DETECTED, "deadlock detected")
-                    .with_detail(format!(
-                    "Process of transaction {tx} waits for a lock held in a cycle of transactions."
-                )));
+                return Err(deadlock(tx));
             }
         }
-        let deadline = timeout.map(|t| Instant::now() + t);
+        g.blocked.insert(tx, key);
+        let start = Instant::now();
+        let deadline = wait.timeout.map(|t| start + t);
+        let deadlock_timeout = wait.deadlock_timeout.max(Duration::from_millis(1));
+        let mut search_at = start + deadlock_timeout;
         const INTERRUPT_SLICE: Duration = Duration::from_millis(50);
         loop {
-            let timed_out = match (deadline, interrupt) {
-                (Some(d), None) => self.wake.wait_until(&mut g, d).timed_out(),
-                (None, None) => {
-                    self.wake.wait(&mut g);
-                    false
-                }
-                (d, Some(_)) => {
-                    let slice = Instant::now() + INTERRUPT_SLICE;
-                    let until = d.map_or(slice, |d| d.min(slice));
-                    self.wake.wait_until(&mut g, until);
-                    d.is_some_and(|d| Instant::now() >= d)
-                }
-            };
+            let mut until = deadline.map_or(search_at, |d| d.min(search_at));
+            if interrupt.is_some() {
+                until = until.min(Instant::now() + INTERRUPT_SLICE);
+            }
+            self.wake.wait_until(&mut g, until);
             if Self::holds(&g, tx, key) && slt_ok(&g)? {
                 g.waiting_on.remove(&tx);
+                g.blocked.remove(&tx);
                 return Ok(Acquired::AfterWait);
             }
             if let Some(Err(e)) = interrupt.map(Interrupt::check) {
                 self.give_up(&mut g, tx, key);
                 return Err(e);
             }
-            if timed_out {
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
                 self.give_up(&mut g, tx, key);
                 return Err(Error::new(
                     SqlState::LOCK_NOT_AVAILABLE,
                     "canceling statement due to lock timeout",
                 ));
             }
+            if now >= search_at {
+                if self.in_deadlock(&g, tx)? {
+                    self.give_up(&mut g, tx, key);
+                    return Err(deadlock(tx));
+                }
+                search_at = now + deadlock_timeout;
+            }
         }
+    }
+
+    /// Whether `tx`, waiting, is in a cycle of the whole wait-for graph
+    /// (found by two searches in a row, see [`wait_for`]).
+    fn in_deadlock(&self, g: &Inner, tx: TxId) -> Result<bool> {
+        let slt = self.slt.as_deref();
+        Ok(wait_for::WaitFor::read(g, slt)?.cycle_through(tx)?
+            && wait_for::WaitFor::read(g, slt)?.cycle_through(tx)?)
     }
 
     /// A waiter stops waiting for `key` (timeout or deadlock victim); an
@@ -226,6 +291,7 @@ impl LockTable {
             Self::dequeue(g, tx, key);
         }
         g.waiting_on.remove(&tx);
+        g.blocked.remove(&tx);
         // A failing SLT here leaves the entry; the statement fails anyway.
         wake |= self.slt_leave(g, tx, key).unwrap_or(true);
         if wake {
@@ -400,195 +466,4 @@ impl LockTable {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-    use std::thread;
-
-    const K1: LockKey = (TableId(1), Vid(1));
-    const K2: LockKey = (TableId(1), Vid(2));
-
-    #[test]
-    fn fifo_handoff_and_wakeup() {
-        let lt = Arc::new(LockTable::new());
-        lt.acquire(TxId(1), K1, None).unwrap();
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let mut hs = Vec::new();
-        for t in [2u64, 3] {
-            let (lt2, order) = (lt.clone(), order.clone());
-            hs.push(thread::spawn(move || {
-                let r = lt2.acquire(TxId(t), K1, None).unwrap();
-                order.lock().push(t);
-                assert_eq!(r, Acquired::AfterWait);
-                lt2.release_all(TxId(t), &[K1]);
-            }));
-            // Make the queue order deterministic.
-            while lt.waiting() < (t - 1) as usize {
-                thread::yield_now();
-            }
-        }
-        lt.release_all(TxId(1), &[K1]);
-        for h in hs {
-            h.join().unwrap();
-        }
-        assert_eq!(*order.lock(), vec![2, 3]);
-        assert_eq!(lt.locked_keys(), 0);
-    }
-
-    /// T1 holds K1 and waits for K2; T2 holds K2 and asks for K1.
-    fn deadlock_scenario(lt: &Arc<LockTable>) {
-        lt.acquire(TxId(1), K1, None).unwrap();
-        lt.acquire(TxId(2), K2, None).unwrap();
-        let lt2 = lt.clone();
-        let h = thread::spawn(move || lt2.acquire(TxId(1), K2, None));
-        while lt.waiting() < 1 {
-            thread::yield_now();
-        }
-        let e = lt.acquire(TxId(2), K1, None).unwrap_err();
-        assert_eq!(e.code, SqlState::DEADLOCK_DETECTED);
-        lt.release_all(TxId(2), &[K2]);
-        assert_eq!(h.join().unwrap().unwrap(), Acquired::AfterWait);
-    }
-
-    #[test]
-    fn deadlock_is_detected() {
-        deadlock_scenario(&Arc::new(LockTable::new()));
-    }
-
-    #[test]
-    fn granted_waiter_that_has_not_woken_is_no_deadlock() {
-        let lt = Arc::new(LockTable::new());
-        lt.acquire(TxId(1), K1, None).unwrap();
-        let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
-        let lt2 = lt.clone();
-        let h = thread::spawn(move || {
-            lt2.acquire(TxId(2), K1, None).unwrap();
-            go_rx.recv().unwrap();
-            lt2.release_all(TxId(2), &[K1]);
-        });
-        while lt.waiting() < 1 {
-            thread::yield_now();
-        }
-        lt.release_all(TxId(1), &[K1]);
-        // T2 now holds K1 (awake or not): T3 must wait, not be called a deadlock victim.
-        let e = lt
-            .acquire(TxId(3), K1, Some(Duration::from_millis(30)))
-            .unwrap_err();
-        assert_eq!(e.code, SqlState::LOCK_NOT_AVAILABLE);
-        go_tx.send(()).unwrap();
-        h.join().unwrap();
-        assert_eq!(
-            lt.acquire(TxId(3), K1, None).unwrap(),
-            Acquired::Immediately
-        );
-    }
-
-    fn integrated() -> (Arc<LockTable>, Arc<SharedLockTable>) {
-        let slt = Arc::new(SharedLockTable::in_process(256).unwrap());
-        (Arc::new(LockTable::with_slt(slt.clone())), slt)
-    }
-
-    fn tag(n: u16) -> DeviceTag {
-        DeviceTag::new(n).unwrap()
-    }
-
-    /// Update NDP Fig. 11: NDP holds t; H1 and H2 wait sharing one
-    /// host-shared entry; the NDP commit hands t to H1, then H2; the last
-    /// of them (the owner) removes the entry.
-    #[test]
-    fn host_waiters_share_an_entry_behind_a_device_lock() {
-        let (lt, slt) = integrated();
-        slt.acquire_device(K1, tag(7), Duration::from_secs(1))
-            .unwrap();
-        let order = Arc::new(Mutex::new(Vec::new()));
-        let mut hs = Vec::new();
-        for t in [1u64, 2] {
-            let (lt2, order) = (lt.clone(), order.clone());
-            hs.push(thread::spawn(move || {
-                let r = lt2.acquire(TxId(t), K1, None).unwrap();
-                order.lock().push(t);
-                assert_eq!(r, Acquired::AfterWait);
-                lt2.release_all(TxId(t), &[K1]);
-            }));
-            while lt.inner.lock().slt_refs.len() < t as usize {
-                thread::yield_now();
-            }
-        }
-        assert_eq!(format!("{:?}", slt.load(K1).unwrap()), "[D7 H _ _ _ _ _ _]");
-        assert!(order.lock().is_empty());
-        lt.release_device(K1, tag(7)).unwrap();
-        for h in hs {
-            h.join().unwrap();
-        }
-        assert_eq!(*order.lock(), vec![1, 2]);
-        assert!(slt.load(K1).unwrap().is_empty());
-        assert_eq!(lt.locked_keys(), 0);
-    }
-
-    #[test]
-    fn a_device_waits_for_host_holders_and_the_host_for_devices() {
-        let (lt, slt) = integrated();
-        assert_eq!(
-            lt.acquire(TxId(1), K1, None).unwrap(),
-            Acquired::Immediately
-        );
-        let slt2 = slt.clone();
-        let dev = thread::spawn(move || slt2.acquire_device(K1, tag(9), Duration::from_secs(10)));
-        while slt.load(K1).unwrap().len() < 2 {
-            thread::yield_now();
-        }
-        // The device queued behind T1; T2 must queue behind the device.
-        let lt2 = lt.clone();
-        let t2 = thread::spawn(move || lt2.acquire(TxId(2), K1, None));
-        while slt.load(K1).unwrap().len() < 3 {
-            thread::yield_now();
-        }
-        lt.release_all(TxId(1), &[K1]);
-        assert_eq!(
-            dev.join().unwrap().unwrap(),
-            ndpdb_slt::DeviceGrant::AfterWait
-        );
-        assert!(!t2.is_finished());
-        lt.release_device(K1, tag(9)).unwrap();
-        assert_eq!(t2.join().unwrap().unwrap(), Acquired::AfterWait);
-        lt.release_all(TxId(2), &[K1]);
-        assert!(slt.load(K1).unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_lock_timeout_behind_a_device_leaves_no_entry() {
-        let (lt, slt) = integrated();
-        slt.acquire_device(K1, tag(3), Duration::from_secs(1))
-            .unwrap();
-        let e = lt
-            .acquire(TxId(1), K1, Some(Duration::from_millis(20)))
-            .unwrap_err();
-        assert_eq!(e.code, SqlState::LOCK_NOT_AVAILABLE);
-        assert_eq!(format!("{:?}", slt.load(K1).unwrap()), "[D3 _ _ _ _ _ _ _]");
-        assert!(!lt.try_acquire(TxId(2), K1));
-        lt.release_device(K1, tag(3)).unwrap();
-        assert!(lt.try_acquire(TxId(2), K1));
-        lt.release_all(TxId(2), &[K1]);
-        assert!(slt.load(K1).unwrap().is_empty());
-        assert_eq!(lt.locked_keys(), 0);
-    }
-
-    #[test]
-    fn host_only_behaviour_is_unchanged_with_an_slt() {
-        let (lt, slt) = integrated();
-        deadlock_scenario(&lt);
-        lt.release_all(TxId(1), &[K1, K2]);
-        assert!(slt.load(K1).unwrap().is_empty() && slt.load(K2).unwrap().is_empty());
-    }
-
-    #[test]
-    fn lock_timeout() {
-        let lt = LockTable::new();
-        lt.acquire(TxId(1), K1, None).unwrap();
-        let e = lt
-            .acquire(TxId(2), K1, Some(Duration::from_millis(20)))
-            .unwrap_err();
-        assert_eq!(e.code, SqlState::LOCK_NOT_AVAILABLE);
-        assert_eq!(lt.waiting(), 0);
-    }
-}
+mod tests;
