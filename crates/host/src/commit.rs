@@ -234,6 +234,7 @@ impl DbInner {
                         txid,
                         table: part.table,
                         start: Some(start),
+                        overflow: part.overflow.map(|o| (o.bytes, o.crc)),
                         l2p: part.result.delta_l2p.clone(),
                         vids: part.result.delta_vids.clone(),
                     });

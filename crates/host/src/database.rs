@@ -155,6 +155,9 @@ pub(crate) struct DbInner {
     user_handles: AtomicU64,
     /// SLT tags of transactions with update jobs.
     pub(crate) ndp_tags: Mutex<crate::ndp_update::TagPool>,
+    /// Overflow logs of committed transactions: removed by the next
+    /// checkpoint (see `overflow_log`).
+    pub(crate) overflow_committed: Mutex<Vec<Lsn>>,
     flush_lock: Mutex<()>,
     pub(crate) checkpoint_gate: RwLock<()>,
     failed: AtomicBool,
@@ -406,6 +409,8 @@ impl Database {
                     txid,
                     table,
                     start,
+                    // Media recovery's: the device's pages are here.
+                    overflow: _,
                     l2p: pages,
                     vids,
                 } => {
@@ -489,6 +494,7 @@ impl Database {
             gc_due: AtomicBool::new(false),
             user_handles: AtomicU64::new(1),
             ndp_tags: Mutex::new(Default::default()),
+            overflow_committed: Mutex::new(Vec::new()),
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
             failed: AtomicBool::new(false),
@@ -502,6 +508,8 @@ impl Database {
         };
         db.inner.finish_pk_indexes(&pk_loaded)?;
         db.checkpoint()?;
+        // The replayed jobs' pages are in the device's maps now.
+        crate::overflow_log::remove_all(&db.inner.dir)?;
         Autovacuum::start(&db.inner);
         Ok(db)
     }
@@ -716,6 +724,14 @@ impl Database {
             (
                 "ndp.device_lock_micros".into(),
                 get(&c.ndp_device_lock_micros) as i64,
+            ),
+            (
+                "ndp.overflow_bytes".into(),
+                get(&c.ndp_overflow_bytes) as i64,
+            ),
+            (
+                "ndp.overflow_micros".into(),
+                get(&c.ndp_overflow_micros) as i64,
             ),
             (
                 "ndp.host_release_micros".into(),
@@ -1122,9 +1138,14 @@ impl DbInner {
         self.flush()?;
         let next_txid = self.txm.next_txid();
         self.save_pk_indexes(next_txid);
+        let covered = std::mem::take(&mut *self.overflow_committed.lock());
         if let Err(e) = self.wal.checkpoint(CheckpointInfo { next_txid }) {
             self.fail();
             return Err(e.into());
+        }
+        // The maps now hold those jobs' pages durably.
+        for start in covered {
+            crate::overflow_log::remove(&self.dir, start)?;
         }
         EngineCounters::inc(&self.counters.checkpoints);
         Ok(())

@@ -43,8 +43,12 @@ pub(crate) struct NdpPart {
     pub table: TableId,
     pub tag: DeviceTag,
     pub result: ModifyResult,
-    /// Logged with Start-NDP / End-NDP (`ndp_logging = basic`).
+    /// Logged with Start-NDP / End-NDP (`ndp_logging = basic | extended`).
     pub logged: bool,
+    /// `ndp_logging = extended`: its overflow log, moved to the host at
+    /// commit.
+    pub extended: bool,
+    pub overflow: Option<crate::overflow_log::OverflowRef>,
     /// The LSN of its Start-NDP record, which End-NDP names.
     pub start_ndp: Option<ndpdb_formats::Lsn>,
 }
@@ -74,6 +78,37 @@ fn initial_pages(ts: &TableState) -> usize {
 
 fn decode_err(e: ndpdb_formats::Error) -> Error {
     Error::new(SqlState::DATA_CORRUPTED, format!("NDP reply: {e}"))
+}
+
+/// What update jobs log (`SET ndp_logging`, update NDP §6): nothing (the
+/// commit checkpoints instead), Start-/End-NDP records, or those plus an
+/// overflow log of the new versions moved to the host before commit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum NdpLogging {
+    Off,
+    #[default]
+    Basic,
+    Extended,
+}
+
+impl NdpLogging {
+    pub fn name(self) -> &'static str {
+        match self {
+            NdpLogging::Off => "off",
+            NdpLogging::Basic => "basic",
+            NdpLogging::Extended => "extended",
+        }
+    }
+
+    /// `off`, `basic` (also `on`) or `extended`.
+    pub fn parse(s: &str) -> Option<NdpLogging> {
+        Some(match s.trim().to_ascii_lowercase().as_str() {
+            "off" | "false" => NdpLogging::Off,
+            "basic" | "on" | "true" => NdpLogging::Basic,
+            "extended" => NdpLogging::Extended,
+            _ => return None,
+        })
+    }
 }
 
 /// SLT tags of the transactions with update jobs: unique among them.
@@ -179,7 +214,8 @@ impl Transaction {
         }
         inv.lock_timeout_ms = self.ndp_lock_wait_ms();
         // Start-NDP: all call parameters, before the device starts.
-        let logged = self.ndp_logging();
+        let logging = self.ndp_logging();
+        let logged = logging != NdpLogging::Off;
         let mut start_ndp = None;
         if logged {
             let mut w = Writer::new();
@@ -210,6 +246,8 @@ impl Transaction {
             tag,
             result,
             logged,
+            extended: logging == NdpLogging::Extended,
+            overflow: None,
             start_ndp,
         };
         if let Err(e) = pages_ok {
@@ -319,6 +357,8 @@ impl Transaction {
             result,
             // Locks only: no versions, nothing to log.
             logged: true,
+            extended: false,
+            overflow: None,
             start_ndp: None,
         };
         if let Err(e) = pages_ok {

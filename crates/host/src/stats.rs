@@ -47,6 +47,10 @@ pub struct EngineCounters {
     pub ndp_device_lock_micros: AtomicU64,
     /// Host time spent releasing update jobs' SLT locks at transaction end.
     pub ndp_host_release_micros: AtomicU64,
+    /// Extended NDP logging: overflow-log bytes moved from the device to
+    /// the host, and the time moving them took.
+    pub ndp_overflow_bytes: AtomicU64,
+    pub ndp_overflow_micros: AtomicU64,
 }
 
 impl EngineCounters {

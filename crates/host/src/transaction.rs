@@ -95,7 +95,7 @@ pub struct Transaction {
     /// The rows the last in-storage SELECT … FOR UPDATE locked.
     for_update: Option<crate::ndp_update::ForUpdate>,
     /// Basic NDP logging (Start-NDP / End-NDP records) for update jobs.
-    ndp_logging: bool,
+    ndp_logging: crate::ndp_update::NdpLogging,
     /// Cancellation and statement timeout of the session running this.
     interrupt: Option<Interrupt>,
     /// Threads a host scan runs on.
@@ -125,7 +125,7 @@ impl Database {
             ndp_buckets: FxHashSet::default(),
             ndp_tag: None,
             for_update: None,
-            ndp_logging: true,
+            ndp_logging: crate::ndp_update::NdpLogging::Basic,
             interrupt: None,
             host_workers: crate::page_scan::DEFAULT_HOST_WORKERS,
             lock_wait: LockWait {
@@ -165,15 +165,16 @@ impl Transaction {
                 .any(|p| p.table == table && !p.result.delta_vids.is_empty())
     }
 
-    /// `ndp_logging = basic` (true) or `off`: without NDP log records an
-    /// update job's changes are durable only once the checkpoint that
-    /// follows its commit has merged them into the device's maps (a crash
-    /// in between loses them: the papers' no-logging baseline).
-    pub fn set_ndp_logging(&mut self, basic: bool) {
-        self.ndp_logging = basic;
+    /// `ndp_logging`: without NDP log records (`off`) an update job's
+    /// changes are durable only once the checkpoint that follows its
+    /// commit has merged them into the device's maps (the papers'
+    /// no-logging baseline); `extended` moves each job's overflow log to
+    /// the host before the commit record.
+    pub fn set_ndp_logging(&mut self, logging: crate::ndp_update::NdpLogging) {
+        self.ndp_logging = logging;
     }
 
-    pub(crate) fn ndp_logging(&self) -> bool {
+    pub(crate) fn ndp_logging(&self) -> crate::ndp_update::NdpLogging {
         self.ndp_logging
     }
 
@@ -803,6 +804,39 @@ impl Transaction {
         })
     }
 
+    /// Moves the overflow log of each update job run with
+    /// `ndp_logging = extended` from the device to the host.
+    fn move_overflow_logs(&mut self) -> Result<()> {
+        let inner = self.db.inner.clone();
+        let id = self.id;
+        for part in &mut self.ndp_parts {
+            let Some(start) = part.start_ndp else {
+                continue;
+            };
+            if !part.extended || part.overflow.is_some() || part.result.delta_l2p.is_empty() {
+                continue;
+            }
+            let t = std::time::Instant::now();
+            let log = crate::overflow_log::write(
+                &inner.dir,
+                &inner.device,
+                id,
+                part.table,
+                start,
+                &part.result.delta_l2p,
+            )?;
+            let c = &inner.counters;
+            c.ndp_overflow_bytes
+                .fetch_add(log.bytes, std::sync::atomic::Ordering::Relaxed);
+            c.ndp_overflow_micros.fetch_add(
+                t.elapsed().as_micros() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
+            part.overflow = Some(log);
+        }
+        Ok(())
+    }
+
     /// Ends the transaction: `committed` says whether its update-NDP
     /// pages are now referenced (else they go back to the free list).
     fn end(&mut self, committed: bool) {
@@ -821,6 +855,15 @@ impl Transaction {
             );
         }
         for part in self.ndp_parts.drain(..) {
+            if let (true, Some(start)) = (part.extended, part.start_ndp) {
+                if committed {
+                    inner.overflow_committed.lock().push(start);
+                } else {
+                    // Also a file left half written by a failed move; a
+                    // failure here leaves a file the next open removes.
+                    let _ = crate::overflow_log::remove(&inner.dir, start);
+                }
+            }
             if !committed {
                 // The job's pages were mapped when it ended.
                 inner.release_mapped(&part.result.delta_l2p);
@@ -844,6 +887,9 @@ impl Transaction {
 
     /// Commits: returns once the commit is durable.
     pub fn commit(mut self) -> Result<()> {
+        // Extended NDP logging: the overflow logs reach the host first (a
+        // failure aborts: dropping `self` removes what was written).
+        self.move_overflow_logs()?;
         let mut writes = std::mem::take(&mut self.writes);
         let versions: Vec<PendingVersion> = self
             .order

@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ndpdb_formats::{DataType, SqlState, Value};
-use ndpdb_host::{Database, Interrupt, Isolation, LockWait, Transaction};
+use ndpdb_host::{Database, Interrupt, Isolation, LockWait, NdpLogging, Transaction};
 use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, TransactionMode};
 
 use crate::ddl;
@@ -80,8 +80,8 @@ pub struct Session {
     ndp_preload: bool,
     /// Threads of a host scan (`SET host_workers`).
     host_workers: usize,
-    /// `SET ndp_logging = basic | off`.
-    ndp_logging: bool,
+    /// `SET ndp_logging = off | basic | extended`.
+    ndp_logging: NdpLogging,
     settings: BTreeMap<String, String>,
     /// Statements outside a block join one implicit transaction.
     implicit: bool,
@@ -164,7 +164,7 @@ impl Session {
             ndp_pes: 0,
             ndp_preload: true,
             host_workers: ndpdb_host::page_scan::DEFAULT_HOST_WORKERS,
-            ndp_logging: true,
+            ndp_logging: NdpLogging::Basic,
             settings: BTreeMap::new(),
             implicit: false,
             notices: Vec::new(),
@@ -750,16 +750,12 @@ impl Session {
                         })?
                     }
                     "ndp_logging" => {
-                        self.ndp_logging = match value.to_ascii_lowercase().as_str() {
-                            "basic" | "on" => true,
-                            "off" => false,
-                            v => {
-                                return Err(Error::new(
-                                    SqlState::INVALID_PARAMETER_VALUE,
-                                    format!("invalid value for parameter \"ndp_logging\": \"{v}\" (basic or off)"),
-                                ))
-                            }
-                        }
+                        self.ndp_logging = NdpLogging::parse(&value).ok_or_else(|| {
+                            Error::new(
+                                SqlState::INVALID_PARAMETER_VALUE,
+                                format!("invalid value for parameter \"ndp_logging\": \"{value}\" (off, basic or extended)"),
+                            )
+                        })?
                     }
                     "ndp_preload" => {
                         self.ndp_preload = ndpdb_formats::value::parse_bool(&value)?;
@@ -848,7 +844,7 @@ impl Session {
             "ndp_pes" => self.ndp_pes.to_string(),
             "ndp_preload" => if self.ndp_preload { "on" } else { "off" }.to_string(),
             "host_workers" => self.host_workers.to_string(),
-            "ndp_logging" => if self.ndp_logging { "basic" } else { "off" }.to_string(),
+            "ndp_logging" => self.ndp_logging.name().to_string(),
             "server_version" => "15.0 (ndpdb 0.1.0)".into(),
             "server_encoding" => "UTF8".into(),
             "server_version_num" => "150000".into(),

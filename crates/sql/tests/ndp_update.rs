@@ -336,6 +336,7 @@ fn recovery_checks_that_end_ndp_names_its_start_ndp() {
                 txid,
                 table: ndpdb_formats::TableId(1),
                 start: Some(not_a_start),
+                overflow: None,
                 l2p: Vec::new(),
                 vids: Vec::new(),
             },
@@ -609,7 +610,7 @@ fn unlogged_ndp_updates_are_flushed_at_commit() {
             "{}",
             db.stat("wal.bytes") - wal
         );
-        assert!(s.execute("SET ndp_logging = extended").is_err());
+        assert!(s.execute("SET ndp_logging = verbose").is_err());
         db.close_like_a_crash();
     }
     let db = Database::open_with(dir.path(), config()).unwrap();

@@ -38,11 +38,13 @@ pub enum WalRecord {
     /// pages are already durable on the device; recovery re-applies the
     /// deltas of committed transactions and ignores the rest. `start` is
     /// the LSN of the call's Start-NDP record (`None` in records written
-    /// before End-NDP named it).
+    /// before End-NDP named it). `overflow`: with extended NDP logging,
+    /// the size and CRC of the job's overflow log (named by `start`).
     EndNdp {
         txid: TxId,
         table: TableId,
         start: Option<Lsn>,
+        overflow: Option<(u64, u32)>,
         l2p: Vec<(Lpn, Ppn)>,
         vids: Vec<DeltaVid>,
     },
@@ -66,6 +68,8 @@ const KIND_END_NDP: u8 = 5;
 const KIND_GC: u8 = 6;
 /// End-NDP naming its Start-NDP record (kind 5 is End-NDP without it).
 const KIND_END_NDP_AT: u8 = 7;
+/// End-NDP naming its Start-NDP record and its overflow log.
+const KIND_END_NDP_OVERFLOW: u8 = 8;
 
 impl WalRecord {
     pub fn encode(&self, w: &mut Writer) {
@@ -103,12 +107,21 @@ impl WalRecord {
                 txid,
                 table,
                 start,
+                overflow,
                 l2p,
                 vids,
             } => {
-                match start {
-                    Some(lsn) => w.u8(KIND_END_NDP_AT).u64(txid.0).u32(table.0).u64(lsn.0),
-                    None => w.u8(KIND_END_NDP).u64(txid.0).u32(table.0),
+                match (start, overflow) {
+                    (Some(lsn), Some((bytes, crc))) => w
+                        .u8(KIND_END_NDP_OVERFLOW)
+                        .u64(txid.0)
+                        .u32(table.0)
+                        .u64(lsn.0)
+                        .u64(*bytes)
+                        .u32(*crc),
+                    (Some(lsn), None) => w.u8(KIND_END_NDP_AT).u64(txid.0).u32(table.0).u64(lsn.0),
+                    // An overflow log is named by its Start-NDP LSN.
+                    (None, _) => w.u8(KIND_END_NDP).u64(txid.0).u32(table.0),
                 };
                 encode_pages(l2p, w);
                 encode_delta_vids(vids, w);
@@ -159,6 +172,7 @@ impl WalRecord {
                 txid: TxId(r.u64()?),
                 table: TableId(r.u32()?),
                 start: None,
+                overflow: None,
                 l2p: decode_pages(r)?,
                 vids: decode_delta_vids(r)?,
             },
@@ -166,6 +180,15 @@ impl WalRecord {
                 txid: TxId(r.u64()?),
                 table: TableId(r.u32()?),
                 start: Some(Lsn(r.u64()?)),
+                overflow: None,
+                l2p: decode_pages(r)?,
+                vids: decode_delta_vids(r)?,
+            },
+            KIND_END_NDP_OVERFLOW => WalRecord::EndNdp {
+                txid: TxId(r.u64()?),
+                table: TableId(r.u32()?),
+                start: Some(Lsn(r.u64()?)),
+                overflow: Some((r.u64()?, r.u32()?)),
                 l2p: decode_pages(r)?,
                 vids: decode_delta_vids(r)?,
             },
@@ -197,6 +220,7 @@ mod tests {
                 txid: TxId(7),
                 table: TableId(2),
                 start: Some(Lsn(4096)),
+                overflow: None,
                 l2p: vec![(Lpn(40), Ppn(41))],
                 vids: vec![DeltaVid {
                     vid: Vid(5),
@@ -208,7 +232,16 @@ mod tests {
                 txid: TxId(8),
                 table: TableId(2),
                 start: None,
+                overflow: None,
                 l2p: vec![],
+                vids: vec![],
+            },
+            WalRecord::EndNdp {
+                txid: TxId(9),
+                table: TableId(3),
+                start: Some(Lsn(777)),
+                overflow: Some((3 * 8192 + 40, 0xdead_beef)),
+                l2p: vec![(Lpn(4), Ppn(5))],
                 vids: vec![],
             },
             WalRecord::Gc {

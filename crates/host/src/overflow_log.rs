@@ -1,0 +1,241 @@
+//! The overflow log of extended NDP logging (update NDP §6.2, Fig. 14):
+//! the redo of an update job's new versions moves from the device to the
+//! host before its transaction commits, so that the host holds what
+//! media recovery needs once the device's store is lost.
+//!
+//! ```text
+//!  device  the job's pages (ΔL2P) ──READ_PAGES, 1 MiB at a time──┐
+//!  host    overflow/<Start-NDP LSN>.ovf  ◄───────────────────────┘  fsync file + dir
+//!          End-NDP (WAL kind 8) names it by that LSN, its size and CRC
+//!          commit record
+//! ```
+//!
+//! The redo is physical: the pages as the device wrote them (PAX images
+//! with their own checksums), so replaying a file is writing its pages
+//! back and mapping them. One file per job, written whole before the
+//! commit record; a job of a transaction that aborts has its file
+//! removed. Byte layout (little endian):
+//!
+//! ```text
+//!  magic "NDPOVF1\n" | TxId u64 | table u32 | Start-NDP LSN u64 | n u32
+//!  n × (LPN u64 | PPN u64 | page [8192])
+//!  crc32 u32 over every byte before it
+//! ```
+//!
+//! Until base backups exist a file is needed only until the device's maps
+//! hold its job's pages durably: a checkpoint removes the files of
+//! transactions whose End-NDP it covers.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use ndpdb_formats::codec::Reader;
+use ndpdb_formats::page::PAGE_SIZE;
+use ndpdb_formats::{Lpn, Lsn, Ppn, SqlState, TableId, TxId};
+use ndpdb_link::DeviceClient;
+
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"NDPOVF1\n";
+/// Pages per READ_PAGES while moving a log.
+const BATCH_PAGES: usize = 128;
+const HEADER: usize = 8 + 8 + 4 + 8 + 4;
+const ENTRY: usize = 8 + 8 + PAGE_SIZE;
+
+/// Where a job's overflow log is, as its End-NDP record names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OverflowRef {
+    /// The job's Start-NDP LSN (the file's name).
+    pub start: Lsn,
+    pub bytes: u64,
+    pub crc: u32,
+}
+
+/// One overflow log read back.
+#[derive(Debug)]
+pub struct OverflowLog {
+    pub txid: TxId,
+    pub table: TableId,
+    pub start: Lsn,
+    pub pages: Vec<(Lpn, Ppn, Vec<u8>)>,
+}
+
+pub(crate) fn dir_of(db_dir: &Path) -> PathBuf {
+    db_dir.join("overflow")
+}
+
+pub(crate) fn path_of(db_dir: &Path, start: Lsn) -> PathBuf {
+    dir_of(db_dir).join(format!("{:020}.ovf", start.0))
+}
+
+fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::new(
+        SqlState::IO_ERROR,
+        format!("could not {what} overflow log \"{}\": {e}", path.display()),
+    )
+}
+
+/// Moves the log of a job that wrote `pages`: reads them from the device
+/// and writes them to the job's file, durably.
+pub(crate) fn write(
+    db_dir: &Path,
+    device: &DeviceClient,
+    txid: TxId,
+    table: TableId,
+    start: Lsn,
+    pages: &[(Lpn, Ppn)],
+) -> Result<OverflowRef> {
+    let dir = dir_of(db_dir);
+    fs::create_dir_all(&dir).map_err(|e| io("create the directory of", &dir, e))?;
+    let path = path_of(db_dir, start);
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| io("create", &path, e))?;
+    let mut out = Checksummed::new(BufWriter::with_capacity(1 << 20, file));
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&txid.0.to_le_bytes());
+    header.extend_from_slice(&table.0.to_le_bytes());
+    header.extend_from_slice(&start.0.to_le_bytes());
+    header.extend_from_slice(&(pages.len() as u32).to_le_bytes());
+    out.write(&header).map_err(|e| io("write", &path, e))?;
+    for batch in pages.chunks(BATCH_PAGES) {
+        let images = device.read_pages(batch.iter().map(|(_, p)| *p).collect())?;
+        for ((lpn, ppn), image) in batch.iter().zip(images) {
+            if image.len() != PAGE_SIZE {
+                return Err(Error::new(
+                    SqlState::DATA_CORRUPTED,
+                    format!("device page {} has {} bytes", ppn.0, image.len()),
+                ));
+            }
+            out.write(&lpn.0.to_le_bytes())
+                .and_then(|_| out.write(&ppn.0.to_le_bytes()))
+                .and_then(|_| out.write(&image))
+                .map_err(|e| io("write", &path, e))?;
+        }
+    }
+    let (crc, bytes, mut w) = out.finish();
+    w.write_all(&crc.to_le_bytes())
+        .and_then(|_| w.flush())
+        .map_err(|e| io("write", &path, e))?;
+    let file = w
+        .into_inner()
+        .map_err(|e| io("write", &path, e.into_error()))?;
+    file.sync_all().map_err(|e| io("sync", &path, e))?;
+    File::open(&dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| io("sync the directory of", &path, e))?;
+    Ok(OverflowRef {
+        start,
+        bytes: bytes + 4,
+        crc,
+    })
+}
+
+/// Reads and checks the log `r` names.
+pub fn read(db_dir: &Path, r: &OverflowRef) -> Result<OverflowLog> {
+    let path = path_of(db_dir, r.start);
+    let bytes = fs::read(&path).map_err(|e| io("read", &path, e))?;
+    let corrupt = |what: String| {
+        Error::from(ndpdb_formats::Error::corrupted(format!(
+            "overflow log \"{}\": {what}",
+            path.display()
+        )))
+    };
+    if bytes.len() as u64 != r.bytes || bytes.len() < HEADER + 4 {
+        return Err(corrupt(format!(
+            "{} bytes, End-NDP says {}",
+            bytes.len(),
+            r.bytes
+        )));
+    }
+    let (body, tail) = bytes.split_at(bytes.len() - 4);
+    let stored = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+    let crc = crc32fast::hash(body);
+    if crc != stored || crc != r.crc {
+        return Err(corrupt(format!(
+            "checksum {crc:08x}, stored {stored:08x}, End-NDP says {:08x}",
+            r.crc
+        )));
+    }
+    let mut rd = Reader::new(body);
+    let decode = |e: ndpdb_formats::Error| corrupt(e.to_string());
+    if rd.take(8).map_err(decode)? != MAGIC {
+        return Err(corrupt("not an overflow log".into()));
+    }
+    let txid = TxId(rd.u64().map_err(decode)?);
+    let table = TableId(rd.u32().map_err(decode)?);
+    let start = Lsn(rd.u64().map_err(decode)?);
+    let n = rd.count(ENTRY).map_err(decode)?;
+    if start != r.start {
+        return Err(corrupt(format!("written for LSN {}", start.0)));
+    }
+    let mut pages = Vec::with_capacity(n);
+    for _ in 0..n {
+        let lpn = Lpn(rd.u64().map_err(decode)?);
+        let ppn = Ppn(rd.u64().map_err(decode)?);
+        pages.push((lpn, ppn, rd.take(PAGE_SIZE).map_err(decode)?.to_vec()));
+    }
+    rd.finish("overflow log").map_err(decode)?;
+    Ok(OverflowLog {
+        txid,
+        table,
+        start,
+        pages,
+    })
+}
+
+/// Removes the log of the job that started at `start` (if any).
+pub(crate) fn remove(db_dir: &Path, start: Lsn) -> Result<()> {
+    let path = path_of(db_dir, start);
+    match fs::remove_file(&path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io("remove", &path, e)),
+    }
+}
+
+/// Removes every log file (at open, before any job of this run).
+pub(crate) fn remove_all(db_dir: &Path) -> Result<()> {
+    let dir = dir_of(db_dir);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        if e.path().extension().is_some_and(|x| x == "ovf") {
+            fs::remove_file(e.path()).map_err(|err| io("remove", &e.path(), err))?;
+        }
+    }
+    Ok(())
+}
+
+/// A writer that checksums and counts what passes through it.
+struct Checksummed<W: Write> {
+    inner: W,
+    crc: crc32fast::Hasher,
+    bytes: u64,
+}
+
+impl<W: Write> Checksummed<W> {
+    fn new(inner: W) -> Self {
+        Checksummed {
+            inner,
+            crc: crc32fast::Hasher::new(),
+            bytes: 0,
+        }
+    }
+
+    fn write(&mut self, b: &[u8]) -> std::io::Result<()> {
+        self.crc.update(b);
+        self.bytes += b.len() as u64;
+        self.inner.write_all(b)
+    }
+
+    fn finish(self) -> (u32, u64, W) {
+        (self.crc.finalize(), self.bytes, self.inner)
+    }
+}
