@@ -84,5 +84,17 @@ as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$RUN_DIR/server.log" -w start >/dev/null
 as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -qc "CREATE DATABASE bench" >/dev/null
 
 export NDPDB_POSTGRES="host=127.0.0.1 port=${PORT} user=postgres dbname=bench"
+# pg_ctl for this cluster, for benchmarks that crash and restart it
+# (`ndpdb bench recovery`): `$NDPDB_POSTGRES_CTL stop -m immediate`, `… start -w`.
+CTL="$RUN_DIR/pg_ctl"
+cat > "$CTL" <<EOF
+#!/bin/sh
+cmd=\$1; shift
+if [ "\$(id -u)" -eq 0 ]; then run="runuser -u postgres --"; else run=""; fi
+if [ "\$cmd" = start ]; then exec \$run "$PGBIN/pg_ctl" -D "$DATA" -l "$RUN_DIR/server.log" start "\$@"; fi
+exec \$run "$PGBIN/pg_ctl" -D "$DATA" "\$cmd" "\$@"
+EOF
+chmod 755 "$CTL"
+export NDPDB_POSTGRES_CTL="$CTL"
 echo "PostgreSQL $(as_pg "$PGBIN/postgres" --version | awk '{print $3}') on port $PORT ($DATA), shared_buffers ${SHARED_BUFFERS_MIB}MB" >&2
 "$@"

@@ -8,6 +8,7 @@
 //! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
 //! - [`mixed`]: YCSB with an injected bulk UPDATE, host vs update NDP.
 //! - [`pin`]: pinning host threads to CPUs.
+//! - [`recovery`]: a full-table update, a crash, the time to recover (NDP logging modes, PostgreSQL).
 //! - [`plot`]: PNG line and bar charts.
 //! - [`target`]: embedded ndpdb, an ndpdb server or PostgreSQL as the target.
 //! - [`sltbench`]: shared-lock-table latency, host and device side.
@@ -24,6 +25,7 @@ pub mod htap;
 pub mod mixed;
 pub mod pin;
 pub mod plot;
+pub mod recovery;
 pub mod report;
 pub mod sltbench;
 pub mod target;

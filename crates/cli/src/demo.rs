@@ -122,6 +122,9 @@ pub enum Bench {
     /// YCSB-A while rounds of full-table UPDATEs run: store size, live
     /// data and throughput over time (garbage collection at work).
     Churn(crate::churn::ChurnArgs),
+    /// A full-table UPDATE, a crash and the time to recover (update NDP
+    /// Fig. 24): ndpdb under each NDP logging mode beside PostgreSQL.
+    Recovery(crate::recovery::RecoveryArgs),
     /// YCSB-C on the host with an analytic query every few seconds, the
     /// query on the host and then on the device; throughput over time.
     HtapRead {
@@ -816,6 +819,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Bench::Churn(args) => crate::churn::run(args),
+        Bench::Recovery(args) => crate::recovery::run(args),
         Bench::Hostile(run) => {
             println!(
                 "settings: {} records, YCSB-C, {} well-formed clients, {} attackers, {} s per run, seed {}, IN list of {} keys",

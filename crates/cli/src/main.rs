@@ -3,6 +3,7 @@
 mod churn;
 mod crash_worker;
 mod demo;
+mod recovery;
 mod sql;
 mod targets;
 
