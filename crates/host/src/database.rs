@@ -508,8 +508,13 @@ impl Database {
         };
         db.inner.finish_pk_indexes(&pk_loaded)?;
         db.checkpoint()?;
-        // The replayed jobs' pages are in the device's maps now.
-        crate::overflow_log::remove_all(&db.inner.dir)?;
+        // The replayed jobs' pages are in the device's maps now: their logs
+        // go with the next checkpoint (removing a gigabyte of them here
+        // would double the time to open).
+        db.inner
+            .overflow_committed
+            .lock()
+            .extend(crate::overflow_log::list(&db.inner.dir)?);
         Autovacuum::start(&db.inner);
         Ok(db)
     }

@@ -24,7 +24,8 @@
 //!
 //! Until base backups exist a file is needed only until the device's maps
 //! hold its job's pages durably: a checkpoint removes the files of
-//! transactions whose End-NDP it covers.
+//! transactions whose End-NDP it covers, and those an open finds (its
+//! recovery has put their pages into the maps) go with its next one.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -199,18 +200,24 @@ pub(crate) fn remove(db_dir: &Path, start: Lsn) -> Result<()> {
     }
 }
 
-/// Removes every log file (at open, before any job of this run).
-pub(crate) fn remove_all(db_dir: &Path) -> Result<()> {
+/// The Start-NDP LSNs of the log files there are (at open, before any
+/// job of this run).
+pub(crate) fn list(db_dir: &Path) -> Result<Vec<Lsn>> {
     let dir = dir_of(db_dir);
-    let Ok(entries) = fs::read_dir(&dir) else {
-        return Ok(());
+    let entries = match fs::read_dir(&dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io("list", &dir, e)),
     };
+    let mut out = Vec::new();
     for e in entries.flatten() {
-        if e.path().extension().is_some_and(|x| x == "ovf") {
-            fs::remove_file(e.path()).map_err(|err| io("remove", &e.path(), err))?;
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if let Some(n) = name.strip_suffix(".ovf").and_then(|s| s.parse().ok()) {
+            out.push(Lsn(n));
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 /// A writer that checksums and counts what passes through it.
