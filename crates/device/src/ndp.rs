@@ -53,6 +53,9 @@ struct Job {
     done: Condvar,
     result: Mutex<Option<Vec<u8>>>,
     cancel: AtomicBool,
+    /// An update, lock or GC job: cancelled, it still ends with a result
+    /// (its locks and pages), which the host collects with NDP_RESULT.
+    runs_to_end: bool,
     /// Update NDP: the invocation's pre-allocated pages.
     space: SpacePool,
 }
@@ -145,6 +148,7 @@ impl NdpEngine {
                 }
                 .clamp(1, 64);
                 let space = inv.space.clone();
+                let runs_to_end = inv.op.runs_to_end();
                 let job = Arc::new_cyclic(|weak: &std::sync::Weak<Job>| {
                     let weak = weak.clone();
                     Job {
@@ -165,6 +169,7 @@ impl NdpEngine {
                         done: Condvar::new(),
                         result: Mutex::new(None),
                         cancel: AtomicBool::new(false),
+                        runs_to_end,
                         space: SpacePool::new(
                             space,
                             Box::new(move || {
@@ -238,7 +243,16 @@ impl NdpEngine {
             }
             Opcode::NdpAbort => {
                 let id = r.u64().map_err(link_err)?;
-                if let Some(job) = self.jobs.lock().remove(&id) {
+                let mut jobs = self.jobs.lock();
+                // A job that runs to its end stops at its next lock wait or
+                // tuple and fails; its result stays for NDP_RESULT. Any
+                // other is dropped at once.
+                let job = match jobs.get(&id) {
+                    Some(j) if j.runs_to_end => Some(j.clone()),
+                    _ => jobs.remove(&id),
+                };
+                drop(jobs);
+                if let Some(job) = job {
                     job.cancel.store(true, Ordering::Relaxed);
                     job.space.wake();
                 }

@@ -31,9 +31,9 @@ pub struct Config {
     /// power of two). 0 = no SLT: host locks only, no device locking.
     pub slt_buckets: usize,
     /// How long a device PE waits for one tuple lock when `lock_timeout`
-    /// is unset. A cycle with a host waiter in it is found by that
-    /// waiter's deadlock search; one of device jobs only is ended by this
-    /// bound (the job fails with 40001).
+    /// is unset: a backstop. Deadlocks are found by the searches that
+    /// host waiters and the callers of device jobs run after
+    /// `deadlock_timeout` (the job then fails with 55P03).
     pub ndp_lock_wait: Duration,
     /// Background garbage collection (PostgreSQL's `autovacuum`).
     pub autovacuum: bool,

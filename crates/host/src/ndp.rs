@@ -75,6 +75,8 @@ pub(crate) struct JobOutcome {
     /// Every page the host granted the job (the invocation's space and
     /// each NDP_SPACE answer).
     pub granted: Vec<(Lpn, Ppn)>,
+    /// The job was cancelled to end a deadlock (it failed because of it).
+    pub deadlock_victim: bool,
 }
 
 impl JobOutcome {
@@ -167,6 +169,9 @@ impl Transaction {
         report.shared_transfer = t.elapsed();
         let job = JobId(Reader::new(&reply).u64().map_err(decode_err)?);
         let mut granted = inv.space.clone();
+        let mut deadlock_victim = false;
+        let deadlock_timeout = self.deadlock_timeout().max(Duration::from_millis(1));
+        let mut search_at = Instant::now() + deadlock_timeout;
         let status = loop {
             let mut w = Writer::new();
             w.u64(job.0).u32(250);
@@ -182,6 +187,17 @@ impl Transaction {
                     inner.device.ndp(Opcode::NdpAbort, w.into_inner())?;
                     return Err(e);
                 }
+            }
+            // A job that locks waits in no host queue: after
+            // deadlock_timeout its caller searches for a cycle through it.
+            if st.state == JobState::Running && inv.op.locks() && Instant::now() >= search_at {
+                if !deadlock_victim && inner.locks.device_job_is_deadlock_victim(self.id())? {
+                    deadlock_victim = true;
+                    let mut w = Writer::new();
+                    w.u64(job.0);
+                    inner.device.ndp(Opcode::NdpAbort, w.into_inner())?;
+                }
+                search_at = Instant::now() + deadlock_timeout;
             }
             match st.state {
                 JobState::Running => {}
@@ -224,6 +240,7 @@ impl Transaction {
                 status,
                 result,
                 granted,
+                deadlock_victim,
             });
         }
         let c = &inner.counters;
@@ -250,6 +267,7 @@ impl Transaction {
             status,
             result,
             granted,
+            deadlock_victim,
         })
     }
 

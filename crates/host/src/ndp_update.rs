@@ -171,6 +171,15 @@ impl DbInner {
         let _ = self.locks.release_device_keys(keys, tag);
     }
 
+    /// The error of a transaction whose device job was cancelled to end a
+    /// deadlock (counted as one).
+    pub(crate) fn deadlock_victim(&self, tx: ndpdb_formats::TxId) -> Error {
+        EngineCounters::inc(&self.counters.deadlocks);
+        Error::new(SqlState::DEADLOCK_DETECTED, "deadlock detected").with_detail(format!(
+            "The update job of transaction {tx} on the device waited for a lock held in a cycle of transactions."
+        ))
+    }
+
     /// The ΔVID predecessors that are no longer the VID head.
     pub(crate) fn stale_deltas(&self, ts: &TableState, r: &ModifyResult) -> usize {
         r.delta_vids
@@ -262,6 +271,9 @@ impl Transaction {
         }
         if let JobState::Failed(code, message) = &out.status.state {
             self.discard_failed(&part);
+            if out.deadlock_victim {
+                return Err(inner.deadlock_victim(self.id()));
+            }
             let code = SqlState::from_code(code);
             if code == SqlState::SERIALIZATION_FAILURE {
                 EngineCounters::inc(&inner.counters.ndp_early_aborts);
@@ -371,6 +383,9 @@ impl Transaction {
         }
         if let JobState::Failed(code, message) = &out.status.state {
             self.discard_failed(&part);
+            if out.deadlock_victim {
+                return Err(inner.deadlock_victim(self.id()));
+            }
             return Err(Error::new(
                 SqlState::from_code(code),
                 format!("on the device: {message}"),

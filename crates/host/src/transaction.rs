@@ -339,6 +339,10 @@ impl Transaction {
         self.lock_wait = wait;
     }
 
+    pub(crate) fn deadlock_timeout(&self) -> std::time::Duration {
+        self.lock_wait.deadlock_timeout
+    }
+
     /// How long a PE may wait for one tuple lock: the lock timeout, else
     /// the bound on waits among device jobs only (see `Config::ndp_lock_wait`).
     pub(crate) fn ndp_lock_wait_ms(&self) -> u64 {

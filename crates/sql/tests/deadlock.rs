@@ -79,6 +79,74 @@ fn a_host_transaction_and_an_ndp_update_crossing_on_two_rows() {
     assert_eq!(one(&mut h, "SELECT c FROM t WHERE k = 99"), "10");
 }
 
+/// Two transactions whose update jobs wait on each other on the device
+/// (no host waiter in the cycle): the younger one's job is cancelled and
+/// its statement fails with 40P01; the other goes on.
+#[test]
+fn two_ndp_updates_crossing_on_the_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Database::open_with(dir.path(), config()).unwrap();
+    let mut a = Session::new(db.clone());
+    for t in ["t1", "t2"] {
+        a.execute(&format!(
+            "CREATE TABLE {t} (k INT PRIMARY KEY, c BIGINT NOT NULL, g INT NOT NULL)"
+        ))
+        .unwrap();
+        let vals: Vec<String> = (0..50).map(|k| format!("({k}, 0, {k})")).collect();
+        a.execute(&format!("INSERT INTO {t} VALUES {}", vals.join(", ")))
+            .unwrap();
+    }
+    let mut b = Session::new(db.clone());
+    for s in [&mut a, &mut b] {
+        s.execute("SET ndp = on").unwrap();
+        s.execute("BEGIN").unwrap();
+    }
+    // Non-key predicates: both statements run on the device.
+    a.execute("UPDATE t1 SET c = c + 1 WHERE g = 7").unwrap();
+    b.execute("UPDATE t2 SET c = c + 1 WHERE g = 7").unwrap();
+    let first = thread::spawn(move || {
+        let r = a.execute("UPDATE t2 SET c = c + 10 WHERE g = 7");
+        (a, r)
+    });
+    thread::sleep(Duration::from_millis(300));
+    assert!(!first.is_finished(), "a's job waits for b's lock");
+    let asked = Instant::now();
+    let rb = b.execute("UPDATE t1 SET c = c + 10 WHERE g = 7");
+    let (mut a, ra) = first.join().unwrap();
+    let took = asked.elapsed();
+    let codes = [&ra, &rb].map(|r| r.as_ref().err().map(|e| e.code));
+    assert_eq!(
+        codes
+            .iter()
+            .filter(|c| **c == Some(SqlState::DEADLOCK_DETECTED))
+            .count(),
+        1,
+        "exactly one victim: {ra:?} / {rb:?}"
+    );
+    assert!(codes.iter().any(|c| c.is_none()), "{ra:?} / {rb:?}");
+    assert!(took < Duration::from_secs(4), "{took:?}");
+    let (winner, loser) = if ra.is_ok() {
+        (&mut a, &mut b)
+    } else {
+        (&mut b, &mut a)
+    };
+    loser.execute("ROLLBACK").unwrap();
+    winner.execute("COMMIT").unwrap();
+    let sum = |s: &mut Session| {
+        (
+            one(s, "SELECT sum(c) FROM t1 WHERE g = 7"),
+            one(s, "SELECT sum(c) FROM t2 WHERE g = 7"),
+        )
+    };
+    let (s1, s2) = sum(&mut a);
+    // The winner's two updates: +1 on its own table, +10 on the other.
+    assert!(
+        (s1 == "1" && s2 == "10") || (s1 == "10" && s2 == "1"),
+        "{s1} / {s2}"
+    );
+    assert!(db.stat("txn.deadlocks") >= 1);
+}
+
 /// With a short deadlock_timeout the same cycle ends sooner; a cycle of
 /// host transactions only is still found the moment it closes.
 #[test]

@@ -276,9 +276,35 @@ impl LockTable {
     /// Whether `tx`, waiting, is in a cycle of the whole wait-for graph
     /// (found by two searches in a row, see [`wait_for`]).
     fn in_deadlock(&self, g: &Inner, tx: TxId) -> Result<bool> {
+        Ok(self.cycle(g, tx)?.is_some())
+    }
+
+    /// A cycle through `tx` found by two searches in a row.
+    fn cycle(&self, g: &Inner, tx: TxId) -> Result<Option<Vec<TxId>>> {
         let slt = self.slt.as_deref();
-        Ok(wait_for::WaitFor::read(g, slt)?.cycle_through(tx)?
-            && wait_for::WaitFor::read(g, slt)?.cycle_through(tx)?)
+        if wait_for::WaitFor::read(g, slt)?
+            .cycle_through(tx)?
+            .is_none()
+        {
+            return Ok(None);
+        }
+        wait_for::WaitFor::read(g, slt)?.cycle_through(tx)
+    }
+
+    /// For a transaction whose update or lock job runs on the device (the
+    /// caller polls it, so it waits in no host queue): whether that job
+    /// should give way to end a deadlock. A cycle with a host waiter in
+    /// it is that waiter's to end (it searches too); a cycle of device
+    /// jobs only ends with its youngest transaction's job.
+    pub fn device_job_is_deadlock_victim(&self, tx: TxId) -> Result<bool> {
+        let g = self.inner.lock();
+        let Some(cycle) = self.cycle(&g, tx)? else {
+            return Ok(false);
+        };
+        if cycle.iter().any(|t| g.blocked.contains_key(t)) {
+            return Ok(false);
+        }
+        Ok(cycle.iter().max() == Some(&tx))
     }
 
     /// A waiter stops waiting for `key` (timeout or deadlock victim); an

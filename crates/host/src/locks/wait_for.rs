@@ -95,21 +95,32 @@ impl<'a> WaitFor<'a> {
         Ok(out)
     }
 
-    /// Whether `start` waits in a cycle.
-    pub(super) fn cycle_through(&self, start: TxId) -> Result<bool> {
+    /// A cycle through `start`, if it waits in one: its members, `start`
+    /// first, each waiting for the next.
+    pub(super) fn cycle_through(&self, start: TxId) -> Result<Option<Vec<TxId>>> {
         let mut stack = vec![start];
+        let mut parent: FxHashMap<TxId, TxId> = FxHashMap::default();
         let mut seen = HashSet::new();
         while let Some(t) = stack.pop() {
             for next in self.edges(t)? {
                 if next == start {
-                    return Ok(true);
+                    let mut path = vec![t];
+                    while let Some(p) = parent.get(path.last().unwrap_or(&start)) {
+                        path.push(*p);
+                    }
+                    path.reverse();
+                    if path.first() != Some(&start) {
+                        path.insert(0, start);
+                    }
+                    return Ok(Some(path));
                 }
                 if seen.insert(next) {
+                    parent.insert(next, t);
                     stack.push(next);
                 }
             }
         }
-        Ok(false)
+        Ok(None)
     }
 }
 
