@@ -27,7 +27,8 @@ use std::sync::Arc;
 
 use crate::database::{DbInner, TableState};
 use crate::error::{Error, Result};
-use crate::ndp_update::NdpPart;
+use crate::ndp::validate::stale_deltas;
+use crate::ndp::NdpPart;
 use crate::shared_state::DeltaPage;
 use crate::stats::EngineCounters;
 
@@ -213,7 +214,7 @@ impl DbInner {
             // a corrupt state), then log and apply — before the host
             // versions, whose predecessors may be the NDP versions.
             for part in ndp {
-                if self.stale_deltas(&tables[&part.table], &part.result) > 0 {
+                if !stale_deltas(&tables[&part.table], &part.result).is_empty() {
                     EngineCounters::inc(&self.counters.ndp_validation_failures);
                     return Err(Error::serialization());
                 }

@@ -154,7 +154,7 @@ pub(crate) struct DbInner {
     /// Clones of the database users hold.
     user_handles: AtomicU64,
     /// SLT tags of transactions with update jobs.
-    pub(crate) ndp_tags: Mutex<crate::ndp_update::TagPool>,
+    pub(crate) ndp_tags: Mutex<crate::ndp::TagPool>,
     /// Overflow logs of committed transactions: removed by the next
     /// checkpoint (see `overflow_log`).
     pub(crate) overflow_committed: Mutex<Vec<Lsn>>,
@@ -514,7 +514,7 @@ impl Database {
         db.inner
             .overflow_committed
             .lock()
-            .extend(crate::overflow_log::list(&db.inner.dir)?);
+            .extend(crate::ndp::overflow_log::list(&db.inner.dir)?);
         Autovacuum::start(&db.inner);
         Ok(db)
     }
@@ -1150,7 +1150,7 @@ impl DbInner {
         }
         // The maps now hold those jobs' pages durably.
         for start in covered {
-            crate::overflow_log::remove(&self.dir, start)?;
+            crate::ndp::overflow_log::remove(&self.dir, start)?;
         }
         EngineCounters::inc(&self.counters.checkpoints);
         Ok(())

@@ -12,9 +12,8 @@
 //! - [`shared_state`]: the delta buffer (new versions not yet on the device).
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
 //! - [`database`]: opening, recovery, commit, flush & append, checkpoints.
-//! - [`ndp`]: offloading scans and aggregates to the device (NDP_CALL…).
-//! - [`ndp_update`]: update NDP: UPDATE/DELETE on the device, ΔMaps validated and applied at commit.
-//! - [`overflow_log`]: extended NDP logging: a job's new pages moved to the host before commit.
+//! - [`ndp`]: near-data processing: scans, aggregates, UPDATE/DELETE and FOR UPDATE on the
+//!   device; ΔMaps validated at statement end and at commit; overflow logs.
 //! - [`gc`]: version garbage collection as an NDP job, validated and applied like update NDP.
 //! - [`space`]: free device pages, reused once nobody can read them.
 //! - `autovacuum`: the background worker that runs GC past a garbage threshold.
@@ -35,8 +34,6 @@ pub mod interrupt;
 pub mod locks;
 pub mod maps;
 pub mod ndp;
-pub mod ndp_update;
-pub mod overflow_log;
 pub mod page_scan;
 pub mod pk_index;
 pub mod shared_state;
@@ -52,7 +49,7 @@ pub use error::{Error, Result};
 pub use gc::{GcCost, GcReport};
 pub use interrupt::Interrupt;
 pub use locks::LockWait;
-pub use ndp_update::NdpLogging;
+pub use ndp::NdpLogging;
 pub use ndpdb_device::NvmProfile;
 pub use transaction::{Isolation, Transaction, WriteOutcome};
 pub use txn::Snapshot;

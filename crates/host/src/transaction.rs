@@ -27,7 +27,7 @@ use crate::database::{visible_head_row, Database, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::locks::{Acquired, LockKey, LockWait};
-use crate::ndp_update::{own_heads, NdpPart};
+use crate::ndp::{own_heads, NdpPart};
 use crate::stats::EngineCounters;
 use crate::txn::{Snapshot, Visible};
 
@@ -93,9 +93,9 @@ pub struct Transaction {
     /// The SLT tag all of this transaction's update jobs lock with.
     ndp_tag: Option<ndpdb_slt::DeviceTag>,
     /// The rows the last in-storage SELECT … FOR UPDATE locked.
-    for_update: Option<crate::ndp_update::ForUpdate>,
+    for_update: Option<crate::ndp::ForUpdate>,
     /// Basic NDP logging (Start-NDP / End-NDP records) for update jobs.
-    ndp_logging: crate::ndp_update::NdpLogging,
+    ndp_logging: crate::ndp::NdpLogging,
     /// Cancellation and statement timeout of the session running this.
     interrupt: Option<Interrupt>,
     /// Threads a host scan runs on.
@@ -125,7 +125,7 @@ impl Database {
             ndp_buckets: FxHashSet::default(),
             ndp_tag: None,
             for_update: None,
-            ndp_logging: crate::ndp_update::NdpLogging::Basic,
+            ndp_logging: crate::ndp::NdpLogging::Basic,
             interrupt: None,
             host_workers: crate::page_scan::DEFAULT_HOST_WORKERS,
             lock_wait: LockWait {
@@ -170,15 +170,15 @@ impl Transaction {
     /// commit has merged them into the device's maps (the papers'
     /// no-logging baseline); `extended` moves each job's overflow log to
     /// the host before the commit record.
-    pub fn set_ndp_logging(&mut self, logging: crate::ndp_update::NdpLogging) {
+    pub fn set_ndp_logging(&mut self, logging: crate::ndp::NdpLogging) {
         self.ndp_logging = logging;
     }
 
-    pub(crate) fn ndp_logging(&self) -> crate::ndp_update::NdpLogging {
+    pub(crate) fn ndp_logging(&self) -> crate::ndp::NdpLogging {
         self.ndp_logging
     }
 
-    pub(crate) fn set_for_update(&mut self, f: crate::ndp_update::ForUpdate) {
+    pub(crate) fn set_for_update(&mut self, f: crate::ndp::ForUpdate) {
         self.for_update = Some(f);
     }
 
@@ -189,7 +189,7 @@ impl Transaction {
         table: TableId,
         filter: &Option<ndpdb_formats::expr::Program>,
         params: &[Value],
-    ) -> Option<crate::ndp_update::ForUpdate> {
+    ) -> Option<crate::ndp::ForUpdate> {
         let same = self
             .for_update
             .as_ref()
@@ -821,7 +821,7 @@ impl Transaction {
                 continue;
             }
             let t = std::time::Instant::now();
-            let log = crate::overflow_log::write(
+            let log = crate::ndp::overflow_log::write(
                 &inner.dir,
                 &inner.device,
                 id,
@@ -865,7 +865,7 @@ impl Transaction {
                 } else {
                     // Also a file left half written by a failed move; a
                     // failure here leaves a file the next open removes.
-                    let _ = crate::overflow_log::remove(&inner.dir, start);
+                    let _ = crate::ndp::overflow_log::remove(&inner.dir, start);
                 }
             }
             if !committed {

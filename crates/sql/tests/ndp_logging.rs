@@ -5,7 +5,7 @@
 
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{SqlState, Value};
-use ndpdb_host::overflow_log::{self, OverflowRef};
+use ndpdb_host::ndp::overflow_log::{self, OverflowRef};
 use ndpdb_host::{Config, Database};
 use ndpdb_sql::{Output, Session};
 use ndpdb_wal::{Wal, WalRecord};

@@ -31,9 +31,10 @@ use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};
 use ndpdb_slt::DeviceTag;
 use ndpdb_wal::WalRecord;
 
+use super::validate::{moved_heads, stale_deltas};
+use super::{NdpReport, NdpRequest};
 use crate::database::{DbInner, TableState};
 use crate::error::{Error, Result};
-use crate::ndp::{NdpReport, NdpRequest};
 use crate::stats::EngineCounters;
 use crate::transaction::{Isolation, Transaction, WriteOutcome};
 
@@ -48,7 +49,7 @@ pub(crate) struct NdpPart {
     /// `ndp_logging = extended`: its overflow log, moved to the host at
     /// commit.
     pub extended: bool,
-    pub overflow: Option<crate::overflow_log::OverflowRef>,
+    pub overflow: Option<super::overflow_log::OverflowRef>,
     /// The LSN of its Start-NDP record, which End-NDP names.
     pub start_ndp: Option<ndpdb_formats::Lsn>,
 }
@@ -179,14 +180,6 @@ impl DbInner {
             "The update job of transaction {tx} on the device waited for a lock held in a cycle of transactions."
         ))
     }
-
-    /// The ΔVID predecessors that are no longer the VID head.
-    pub(crate) fn stale_deltas(&self, ts: &TableState, r: &ModifyResult) -> usize {
-        r.delta_vids
-            .iter()
-            .filter(|d| ts.vids.head(d.vid) != d.pred)
-            .count()
-    }
 }
 
 impl Transaction {
@@ -284,13 +277,7 @@ impl Transaction {
         // Validation: a host commit that slipped in before the device
         // locked a tuple shows as a predecessor that is not the head.
         let mut part = part;
-        let slipped: Vec<Vid> = part
-            .result
-            .delta_vids
-            .iter()
-            .filter(|d| ts.vids.head(d.vid) != d.pred)
-            .map(|d| d.vid)
-            .collect();
+        let slipped: Vec<Vid> = stale_deltas(ts, &part.result);
         if !slipped.is_empty() {
             EngineCounters::inc(&inner.counters.ndp_validation_failures);
             if self.isolation() != Isolation::ReadCommitted {
@@ -393,13 +380,7 @@ impl Transaction {
         }
         // A version that is no longer the head slipped past the locks
         // (committed on the host before the device locked it).
-        let slipped: Vec<Vid> = part
-            .result
-            .locked_versions
-            .iter()
-            .filter(|(v, read)| ts.vids.head(*v) != *read)
-            .map(|(v, _)| *v)
-            .collect();
+        let slipped: Vec<Vid> = moved_heads(ts, part.result.locked_versions.iter().copied());
         if !slipped.is_empty() && self.isolation() != Isolation::ReadCommitted {
             self.discard_failed(&part);
             EngineCounters::inc(&inner.counters.ndp_validation_failures);

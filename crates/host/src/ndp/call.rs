@@ -11,7 +11,7 @@
 //! A transaction that has uncommitted writes to the table does not
 //! offload it: its own versions live in its private write set, which the
 //! device cannot see. Update NDP (UPDATE / DELETE on the device) is in
-//! [`crate::ndp_update`]; both share [`Transaction::ndp_call`].
+//! [`super::update`]; both share [`Transaction::ndp_call`].
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -23,7 +23,6 @@ use ndpdb_formats::ndp::{
 };
 use ndpdb_formats::{JobId, Lpn, Ppn, SqlState, Value};
 use ndpdb_link::Opcode;
-use rustc_hash::FxHashSet;
 
 use crate::database::TableState;
 use crate::error::{Error, Result};
@@ -80,61 +79,11 @@ pub(crate) struct JobOutcome {
 }
 
 impl JobOutcome {
-    /// ΔL2P validation: the pages a modifying job reports, written or
-    /// unused, must be pages the host granted it, each once, and every
-    /// new version a ΔVID names must lie on one of the written pages.
-    /// Granted pages the reply leaves out are unreferenced: they join
-    /// `unused`. On a violation the reply cannot be trusted: its page
-    /// lists become "nothing written, every granted page unused" (the
-    /// failing statement frees them) and the error is XX001.
+    /// ΔL2P validation ([`super::validate::check_pages`]) against the
+    /// pages granted to this job.
     pub(crate) fn check_pages(&self, result: &mut ModifyResult) -> Result<()> {
-        check_pages(&self.granted, result)
+        super::validate::check_pages(&self.granted, result)
     }
-}
-
-/// [`JobOutcome::check_pages`] against `granted`.
-fn check_pages(granted_pages: &[(Lpn, Ppn)], result: &mut ModifyResult) -> Result<()> {
-    let granted: FxHashSet<(Lpn, Ppn)> = granted_pages.iter().copied().collect();
-    let mut reported = FxHashSet::default();
-    let mut violation = None;
-    for page in result.delta_l2p.iter().chain(&result.unused) {
-        if !granted.contains(page) {
-            violation = Some(format!(
-                "page {} → {} was not granted to the job",
-                page.0, page.1
-            ));
-            break;
-        }
-        if !reported.insert(*page) {
-            violation = Some(format!("page {} → {} is reported twice", page.0, page.1));
-            break;
-        }
-    }
-    if violation.is_none() {
-        let written: FxHashSet<Lpn> = result.delta_l2p.iter().map(|(l, _)| *l).collect();
-        violation = result
-            .delta_vids
-            .iter()
-            .find(|d| !d.new.is_null() && !written.contains(&d.new.lpn()))
-            .map(|d| {
-                format!(
-                    "the new version {} of VID {} is not on a page the job wrote",
-                    d.new, d.vid.0
-                )
-            });
-    }
-    if let Some(what) = violation {
-        result.delta_l2p.clear();
-        result.delta_vids.clear();
-        result.unused = granted_pages.to_vec();
-        return Err(Error::new(
-            SqlState::DATA_CORRUPTED,
-            format!("invalid NDP reply: {what}"),
-        ));
-    }
-    let missing = granted_pages.iter().filter(|p| !reported.contains(p));
-    result.unused.extend(missing);
-    Ok(())
 }
 
 impl Transaction {
@@ -332,50 +281,5 @@ impl Transaction {
             .ndp_result_rows
             .fetch_add(report.result_rows, Ordering::Relaxed);
         Ok((rows, report))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use ndpdb_formats::ndp::DeltaVid;
-    use ndpdb_formats::{RecId, Vid};
-
-    fn reply(l2p: &[(u64, u64)], unused: &[(u64, u64)], new: &[(u64, u16)]) -> ModifyResult {
-        let pages = |v: &[(u64, u64)]| v.iter().map(|&(l, p)| (Lpn(l), Ppn(p))).collect();
-        ModifyResult {
-            delta_l2p: pages(l2p),
-            unused: pages(unused),
-            delta_vids: new
-                .iter()
-                .enumerate()
-                .map(|(i, &(lpn, slot))| DeltaVid {
-                    vid: Vid(i as u64),
-                    pred: RecId::new(Lpn(1), 0),
-                    new: RecId::new(Lpn(lpn), slot),
-                })
-                .collect(),
-            ..ModifyResult::default()
-        }
-    }
-
-    #[test]
-    fn a_reply_may_only_name_granted_pages() {
-        let granted = [(Lpn(10), Ppn(5)), (Lpn(11), Ppn(6)), (Lpn(12), Ppn(7))];
-        // Written 10, unused 11; 12 left out → unused.
-        let mut ok = reply(&[(10, 5)], &[(11, 6)], &[(10, 0), (10, 1)]);
-        check_pages(&granted, &mut ok).unwrap();
-        assert_eq!(ok.unused, vec![(Lpn(11), Ppn(6)), (Lpn(12), Ppn(7))]);
-        for mut bad in [
-            reply(&[(10, 9)], &[], &[(10, 0)]),        // another PPN
-            reply(&[(10, 5)], &[(10, 5)], &[(10, 0)]), // twice
-            reply(&[(10, 5)], &[], &[(11, 0)]),        // a version off the job's pages
-            reply(&[(99, 5)], &[], &[]),               // never granted
-        ] {
-            let e = check_pages(&granted, &mut bad).unwrap_err();
-            assert_eq!(e.code, SqlState::DATA_CORRUPTED, "{e:?}");
-            assert!(bad.delta_l2p.is_empty() && bad.delta_vids.is_empty());
-            assert_eq!(bad.unused, granted.to_vec(), "every granted page goes back");
-        }
     }
 }

@@ -1,0 +1,134 @@
+//! Validation of what the device hands back (update NDP §5.3, Fig. 11):
+//! one place for every check the host makes before it trusts a job's
+//! ΔMaps — at the end of the statement, again at commit, and for GC.
+//!
+//! ```text
+//!  ΔL2P   every page named was granted to the job, once; every new
+//!         version lies on a written page           check_pages  (XX001)
+//!  ΔVID   each predecessor is still the VID head (no host commit
+//!         slipped in before the device locked it)  moved_heads  (40001,
+//!                                                   or redone on the host
+//!                                                   under READ COMMITTED)
+//! ```
+
+use rustc_hash::FxHashSet;
+
+use ndpdb_formats::ndp::ModifyResult;
+use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, Vid};
+
+use crate::database::TableState;
+use crate::error::{Error, Result};
+
+/// The tuples of `read` — (VID, the version the device read or replaced)
+/// — whose VID head is no longer that version: the one certification
+/// every ΔVID and every locked version passes.
+pub(crate) fn moved_heads(
+    ts: &TableState,
+    read: impl IntoIterator<Item = (Vid, RecId)>,
+) -> Vec<Vid> {
+    read.into_iter()
+        .filter(|(vid, version)| ts.vids.head(*vid) != *version)
+        .map(|(vid, _)| vid)
+        .collect()
+}
+
+/// The ΔVIDs of `r` whose predecessor is no longer the head.
+pub(crate) fn stale_deltas(ts: &TableState, r: &ModifyResult) -> Vec<Vid> {
+    moved_heads(ts, r.delta_vids.iter().map(|d| (d.vid, d.pred)))
+}
+
+/// ΔL2P validation: the pages a modifying job reports, written or
+/// unused, must be pages the host granted it, each once, and every
+/// new version a ΔVID names must lie on one of the written pages.
+/// Granted pages the reply leaves out are unreferenced: they join
+/// `unused`. On a violation the reply cannot be trusted: its page
+/// lists become "nothing written, every granted page unused" (the
+/// failing statement frees them) and the error is XX001.
+pub(crate) fn check_pages(granted_pages: &[(Lpn, Ppn)], result: &mut ModifyResult) -> Result<()> {
+    let granted: FxHashSet<(Lpn, Ppn)> = granted_pages.iter().copied().collect();
+    let mut reported = FxHashSet::default();
+    let mut violation = None;
+    for page in result.delta_l2p.iter().chain(&result.unused) {
+        if !granted.contains(page) {
+            violation = Some(format!(
+                "page {} → {} was not granted to the job",
+                page.0, page.1
+            ));
+            break;
+        }
+        if !reported.insert(*page) {
+            violation = Some(format!("page {} → {} is reported twice", page.0, page.1));
+            break;
+        }
+    }
+    if violation.is_none() {
+        let written: FxHashSet<Lpn> = result.delta_l2p.iter().map(|(l, _)| *l).collect();
+        violation = result
+            .delta_vids
+            .iter()
+            .find(|d| !d.new.is_null() && !written.contains(&d.new.lpn()))
+            .map(|d| {
+                format!(
+                    "the new version {} of VID {} is not on a page the job wrote",
+                    d.new, d.vid.0
+                )
+            });
+    }
+    if let Some(what) = violation {
+        result.delta_l2p.clear();
+        result.delta_vids.clear();
+        result.unused = granted_pages.to_vec();
+        return Err(Error::new(
+            SqlState::DATA_CORRUPTED,
+            format!("invalid NDP reply: {what}"),
+        ));
+    }
+    let missing = granted_pages.iter().filter(|p| !reported.contains(p));
+    result.unused.extend(missing);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndpdb_formats::ndp::DeltaVid;
+    use ndpdb_formats::{RecId, Vid};
+
+    fn reply(l2p: &[(u64, u64)], unused: &[(u64, u64)], new: &[(u64, u16)]) -> ModifyResult {
+        let pages = |v: &[(u64, u64)]| v.iter().map(|&(l, p)| (Lpn(l), Ppn(p))).collect();
+        ModifyResult {
+            delta_l2p: pages(l2p),
+            unused: pages(unused),
+            delta_vids: new
+                .iter()
+                .enumerate()
+                .map(|(i, &(lpn, slot))| DeltaVid {
+                    vid: Vid(i as u64),
+                    pred: RecId::new(Lpn(1), 0),
+                    new: RecId::new(Lpn(lpn), slot),
+                })
+                .collect(),
+            ..ModifyResult::default()
+        }
+    }
+
+    #[test]
+    fn a_reply_may_only_name_granted_pages() {
+        let granted = [(Lpn(10), Ppn(5)), (Lpn(11), Ppn(6)), (Lpn(12), Ppn(7))];
+        // Written 10, unused 11; 12 left out → unused.
+        let mut ok = reply(&[(10, 5)], &[(11, 6)], &[(10, 0), (10, 1)]);
+        check_pages(&granted, &mut ok).unwrap();
+        assert_eq!(ok.unused, vec![(Lpn(11), Ppn(6)), (Lpn(12), Ppn(7))]);
+        for mut bad in [
+            reply(&[(10, 9)], &[], &[(10, 0)]),        // another PPN
+            reply(&[(10, 5)], &[(10, 5)], &[(10, 0)]), // twice
+            reply(&[(10, 5)], &[], &[(11, 0)]),        // a version off the job's pages
+            reply(&[(99, 5)], &[], &[]),               // never granted
+        ] {
+            let e = check_pages(&granted, &mut bad).unwrap_err();
+            assert_eq!(e.code, SqlState::DATA_CORRUPTED, "{e:?}");
+            assert!(bad.delta_l2p.is_empty() && bad.delta_vids.is_empty());
+            assert_eq!(bad.unused, granted.to_vec(), "every granted page goes back");
+        }
+    }
+}
