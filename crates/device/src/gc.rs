@@ -217,7 +217,7 @@ impl GcJob<'_> {
             return Ok(());
         }
         self.relocate(&heads, &pages, &mut res, &dead, out)?;
-        if !out.delta_l2p.is_empty() {
+        if !out.delta.l2p.is_empty() {
             // The copies are durable before the host may point to them.
             self.core
                 .store
@@ -359,7 +359,7 @@ impl GcJob<'_> {
             }
             if chain.len() == 1 && base_is_tombstone {
                 dead[v] = true;
-                out.delta_vids.push(DeltaVid {
+                out.delta.vids.push(DeltaVid {
                     vid: Vid(v as u64),
                     pred: head,
                     new: RecId::NULL,
@@ -411,13 +411,13 @@ impl GcJob<'_> {
                         continue;
                     }
                     let rec = res.cut_record(head)?;
-                    let pages_before = out.delta_l2p.len() as u32;
-                    let new = writer.append(&rec, &mut out.delta_l2p, self.cancel)?;
-                    let written = out.delta_l2p.len() as u32 - pages_before;
+                    let pages_before = out.delta.l2p.len() as u32;
+                    let new = writer.append(&rec, &mut out.delta.l2p, self.cancel)?;
+                    let written = out.delta.l2p.len() as u32 - pages_before;
                     self.throttle
                         .borrow_mut()
                         .charge(res.take_reads() * COST_PAGE_READ + written * COST_PAGE_WRITTEN);
-                    out.delta_vids.push(DeltaVid {
+                    out.delta.vids.push(DeltaVid {
                         vid: Vid(v as u64),
                         pred: head,
                         new,
@@ -426,7 +426,7 @@ impl GcJob<'_> {
                 }
                 Ok(())
             })();
-            let closed = writer.close(&mut out.delta_l2p);
+            let closed = writer.close(&mut out.delta.l2p);
             drop(writer);
             let unloaded = unload.join().unwrap_or_else(|_| {
                 Err(Error::sql(SqlState::INTERNAL_ERROR, "an unloader panicked"))

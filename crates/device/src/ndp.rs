@@ -417,7 +417,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     let mut failure = None;
     for (o, part) in outputs {
         modified.rows += part.rows;
-        modified.delta_vids.extend(part.delta_vids);
+        modified.delta.vids.extend(part.delta_vids);
         modified.locked.extend(part.locked);
         modified.stale.extend(part.stale);
         modified.locked_versions.extend(part.locked_versions);
@@ -479,7 +479,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
         modified.unused = job.space.drain();
         let state = match failure {
             None => {
-                modified.delta_l2p = written;
+                modified.delta.l2p = written;
                 st.result_rows = modified.rows;
                 JobState::Done
             }
@@ -487,7 +487,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
                 // Nothing of it will be used: the host takes every page back
                 // and releases the locks the job holds.
                 modified.rows = 0;
-                modified.delta_vids.clear();
+                modified.delta.vids.clear();
                 modified.stale.clear();
                 modified.locked_versions.clear();
                 modified.unused.extend(written);
@@ -546,7 +546,7 @@ fn run_gc(
         Ok(()) => JobState::Done,
         Err(e) => {
             // Nothing of it is used: every page goes back to the host.
-            let written = std::mem::take(&mut out.delta_l2p);
+            let written = std::mem::take(&mut out.delta.l2p);
             out = ModifyResult {
                 unused: written,
                 ..ModifyResult::default()

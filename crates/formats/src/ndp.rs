@@ -425,14 +425,42 @@ pub fn decode_delta_vids(r: &mut Reader<'_>) -> Result<Vec<DeltaVid>> {
     Ok(vids)
 }
 
+/// ΔMaps (update NDP §4.1, Fig. 9): the pages a job wrote, under the LPNs
+/// it was granted, and the VID heads it moves — one type, one codec, for
+/// an update or GC job's result and for the End-NDP and Gc WAL records.
+/// Layout: `n u32, (LPN u64, PPN u64)*` then the ΔVID list.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeltaMaps {
+    /// ΔL2P: pages written (a subset of the job's space).
+    pub l2p: Vec<(Lpn, Ppn)>,
+    /// ΔVID: (VID, predecessor, new head).
+    pub vids: Vec<DeltaVid>,
+}
+
+impl DeltaMaps {
+    pub fn encode(&self, w: &mut Writer) {
+        encode_pages(&self.l2p, w);
+        encode_delta_vids(&self.vids, w);
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<DeltaMaps> {
+        Ok(DeltaMaps {
+            l2p: decode_pages(r)?,
+            vids: decode_delta_vids(r)?,
+        })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.l2p.is_empty() && self.vids.is_empty()
+    }
+}
+
 /// What an update-NDP job leaves for the host (its result region).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ModifyResult {
     /// Rows the job modified.
     pub rows: u64,
-    pub delta_vids: Vec<DeltaVid>,
-    /// Pages written (subset of the invocation's space).
-    pub delta_l2p: Vec<(Lpn, Ppn)>,
+    pub delta: DeltaMaps,
     /// Tuples the job holds SLT locks on (also when it failed): the host
     /// releases them at commit or abort.
     pub locked: Vec<Vid>,
@@ -456,8 +484,7 @@ pub struct ModifyResult {
 impl ModifyResult {
     pub fn encode(&self, w: &mut Writer) {
         w.u64(self.rows);
-        encode_delta_vids(&self.delta_vids, w);
-        encode_pages(&self.delta_l2p, w);
+        self.delta.encode(w);
         for list in [&self.locked, &self.stale] {
             w.u32(list.len() as u32);
             for v in list {
@@ -472,8 +499,7 @@ impl ModifyResult {
 
     pub fn decode(r: &mut Reader<'_>) -> Result<ModifyResult> {
         let rows = r.u64()?;
-        let delta_vids = decode_delta_vids(r)?;
-        let delta_l2p = decode_pages(r)?;
+        let delta = DeltaMaps::decode(r)?;
         let mut vid_list = || -> Result<Vec<Vid>> {
             let n = r.count(8)?;
             let mut v = Vec::with_capacity(n);
@@ -486,8 +512,7 @@ impl ModifyResult {
         let stale = vid_list()?;
         Ok(ModifyResult {
             rows,
-            delta_vids,
-            delta_l2p,
+            delta,
             locked,
             stale,
             unused: decode_pages(r)?,
@@ -736,12 +761,14 @@ mod tests {
 
         let m = ModifyResult {
             rows: 2,
-            delta_vids: vec![DeltaVid {
-                vid: Vid(3),
-                pred: RecId::new(Lpn(1), 2),
-                new: RecId::new(Lpn(100), 0),
-            }],
-            delta_l2p: vec![(Lpn(100), Ppn(200))],
+            delta: DeltaMaps {
+                l2p: vec![(Lpn(100), Ppn(200))],
+                vids: vec![DeltaVid {
+                    vid: Vid(3),
+                    pred: RecId::new(Lpn(1), 2),
+                    new: RecId::new(Lpn(100), 0),
+                }],
+            },
             locked: vec![Vid(3), Vid(4)],
             stale: vec![Vid(4)],
             unused: vec![(Lpn(101), Ppn(207))],

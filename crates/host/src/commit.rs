@@ -221,8 +221,8 @@ impl DbInner {
             }
             for part in ndp {
                 let ts = &tables[&part.table];
-                wake_gc |= self.count_changes(ts, part.result.delta_vids.len() as u64);
-                for d in &part.result.delta_vids {
+                wake_gc |= self.count_changes(ts, part.result.delta.vids.len() as u64);
+                for d in &part.result.delta.vids {
                     ts.vids.set(d.vid, d.new);
                     delta.push_delta_vid(VidEntry {
                         table: part.table,
@@ -236,8 +236,7 @@ impl DbInner {
                         table: part.table,
                         start: Some(start),
                         overflow: part.overflow.map(|o| (o.bytes, o.crc)),
-                        l2p: part.result.delta_l2p.clone(),
-                        vids: part.result.delta_vids.clone(),
+                        delta: part.result.delta.clone(),
                     });
                 }
             }

@@ -31,6 +31,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use ndpdb_device::DeviceEngine;
+use ndpdb_formats::ndp::DeltaMaps;
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::record::{RecordHeader, RecordView};
 use ndpdb_formats::{DataType, Lpn, Lsn, Ppn, RecId, Schema, SqlState, TableId, TxId, Value, Vid};
@@ -411,8 +412,7 @@ impl Database {
                     start,
                     // Media recovery's: the device's pages are here.
                     overflow: _,
-                    l2p: pages,
-                    vids,
+                    delta: DeltaMaps { l2p: pages, vids },
                 } => {
                     next_txid = next_txid.max(TxId(txid.0 + 1));
                     if let Some(start) = start.filter(|s| Some(*s) >= replay_start) {
@@ -437,8 +437,7 @@ impl Database {
                 }
                 WalRecord::Gc {
                     table,
-                    l2p: pages,
-                    vids,
+                    delta: DeltaMaps { l2p: pages, vids },
                     freed,
                 } => {
                     let Some(ts) = tables.get(table) else {

@@ -35,7 +35,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use ndpdb_formats::codec::Reader;
-use ndpdb_formats::ndp::{JobState, ModifyResult, NdpOp};
+use ndpdb_formats::ndp::{DeltaMaps, JobState, ModifyResult, NdpOp};
 use ndpdb_formats::{Lpn, Ppn, SqlState, TableId};
 use ndpdb_link::VidEntry;
 use ndpdb_wal::WalRecord;
@@ -202,7 +202,7 @@ impl Database {
         inner.free_space(&std::mem::take(&mut result.unused));
         pages_ok?;
         if let JobState::Failed(code, message) = &out.status.state {
-            inner.free_space(&result.delta_l2p);
+            inner.free_space(&result.delta.l2p);
             return Err(Error::new(
                 SqlState::from_code(code),
                 format!("garbage collection on the device: {message}"),
@@ -291,8 +291,8 @@ impl DbInner {
         let mut report = GcReport::default();
         // Victim pages that must stay: a version on them is still needed.
         let mut keep: FxHashSet<Lpn> = FxHashSet::default();
-        let mut locked = Vec::with_capacity(result.delta_vids.len());
-        for d in &result.delta_vids {
+        let mut locked = Vec::with_capacity(result.delta.vids.len());
+        for d in &result.delta.vids {
             if self.locks.try_acquire(gc_tx, (table, d.vid)) {
                 locked.push(*d);
             } else {
@@ -302,8 +302,8 @@ impl DbInner {
         let keys: Vec<_> = locked.iter().map(|d| (table, d.vid)).collect();
         let mut moved_out: FxHashSet<Lpn> = FxHashSet::default();
         let applied = (|| -> Result<Vec<(Lpn, Ppn)>> {
-            if !result.delta_l2p.is_empty() {
-                self.map_ndp_pages(&result.delta_l2p)?;
+            if !result.delta.l2p.is_empty() {
+                self.map_ndp_pages(&result.delta.l2p)?;
             }
             let gate = self.checkpoint_gate.read();
             let lsn = {
@@ -346,13 +346,15 @@ impl DbInner {
                     })
                     .copied()
                     .collect();
-                if vids.is_empty() && freed.is_empty() && result.delta_l2p.is_empty() {
+                if vids.is_empty() && freed.is_empty() && result.delta.l2p.is_empty() {
                     return Ok(Vec::new());
                 }
                 let lsn = self.wal.append(&[WalRecord::Gc {
                     table,
-                    l2p: result.delta_l2p.clone(),
-                    vids,
+                    delta: DeltaMaps {
+                        l2p: result.delta.l2p.clone(),
+                        vids,
+                    },
                     freed: freed.clone(),
                 }]);
                 (lsn, freed)
@@ -367,7 +369,7 @@ impl DbInner {
         })();
         self.locks.release_all(gc_tx, keys.iter());
         let freed = applied?;
-        report.skipped = result.delta_vids.len() as u64 - report.relocated - report.tuples_removed;
+        report.skipped = result.delta.vids.len() as u64 - report.relocated - report.tuples_removed;
         report.pages_freed = freed.len() as u64;
         if !result.victims.is_empty() {
             // The device counts garbage on all victims; scale to the freed.

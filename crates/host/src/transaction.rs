@@ -162,7 +162,7 @@ impl Transaction {
             || self
                 .ndp_parts
                 .iter()
-                .any(|p| p.table == table && !p.result.delta_vids.is_empty())
+                .any(|p| p.table == table && !p.result.delta.vids.is_empty())
     }
 
     /// `ndp_logging`: without NDP log records (`off`) an update job's
@@ -205,7 +205,7 @@ impl Transaction {
     /// on buckets no earlier job of this transaction holds.
     pub(crate) fn discard_failed(&self, part: &NdpPart) {
         let inner = &self.db.inner;
-        inner.free_space(&part.result.delta_l2p);
+        inner.free_space(&part.result.delta.l2p);
         inner.free_space(&part.result.unused);
         let own: Vec<ndpdb_formats::Vid> = match inner.locks.slt() {
             Some(slt) => part
@@ -817,7 +817,7 @@ impl Transaction {
             let Some(start) = part.start_ndp else {
                 continue;
             };
-            if !part.extended || part.overflow.is_some() || part.result.delta_l2p.is_empty() {
+            if !part.extended || part.overflow.is_some() || part.result.delta.l2p.is_empty() {
                 continue;
             }
             let t = std::time::Instant::now();
@@ -827,7 +827,7 @@ impl Transaction {
                 id,
                 part.table,
                 start,
-                &part.result.delta_l2p,
+                &part.result.delta.l2p,
             )?;
             let c = &inner.counters;
             c.ndp_overflow_bytes
@@ -870,7 +870,7 @@ impl Transaction {
             }
             if !committed {
                 // The job's pages were mapped when it ended.
-                inner.release_mapped(&part.result.delta_l2p);
+                inner.release_mapped(&part.result.delta.l2p);
                 inner.free_space(&part.result.unused);
             }
         }

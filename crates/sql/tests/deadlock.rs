@@ -65,6 +65,7 @@ fn a_host_transaction_and_an_ndp_update_crossing_on_two_rows() {
     let asked = Instant::now();
     let e = h.execute("UPDATE t SET c = c + 1 WHERE k = 0").unwrap_err();
     let took = asked.elapsed();
+    eprintln!("host and NDP job crossing: 40P01 after {took:?}");
     assert_eq!(e.code, SqlState::DEADLOCK_DETECTED, "{e:?}");
     assert!(
         took < Duration::from_secs(4),
@@ -114,6 +115,7 @@ fn two_ndp_updates_crossing_on_the_device() {
     let rb = b.execute("UPDATE t1 SET c = c + 10 WHERE g = 7");
     let (mut a, ra) = first.join().unwrap();
     let took = asked.elapsed();
+    eprintln!("two NDP jobs crossing: 40P01 after {took:?}");
     let codes = [&ra, &rb].map(|r| r.as_ref().err().map(|e| e.code));
     assert_eq!(
         codes

@@ -337,8 +337,7 @@ fn recovery_checks_that_end_ndp_names_its_start_ndp() {
                 table: ndpdb_formats::TableId(1),
                 start: Some(not_a_start),
                 overflow: None,
-                l2p: Vec::new(),
-                vids: Vec::new(),
+                delta: Default::default(),
             },
             WalRecord::Commit { txid },
         ]);

@@ -1,9 +1,7 @@
 //! WAL record kinds and their encoding.
 
 use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::ndp::{
-    decode_delta_vids, decode_pages, encode_delta_vids, encode_pages, DeltaVid,
-};
+use ndpdb_formats::ndp::{decode_pages, encode_pages, DeltaMaps};
 use ndpdb_formats::{Error, Lpn, Lsn, Ppn, RecId, Result, TableId, TxId};
 
 /// What a checkpoint records: everything logged before it is in durable
@@ -45,8 +43,7 @@ pub enum WalRecord {
         table: TableId,
         start: Option<Lsn>,
         overflow: Option<(u64, u32)>,
-        l2p: Vec<(Lpn, Ppn)>,
-        vids: Vec<DeltaVid>,
+        delta: DeltaMaps,
     },
     /// A garbage-collection run on `table`, applied at once (it creates
     /// no version of its own, so it needs no commit record): its new
@@ -54,8 +51,7 @@ pub enum WalRecord {
     /// every snapshot) and the pages it freed, whose LPNs recovery unmaps.
     Gc {
         table: TableId,
-        l2p: Vec<(Lpn, Ppn)>,
-        vids: Vec<DeltaVid>,
+        delta: DeltaMaps,
         freed: Vec<(Lpn, Ppn)>,
     },
 }
@@ -108,8 +104,7 @@ impl WalRecord {
                 table,
                 start,
                 overflow,
-                l2p,
-                vids,
+                delta,
             } => {
                 match (start, overflow) {
                     (Some(lsn), Some((bytes, crc))) => w
@@ -123,18 +118,15 @@ impl WalRecord {
                     // An overflow log is named by its Start-NDP LSN.
                     (None, _) => w.u8(KIND_END_NDP).u64(txid.0).u32(table.0),
                 };
-                encode_pages(l2p, w);
-                encode_delta_vids(vids, w);
+                delta.encode(w);
             }
             WalRecord::Gc {
                 table,
-                l2p,
-                vids,
+                delta,
                 freed,
             } => {
                 w.u8(KIND_GC).u32(table.0);
-                encode_pages(l2p, w);
-                encode_delta_vids(vids, w);
+                delta.encode(w);
                 encode_pages(freed, w);
             }
         }
@@ -173,29 +165,25 @@ impl WalRecord {
                 table: TableId(r.u32()?),
                 start: None,
                 overflow: None,
-                l2p: decode_pages(r)?,
-                vids: decode_delta_vids(r)?,
+                delta: DeltaMaps::decode(r)?,
             },
             KIND_END_NDP_AT => WalRecord::EndNdp {
                 txid: TxId(r.u64()?),
                 table: TableId(r.u32()?),
                 start: Some(Lsn(r.u64()?)),
                 overflow: None,
-                l2p: decode_pages(r)?,
-                vids: decode_delta_vids(r)?,
+                delta: DeltaMaps::decode(r)?,
             },
             KIND_END_NDP_OVERFLOW => WalRecord::EndNdp {
                 txid: TxId(r.u64()?),
                 table: TableId(r.u32()?),
                 start: Some(Lsn(r.u64()?)),
                 overflow: Some((r.u64()?, r.u32()?)),
-                l2p: decode_pages(r)?,
-                vids: decode_delta_vids(r)?,
+                delta: DeltaMaps::decode(r)?,
             },
             KIND_GC => WalRecord::Gc {
                 table: TableId(r.u32()?),
-                l2p: decode_pages(r)?,
-                vids: decode_delta_vids(r)?,
+                delta: DeltaMaps::decode(r)?,
                 freed: decode_pages(r)?,
             },
             k => return Err(Error::corrupted(format!("unknown WAL record kind {k}"))),
@@ -206,6 +194,7 @@ impl WalRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndpdb_formats::ndp::DeltaVid;
     use ndpdb_formats::Vid;
 
     #[test]
@@ -221,37 +210,42 @@ mod tests {
                 table: TableId(2),
                 start: Some(Lsn(4096)),
                 overflow: None,
-                l2p: vec![(Lpn(40), Ppn(41))],
-                vids: vec![DeltaVid {
-                    vid: Vid(5),
-                    pred: RecId::new(Lpn(1), 3),
-                    new: RecId::new(Lpn(40), 0),
-                }],
+                delta: DeltaMaps {
+                    l2p: vec![(Lpn(40), Ppn(41))],
+                    vids: vec![DeltaVid {
+                        vid: Vid(5),
+                        pred: RecId::new(Lpn(1), 3),
+                        new: RecId::new(Lpn(40), 0),
+                    }],
+                },
             },
             WalRecord::EndNdp {
                 txid: TxId(8),
                 table: TableId(2),
                 start: None,
                 overflow: None,
-                l2p: vec![],
-                vids: vec![],
+                delta: DeltaMaps::default(),
             },
             WalRecord::EndNdp {
                 txid: TxId(9),
                 table: TableId(3),
                 start: Some(Lsn(777)),
                 overflow: Some((3 * 8192 + 40, 0xdead_beef)),
-                l2p: vec![(Lpn(4), Ppn(5))],
-                vids: vec![],
+                delta: DeltaMaps {
+                    l2p: vec![(Lpn(4), Ppn(5))],
+                    vids: vec![],
+                },
             },
             WalRecord::Gc {
                 table: TableId(2),
-                l2p: vec![(Lpn(50), Ppn(3))],
-                vids: vec![DeltaVid {
-                    vid: Vid(6),
-                    pred: RecId::new(Lpn(9), 1),
-                    new: RecId::NULL,
-                }],
+                delta: DeltaMaps {
+                    l2p: vec![(Lpn(50), Ppn(3))],
+                    vids: vec![DeltaVid {
+                        vid: Vid(6),
+                        pred: RecId::new(Lpn(9), 1),
+                        new: RecId::NULL,
+                    }],
+                },
                 freed: vec![(Lpn(9), Ppn(12))],
             },
         ];

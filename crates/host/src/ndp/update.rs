@@ -287,15 +287,15 @@ impl Transaction {
             }
             // READ COMMITTED: those tuples are redone on the host below;
             // the device's versions of them are never referenced.
-            part.result.delta_vids.retain(|d| !slipped.contains(&d.vid));
+            part.result.delta.vids.retain(|d| !slipped.contains(&d.vid));
             part.result.rows -= slipped.len() as u64;
             part.result.stale.extend(slipped);
         }
         // Unused pages go back now (and only now: the part keeps none).
         inner.free_space(&std::mem::take(&mut part.result.unused));
         // The new pages can be mapped now: nothing points to them yet.
-        if !part.result.delta_l2p.is_empty() {
-            if let Err(e) = inner.map_ndp_pages(&part.result.delta_l2p) {
+        if !part.result.delta.l2p.is_empty() {
+            if let Err(e) = inner.map_ndp_pages(&part.result.delta.l2p) {
                 self.discard_failed(&part);
                 return Err(e);
             }
@@ -496,7 +496,8 @@ impl Transaction {
 /// Heads an update job moved, for the transaction's own reads.
 pub(crate) fn own_heads(part: &NdpPart) -> impl Iterator<Item = ((TableId, Vid), RecId)> + '_ {
     part.result
-        .delta_vids
+        .delta
+        .vids
         .iter()
         .map(move |d| ((part.table, d.vid), d.new))
 }

@@ -34,7 +34,7 @@ pub(crate) fn moved_heads(
 
 /// The ΔVIDs of `r` whose predecessor is no longer the head.
 pub(crate) fn stale_deltas(ts: &TableState, r: &ModifyResult) -> Vec<Vid> {
-    moved_heads(ts, r.delta_vids.iter().map(|d| (d.vid, d.pred)))
+    moved_heads(ts, r.delta.vids.iter().map(|d| (d.vid, d.pred)))
 }
 
 /// ΔL2P validation: the pages a modifying job reports, written or
@@ -48,7 +48,7 @@ pub(crate) fn check_pages(granted_pages: &[(Lpn, Ppn)], result: &mut ModifyResul
     let granted: FxHashSet<(Lpn, Ppn)> = granted_pages.iter().copied().collect();
     let mut reported = FxHashSet::default();
     let mut violation = None;
-    for page in result.delta_l2p.iter().chain(&result.unused) {
+    for page in result.delta.l2p.iter().chain(&result.unused) {
         if !granted.contains(page) {
             violation = Some(format!(
                 "page {} → {} was not granted to the job",
@@ -62,9 +62,10 @@ pub(crate) fn check_pages(granted_pages: &[(Lpn, Ppn)], result: &mut ModifyResul
         }
     }
     if violation.is_none() {
-        let written: FxHashSet<Lpn> = result.delta_l2p.iter().map(|(l, _)| *l).collect();
+        let written: FxHashSet<Lpn> = result.delta.l2p.iter().map(|(l, _)| *l).collect();
         violation = result
-            .delta_vids
+            .delta
+            .vids
             .iter()
             .find(|d| !d.new.is_null() && !written.contains(&d.new.lpn()))
             .map(|d| {
@@ -75,8 +76,8 @@ pub(crate) fn check_pages(granted_pages: &[(Lpn, Ppn)], result: &mut ModifyResul
             });
     }
     if let Some(what) = violation {
-        result.delta_l2p.clear();
-        result.delta_vids.clear();
+        result.delta.l2p.clear();
+        result.delta.vids.clear();
         result.unused = granted_pages.to_vec();
         return Err(Error::new(
             SqlState::DATA_CORRUPTED,
@@ -91,23 +92,25 @@ pub(crate) fn check_pages(granted_pages: &[(Lpn, Ppn)], result: &mut ModifyResul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndpdb_formats::ndp::DeltaVid;
+    use ndpdb_formats::ndp::{DeltaMaps, DeltaVid};
     use ndpdb_formats::{RecId, Vid};
 
     fn reply(l2p: &[(u64, u64)], unused: &[(u64, u64)], new: &[(u64, u16)]) -> ModifyResult {
         let pages = |v: &[(u64, u64)]| v.iter().map(|&(l, p)| (Lpn(l), Ppn(p))).collect();
         ModifyResult {
-            delta_l2p: pages(l2p),
+            delta: DeltaMaps {
+                l2p: pages(l2p),
+                vids: new
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &(lpn, slot))| DeltaVid {
+                        vid: Vid(i as u64),
+                        pred: RecId::new(Lpn(1), 0),
+                        new: RecId::new(Lpn(lpn), slot),
+                    })
+                    .collect(),
+            },
             unused: pages(unused),
-            delta_vids: new
-                .iter()
-                .enumerate()
-                .map(|(i, &(lpn, slot))| DeltaVid {
-                    vid: Vid(i as u64),
-                    pred: RecId::new(Lpn(1), 0),
-                    new: RecId::new(Lpn(lpn), slot),
-                })
-                .collect(),
             ..ModifyResult::default()
         }
     }
@@ -127,7 +130,7 @@ mod tests {
         ] {
             let e = check_pages(&granted, &mut bad).unwrap_err();
             assert_eq!(e.code, SqlState::DATA_CORRUPTED, "{e:?}");
-            assert!(bad.delta_l2p.is_empty() && bad.delta_vids.is_empty());
+            assert!(bad.delta.l2p.is_empty() && bad.delta.vids.is_empty());
             assert_eq!(bad.unused, granted.to_vec(), "every granted page goes back");
         }
     }
