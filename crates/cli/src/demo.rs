@@ -125,6 +125,9 @@ pub enum Bench {
     /// A full-table UPDATE, a crash and the time to recover (update NDP
     /// Fig. 24): ndpdb under each NDP logging mode beside PostgreSQL.
     Recovery(crate::recovery::RecoveryArgs),
+    /// Host-only full-table UPDATEs of tables of several sizes, sizes
+    /// alternating: does the time grow linearly with the rows?
+    BulkUpdate(crate::bulk_update::BulkUpdateArgs),
     /// YCSB-C on the host with an analytic query every few seconds, the
     /// query on the host and then on the device; throughput over time.
     HtapRead {
@@ -820,6 +823,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
         }
         Bench::Churn(args) => crate::churn::run(args),
         Bench::Recovery(args) => crate::recovery::run(args),
+        Bench::BulkUpdate(args) => crate::bulk_update::run(args),
         Bench::Hostile(run) => {
             println!(
                 "settings: {} records, YCSB-C, {} well-formed clients, {} attackers, {} s per run, seed {}, IN list of {} keys",

@@ -1,5 +1,6 @@
 //! The `ndpdb` command: `sql`, `serve`, `demo`, `bench …` (DESIGN.md §11).
 
+mod bulk_update;
 mod churn;
 mod crash_worker;
 mod demo;
