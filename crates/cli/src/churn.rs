@@ -12,10 +12,10 @@ use ndpdb_bench::churn::{self, ChurnOptions, ChurnRun};
 use ndpdb_bench::report::human_bytes;
 use ndpdb_bench::target::{Backend, Target};
 use ndpdb_bench::ycsb;
-use ndpdb_host::{Config, Database, Result};
+use ndpdb_host::{Database, Result};
 
 use crate::demo::{machine_line, DeviceArgs};
-use crate::targets::ycsb_wire;
+use crate::targets::{ycsb_wire, BenchStart, Summary};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct ChurnArgs {
@@ -55,26 +55,19 @@ fn ndpdb_sizer(db: &Database) -> churn::Sizer<'_> {
 }
 
 pub fn run(a: ChurnArgs) -> Result<ExitCode> {
-    let targets: Vec<Target> = a
-        .target
-        .iter()
-        .map(|t| Target::parse(t))
-        .collect::<Result<_>>()?;
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| crate::demo::default_out("churn"));
-    std::fs::create_dir_all(&out)?;
-    let config = a.device.apply(Config {
-        buffer_pool_bytes: a.buffer_pool_mib << 20,
-        ..Config::default()
-    })?;
-    let mut summary = String::new();
-    let mut say = |line: String| {
-        println!("{line}");
-        summary.push_str(&line);
-        summary.push('\n');
-    };
+    let BenchStart {
+        targets,
+        out,
+        config,
+    } = BenchStart::new(
+        "churn",
+        &a.target,
+        a.out.clone(),
+        a.buffer_pool_mib,
+        &a.device,
+    )?;
+    let mut summary = Summary::default();
+    let mut say = |line: String| summary.say(line);
     say(format!(
         "settings: YCSB-A on {} client threads (zipf 0.99, read committed), {} rows × 10 fields × 100 B; {} full-table UPDATEs of field9 (ndpdb: even rounds on the host, odd rounds on the device), 1 s apart, then YCSB-A alone and beside VACUUM back to back, alternating in 5-s windows (10 s each in all), VACUUM at autovacuum's pace (vacuum_cost_delay 2 ms, vacuum_cost_limit 200); samples every {} ms; ndpdb autovacuum: naptime {} ms, threshold {} + {} × rows",
         a.threads,
@@ -172,7 +165,7 @@ pub fn run(a: ChurnArgs) -> Result<ExitCode> {
         Ok(false) => say("plots skipped: no TrueType font found".into()),
         Err(e) => say(format!("plots failed: {e}")),
     }
-    std::fs::write(out.join("summary.txt"), summary)?;
+    summary.write(&out.join("summary.txt"))?;
     for d in [out.join("db"), out.join("server-db")] {
         if d.exists() {
             std::fs::remove_dir_all(&d)?;

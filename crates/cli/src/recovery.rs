@@ -11,9 +11,10 @@ use ndpdb_bench::recovery::{self, PgCtl, RecoveryRun};
 use ndpdb_bench::report::human_bytes;
 use ndpdb_bench::target::{endpoint, Backend, Target};
 use ndpdb_formats::SqlState;
-use ndpdb_host::{Config, Error, NdpLogging, Result};
+use ndpdb_host::{Error, NdpLogging, Result};
 
 use crate::demo::DeviceArgs;
+use crate::targets::{BenchStart, Summary};
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct RecoveryArgs {
@@ -45,26 +46,19 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 pub fn run(a: RecoveryArgs) -> Result<ExitCode> {
-    let targets: Vec<Target> = a
-        .target
-        .iter()
-        .map(|t| Target::parse(t))
-        .collect::<Result<_>>()?;
-    let out = a
-        .out
-        .clone()
-        .unwrap_or_else(|| crate::demo::default_out("recovery"));
-    std::fs::create_dir_all(&out)?;
-    let config = a.device.apply(Config {
-        buffer_pool_bytes: a.buffer_pool_mib << 20,
-        ..Config::default()
-    })?;
-    let mut summary = String::new();
-    let mut say = |line: String| {
-        println!("{line}");
-        summary.push_str(&line);
-        summary.push('\n');
-    };
+    let BenchStart {
+        targets,
+        out,
+        config,
+    } = BenchStart::new(
+        "recovery",
+        &a.target,
+        a.out.clone(),
+        a.buffer_pool_mib,
+        &a.device,
+    )?;
+    let mut summary = Summary::default();
+    let mut say = |line: String| summary.say(line);
     say(format!(
         "settings: {} YCSB rows × 10 fields × 100 B, loaded and checkpointed; one full-table UPDATE of field1 (ndpdb: on the device, ndp_logging off / basic / extended), a crash (ndpdb: no flush, no checkpoint; PostgreSQL: pg_ctl stop -m immediate), then the time to open (PostgreSQL: pg_ctl start -w); {} rounds, targets alternating",
         a.records, a.rounds
@@ -155,7 +149,7 @@ pub fn run(a: RecoveryArgs) -> Result<ExitCode> {
         Ok(false) => say("plot skipped: no TrueType font found".into()),
         Err(e) => say(format!("plot failed: {e}")),
     }
-    std::fs::write(out.join("summary.txt"), &summary)?;
+    summary.write(&out.join("summary.txt"))?;
     println!("wrote {}", out.display());
     Ok(ExitCode::SUCCESS)
 }

@@ -366,3 +366,54 @@ pub fn hostile(run: &HostileRun) -> Result<std::process::ExitCode> {
         std::process::ExitCode::FAILURE
     })
 }
+
+/// What a benchmark with `--target`, `--out` and engine settings starts
+/// from: the parsed targets, its output folder (created) and the config.
+pub struct BenchStart {
+    pub targets: Vec<Target>,
+    pub out: PathBuf,
+    pub config: Config,
+}
+
+impl BenchStart {
+    pub fn new(
+        name: &str,
+        targets: &[String],
+        out: Option<PathBuf>,
+        buffer_pool_mib: usize,
+        device: &crate::demo::DeviceArgs,
+    ) -> Result<BenchStart> {
+        let targets = targets
+            .iter()
+            .map(|t| Target::parse(t))
+            .collect::<Result<_>>()?;
+        let out = out.unwrap_or_else(|| crate::demo::default_out(name));
+        std::fs::create_dir_all(&out)?;
+        let config = device.apply(Config {
+            buffer_pool_bytes: buffer_pool_mib << 20,
+            ..Config::default()
+        })?;
+        Ok(BenchStart {
+            targets,
+            out,
+            config,
+        })
+    }
+}
+
+/// Lines a benchmark prints and keeps for its `summary.txt`.
+#[derive(Default)]
+pub struct Summary(String);
+
+impl Summary {
+    pub fn say(&mut self, line: String) {
+        println!("{line}");
+        self.0.push_str(&line);
+        self.0.push('\n');
+    }
+
+    pub fn write(&self, path: &std::path::Path) -> Result<()> {
+        std::fs::write(path, &self.0)?;
+        Ok(())
+    }
+}
