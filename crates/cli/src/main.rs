@@ -1,5 +1,6 @@
 //! The `ndpdb` command: `sql`, `serve`, `demo`, `bench …` (DESIGN.md §11).
 
+mod backup;
 mod bulk_update;
 mod churn;
 mod crash_worker;
@@ -95,6 +96,36 @@ enum Command {
         #[command(flatten)]
         device: demo::DeviceArgs,
     },
+    /// Take an online base backup (device store, maps and catalog at a
+    /// checkpoint); WAL and overflow logs are kept from there on until a
+    /// newer backup.
+    Backup {
+        /// Database directory (not served by another process).
+        #[arg(long, conflicts_with = "server")]
+        db: Option<PathBuf>,
+        /// A running `ndpdb serve` to back up, as a connection string
+        /// (e.g. "host=127.0.0.1 port=5433 user=postgres"); the backup
+        /// directory is then written by the server.
+        #[arg(long)]
+        server: Option<String>,
+        /// The backup directory (new or empty).
+        #[arg(long)]
+        to: PathBuf,
+        #[command(flatten)]
+        device: demo::DeviceArgs,
+    },
+    /// Rebuild a lost device store (DIR/device) from a base backup, the
+    /// WAL and the overflow logs.
+    Restore {
+        /// Database directory whose device/ folder is lost.
+        #[arg(long)]
+        db: PathBuf,
+        /// The backup directory.
+        #[arg(long)]
+        backup: PathBuf,
+        #[command(flatten)]
+        device: demo::DeviceArgs,
+    },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
@@ -176,6 +207,17 @@ fn main() -> ExitCode {
             device,
         } => demo::demo(records, seconds, threads, &device),
         Command::Bench { which } => demo::bench(which),
+        Command::Backup {
+            db,
+            server,
+            to,
+            device,
+        } => device
+            .apply(ndpdb_host::Config::default())
+            .and_then(|config| backup::backup(db.as_deref(), server.as_deref(), &to, config)),
+        Command::Restore { db, backup, device } => device
+            .apply(ndpdb_host::Config::default())
+            .and_then(|config| backup::restore(&db, &backup, config)),
         Command::Serve {
             db,
             listen,

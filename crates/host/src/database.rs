@@ -18,8 +18,8 @@
 //! logging the merge).
 //!
 //! **Recovery**: load the catalog, the device's L2P and VID maps, then replay
-//! the redo records of committed transactions after the last checkpoint
-//! into the delta buffer at their original RecIds, rebuild the PK indexes,
+//! the WAL after the last checkpoint (`crate::recovery`; from a backup's
+//! checkpoint for a restore, `crate::backup`), rebuild the PK indexes,
 //! and take a checkpoint. Uncommitted work never reached storage, so there
 //! is nothing to undo.
 
@@ -31,12 +31,11 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 
 use ndpdb_device::DeviceEngine;
-use ndpdb_formats::ndp::DeltaMaps;
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::record::{RecordHeader, RecordView};
 use ndpdb_formats::{DataType, Lpn, Lsn, Ppn, RecId, Schema, SqlState, TableId, TxId, Value, Vid};
 use ndpdb_link::{DeviceClient, InProcessTransport, Transport, VidEntry};
-use ndpdb_wal::{CheckpointInfo, Wal, WalRecord};
+use ndpdb_wal::{CheckpointInfo, Wal};
 
 use crate::autovacuum::Autovacuum;
 use crate::buffer_pool::BufferPool;
@@ -47,6 +46,7 @@ use crate::gc::GcState;
 use crate::locks::LockTable;
 use crate::maps::{L2pMap, VidMap};
 use crate::pk_index::{self, encode_key, PkIndex};
+use crate::recovery;
 use crate::shared_state::DeltaBuffer;
 use crate::space::SpaceMap;
 use crate::stats::{get, EngineCounters};
@@ -159,6 +159,11 @@ pub(crate) struct DbInner {
     /// Overflow logs of committed transactions: removed by the next
     /// checkpoint (see `overflow_log`).
     pub(crate) overflow_committed: Mutex<Vec<Lsn>>,
+    /// Overflow logs a checkpoint covered while a base backup is kept:
+    /// removed when the next backup completes (see `crate::backup`).
+    pub(crate) overflow_retained: Mutex<Vec<Lsn>>,
+    /// One backup at a time.
+    pub(crate) backup_running: Mutex<()>,
     flush_lock: Mutex<()>,
     pub(crate) checkpoint_gate: RwLock<()>,
     failed: AtomicBool,
@@ -170,54 +175,6 @@ pub(crate) struct DbInner {
 
 /// Most delta-buffer pages of a table an NDP job takes along (4 MiB).
 pub const PASS_ALONG_MAX_PAGES: usize = 512;
-
-/// Recovery: adds the key of a redone version to its table's PK index.
-fn replay_key(ts: &TableState, vid: Vid, record: &[u8]) -> Result<()> {
-    let Some(pk) = &ts.pk else {
-        return Ok(());
-    };
-    let row = RecordView::parse(record)?.decode(&ts.types)?;
-    if let Some(key) = ts.pk_key(&row) {
-        pk.insert(key, vid)?;
-    }
-    Ok(())
-}
-
-/// Recovery: `rid` becomes the head of `vid` (host map and the ΔVID list
-/// the next flush merges into the device's map).
-fn replay_head(ts: &TableState, delta: &mut DeltaBuffer, vid: Vid, rid: RecId) -> Result<()> {
-    if vid.0 >= ndpdb_formats::ids::MAX_VID {
-        return Err(Error::new(
-            SqlState::DATA_CORRUPTED,
-            format!("WAL record with VID {}", vid.0),
-        ));
-    }
-    ts.vids.set(vid, rid);
-    delta.push_delta_vid(VidEntry {
-        table: ts.meta.id,
-        vid,
-        head: rid,
-    });
-    Ok(())
-}
-
-/// Recovery of logged ΔMaps (End-NDP, Gc): the pages mapped on device
-/// and host, the heads moved; returns the largest LPN mapped.
-fn replay_delta_maps(
-    device: &DeviceClient,
-    l2p: &L2pMap,
-    ts: &TableState,
-    delta: &mut DeltaBuffer,
-    pages: &[(Lpn, Ppn)],
-    vids: &[ndpdb_formats::ndp::DeltaVid],
-) -> Result<Option<Lpn>> {
-    device.merge_maps(pages.to_vec(), Vec::new())?;
-    l2p.insert_all(pages);
-    for d in vids {
-        replay_head(ts, delta, d.vid, d.new)?;
-    }
-    Ok(pages.iter().map(|(l, _)| *l).max())
-}
 
 /// The shared lock table `config` asks for (none with 0 buckets).
 fn new_slt(config: &Config) -> Result<Option<Arc<SharedLockTable>>> {
@@ -267,6 +224,8 @@ pub struct RecoveryReport {
     /// head records (no file current for the WAL's checkpoint).
     pub pk_indexes_loaded: u64,
     pub pk_indexes_rebuilt: u64,
+    /// Restore: overflow logs whose pages were written back to the device.
+    pub overflow_logs_written_back: u64,
 }
 
 /// An open database. Cheap to clone; all clones share one engine. When
@@ -305,9 +264,19 @@ impl Database {
     }
 
     pub fn open_with(dir: &Path, config: Config) -> Result<Database> {
+        let (device, slt) = Database::embedded_device(dir, &config)?;
+        Database::open_on_with(dir, config, device, slt)
+    }
+
+    /// The embedded device of the database in `dir` (`DIR/device`) and
+    /// the shared lock table host and device map.
+    pub(crate) fn embedded_device(
+        dir: &Path,
+        config: &Config,
+    ) -> Result<(DeviceClient, Option<Arc<SharedLockTable>>)> {
         std::fs::create_dir_all(dir)?;
         // The shared lock table: one region, mapped by host and device.
-        let slt = new_slt(&config)?;
+        let slt = new_slt(config)?;
         let mut options = config.device_options();
         options.slt = slt.clone();
         let engine = DeviceEngine::open_with(&dir.join("device"), options)?;
@@ -315,7 +284,7 @@ impl Database {
             Arc::new(engine),
             config.link,
         ));
-        Database::open_on_with(dir, config, DeviceClient::new(transport), slt)
+        Ok((DeviceClient::new(transport), slt))
     }
 
     /// Opens the host side on an already connected device (with its own
@@ -332,12 +301,27 @@ impl Database {
         device: DeviceClient,
         slt: Option<Arc<SharedLockTable>>,
     ) -> Result<Database> {
+        Database::open_recovering(dir, config, device, slt, None)
+    }
+
+    /// Opens the host side; with `restore_from` (a base backup's
+    /// checkpoint, the device rebuilt from that backup) the WAL is
+    /// replayed from there and the pages of later jobs come from their
+    /// overflow logs (see `crate::recovery`).
+    pub(crate) fn open_recovering(
+        dir: &Path,
+        config: Config,
+        device: DeviceClient,
+        slt: Option<Arc<SharedLockTable>>,
+        restore_from: Option<Lsn>,
+    ) -> Result<Database> {
         std::fs::create_dir_all(dir)?;
         let dir_lock = lock_directory(dir)?;
         let catalog = Catalog::open(dir)?;
-        let info = device.info()?;
         let l2p = L2pMap::from_runs(&device.dump_l2p()?);
-        let (wal, recovered) = Wal::open(&dir.join("wal"))?;
+        let (wal, recovered) = Wal::open_from(&dir.join("wal"), restore_from)?;
+        let horizon = crate::backup::read_horizon(dir)?;
+        wal.retain_from(horizon);
         // PK indexes written at the WAL's last checkpoint, where present.
         let pk_dir = pk_index::index_dir(dir);
         let pk_current = match (pk_index::read_manifest(&pk_dir), &recovered.checkpoint) {
@@ -357,111 +341,21 @@ impl Database {
             }
             tables.insert(meta.id, Arc::new(TableState::with_pk(meta, vids, pk)));
         }
-        let mut next_txid = recovered
-            .checkpoint
-            .as_ref()
-            .map_or(TxId(1), |c| c.next_txid);
-        let committed: HashSet<TxId> = recovered
-            .records
-            .iter()
-            .filter_map(|(_, r)| match r {
-                WalRecord::Commit { txid } => Some(*txid),
-                _ => None,
-            })
-            .collect();
-        let mut delta = DeltaBuffer::default();
+        let source = match restore_from {
+            Some(_) => recovery::Source::OverflowLogs,
+            None => recovery::Source::Device,
+        };
+        let replayed =
+            recovery::replay(dir, &device, &l2p, &tables, &pk_loaded, &recovered, source)?;
         let mut report = RecoveryReport {
-            replayed_transactions: committed.len() as u64,
+            replayed_transactions: replayed.transactions,
+            replayed_versions: replayed.versions,
+            overflow_logs_written_back: replayed.overflow_logs,
             wal_bytes_cut: recovered.cut_bytes,
             ..RecoveryReport::default()
         };
-        let mut max_lpn = l2p.max_lpn();
-        // Pages GC runs freed: unmapped once the replay is done.
-        let mut gc_freed: Vec<Lpn> = Vec::new();
-        // Start-NDP records replayed so far, by LSN: each End-NDP names one.
-        let replay_start = recovered.records.first().map(|(lsn, _)| *lsn);
-        let mut starts: HashMap<Lsn, TxId> = HashMap::new();
-        for (lsn, rec) in &recovered.records {
-            match rec {
-                WalRecord::Redo {
-                    txid,
-                    table,
-                    entries,
-                } => {
-                    next_txid = next_txid.max(TxId(txid.0 + 1));
-                    if !committed.contains(txid) {
-                        continue;
-                    }
-                    let Some(ts) = tables.get(table) else {
-                        continue;
-                    };
-                    for (rid, bytes) in entries {
-                        let h = RecordHeader::parse(bytes)?;
-                        delta.place(*table, &ts.types, *rid, bytes)?;
-                        replay_head(ts, &mut delta, h.vid, *rid)?;
-                        if pk_loaded.contains(table) && !h.is_tombstone() {
-                            replay_key(ts, h.vid, bytes)?;
-                        }
-                        max_lpn = max_lpn.max(Some(rid.lpn()));
-                        report.replayed_versions += 1;
-                    }
-                }
-                WalRecord::EndNdp {
-                    txid,
-                    table,
-                    start,
-                    // Media recovery's: the device's pages are here.
-                    overflow: _,
-                    delta: DeltaMaps { l2p: pages, vids },
-                } => {
-                    next_txid = next_txid.max(TxId(txid.0 + 1));
-                    if let Some(start) = start.filter(|s| Some(*s) >= replay_start) {
-                        if starts.get(&start) != Some(txid) {
-                            return Err(Error::from(ndpdb_formats::Error::corrupted(format!(
-                                "WAL: End-NDP of transaction {txid} at LSN {} names LSN {}, which is not a Start-NDP record of that transaction",
-                                lsn.0, start.0
-                            ))));
-                        }
-                    }
-                    if !committed.contains(txid) {
-                        continue;
-                    }
-                    let Some(ts) = tables.get(table) else {
-                        continue;
-                    };
-                    // The pages are durable on the device (synced before the
-                    // job reported done); their mapping may not be.
-                    let last = replay_delta_maps(&device, &l2p, ts, &mut delta, pages, vids)?;
-                    max_lpn = max_lpn.max(last);
-                    report.replayed_versions += vids.len() as u64;
-                }
-                WalRecord::Gc {
-                    table,
-                    delta: DeltaMaps { l2p: pages, vids },
-                    freed,
-                } => {
-                    let Some(ts) = tables.get(table) else {
-                        continue;
-                    };
-                    let last = replay_delta_maps(&device, &l2p, ts, &mut delta, pages, vids)?;
-                    max_lpn = max_lpn.max(last);
-                    gc_freed.extend(freed.iter().map(|(l, _)| *l));
-                }
-                WalRecord::StartNdp { txid, .. } => {
-                    starts.insert(*lsn, *txid);
-                    next_txid = next_txid.max(TxId(txid.0 + 1));
-                }
-                WalRecord::Commit { txid } => next_txid = next_txid.max(TxId(txid.0 + 1)),
-                WalRecord::Checkpoint(c) => next_txid = next_txid.max(c.next_txid),
-            }
-        }
-        if !gc_freed.is_empty() {
-            // Nobody reads yet: the freed pages' LPNs go now, and their
-            // PPNs are free below (no map refers to them).
-            let unmap = gc_freed.iter().map(|l| (*l, Ppn::NONE)).collect();
-            device.merge_maps(unmap, Vec::new())?;
-            l2p.remove_all(&gc_freed);
-        }
+        // The store's size after the replay (a restore writes pages back).
+        let info = device.info()?;
         report.pk_indexes_loaded = pk_loaded.len() as u64;
         report.pk_indexes_rebuilt = tables
             .values()
@@ -481,11 +375,11 @@ impl Database {
             catalog: Mutex::new(catalog),
             tables: RwLock::new(tables),
             l2p,
-            delta: RwLock::new(delta),
+            delta: RwLock::new(replayed.delta),
             wal,
-            txm: TxManager::new(next_txid),
+            txm: TxManager::new(replayed.next_txid),
             locks,
-            next_lpn: AtomicU64::new(max_lpn.map_or(0, |l| l.0 + 1)),
+            next_lpn: AtomicU64::new(replayed.max_lpn.map_or(0, |l| l.0 + 1)),
             space,
             gc: Mutex::new(GcState::default()),
             gc_running: Mutex::new(()),
@@ -494,6 +388,8 @@ impl Database {
             user_handles: AtomicU64::new(1),
             ndp_tags: Mutex::new(Default::default()),
             overflow_committed: Mutex::new(Vec::new()),
+            overflow_retained: Mutex::new(Vec::new()),
+            backup_running: Mutex::new(()),
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
             failed: AtomicBool::new(false),
@@ -509,11 +405,13 @@ impl Database {
         db.checkpoint()?;
         // The replayed jobs' pages are in the device's maps now: their logs
         // go with the next checkpoint (removing a gigabyte of them here
-        // would double the time to open).
-        db.inner
-            .overflow_committed
-            .lock()
-            .extend(crate::ndp::overflow_log::list(&db.inner.dir)?);
+        // would double the time to open) — or, while a base backup is
+        // kept, with the next backup.
+        let found = crate::ndp::overflow_log::list(&db.inner.dir)?;
+        match horizon {
+            Some(_) => db.inner.overflow_retained.lock().extend(found),
+            None => db.inner.overflow_committed.lock().extend(found),
+        }
         Autovacuum::start(&db.inner);
         Ok(db)
     }
@@ -856,6 +754,17 @@ impl DbInner {
     }
 
     /// Every table's state.
+    /// Copies the catalog file to `to` (nothing if no table was ever
+    /// created), with DDL held off meanwhile.
+    pub(crate) fn copy_catalog(&self, to: &Path) -> Result<()> {
+        let _catalog = self.catalog.lock();
+        let from = self.dir.join("catalog.bin");
+        if from.exists() {
+            std::fs::copy(&from, to)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn all_tables(&self) -> Vec<Arc<TableState>> {
         self.tables.read().values().cloned().collect()
     }
@@ -1137,21 +1046,35 @@ impl DbInner {
     }
 
     pub fn checkpoint(&self) -> Result<()> {
-        self.check_ok()?;
         let _g = self.checkpoint_gate.write();
+        self.checkpoint_holding_gate().map(|_| ())
+    }
+
+    /// A checkpoint while the caller holds the checkpoint gate: returns
+    /// its LSN.
+    pub(crate) fn checkpoint_holding_gate(&self) -> Result<Lsn> {
+        self.check_ok()?;
         self.flush()?;
         let next_txid = self.txm.next_txid();
         self.save_pk_indexes(next_txid);
         let covered = std::mem::take(&mut *self.overflow_committed.lock());
-        if let Err(e) = self.wal.checkpoint(CheckpointInfo { next_txid }) {
-            self.fail();
-            return Err(e.into());
-        }
-        // The maps now hold those jobs' pages durably.
-        for start in covered {
-            crate::ndp::overflow_log::remove(&self.dir, start)?;
+        let at = match self.wal.checkpoint(CheckpointInfo { next_txid }) {
+            Ok(at) => at,
+            Err(e) => {
+                self.fail();
+                return Err(e.into());
+            }
+        };
+        if self.wal.retained_from().is_some() {
+            // A restore from the kept backup replays those jobs.
+            self.overflow_retained.lock().extend(covered);
+        } else {
+            // The maps now hold those jobs' pages durably.
+            for start in covered {
+                crate::ndp::overflow_log::remove(&self.dir, start)?;
+            }
         }
         EngineCounters::inc(&self.counters.checkpoints);
-        Ok(())
+        Ok(at)
     }
 }

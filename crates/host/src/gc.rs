@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use ndpdb_formats::codec::Reader;
+use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::ndp::{DeltaMaps, JobState, ModifyResult, NdpOp};
 use ndpdb_formats::{Lpn, Ppn, SqlState, TableId};
 use ndpdb_link::VidEntry;
@@ -42,6 +42,7 @@ use ndpdb_wal::WalRecord;
 
 use crate::database::{Database, DbInner, TableState};
 use crate::error::{Error, Result};
+use crate::ndp::overflow_log::{self, OverflowRef};
 use crate::ndp::{NdpReport, NdpRequest};
 use crate::stats::EngineCounters;
 use crate::transaction::Isolation;
@@ -195,6 +196,20 @@ impl Database {
         };
         let mut inv = tx.invocation(ts, &req, &[]);
         inv.space = inner.alloc_space(64);
+        // While a base backup is kept, a restore needs this run's new
+        // pages: Start-NDP names the overflow log they go to.
+        let start_ndp = inner.wal.retained_from().map(|_| {
+            let mut w = Writer::new();
+            inv.encode(&mut w);
+            inner
+                .wal
+                .append_one(&WalRecord::StartNdp {
+                    txid: tx.id(),
+                    table: ts.meta.id,
+                    invocation: w.into_inner(),
+                })
+                .0
+        });
         let mut report = NdpReport::default();
         let out = tx.ndp_call(ts, inv, &mut report)?;
         let mut result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
@@ -208,9 +223,42 @@ impl Database {
                 format!("garbage collection on the device: {message}"),
             ));
         }
-        let applied = inner.apply_gc(ts, tx.id(), result);
+        let overflow = match start_ndp {
+            Some(start) if !result.delta.l2p.is_empty() => {
+                let written = overflow_log::write(
+                    &inner.dir,
+                    &inner.device,
+                    tx.id(),
+                    ts.meta.id,
+                    start,
+                    &result.delta.l2p,
+                );
+                match written {
+                    Ok(log) => Some(log),
+                    Err(e) => {
+                        let _ = overflow_log::remove(&inner.dir, start);
+                        inner.free_space(&result.delta.l2p);
+                        return Err(e);
+                    }
+                }
+            }
+            _ => None,
+        };
+        let applied = inner.apply_gc(ts, tx.id(), result, overflow);
         drop(tx);
-        let r = applied?;
+        // A run with new pages always logs its Gc record when it succeeds.
+        let r = match (applied, overflow) {
+            (Ok(r), Some(log)) => {
+                inner.overflow_committed.lock().push(log.start);
+                r
+            }
+            (applied, log) => {
+                if let Some(log) = log {
+                    let _ = overflow_log::remove(&inner.dir, log.start);
+                }
+                applied?
+            }
+        };
         ts.changes_since_gc
             .fetch_sub(changes, std::sync::atomic::Ordering::Relaxed);
         EngineCounters::inc(&inner.counters.gc_runs);
@@ -286,6 +334,7 @@ impl DbInner {
         ts: &TableState,
         gc_tx: ndpdb_formats::TxId,
         result: ModifyResult,
+        overflow: Option<OverflowRef>,
     ) -> Result<GcReport> {
         let table = ts.meta.id;
         let mut report = GcReport::default();
@@ -351,6 +400,7 @@ impl DbInner {
                 }
                 let lsn = self.wal.append(&[WalRecord::Gc {
                     table,
+                    overflow: overflow.map(|o| (o.start, o.bytes, o.crc)),
                     delta: DeltaMaps {
                         l2p: result.delta.l2p.clone(),
                         vids,

@@ -11,7 +11,9 @@
 //! - [`pk_index`]: primary-key index (key → VID).
 //! - [`shared_state`]: the delta buffer (new versions not yet on the device).
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
-//! - [`database`]: opening, recovery, commit, flush & append, checkpoints.
+//! - [`database`]: opening, commit, flush & append, checkpoints.
+//! - `recovery`: the WAL replayed at open (after a crash, or onto a device rebuilt from a backup).
+//! - [`backup`]: online base backups and the restore of a lost device store.
 //! - [`ndp`]: near-data processing: scans, aggregates, UPDATE/DELETE and FOR UPDATE on the
 //!   device; ΔMaps validated at statement end and at commit; overflow logs.
 //! - [`gc`]: version garbage collection as an NDP job, validated and applied like update NDP.
@@ -23,6 +25,7 @@
 //! - [`interrupt`]: statement cancellation and `statement_timeout`.
 
 mod autovacuum;
+pub mod backup;
 pub mod buffer_pool;
 pub mod catalog;
 mod commit;
@@ -36,12 +39,14 @@ pub mod maps;
 pub mod ndp;
 pub mod page_scan;
 pub mod pk_index;
+mod recovery;
 pub mod shared_state;
 pub mod space;
 pub mod stats;
 pub mod transaction;
 pub mod txn;
 
+pub use backup::{BackupLabel, BackupReport};
 pub use catalog::TableMeta;
 pub use config::Config;
 pub use database::Database;

@@ -57,6 +57,9 @@ struct Inner {
     pending_lpns: FxHashSet<Lpn>,
     /// LPNs handed to update jobs and never mapped: given out again.
     spare_lpns: Vec<Lpn>,
+    /// Base backups reading the pages mapped at their checkpoint: while
+    /// one runs no released page becomes free (none is rewritten).
+    pins: u32,
 }
 
 /// Free and pending pages of the device store.
@@ -153,7 +156,7 @@ impl SpaceMap {
         };
         // Called before every flush and job allocation: nothing to do
         // (the common case) costs one pass, no allocation.
-        if !g.pending.iter().any(|p| p.epoch <= oldest) {
+        if g.pins > 0 || !g.pending.iter().any(|p| p.epoch <= oldest) {
             return None;
         }
         let mut waiting = VecDeque::with_capacity(g.pending.len());
@@ -167,6 +170,17 @@ impl SpaceMap {
         }
         g.pending = waiting;
         (!r.ppns.is_empty()).then_some(r)
+    }
+
+    /// Holds every released page back (see `crate::backup`) until
+    /// [`SpaceMap::unpin`].
+    pub fn pin(&self) {
+        self.inner.lock().pins += 1;
+    }
+
+    pub fn unpin(&self) {
+        let mut g = self.inner.lock();
+        g.pins = g.pins.saturating_sub(1);
     }
 
     /// Ripe pages whose LPNs are unmapped now: free to write.
@@ -224,6 +238,17 @@ mod tests {
         s.free(r);
         assert!(!s.is_pending(Lpn(7)));
         assert_eq!(s.alloc(3), vec![Ppn(2), Ppn(3), Ppn(5)]);
+    }
+
+    #[test]
+    fn a_pin_holds_released_pages_back() {
+        let s = SpaceMap::open(4, (0..4).map(Ppn));
+        s.pin();
+        s.release(TxId(0), &[(Lpn(1), Ppn(1))], &[]);
+        assert!(s.ripe(TxId(10)).is_none());
+        assert_eq!(s.alloc(1), vec![Ppn(4)]);
+        s.unpin();
+        assert_eq!(s.ripe(TxId(10)).unwrap().ppns, vec![Ppn(1)]);
     }
 
     #[test]

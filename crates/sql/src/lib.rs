@@ -13,10 +13,12 @@
 //! - [`dml`]: INSERT / UPDATE / DELETE.
 //! - [`dml_placement`]: UPDATE / DELETE on the device (update NDP) or the host.
 //! - [`output`]: result sets, command tags and their text renderings.
+//! - [`backup_call`]: `SELECT ndpdb_backup('dir')`, an online base backup from a session.
 //!
 //! The sqlparser AST stays at this edge: it is turned into bytecode
 //! programs and plans here and never reaches the host engine.
 
+pub mod backup_call;
 pub mod compile;
 pub mod ddl;
 pub mod dml;

@@ -535,6 +535,10 @@ impl Session {
             } => self.guarded(|s| s.explain(statement, *analyze, params)),
             Statement::CreateTable(ct) => self.guarded(|s| ddl::create_table(&s.db, ct)),
             Statement::Vacuum(v) => self.guarded(|s| s.vacuum(v)),
+            Statement::Query(_) if crate::backup_call::is_backup_call(stmt) => {
+                let in_block = self.tx.is_some() || self.block != Block::None;
+                self.guarded(|s| crate::backup_call::run(&s.db, stmt, in_block))
+            }
             Statement::Drop {
                 object_type,
                 if_exists,

@@ -40,6 +40,9 @@ pub enum WalError {
     Io(#[from] std::io::Error),
     #[error("WAL corrupted: {0}")]
     Corrupted(String),
+    /// A restore needs log that is no longer there.
+    #[error("WAL {0}")]
+    Missing(String),
 }
 
 pub type Result<T, E = WalError> = std::result::Result<T, E>;
@@ -69,6 +72,9 @@ pub struct Wal {
     inner: Mutex<Inner>,
     sync_lock: Mutex<()>,
     durable: AtomicU64,
+    /// Checkpoints keep the segments from this LSN on (a base backup's
+    /// checkpoint); `u64::MAX`: none kept.
+    retain_from: AtomicU64,
     pub stats: WalStats,
 }
 
@@ -108,19 +114,51 @@ impl Wal {
     /// Opens the log in `dir`, cutting any torn tail, and returns the
     /// records from the last checkpoint on.
     pub fn open(dir: &Path) -> Result<(Wal, Recovered)> {
+        Wal::open_from(dir, None)
+    }
+
+    /// [`Wal::open`], or with `from` (the checkpoint a base backup was
+    /// taken at) the records after that checkpoint, through every later
+    /// one, for a restore: fails with [`WalError::Missing`] when the
+    /// segments from there on are not all present.
+    pub fn open_from(dir: &Path, from: Option<Lsn>) -> Result<(Wal, Recovered)> {
         fs::create_dir_all(dir)?;
         let mut segs = list_segments(dir)?;
         if segs.is_empty() {
+            if let Some(c) = from {
+                return Err(WalError::Missing(format!(
+                    "from LSN {} is needed, and {} holds no segment",
+                    c.0,
+                    dir.display()
+                )));
+            }
             File::create(dir.join(segment_name(0)))?;
             sync_dir(dir)?;
             segs.push((0, dir.join(segment_name(0))));
         }
+        let first = match from {
+            Some(c) => segs.iter().position(|(s, _)| *s == c.0).ok_or_else(|| {
+                WalError::Missing(format!(
+                    "segment {} (the backup's checkpoint) has been removed from {}",
+                    segment_name(c.0),
+                    dir.display()
+                ))
+            })?,
+            None => last_checkpoint_segment(&segs)?,
+        };
+        let segs = segs.split_off(first);
         let mut all: Vec<(Lsn, WalRecord)> = Vec::new();
         let mut cut_bytes = 0u64;
         let mut end_lsn = segs[0].0;
         let mut last = 0;
         for (i, (start, path)) in segs.iter().enumerate() {
             if *start != end_lsn && i > 0 {
+                if from.is_some() {
+                    return Err(WalError::Missing(format!(
+                        "segments between LSN {end_lsn} and {start} are missing from {}",
+                        dir.display()
+                    )));
+                }
                 // A gap between segments: everything from here on is unreachable.
                 break;
             }
@@ -141,9 +179,20 @@ impl Wal {
             fs::remove_file(path)?;
         }
         let file = OpenOptions::new().append(true).open(&segs[last].1)?;
-        let ckpt_at = all
-            .iter()
-            .rposition(|(_, r)| matches!(r, WalRecord::Checkpoint(_)));
+        let ckpt_at = match from {
+            Some(c) => match all.first() {
+                Some((lsn, WalRecord::Checkpoint(_))) if *lsn == c => Some(0),
+                _ => {
+                    return Err(WalError::Missing(format!(
+                        "has no checkpoint record at LSN {} (the backup's)",
+                        c.0
+                    )))
+                }
+            },
+            None => all
+                .iter()
+                .rposition(|(_, r)| matches!(r, WalRecord::Checkpoint(_))),
+        };
         let (checkpoint, records) = match ckpt_at {
             Some(i) => {
                 let c = match &all[i].1 {
@@ -164,6 +213,7 @@ impl Wal {
             }),
             sync_lock: Mutex::new(()),
             durable: AtomicU64::new(end_lsn),
+            retain_from: AtomicU64::new(u64::MAX),
             stats: WalStats::default(),
         };
         Ok((
@@ -275,13 +325,52 @@ impl Wal {
         inner.file = Arc::new(file);
         self.durable.store(inner.next_lsn, Ordering::Release);
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-        for (s, p) in list_segments(&self.dir)? {
-            if s < start {
+        drop(inner);
+        drop(_g);
+        let keep = self.retain_from.load(Ordering::Acquire).min(start);
+        self.remove_before(Lsn(keep))?;
+        Ok(Lsn(start))
+    }
+
+    /// Keeps the segments from `lsn` on at every later checkpoint (`None`:
+    /// keep only what recovery needs).
+    pub fn retain_from(&self, lsn: Option<Lsn>) {
+        self.retain_from
+            .store(lsn.map_or(u64::MAX, |l| l.0), Ordering::Release);
+    }
+
+    /// Where the kept log starts (see [`Wal::retain_from`]).
+    pub fn retained_from(&self) -> Option<Lsn> {
+        match self.retain_from.load(Ordering::Acquire) {
+            u64::MAX => None,
+            l => Some(Lsn(l)),
+        }
+    }
+
+    /// Deletes the segments that hold only records before `lsn` (never
+    /// the last one, which appends go to).
+    pub fn remove_before(&self, lsn: Lsn) -> Result<()> {
+        let _g = self.sync_lock.lock();
+        let segs = list_segments(&self.dir)?;
+        let mut removed = false;
+        for (pair, (_, p)) in segs.windows(2).zip(&segs) {
+            if pair[1].0 <= lsn.0 {
                 fs::remove_file(p)?;
+                removed = true;
             }
         }
-        sync_dir(&self.dir)?;
-        Ok(Lsn(start))
+        if removed {
+            sync_dir(&self.dir)?;
+        }
+        Ok(())
+    }
+
+    /// The segment files (first LSN, path) there are, oldest first.
+    pub fn segments(&self) -> Result<Vec<(Lsn, PathBuf)>> {
+        Ok(list_segments(&self.dir)?
+            .into_iter()
+            .map(|(s, p)| (Lsn(s), p))
+            .collect())
     }
 
     /// Bytes logged since the last checkpoint (what recovery would read).
@@ -345,6 +434,30 @@ fn write_all(file: &File, pending: Vec<Vec<u8>>) -> std::io::Result<()> {
         f.write_all(&chunk)?;
     }
     Ok(())
+}
+
+/// The index of the last segment that starts with a checkpoint record
+/// (the first segment if none does): recovery reads from there.
+fn last_checkpoint_segment(segs: &[(u64, PathBuf)]) -> Result<usize> {
+    use std::io::Read;
+    // A checkpoint frame: header, LSN, kind, next TxId.
+    let mut head = [0u8; FRAME_HEADER + 8 + 1 + 8];
+    for (i, (start, path)) in segs.iter().enumerate().rev() {
+        let mut f = File::open(path)?;
+        let mut n = 0;
+        while n < head.len() {
+            match f.read(&mut head[n..])? {
+                0 => break,
+                k => n += k,
+            }
+        }
+        let mut first = Vec::new();
+        parse_segment(*start, &head[..n], &mut first);
+        if matches!(first.first(), Some((_, WalRecord::Checkpoint(_)))) {
+            return Ok(i);
+        }
+    }
+    Ok(0)
 }
 
 /// Parses records; returns the length of the valid prefix.
@@ -452,5 +565,59 @@ mod tests {
         let (_, rec) = Wal::open(dir.path()).unwrap();
         assert!(rec.records.is_empty());
         assert_eq!(rec.cut_bytes, 1000);
+    }
+
+    /// With a backup's checkpoint retained, later checkpoints keep every
+    /// segment from it on; an open still reads only the last one, and a
+    /// restore reads from the retained checkpoint through the later ones.
+    #[test]
+    fn retained_segments_are_kept_and_replayable_from_a_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let backup_at;
+        {
+            let (wal, _) = Wal::open(dir.path()).unwrap();
+            let lsn = wal.append(&[redo(1), WalRecord::Commit { txid: TxId(1) }]);
+            wal.sync(lsn).unwrap();
+            backup_at = wal
+                .checkpoint(CheckpointInfo { next_txid: TxId(2) })
+                .unwrap();
+            wal.retain_from(Some(backup_at));
+            for tx in 2..5 {
+                let lsn = wal.append(&[redo(tx), WalRecord::Commit { txid: TxId(tx) }]);
+                wal.sync(lsn).unwrap();
+                wal.checkpoint(CheckpointInfo {
+                    next_txid: TxId(tx + 1),
+                })
+                .unwrap();
+            }
+            let lsn = wal.append(&[redo(5), WalRecord::Commit { txid: TxId(5) }]);
+            wal.sync(lsn).unwrap();
+        }
+        let segs = list_segments(dir.path()).unwrap();
+        assert_eq!(segs.len(), 4, "the backup's segment and the later ones");
+        assert_eq!(segs[0].0, backup_at.0);
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(5));
+        assert_eq!(rec.records.len(), 2);
+        let (wal, rec) = Wal::open_from(dir.path(), Some(backup_at)).unwrap();
+        assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(2));
+        let commits: Vec<u64> = rec
+            .records
+            .iter()
+            .filter_map(|(_, r)| match r {
+                WalRecord::Commit { txid } => Some(txid.0),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(commits, vec![2, 3, 4, 5]);
+        // A newer backup: the older segments go.
+        let last = segs.last().unwrap().0;
+        wal.remove_before(Lsn(last)).unwrap();
+        drop(wal);
+        assert_eq!(list_segments(dir.path()).unwrap().len(), 1);
+        match Wal::open_from(dir.path(), Some(backup_at)) {
+            Err(WalError::Missing(m)) => assert!(m.contains("removed"), "{m}"),
+            other => panic!("expected Missing, got {:?}", other.err()),
+        }
     }
 }

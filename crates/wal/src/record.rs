@@ -49,8 +49,12 @@ pub enum WalRecord {
     /// no version of its own, so it needs no commit record): its new
     /// pages, the heads it moved (to a copy, or NULL for a tuple gone for
     /// every snapshot) and the pages it freed, whose LPNs recovery unmaps.
+    /// `overflow`: while a base backup is kept, the run's new pages went
+    /// to an overflow log first, named by the run's Start-NDP LSN, of
+    /// this size and CRC (a restore writes them back).
     Gc {
         table: TableId,
+        overflow: Option<(Lsn, u64, u32)>,
         delta: DeltaMaps,
         freed: Vec<(Lpn, Ppn)>,
     },
@@ -66,6 +70,8 @@ const KIND_GC: u8 = 6;
 const KIND_END_NDP_AT: u8 = 7;
 /// End-NDP naming its Start-NDP record and its overflow log.
 const KIND_END_NDP_OVERFLOW: u8 = 8;
+/// Gc naming the overflow log of its new pages.
+const KIND_GC_OVERFLOW: u8 = 9;
 
 impl WalRecord {
     pub fn encode(&self, w: &mut Writer) {
@@ -122,10 +128,19 @@ impl WalRecord {
             }
             WalRecord::Gc {
                 table,
+                overflow,
                 delta,
                 freed,
             } => {
-                w.u8(KIND_GC).u32(table.0);
+                match overflow {
+                    Some((start, bytes, crc)) => w
+                        .u8(KIND_GC_OVERFLOW)
+                        .u32(table.0)
+                        .u64(start.0)
+                        .u64(*bytes)
+                        .u32(*crc),
+                    None => w.u8(KIND_GC).u32(table.0),
+                };
                 delta.encode(w);
                 encode_pages(freed, w);
             }
@@ -183,6 +198,13 @@ impl WalRecord {
             },
             KIND_GC => WalRecord::Gc {
                 table: TableId(r.u32()?),
+                overflow: None,
+                delta: DeltaMaps::decode(r)?,
+                freed: decode_pages(r)?,
+            },
+            KIND_GC_OVERFLOW => WalRecord::Gc {
+                table: TableId(r.u32()?),
+                overflow: Some((Lsn(r.u64()?), r.u64()?, r.u32()?)),
                 delta: DeltaMaps::decode(r)?,
                 freed: decode_pages(r)?,
             },
@@ -238,6 +260,16 @@ mod tests {
             },
             WalRecord::Gc {
                 table: TableId(2),
+                overflow: Some((Lsn(99), 8192 + 36, 7)),
+                delta: DeltaMaps {
+                    l2p: vec![(Lpn(50), Ppn(3))],
+                    vids: vec![],
+                },
+                freed: vec![],
+            },
+            WalRecord::Gc {
+                table: TableId(2),
+                overflow: None,
                 delta: DeltaMaps {
                     l2p: vec![(Lpn(50), Ppn(3))],
                     vids: vec![DeltaVid {

@@ -22,10 +22,13 @@
 //!  crc32 u32 over every byte before it
 //! ```
 //!
-//! Until base backups exist a file is needed only until the device's maps
+//! Without a base backup a file is needed only until the device's maps
 //! hold its job's pages durably: a checkpoint removes the files of
 //! transactions whose End-NDP it covers, and those an open finds (its
 //! recovery has put their pages into the maps) go with its next one.
+//! While a backup is kept they stay until a newer backup covers them
+//! (`crate::backup`): a restore writes their pages back. GC runs log
+//! their new pages the same way then.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -221,14 +224,14 @@ pub(crate) fn list(db_dir: &Path) -> Result<Vec<Lsn>> {
 }
 
 /// A writer that checksums and counts what passes through it.
-struct Checksummed<W: Write> {
+pub(crate) struct Checksummed<W: Write> {
     inner: W,
     crc: crc32fast::Hasher,
     bytes: u64,
 }
 
 impl<W: Write> Checksummed<W> {
-    fn new(inner: W) -> Self {
+    pub(crate) fn new(inner: W) -> Self {
         Checksummed {
             inner,
             crc: crc32fast::Hasher::new(),
@@ -236,13 +239,13 @@ impl<W: Write> Checksummed<W> {
         }
     }
 
-    fn write(&mut self, b: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn write(&mut self, b: &[u8]) -> std::io::Result<()> {
         self.crc.update(b);
         self.bytes += b.len() as u64;
         self.inner.write_all(b)
     }
 
-    fn finish(self) -> (u32, u64, W) {
+    pub(crate) fn finish(self) -> (u32, u64, W) {
         (self.crc.finalize(), self.bytes, self.inner)
     }
 }
