@@ -16,6 +16,19 @@
 //! background worker past a low threshold, and a VACUUM (every other one
 //! FULL) every seventh transaction.
 //!
+//! Update-NDP transactions that commit run with `ndp_logging = extended`
+//! and `ndp_lock_violation = on`, and also update every row of a `wide`
+//! table (so that moving their overflow log takes a while). Meanwhile a
+//! READ COMMITTED session waits to add 1 to one of the counters the job
+//! changes: it takes the lock while the NDP transaction commits (lock
+//! violation), writes on its version, inserts `deps` row i and commits
+//! after it:
+//!
+//! ```text
+//! dbegin <i> <k>               the dependent of transaction i is about to commit
+//! dok <i>                      … and is durable
+//! ```
+//!
 //! A second session holds a REPEATABLE READ snapshot across ~40
 //! transactions and re-reads it every few: GC must never take a version
 //! it sees (`violation …` on stdout, exit code 3).
@@ -111,6 +124,53 @@ impl OldSnapshot {
     }
 }
 
+/// Rows of the table every committing update-NDP transaction rewrites.
+const WIDE_ROWS: i64 = 2000;
+
+/// A READ COMMITTED transaction adding 1 to counter `k`, started while
+/// transaction `i`'s update job holds that row.
+struct Dependent(std::thread::JoinHandle<Result<()>>);
+
+impl Dependent {
+    fn start(db: &Database, i: i64, k: i64) -> Result<Dependent> {
+        let mut s = Session::new(db.clone());
+        let handle = std::thread::spawn(move || -> Result<()> {
+            s.execute("BEGIN ISOLATION LEVEL READ COMMITTED")?;
+            s.execute(&format!("UPDATE counters SET v = v + 1 WHERE k = {k}"))?;
+            s.execute(&format!("INSERT INTO deps VALUES ({i}, {k})"))?;
+            let stdout = std::io::stdout();
+            {
+                let mut out = stdout.lock();
+                writeln!(out, "dbegin {i} {k}").ok();
+                out.flush().ok();
+            }
+            s.execute("COMMIT")?;
+            let mut out = stdout.lock();
+            writeln!(out, "dok {i}").ok();
+            out.flush().ok();
+            Ok(())
+        });
+        // Until it waits for the lock (or has finished, on a busy machine).
+        let t0 = std::time::Instant::now();
+        while db.lock_waiters() == 0
+            && !handle.is_finished()
+            && t0.elapsed() < std::time::Duration::from_secs(5)
+        {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+        Ok(Dependent(handle))
+    }
+
+    fn join(self) -> Result<()> {
+        self.0.join().unwrap_or_else(|_| {
+            Err(ndpdb_host::Error::new(
+                ndpdb_formats::SqlState::INTERNAL_ERROR,
+                "the dependent session panicked",
+            ))
+        })
+    }
+}
+
 pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
     let config = Config {
         delta_buffer_bytes: 64 << 10,
@@ -123,11 +183,24 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
     };
     let db = Database::open_with(dir, config)?;
     let mut s = Session::new(db.clone());
-    let mut old = OldSnapshot::new(db);
+    let mut old = OldSnapshot::new(db.clone());
     s.execute(
         "CREATE TABLE IF NOT EXISTS counters (k INT PRIMARY KEY, v BIGINT NOT NULL);
-         CREATE TABLE IF NOT EXISTS log (id BIGINT PRIMARY KEY, payload TEXT)",
+         CREATE TABLE IF NOT EXISTS log (id BIGINT PRIMARY KEY, payload TEXT);
+         CREATE TABLE IF NOT EXISTS deps (id BIGINT PRIMARY KEY, k INT NOT NULL);
+         CREATE TABLE IF NOT EXISTS wide (w INT PRIMARY KEY, v BIGINT NOT NULL, pad TEXT)",
     )?;
+    if let Some(ndpdb_sql::Output::Rows { rows, .. }) =
+        s.execute("SELECT count(*) FROM wide")?.pop()
+    {
+        if rows[0][0].as_i64() == Some(0) {
+            let pad = "w".repeat(400);
+            let vals: Vec<String> = (0..WIDE_ROWS)
+                .map(|w| format!("({w}, 0, '{pad}')"))
+                .collect();
+            s.execute(&format!("INSERT INTO wide VALUES {}", vals.join(", ")))?;
+        }
+    }
     let start: i64 = match s.execute("SELECT max(id) FROM log")?.pop() {
         Some(ndpdb_sql::Output::Rows { rows, .. }) => match rows.first().and_then(|r| r.first()) {
             Some(Value::BigInt(m)) => m + 1,
@@ -176,10 +249,16 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
                 _ => Vec::new(),
             };
             s.execute("SET ndp = on")?;
+            if !rollback {
+                s.execute("SET ndp_logging = extended")?;
+                s.execute("SET ndp_lock_violation = on")?;
+                s.execute("UPDATE wide SET v = v + 1")?;
+            }
             s.execute(&format!(
                 "UPDATE counters SET v = v + 1000 WHERE k % 3 = {r}"
             ))?;
             s.execute("SET ndp = off")?;
+            s.execute("SET ndp_logging = basic")?;
         } else {
             for k in &keys {
                 let out = s.execute_prepared(&upsert, &[Value::Int(*k as i32)])?;
@@ -197,6 +276,11 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
             s.execute("ROLLBACK")?;
             continue;
         }
+        // The dependent: queued behind the job's lock on a row it changed.
+        let dependent = match (on_device, keys.first()) {
+            (true, Some(&k)) => Some(Dependent::start(&db, i, k)?),
+            _ => None,
+        };
         {
             let mut out = stdout.lock();
             let ks: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
@@ -204,9 +288,14 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
             out.flush().ok();
         }
         s.execute("COMMIT")?;
-        let mut out = stdout.lock();
-        writeln!(out, "ok {i}").ok();
-        out.flush().ok();
+        {
+            let mut out = stdout.lock();
+            writeln!(out, "ok {i}").ok();
+            out.flush().ok();
+        }
+        if let Some(d) = dependent {
+            d.join()?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

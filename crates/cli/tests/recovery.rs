@@ -9,6 +9,12 @@
 //! garbage all the time (kills land in GC runs and checkpoints too) and
 //! checks that an old snapshot never loses a version; after each reopen
 //! a VACUUM FULL must leave no page that nothing needs.
+//!
+//! Committing update-NDP transactions let a waiting READ COMMITTED
+//! transaction violate their locks (its commit depends on theirs). The
+//! second half of the rounds kills the child while such a transaction
+//! commits — inside its lock-violation window — and checks that no
+//! dependent of a transaction that did not commit is present.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -25,7 +31,16 @@ struct Model {
     counters: BTreeMap<i32, i64>,
     /// Acknowledged log ids still expected (the last three of each run).
     log: Vec<i64>,
+    /// Committed transactions (acknowledged, or found after a kill).
+    committed: std::collections::BTreeSet<i64>,
+    /// Dependents (by the transaction they depend on) that committed.
+    deps: Vec<i64>,
 }
+
+/// Rounds that kill at random moments, then rounds that kill while an
+/// update-NDP transaction commits with lock violation.
+const RANDOM_ROUNDS: u64 = 20;
+const WINDOW_ROUNDS: u64 = 20;
 
 fn rows(s: &mut Session, sql: &str) -> Vec<Vec<Value>> {
     match s.execute(sql).unwrap().pop().unwrap() {
@@ -44,7 +59,8 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
     let mut ndp_total = 0u64;
     let mut gc_runs = 0;
     let mut vacuums = 0;
-    for round in 0..20u64 {
+    let mut window_kills = 0;
+    for round in 0..RANDOM_ROUNDS + WINDOW_ROUNDS {
         let mut child = Command::new(exe)
             .args(["crash-worker", "--db"])
             .arg(dir.path())
@@ -54,12 +70,36 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
             .spawn()
             .unwrap();
         let stdout = child.stdout.take().unwrap();
-        let kill_after = Duration::from_millis(rng.gen_range(20..400));
+        let window = round >= RANDOM_ROUNDS;
+        let kill_after = Duration::from_millis(if window {
+            60_000
+        } else {
+            rng.gen_range(20..400)
+        });
+        // Window rounds: the reader kills the child a moment after an
+        // update-NDP transaction (one with a dependent) starts to commit,
+        // past a few of them first.
+        let pid = child.id() as libc::pid_t;
+        let skip = rng.gen_range(1..4);
+        let delay = Duration::from_micros(rng.gen_range(0..3000));
         let reader = std::thread::spawn(move || {
             let mut lines = Vec::new();
+            let mut seen = 0;
             for l in BufReader::new(stdout).lines() {
                 match l {
-                    Ok(l) => lines.push(l),
+                    Ok(l) => {
+                        let ndp_commit =
+                            l.starts_with("begin ") && l.split(' ').nth(2) == Some("1000");
+                        lines.push(l);
+                        if window && ndp_commit {
+                            seen += 1;
+                            if seen > skip {
+                                std::thread::sleep(delay);
+                                // SAFETY: kill(2) on our own child's pid.
+                                unsafe { libc::kill(pid, libc::SIGKILL) };
+                            }
+                        }
+                    }
                     Err(_) => break,
                 }
             }
@@ -67,20 +107,36 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
         });
         let start = Instant::now();
         while start.elapsed() < kill_after {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!("worker exited early: {status}");
+            match child.try_wait() {
+                Ok(Some(status)) if window => {
+                    assert!(!status.success(), "worker exited: {status}");
+                    break;
+                }
+                Ok(Some(status)) => panic!("worker exited early: {status}"),
+                _ => {}
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        child.kill().unwrap(); // SIGKILL
+        let _ = child.kill(); // SIGKILL
         child.wait().unwrap();
         let lines = reader.join().unwrap();
 
         // Replay the child's report into the model.
         let mut pending: Option<(i64, i64, Vec<i32>)> = None;
+        let mut pending_dep: Option<(i64, i32)> = None;
         for l in &lines {
             let parts: Vec<&str> = l.split_whitespace().collect();
             match parts.as_slice() {
+                ["dbegin", i, k] => {
+                    pending_dep = Some((i.parse().unwrap(), k.parse().unwrap()));
+                }
+                ["dok", i] => {
+                    let (pi, k) = pending_dep.take().expect("dok without dbegin");
+                    assert_eq!(pi, i.parse::<i64>().unwrap());
+                    *model.counters.entry(k).or_insert(0) += 1;
+                    model.deps.push(pi);
+                    acknowledged_total += 1;
+                }
                 ["begin", i, inc, k @ ..] => {
                     pending = Some((
                         i.parse().unwrap(),
@@ -115,12 +171,41 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
             continue;
         }
         // Did the transaction in flight at the kill commit? Its log row tells.
-        if let Some((i, inc, keys)) = pending {
+        if let Some((i, inc, keys)) = &pending {
             let present = !rows(&mut s, &format!("SELECT id FROM log WHERE id = {i}")).is_empty();
             if present {
-                apply(&mut model, i, inc, &keys);
+                apply(&mut model, *i, *inc, keys);
+            }
+            // Killed between its commit and the dependent's: inside the
+            // window if the dependent had its lock already.
+            let dependent_ran = pending_dep.as_ref().is_some_and(|(d, _)| d == i);
+            if *inc > 1 && dependent_ran && !lines.iter().any(|l| l == &format!("ok {i}")) {
+                window_kills += 1;
             }
         }
+        // And its dependent? Its deps row tells; it may commit only after
+        // the transaction it depends on.
+        if let Some((i, k)) = pending_dep {
+            let present = !rows(&mut s, &format!("SELECT id FROM deps WHERE id = {i}")).is_empty();
+            if present {
+                *model.counters.entry(k).or_insert(0) += 1;
+                model.deps.push(i);
+            }
+        }
+        for r in rows(&mut s, "SELECT id FROM deps ORDER BY id") {
+            let i = r[0].as_i64().unwrap();
+            assert!(
+                model.committed.contains(&i),
+                "round {round}: the dependent of transaction {i} committed, and {i} did not"
+            );
+        }
+        let mut deps = model.deps.clone();
+        deps.sort_unstable();
+        let got_deps: Vec<i64> = rows(&mut s, "SELECT id FROM deps ORDER BY id")
+            .into_iter()
+            .map(|r| r[0].as_i64().unwrap())
+            .collect();
+        assert_eq!(got_deps, deps, "round {round}: dependents differ");
         let got: BTreeMap<i32, i64> = rows(&mut s, "SELECT k, v FROM counters ORDER BY k")
             .into_iter()
             .map(|r| (r[0].as_i64().unwrap() as i32, r[1].as_i64().unwrap()))
@@ -142,6 +227,11 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
     }
     assert!(gc_runs >= 20, "too few GC runs after reopening ({gc_runs})");
     assert!(
+        window_kills >= 5,
+        "too few kills inside a lock-violation window ({window_kills} of {WINDOW_ROUNDS})"
+    );
+    eprintln!("kills inside a lock-violation window: {window_kills} of {WINDOW_ROUNDS}");
+    assert!(
         vacuums >= 20,
         "too few VACUUMs in the killed workers ({vacuums})"
     );
@@ -157,6 +247,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
 
 /// Transaction i: +inc on each key, insert log i, delete log i-3.
 fn apply(model: &mut Model, i: i64, inc: i64, keys: &[i32]) {
+    model.committed.insert(i);
     for k in keys {
         *model.counters.entry(*k).or_insert(0) += inc;
     }

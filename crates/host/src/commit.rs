@@ -177,11 +177,15 @@ impl DbInner {
 
     /// Places a committing transaction's versions, moves the VID heads and
     /// logs them; returns once the commit record is durable.
+    /// `heads_applied`: the update jobs' heads were set when the
+    /// transaction became violable (`crate::ndp::lock_violation`); they
+    /// are logged and passed to the device here.
     pub(crate) fn commit_versions(
         &self,
         txid: TxId,
         versions: Vec<PendingVersion>,
         ndp: &[NdpPart],
+        heads_applied: bool,
     ) -> Result<()> {
         self.check_ok()?;
         if versions.is_empty() && ndp.is_empty() {
@@ -213,7 +217,7 @@ impl DbInner {
             // locks kept writers out since it ended, so this only fails on
             // a corrupt state), then log and apply — before the host
             // versions, whose predecessors may be the NDP versions.
-            for part in ndp {
+            for part in ndp.iter().filter(|_| !heads_applied) {
                 if !stale_deltas(&tables[&part.table], &part.result).is_empty() {
                     EngineCounters::inc(&self.counters.ndp_validation_failures);
                     return Err(Error::serialization());
@@ -223,7 +227,9 @@ impl DbInner {
                 let ts = &tables[&part.table];
                 wake_gc |= self.count_changes(ts, part.result.delta.vids.len() as u64);
                 for d in &part.result.delta.vids {
-                    ts.vids.set(d.vid, d.new);
+                    if !heads_applied {
+                        ts.vids.set(d.vid, d.new);
+                    }
                     delta.push_delta_vid(VidEntry {
                         table: part.table,
                         vid: d.vid,

@@ -164,6 +164,9 @@ pub(crate) struct DbInner {
     pub(crate) overflow_retained: Mutex<Vec<Lsn>>,
     /// One backup at a time.
     pub(crate) backup_running: Mutex<()>,
+    /// Update-NDP transactions committing with lock violation, and the
+    /// end their dependents wait for (`crate::ndp::lock_violation`).
+    pub(crate) violable: Mutex<rustc_hash::FxHashMap<TxId, Arc<crate::ndp::lock_violation::Eot>>>,
     flush_lock: Mutex<()>,
     pub(crate) checkpoint_gate: RwLock<()>,
     failed: AtomicBool,
@@ -390,6 +393,7 @@ impl Database {
             overflow_committed: Mutex::new(Vec::new()),
             overflow_retained: Mutex::new(Vec::new()),
             backup_running: Mutex::new(()),
+            violable: Mutex::new(Default::default()),
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
             failed: AtomicBool::new(false),
@@ -630,6 +634,14 @@ impl Database {
             (
                 "ndp.overflow_bytes".into(),
                 get(&c.ndp_overflow_bytes) as i64,
+            ),
+            (
+                "ndp.lock_violations".into(),
+                get(&c.ndp_lock_violations) as i64,
+            ),
+            (
+                "ndp.commit_dependencies".into(),
+                get(&c.ndp_commit_dependencies) as i64,
             ),
             (
                 "ndp.overflow_micros".into(),

@@ -51,6 +51,10 @@ pub struct EngineCounters {
     /// the host, and the time moving them took.
     pub ndp_overflow_bytes: AtomicU64,
     pub ndp_overflow_micros: AtomicU64,
+    /// Update-NDP commits that let waiters violate their locks, and the
+    /// commits that waited for one of them (commit dependencies).
+    pub ndp_lock_violations: AtomicU64,
+    pub ndp_commit_dependencies: AtomicU64,
 }
 
 impl EngineCounters {

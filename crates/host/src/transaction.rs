@@ -96,6 +96,11 @@ pub struct Transaction {
     for_update: Option<crate::ndp::ForUpdate>,
     /// Basic NDP logging (Start-NDP / End-NDP records) for update jobs.
     ndp_logging: crate::ndp::NdpLogging,
+    /// `SET ndp_lock_violation`: waiters may take this transaction's SLT
+    /// locks while it moves its overflow logs.
+    lock_violation: bool,
+    /// Violable transactions whose versions this one wrote on.
+    dependencies: crate::ndp::lock_violation::Dependencies,
     /// Cancellation and statement timeout of the session running this.
     interrupt: Option<Interrupt>,
     /// Threads a host scan runs on.
@@ -126,6 +131,8 @@ impl Database {
             ndp_tag: None,
             for_update: None,
             ndp_logging: crate::ndp::NdpLogging::Basic,
+            lock_violation: false,
+            dependencies: Default::default(),
             interrupt: None,
             host_workers: crate::page_scan::DEFAULT_HOST_WORKERS,
             lock_wait: LockWait {
@@ -172,6 +179,13 @@ impl Transaction {
     /// the host before the commit record.
     pub fn set_ndp_logging(&mut self, logging: crate::ndp::NdpLogging) {
         self.ndp_logging = logging;
+    }
+
+    /// `ndp_lock_violation` (update NDP §5.4): with extended logging,
+    /// waiting transactions may take this transaction's device locks while
+    /// its overflow logs move, and commit only after it.
+    pub fn set_lock_violation(&mut self, on: bool) {
+        self.lock_violation = on;
     }
 
     pub(crate) fn ndp_logging(&self) -> crate::ndp::NdpLogging {
@@ -562,6 +576,11 @@ impl Transaction {
                 }
                 let bytes = self.db.inner.fetch(head)?;
                 let (h, row) = Self::decode(ts, &bytes)?;
+                if let Some(eot) = self.db.inner.violable_eot(h.creator) {
+                    // Written by a transaction that is committing with
+                    // lock violation: this one commits after it, or not.
+                    self.dependencies.add(eot);
+                }
                 Ok(if h.is_tombstone() {
                     Current::Gone
                 } else {
@@ -808,6 +827,17 @@ impl Transaction {
         })
     }
 
+    /// Whether the commit moves an overflow log (with lock violation, it
+    /// is violable meanwhile).
+    fn moves_overflow_logs(&self) -> bool {
+        self.ndp_parts.iter().any(|p| {
+            p.extended
+                && p.start_ndp.is_some()
+                && p.overflow.is_none()
+                && !p.result.delta.l2p.is_empty()
+        })
+    }
+
     /// Moves the overflow log of each update job run with
     /// `ndp_logging = extended` from the device to the host.
     fn move_overflow_logs(&mut self) -> Result<()> {
@@ -875,6 +905,7 @@ impl Transaction {
             }
         }
         self.ndp_heads.clear();
+        self.dependencies.clear();
         self.ndp_locked.clear();
         self.ndp_buckets.clear();
         self.for_update = None;
@@ -892,8 +923,29 @@ impl Transaction {
     /// Commits: returns once the commit is durable.
     pub fn commit(mut self) -> Result<()> {
         // Extended NDP logging: the overflow logs reach the host first (a
-        // failure aborts: dropping `self` removes what was written).
-        self.move_overflow_logs()?;
+        // failure aborts: dropping `self` removes what was written) —
+        // with lock violation, while waiters take this transaction's locks.
+        let violable = match (self.lock_violation, self.ndp_tag) {
+            (true, Some(tag)) if self.moves_overflow_logs() => Some(self.db.inner.enter_violable(
+                self.id,
+                tag,
+                &self.ndp_parts,
+            )?),
+            _ => None,
+        };
+        if let Err(e) = self.move_overflow_logs() {
+            if let Some(v) = violable {
+                self.db.inner.close_violable(&v);
+                self.db.inner.undo_violable_heads(&self.ndp_parts);
+                self.abort_in_place();
+                self.db.inner.leave_violable(v, false);
+            }
+            return Err(e);
+        }
+        if !self.dependencies.is_empty() {
+            EngineCounters::inc(&self.db.inner.counters.ndp_commit_dependencies);
+            self.dependencies.wait(self.id)?;
+        }
         let mut writes = std::mem::take(&mut self.writes);
         let versions: Vec<PendingVersion> = self
             .order
@@ -907,12 +959,23 @@ impl Transaction {
             })
             .collect();
         drop(writes);
-        let result = self
-            .db
-            .inner
-            .commit_versions(self.id, versions, &self.ndp_parts);
+        let result =
+            self.db
+                .inner
+                .commit_versions(self.id, versions, &self.ndp_parts, violable.is_some());
         let unlogged = self.ndp_parts.iter().any(|p| !p.logged);
-        self.end(result.is_ok());
+        match violable {
+            Some(v) => {
+                self.db.inner.close_violable(&v);
+                if result.is_err() {
+                    self.db.inner.undo_violable_heads(&self.ndp_parts);
+                }
+                self.end(result.is_ok());
+                // Visible now (or gone): the dependents go on (or fail).
+                self.db.inner.leave_violable(v, result.is_ok());
+            }
+            None => self.end(result.is_ok()),
+        }
         let counters = &self.db.inner.counters;
         match result {
             Ok(()) => {

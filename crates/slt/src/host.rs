@@ -131,6 +131,35 @@ impl HostSide {
         Ok(in_first && slt.load_index(idx)?.head() == Slot::Host)
     }
 
+    /// Whether `tx`'s host-shared entry of bucket `idx` may take the bucket
+    /// by violating the locks ahead of it (controlled lock violation,
+    /// update NDP §5.4): it is the first host entry, and every slot ahead
+    /// of it is a device job for which `violable` holds.
+    pub fn slt_granted_violating(
+        &self,
+        slt: &SharedLockTable,
+        idx: usize,
+        tx: TxId,
+        violable: impl Fn(DeviceTag) -> bool,
+    ) -> Result<bool> {
+        let in_first = self
+            .groups
+            .get(&idx)
+            .and_then(|g| g.front())
+            .is_some_and(|m| m.contains(&tx));
+        if !in_first {
+            return Ok(false);
+        }
+        for slot in slt.load_index(idx)?.slots() {
+            match slot {
+                Slot::Host => return Ok(true),
+                Slot::Device(tag) if violable(tag) => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(false)
+    }
+
     /// `tx` leaves bucket `idx` (after holding it, or giving up waiting).
     /// Returns true if another host group now holds the bucket (wake
     /// waiters; hand-overs inside a group are the HLT's to signal).

@@ -82,6 +82,9 @@ pub struct Session {
     host_workers: usize,
     /// `SET ndp_logging = off | basic | extended`.
     ndp_logging: NdpLogging,
+    /// `SET ndp_lock_violation = on | off` (controlled lock violation
+    /// while an update job's overflow logs move; off by default).
+    ndp_lock_violation: bool,
     settings: BTreeMap<String, String>,
     /// Statements outside a block join one implicit transaction.
     implicit: bool,
@@ -165,6 +168,7 @@ impl Session {
             ndp_preload: true,
             host_workers: ndpdb_host::page_scan::DEFAULT_HOST_WORKERS,
             ndp_logging: NdpLogging::Basic,
+            ndp_lock_violation: false,
             settings: BTreeMap::new(),
             implicit: false,
             notices: Vec::new(),
@@ -384,6 +388,7 @@ impl Session {
         tx.begin_statement();
         tx.set_lock_wait(self.lock_wait);
         tx.set_ndp_logging(self.ndp_logging);
+        tx.set_lock_violation(self.ndp_lock_violation);
         tx.set_host_workers(self.host_workers);
         match f(tx) {
             Ok(out) => {
@@ -761,8 +766,9 @@ impl Session {
                             )
                         })?
                     }
-                    "ndp_preload" => {
-                        self.ndp_preload = ndpdb_formats::value::parse_bool(&value)?;
+                    "ndp_preload" => self.ndp_preload = bool_setting("ndp_preload", &value)?,
+                    "ndp_lock_violation" => {
+                        self.ndp_lock_violation = bool_setting("ndp_lock_violation", &value)?
                     }
                     "host_workers" => {
                         self.host_workers = match value.trim().parse::<usize>() {
@@ -849,6 +855,7 @@ impl Session {
             "ndp_preload" => if self.ndp_preload { "on" } else { "off" }.to_string(),
             "host_workers" => self.host_workers.to_string(),
             "ndp_logging" => self.ndp_logging.name().to_string(),
+            "ndp_lock_violation" => if self.ndp_lock_violation { "on" } else { "off" }.to_string(),
             "server_version" => "15.0 (ndpdb 0.1.0)".into(),
             "server_encoding" => "UTF8".into(),
             "server_version_num" => "150000".into(),
@@ -1011,6 +1018,16 @@ impl Drop for Session {
             tx.rollback();
         }
     }
+}
+
+/// A Boolean setting's value, refused as PostgreSQL refuses one (22023).
+fn bool_setting(name: &str, value: &str) -> Result<bool> {
+    ndpdb_formats::value::parse_bool(value).map_err(|_| {
+        Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("parameter \"{name}\" requires a Boolean value"),
+        )
+    })
 }
 
 /// Whether `stmt` calls `current_setting()` (resolved at plan time).

@@ -88,6 +88,9 @@ struct Inner {
     blocked: FxHashMap<TxId, LockKey>,
     /// The host transaction each device tag in use locks for.
     device_owners: FxHashMap<u16, TxId>,
+    /// Device tags whose transaction is committing with controlled lock
+    /// violation: host waiters may take their SLT buckets.
+    violable: rustc_hash::FxHashSet<u16>,
 }
 
 #[derive(Default)]
@@ -145,6 +148,20 @@ impl LockTable {
         };
     }
 
+    /// Lets host waiters take the SLT buckets `tag` holds (controlled
+    /// lock violation, update NDP §5.4: its transaction has validated and
+    /// applied its ΔMaps and commits), or stops that; wakes every waiter.
+    pub fn set_violable(&self, tag: DeviceTag, on: bool) {
+        let mut g = self.inner.lock();
+        if on {
+            g.violable.insert(tag.raw());
+        } else {
+            g.violable.remove(&tag.raw());
+        }
+        drop(g);
+        self.wake.notify_all();
+    }
+
     /// Queues `tx` in `key`'s SLT bucket (once per bucket).
     fn slt_enter(&self, g: &mut Inner, tx: TxId, key: LockKey) -> Result<()> {
         let Some(slt) = &self.slt else { return Ok(()) };
@@ -177,15 +194,22 @@ impl LockTable {
         g.host_side.leave(slt, idx, tx).map_err(slt_error)
     }
 
-    /// Whether `tx`'s host-shared entry holds `key`'s bucket.
+    /// Whether `tx`'s host-shared entry holds `key`'s bucket, or may take
+    /// it past device jobs whose transactions permit lock violation.
     fn slt_granted(&self, g: &Inner, tx: TxId, key: LockKey) -> Result<bool> {
-        match &self.slt {
-            None => Ok(true),
-            Some(slt) => g
-                .host_side
-                .slt_granted(slt, slt.index(key), tx)
-                .map_err(slt_error),
+        let Some(slt) = &self.slt else {
+            return Ok(true);
+        };
+        let idx = slt.index(key);
+        if g.host_side.slt_granted(slt, idx, tx).map_err(slt_error)? {
+            return Ok(true);
         }
+        if g.violable.is_empty() {
+            return Ok(false);
+        }
+        g.host_side
+            .slt_granted_violating(slt, idx, tx, |t| g.violable.contains(&t.raw()))
+            .map_err(slt_error)
     }
 
     /// Acquires the exclusive lock on `key` for `tx`, sleeping while
@@ -486,8 +510,9 @@ impl LockTable {
         self.inner.lock().queues.len()
     }
 
+    /// Lock requests waiting now (for a host holder, a device job or both).
     pub fn waiting(&self) -> usize {
-        self.inner.lock().waiting_on.len()
+        self.inner.lock().blocked.len()
     }
 }
 

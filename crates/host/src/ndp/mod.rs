@@ -11,12 +11,15 @@
 //!  validate.rs      ΔL2P against the grant, ΔVID against the VID heads — at
 //!                   statement end and again at commit
 //!  overflow_log.rs  extended NDP logging: the job's pages moved to the host
+//!  lock_violation.rs  while they move, waiters may take the job's locks
+//!                   (commit dependencies on its end of transaction)
 //! ```
 //!
 //! The commit itself (End-NDP, ΔVID applied with the host's versions) is
 //! `crate::commit`; GC jobs go through the same call (`crate::gc`).
 
 mod call;
+pub(crate) mod lock_violation;
 pub mod overflow_log;
 mod update;
 pub(crate) mod validate;
