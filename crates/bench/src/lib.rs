@@ -11,6 +11,7 @@
 //! - [`recovery`]: a full-table update, a crash, the time to recover (NDP logging modes, PostgreSQL).
 //! - [`plot`]: PNG line and bar charts.
 //! - [`target`]: embedded ndpdb, an ndpdb server or PostgreSQL as the target.
+//! - [`lock_violation`]: host transactions at a fixed rate beside a bulk FOR UPDATE + UPDATE (lock violation).
 //! - [`sltbench`]: shared-lock-table latency, host and device side.
 //! - [`zipf`]: YCSB's scrambled Zipfian key chooser.
 //! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
@@ -22,6 +23,7 @@ pub mod clients;
 pub mod diff;
 pub mod hostile;
 pub mod htap;
+pub mod lock_violation;
 pub mod mixed;
 pub mod pin;
 pub mod plot;

@@ -125,6 +125,10 @@ pub enum Bench {
     /// A full-table UPDATE, a crash and the time to recover (update NDP
     /// Fig. 24): ndpdb under each NDP logging mode beside PostgreSQL.
     Recovery(crate::recovery::RecoveryArgs),
+    /// Single-row updates at a fixed rate beside a bulk SELECT FOR UPDATE
+    /// and UPDATE (update NDP Fig. 25): basic logging, overflow log, and
+    /// overflow log with lock violation, beside PostgreSQL.
+    LockViolation(crate::lock_violation::LockViolationArgs),
     /// Host-only full-table UPDATEs of tables of several sizes, sizes
     /// alternating: does the time grow linearly with the rows?
     BulkUpdate(crate::bulk_update::BulkUpdateArgs),
@@ -823,6 +827,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
         }
         Bench::Churn(args) => crate::churn::run(args),
         Bench::Recovery(args) => crate::recovery::run(args),
+        Bench::LockViolation(args) => crate::lock_violation::run(args),
         Bench::BulkUpdate(args) => crate::bulk_update::run(args),
         Bench::Hostile(run) => {
             println!(

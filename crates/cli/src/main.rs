@@ -5,6 +5,7 @@ mod bulk_update;
 mod churn;
 mod crash_worker;
 mod demo;
+mod lock_violation;
 mod recovery;
 mod sql;
 mod targets;

@@ -180,3 +180,105 @@ fn bench_hostile_sees_no_failed_statement() {
     // Keys 0, 3, …, 1,197 of which 0 … 498 exist: 167 of them.
     assert!(out.contains("count 167"), "{out}");
 }
+
+/// `ndpdb backup` and `ndpdb restore`: the device store deleted after a
+/// backup and more commits, the restore brings every committed row back;
+/// a second restore over a present store is refused (55000).
+#[test]
+fn backup_and_restore_rebuild_a_lost_device_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let backup = dir.path().join("base");
+    let values: Vec<String> = (0..2000).map(|k| format!("({k}, {k})")).collect();
+    let insert = format!("INSERT INTO t VALUES {}", values.join(", "));
+    let o = sql(
+        &db,
+        &["CREATE TABLE t (k INT PRIMARY KEY, v BIGINT)", &insert],
+        false,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = ndpdb(&[
+        "backup",
+        "--db",
+        db.to_str().unwrap(),
+        "--to",
+        backup.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("checkpoint LSN"), "{}", stdout(&o));
+    let o = sql(
+        &db,
+        &[
+            "SET ndp = on",
+            "SET ndp_logging = extended",
+            "UPDATE t SET v = v * 2 WHERE k % 2 = 0",
+            "SET ndp = off",
+            "DELETE FROM t WHERE k = 5",
+        ],
+        false,
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let before = stdout(&sql(&db, &["SELECT count(*), sum(v) FROM t"], true));
+    std::fs::remove_dir_all(db.join("device")).unwrap();
+    let restore = |expect_ok: bool| {
+        let o = ndpdb(&[
+            "restore",
+            "--db",
+            db.to_str().unwrap(),
+            "--backup",
+            backup.to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.success(), expect_ok, "{}", stderr(&o));
+        o
+    };
+    let o = restore(true);
+    // The update job's log, and GC runs' (autovacuum) if any ran.
+    let written_back: u32 = stdout(&o)
+        .split(", ")
+        .find_map(|p| p.strip_suffix(" overflow logs written back\n"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(written_back >= 1, "{}", stdout(&o));
+    let after = stdout(&sql(&db, &["SELECT count(*), sum(v) FROM t"], true));
+    assert_eq!(after, before);
+    assert!(after.contains("1999,"), "{after}");
+    let o = restore(false);
+    assert!(stderr(&o).starts_with("ERROR 55000"), "{}", stderr(&o));
+}
+
+/// `ndpdb bench lock-violation` runs every mode and writes its files.
+#[test]
+fn bench_lock_violation_writes_its_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = ndpdb(&[
+        "bench",
+        "lock-violation",
+        "--records",
+        "3000",
+        "--rounds",
+        "1",
+        "--rate",
+        "50",
+        "--workers",
+        "8",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}\n{}", stderr(&o));
+    for m in ["SLT (basic logging)", "SLT + overflow log + lock violation"] {
+        assert!(out.contains(m), "{out}");
+    }
+    let runs = std::fs::read_to_string(dir.path().join("lock_violation_runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 4, "{runs}");
+    let lv = runs
+        .lines()
+        .find(|l| l.contains("lock violation"))
+        .unwrap()
+        .split(',')
+        .nth(11)
+        .unwrap()
+        .to_string();
+    assert_eq!(lv, "1", "one violable commit: {runs}");
+    assert!(dir.path().join("lock_violation.csv").exists());
+}
