@@ -389,10 +389,10 @@ impl GcJob<'_> {
         let types = &self.inv.types;
         std::thread::scope(|s| {
             let (mut writer, rx) = PageWriter::new(self.space, self.inv.table, types);
-            let core = self.core;
+            let (core, space) = (self.core, self.space);
             let unload = std::thread::Builder::new()
                 .name("ndp-gc-unl".into())
-                .spawn_scoped(s, move || unloader(core, rx))
+                .spawn_scoped(s, move || unloader(core, space, rx))
                 .map_err(|e| {
                     Error::sql(
                         SqlState::INTERNAL_ERROR,

@@ -61,6 +61,13 @@ struct Job {
 }
 
 impl Job {
+    /// A batch of written pages is ready for the host (its NDP_STATUS
+    /// returns; the job's state does not change).
+    fn pages_ready(&self) {
+        let _st = self.status.lock();
+        self.done.notify_all();
+    }
+
     /// An update job ran dry: tell the host (its NDP_STATUS returns).
     fn need_space(&self) {
         let mut st = self.status.lock();
@@ -149,8 +156,9 @@ impl NdpEngine {
                 .clamp(1, 64);
                 let space = inv.space.clone();
                 let runs_to_end = inv.op.runs_to_end();
+                let report_pages = inv.report_pages;
                 let job = Arc::new_cyclic(|weak: &std::sync::Weak<Job>| {
-                    let weak = weak.clone();
+                    let (weak, weak_pages) = (weak.clone(), weak.clone());
                     Job {
                         status: Mutex::new(JobStatus {
                             job: JobId(id),
@@ -165,6 +173,7 @@ impl NdpEngine {
                             pages_filtered: 0,
                             pages_pruned: 0,
                             bytes_touched: 0,
+                            unloaded: Vec::new(),
                         }),
                         done: Condvar::new(),
                         result: Mutex::new(None),
@@ -176,6 +185,13 @@ impl NdpEngine {
                                 if let Some(job) = weak.upgrade() {
                                     job.need_space();
                                 }
+                            }),
+                            report_pages.then(|| -> Box<dyn Fn() + Send + Sync> {
+                                Box::new(move || {
+                                    if let Some(job) = weak_pages.upgrade() {
+                                        job.pages_ready();
+                                    }
+                                })
                             }),
                         ),
                     }
@@ -226,10 +242,15 @@ impl NdpEngine {
                 let job = self.job(id)?;
                 let deadline = Instant::now() + wait;
                 let mut st = job.status.lock();
+                // Until the state changes, the wait ends, or (jobs that
+                // report their pages) a batch of written pages is ready.
                 while st.state == JobState::Running
+                    && !job.space.unloaded_ready()
                     && !job.done.wait_until(&mut st, deadline).timed_out()
                 {}
+                st.unloaded = job.space.take_unloaded();
                 st.encode(&mut w);
+                st.unloaded.clear();
             }
             Opcode::NdpResult => {
                 let id = r.u64().map_err(link_err)?;

@@ -41,16 +41,57 @@ pub(crate) struct SpacePool {
     /// Called (once per shortage) when the pool runs dry: tells the host.
     on_empty: Box<dyn Fn() + Send + Sync>,
     asked: AtomicBool,
+    /// Jobs that report their pages (`Invocation::report_pages`): pages
+    /// written and not yet reported, and the call that tells the host
+    /// once a batch is ready.
+    unloaded: Mutex<Vec<(Lpn, Ppn)>>,
+    on_unloaded: Option<Box<dyn Fn() + Send + Sync>>,
 }
 
+/// Written pages per report (1 MiB).
+const REPORT_BATCH: usize = 128;
+
 impl SpacePool {
-    pub fn new(pages: Vec<(Lpn, Ppn)>, on_empty: Box<dyn Fn() + Send + Sync>) -> SpacePool {
+    pub fn new(
+        pages: Vec<(Lpn, Ppn)>,
+        on_empty: Box<dyn Fn() + Send + Sync>,
+        on_unloaded: Option<Box<dyn Fn() + Send + Sync>>,
+    ) -> SpacePool {
         SpacePool {
             pages: Mutex::new(pages.into()),
             granted: Condvar::new(),
             on_empty,
             asked: AtomicBool::new(false),
+            unloaded: Mutex::new(Vec::new()),
+            on_unloaded,
         }
+    }
+
+    /// A page is on the store for good (the unloader wrote it).
+    fn written(&self, page: (Lpn, Ppn)) {
+        let Some(tell) = &self.on_unloaded else {
+            return;
+        };
+        let mut u = self.unloaded.lock();
+        u.push(page);
+        let ready = u.len() == REPORT_BATCH;
+        drop(u);
+        if ready {
+            tell();
+        }
+    }
+
+    /// Whether a batch of written pages waits for the host.
+    pub fn unloaded_ready(&self) -> bool {
+        self.on_unloaded.is_some() && self.unloaded.lock().len() >= REPORT_BATCH
+    }
+
+    /// The written pages not reported yet.
+    pub fn take_unloaded(&self) -> Vec<(Lpn, Ppn)> {
+        if self.on_unloaded.is_none() {
+            return Vec::new();
+        }
+        std::mem::take(&mut *self.unloaded.lock())
     }
 
     /// A fresh page; waits for the host to grant more if none is left.
@@ -121,7 +162,7 @@ pub(crate) struct PageWriter<'a> {
     table: TableId,
     types: &'a [DataType],
     current: Option<(Lpn, Ppn, PageBuf)>,
-    unload: Option<SyncSender<(Ppn, PageBuf)>>,
+    unload: Option<SyncSender<(Lpn, Ppn, PageBuf)>>,
 }
 
 /// Pages in flight between a PE and its unloader.
@@ -133,7 +174,7 @@ impl<'a> PageWriter<'a> {
         space: &'a SpacePool,
         table: TableId,
         types: &'a [DataType],
-    ) -> (Self, Receiver<(Ppn, PageBuf)>) {
+    ) -> (Self, Receiver<(Lpn, Ppn, PageBuf)>) {
         let (tx, rx) = sync_channel(UNLOAD_DEPTH);
         (
             PageWriter {
@@ -180,7 +221,7 @@ impl<'a> PageWriter<'a> {
         }
         page.seal();
         let tx = self.unload.as_ref().ok_or_else(unloader_gone)?;
-        tx.send((ppn, page)).map_err(|_| unloader_gone())?;
+        tx.send((lpn, ppn, page)).map_err(|_| unloader_gone())?;
         written.push((lpn, ppn));
         Ok(())
     }
@@ -198,11 +239,16 @@ fn unloader_gone() -> Error {
 }
 
 /// The unloader: writes sealed pages to their PPNs until the queue closes.
-pub(crate) fn unloader(core: &Core, rx: Receiver<(Ppn, PageBuf)>) -> Result<(), Error> {
-    for (ppn, page) in rx {
+pub(crate) fn unloader(
+    core: &Core,
+    space: &SpacePool,
+    rx: Receiver<(Lpn, Ppn, PageBuf)>,
+) -> Result<(), Error> {
+    for (lpn, ppn, page) in rx {
         core.store
             .write(ppn, page.as_bytes())
             .map_err(|e| Error::sql(SqlState::IO_ERROR, format!("writing page {}: {e}", ppn.0)))?;
+        space.written((lpn, ppn));
     }
     Ok(())
 }

@@ -163,6 +163,10 @@ pub struct Invocation {
     /// host (`ModifyResult::stale`), which re-checks it on the newest
     /// version as PostgreSQL does.
     pub read_committed: bool,
+    /// Update jobs: report the pages written so far in each status
+    /// (`JobStatus::unloaded`), so that the host can move them to an
+    /// overflow log while the job runs (extended NDP logging).
+    pub report_pages: bool,
 }
 
 impl Invocation {
@@ -241,7 +245,8 @@ impl Invocation {
         encode_pages(&self.space, w);
         w.u64(self.lock_timeout_ms)
             .u16(self.lock_tag)
-            .bool(self.read_committed);
+            .bool(self.read_committed)
+            .bool(self.report_pages);
         encode_versions(&self.targets, w);
     }
 
@@ -351,6 +356,7 @@ impl Invocation {
             lock_timeout_ms: r.u64()?,
             lock_tag: r.u16()?,
             read_committed: r.bool()?,
+            report_pages: r.bool()?,
             targets: decode_versions(r)?,
         })
     }
@@ -559,6 +565,9 @@ pub struct JobStatus {
     pub pages_pruned: u64,
     /// Page bytes the PEs read (see `PipelineState::bytes_touched`).
     pub bytes_touched: u64,
+    /// With `Invocation::report_pages`: pages the job has written since
+    /// the last status (final: a job never rewrites a page).
+    pub unloaded: Vec<(Lpn, Ppn)>,
 }
 
 impl JobStatus {
@@ -589,6 +598,7 @@ impl JobStatus {
             .u64(self.pages_filtered)
             .u64(self.pages_pruned)
             .u64(self.bytes_touched);
+        encode_pages(&self.unloaded, w);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<JobStatus> {
@@ -621,6 +631,7 @@ impl JobStatus {
             pages_filtered: r.u64()?,
             pages_pruned: r.u64()?,
             bytes_touched: r.u64()?,
+            unloaded: decode_pages(r)?,
         })
     }
 }
@@ -722,6 +733,7 @@ mod tests {
             lock_timeout_ms: 1000,
             lock_tag: 77,
             read_committed: true,
+            report_pages: true,
             targets: vec![(Vid(5), RecId::new(Lpn(9), 1))],
         };
         let mut w = Writer::new();
@@ -744,6 +756,7 @@ mod tests {
             pages_filtered: 12,
             pages_pruned: 13,
             bytes_touched: 14,
+            unloaded: vec![(Lpn(3), Ppn(4))],
         };
         let mut w = Writer::new();
         st.encode(&mut w);

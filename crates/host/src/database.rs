@@ -636,12 +636,20 @@ impl Database {
                 get(&c.ndp_overflow_bytes) as i64,
             ),
             (
+                "ndp.overflow_streamed_bytes".into(),
+                get(&c.ndp_overflow_streamed_bytes) as i64,
+            ),
+            (
                 "ndp.lock_violations".into(),
                 get(&c.ndp_lock_violations) as i64,
             ),
             (
                 "ndp.commit_dependencies".into(),
                 get(&c.ndp_commit_dependencies) as i64,
+            ),
+            (
+                "ndp.violation_early_aborts".into(),
+                get(&c.ndp_violation_early_aborts) as i64,
             ),
             (
                 "ndp.overflow_micros".into(),

@@ -51,10 +51,15 @@ pub struct EngineCounters {
     /// the host, and the time moving them took.
     pub ndp_overflow_bytes: AtomicU64,
     pub ndp_overflow_micros: AtomicU64,
+    /// Of those bytes, the ones moved while their job still ran.
+    pub ndp_overflow_streamed_bytes: AtomicU64,
     /// Update-NDP commits that let waiters violate their locks, and the
     /// commits that waited for one of them (commit dependencies).
     pub ndp_lock_violations: AtomicU64,
     pub ndp_commit_dependencies: AtomicU64,
+    /// Snapshot writers that failed certification against a version of a
+    /// transaction still committing with lock violation (early aborts).
+    pub ndp_violation_early_aborts: AtomicU64,
 }
 
 impl EngineCounters {

@@ -101,6 +101,9 @@ pub struct Transaction {
     lock_violation: bool,
     /// Violable transactions whose versions this one wrote on.
     dependencies: crate::ndp::lock_violation::Dependencies,
+    /// Overflow logs of this transaction's update jobs, written while the
+    /// jobs ran, by Start-NDP LSN; finished at commit.
+    overflow_streams: Vec<(ndpdb_formats::Lsn, crate::ndp::overflow_log::OverflowWriter)>,
     /// Cancellation and statement timeout of the session running this.
     interrupt: Option<Interrupt>,
     /// Threads a host scan runs on.
@@ -133,6 +136,7 @@ impl Database {
             ndp_logging: crate::ndp::NdpLogging::Basic,
             lock_violation: false,
             dependencies: Default::default(),
+            overflow_streams: Vec::new(),
             interrupt: None,
             host_workers: crate::page_scan::DEFAULT_HOST_WORKERS,
             lock_wait: LockWait {
@@ -567,7 +571,17 @@ impl Transaction {
         }
         match self.isolation {
             Isolation::Snapshot => {
-                EngineCounters::inc(&self.db.inner.counters.serialization_failures);
+                let counters = &self.db.inner.counters;
+                EngineCounters::inc(&counters.serialization_failures);
+                if !head.is_null() {
+                    let bytes = self.db.inner.fetch(head)?;
+                    let (h, _) = Self::decode(ts, &bytes)?;
+                    if self.db.inner.violable_eot(h.creator).is_some() {
+                        // Failed while the newer version's transaction
+                        // commits, instead of after it (lock violation).
+                        EngineCounters::inc(&counters.ndp_violation_early_aborts);
+                    }
+                }
                 Err(Error::serialization())
             }
             Isolation::ReadCommitted => {
@@ -827,6 +841,15 @@ impl Transaction {
         })
     }
 
+    /// Keeps the overflow log an update job wrote while it ran.
+    pub(crate) fn keep_overflow_stream(
+        &mut self,
+        start: ndpdb_formats::Lsn,
+        w: crate::ndp::overflow_log::OverflowWriter,
+    ) {
+        self.overflow_streams.push((start, w));
+    }
+
     /// Whether the commit moves an overflow log (with lock violation, it
     /// is violable meanwhile).
     fn moves_overflow_logs(&self) -> bool {
@@ -851,14 +874,22 @@ impl Transaction {
                 continue;
             }
             let t = std::time::Instant::now();
-            let log = crate::ndp::overflow_log::write(
-                &inner.dir,
-                &inner.device,
-                id,
-                part.table,
-                start,
-                &part.result.delta.l2p,
-            )?;
+            let streamed = self
+                .overflow_streams
+                .iter()
+                .position(|(s, _)| *s == start)
+                .map(|i| self.overflow_streams.swap_remove(i).1);
+            let log = match streamed {
+                Some(w) => w.finish(&inner.device, &part.result.delta.l2p)?,
+                None => crate::ndp::overflow_log::write(
+                    &inner.dir,
+                    &inner.device,
+                    id,
+                    part.table,
+                    start,
+                    &part.result.delta.l2p,
+                )?,
+            };
             let c = &inner.counters;
             c.ndp_overflow_bytes
                 .fetch_add(log.bytes, std::sync::atomic::Ordering::Relaxed);
@@ -906,6 +937,8 @@ impl Transaction {
         }
         self.ndp_heads.clear();
         self.dependencies.clear();
+        // Unfinished logs (an abort) remove their files.
+        self.overflow_streams.clear();
         self.ndp_locked.clear();
         self.ndp_buckets.clear();
         self.for_update = None;

@@ -153,12 +153,12 @@ pub(crate) fn run_pe(task: &PeTask) -> (Result<(PeOutput, PeStats), Error>, Modi
             Some(ctx) => {
                 let (writer, rx) = PageWriter::new(ctx.space, task.inv.table, &task.inv.types);
                 walker.writer = Some(writer);
-                let core = task.core;
+                let (core, space) = (task.core, ctx.space);
                 let h = std::thread::Builder::new()
                     .name(format!("ndp-unl-{}", task.chunks.first))
                     .spawn_scoped(s, move || {
                         pin(task.cpu);
-                        unloader(core, rx)
+                        unloader(core, space, rx)
                     })
                     .map_err(|e| {
                         Error::sql(

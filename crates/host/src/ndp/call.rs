@@ -86,6 +86,9 @@ impl JobOutcome {
     }
 }
 
+/// Called with the pages an update job reports as written while it runs.
+pub(crate) type PagesWritten<'a> = dyn FnMut(&[(ndpdb_formats::Lpn, ndpdb_formats::Ppn)]) + 'a;
+
 impl Transaction {
     /// Whether this transaction has uncommitted writes to `ts` (host
     /// versions or update-NDP deltas).
@@ -99,8 +102,20 @@ impl Transaction {
     pub(crate) fn ndp_call(
         &self,
         ts: &TableState,
+        inv: Invocation,
+        report: &mut NdpReport,
+    ) -> Result<JobOutcome> {
+        self.ndp_call_with(ts, inv, report, &mut |_| {})
+    }
+
+    /// [`Transaction::ndp_call`]; `written` gets the pages an update job
+    /// reports as written while it runs (with `Invocation::report_pages`).
+    pub(crate) fn ndp_call_with(
+        &self,
+        ts: &TableState,
         mut inv: Invocation,
         report: &mut NdpReport,
+        written: &mut PagesWritten<'_>,
     ) -> Result<JobOutcome> {
         let inner = &self.database().inner;
         let start = Instant::now();
@@ -125,7 +140,10 @@ impl Transaction {
             let mut w = Writer::new();
             w.u64(job.0).u32(250);
             let reply = inner.device.ndp(Opcode::NdpStatus, w.into_inner())?;
-            let st = JobStatus::decode(&mut Reader::new(&reply)).map_err(decode_err)?;
+            let mut st = JobStatus::decode(&mut Reader::new(&reply)).map_err(decode_err)?;
+            if !st.unloaded.is_empty() {
+                written(&std::mem::take(&mut st.unloaded));
+            }
             // A read-only job can be dropped mid-run; an update or lock
             // job runs to its end (its locks and ΔMaps are released by the
             // failing statement's abort).
@@ -243,6 +261,7 @@ impl Transaction {
             lock_tag: 0,
             targets: Vec::new(),
             read_committed: self.isolation() == crate::transaction::Isolation::ReadCommitted,
+            report_pages: false,
         }
     }
 

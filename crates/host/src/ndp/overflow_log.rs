@@ -12,15 +12,20 @@
 //!
 //! The redo is physical: the pages as the device wrote them (PAX images
 //! with their own checksums), so replaying a file is writing its pages
-//! back and mapping them. One file per job, written whole before the
-//! commit record; a job of a transaction that aborts has its file
-//! removed. Byte layout (little endian):
+//! back and mapping them. One file per job; a job of a transaction that
+//! aborts has its file removed. While an update job runs, the device
+//! reports the pages it has written (`JobStatus::unloaded`, a batch per
+//! MiB) and the host appends them to the job's file at once
+//! ([`OverflowWriter`], synced every 32 MiB), so that at commit only the
+//! last pages move and one fsync remains. Byte layout (little endian):
 //!
 //! ```text
-//!  magic "NDPOVF1\n" | TxId u64 | table u32 | Start-NDP LSN u64 | n u32
-//!  n × (LPN u64 | PPN u64 | page [8192])
-//!  crc32 u32 over every byte before it
+//!  magic "NDPOVF2\n" | TxId u64 | table u32 | Start-NDP LSN u64
+//!  n × (LPN u64 | PPN u64 | page [8192])          in the order they were written
+//!  n u32 | crc32 u32 over every byte before it
 //! ```
+//!
+//! (Format 1, `NDPOVF1`, had n in the header; it is still read.)
 //!
 //! Without a base backup a file is needed only until the device's maps
 //! hold its job's pages durably: a checkpoint removes the files of
@@ -41,10 +46,13 @@ use ndpdb_link::DeviceClient;
 
 use crate::error::{Error, Result};
 
-const MAGIC: &[u8; 8] = b"NDPOVF1\n";
+const MAGIC_V1: &[u8; 8] = b"NDPOVF1\n";
+const MAGIC: &[u8; 8] = b"NDPOVF2\n";
+/// Bytes a streaming writer lets accumulate before it syncs them.
+const SYNC_EVERY: u64 = 32 << 20;
 /// Pages per READ_PAGES while moving a log.
 const BATCH_PAGES: usize = 128;
-const HEADER: usize = 8 + 8 + 4 + 8 + 4;
+const HEADER: usize = 8 + 8 + 4 + 8;
 const ENTRY: usize = 8 + 8 + PAGE_SIZE;
 
 /// Where a job's overflow log is, as its End-NDP record names it.
@@ -90,54 +98,178 @@ pub(crate) fn write(
     start: Lsn,
     pages: &[(Lpn, Ppn)],
 ) -> Result<OverflowRef> {
-    let dir = dir_of(db_dir);
-    fs::create_dir_all(&dir).map_err(|e| io("create the directory of", &dir, e))?;
-    let path = path_of(db_dir, start);
-    let file = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(&path)
-        .map_err(|e| io("create", &path, e))?;
-    let mut out = Checksummed::new(BufWriter::with_capacity(1 << 20, file));
-    let mut header = Vec::with_capacity(HEADER);
-    header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&txid.0.to_le_bytes());
-    header.extend_from_slice(&table.0.to_le_bytes());
-    header.extend_from_slice(&start.0.to_le_bytes());
-    header.extend_from_slice(&(pages.len() as u32).to_le_bytes());
-    out.write(&header).map_err(|e| io("write", &path, e))?;
-    for batch in pages.chunks(BATCH_PAGES) {
-        let images = device.read_pages(batch.iter().map(|(_, p)| *p).collect())?;
-        for ((lpn, ppn), image) in batch.iter().zip(images) {
-            if image.len() != PAGE_SIZE {
-                return Err(Error::new(
-                    SqlState::DATA_CORRUPTED,
-                    format!("device page {} has {} bytes", ppn.0, image.len()),
-                ));
+    OverflowWriter::create(db_dir, txid, table, start)?.finish(device, pages)
+}
+
+/// A job's overflow log being written: pages appended as the job reports
+/// them, the rest and the trailer at commit. Dropped unfinished, it
+/// removes its file.
+pub(crate) struct OverflowWriter {
+    db_dir: PathBuf,
+    txid: TxId,
+    table: TableId,
+    start: Lsn,
+    out: Option<Checksummed<BufWriter<File>>>,
+    written: rustc_hash::FxHashSet<(Lpn, Ppn)>,
+    unsynced: u64,
+    /// An append failed: the file is written again, whole, at commit.
+    broken: bool,
+}
+
+impl OverflowWriter {
+    /// Starts the file of the job that logged Start-NDP at `start`.
+    pub(crate) fn create(
+        db_dir: &Path,
+        txid: TxId,
+        table: TableId,
+        start: Lsn,
+    ) -> Result<OverflowWriter> {
+        let mut w = OverflowWriter {
+            db_dir: db_dir.to_path_buf(),
+            txid,
+            table,
+            start,
+            out: None,
+            written: Default::default(),
+            unsynced: 0,
+            broken: false,
+        };
+        w.open()?;
+        Ok(w)
+    }
+
+    fn path(&self) -> PathBuf {
+        path_of(&self.db_dir, self.start)
+    }
+
+    /// (Re)creates the file with its header.
+    fn open(&mut self) -> Result<()> {
+        let dir = dir_of(&self.db_dir);
+        fs::create_dir_all(&dir).map_err(|e| io("create the directory of", &dir, e))?;
+        let path = self.path();
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| io("create", &path, e))?;
+        let mut out = Checksummed::new(BufWriter::with_capacity(1 << 20, file));
+        let mut header = Vec::with_capacity(HEADER);
+        header.extend_from_slice(MAGIC);
+        header.extend_from_slice(&self.txid.0.to_le_bytes());
+        header.extend_from_slice(&self.table.0.to_le_bytes());
+        header.extend_from_slice(&self.start.0.to_le_bytes());
+        out.write(&header).map_err(|e| io("write", &path, e))?;
+        self.out = Some(out);
+        self.written.clear();
+        self.unsynced = 0;
+        Ok(())
+    }
+
+    /// Appends pages the job has written (read from the device now);
+    /// returns the bytes appended. A failure is kept for
+    /// [`OverflowWriter::finish`], which starts over.
+    pub(crate) fn append(&mut self, device: &DeviceClient, pages: &[(Lpn, Ppn)]) -> u64 {
+        if self.broken {
+            return 0;
+        }
+        let before = self.written.len();
+        if self.try_append(device, pages).is_err() {
+            self.broken = true;
+            return 0;
+        }
+        ((self.written.len() - before) * ENTRY) as u64
+    }
+
+    fn try_append(&mut self, device: &DeviceClient, pages: &[(Lpn, Ppn)]) -> Result<()> {
+        let path = self.path();
+        let out = self
+            .out
+            .as_mut()
+            .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "overflow log already finished"))?;
+        for batch in pages.chunks(BATCH_PAGES) {
+            let images = device.read_pages(batch.iter().map(|(_, p)| *p).collect())?;
+            for ((lpn, ppn), image) in batch.iter().zip(images) {
+                if image.len() != PAGE_SIZE {
+                    return Err(Error::new(
+                        SqlState::DATA_CORRUPTED,
+                        format!("device page {} has {} bytes", ppn.0, image.len()),
+                    ));
+                }
+                if !self.written.insert((*lpn, *ppn)) {
+                    continue;
+                }
+                out.write(&lpn.0.to_le_bytes())
+                    .and_then(|_| out.write(&ppn.0.to_le_bytes()))
+                    .and_then(|_| out.write(&image))
+                    .map_err(|e| io("write", &path, e))?;
+                self.unsynced += ENTRY as u64;
             }
-            out.write(&lpn.0.to_le_bytes())
-                .and_then(|_| out.write(&ppn.0.to_le_bytes()))
-                .and_then(|_| out.write(&image))
-                .map_err(|e| io("write", &path, e))?;
+        }
+        if self.unsynced >= SYNC_EVERY {
+            // Keep what commit must sync small.
+            out.flush_inner()
+                .and_then(|f| f.sync_data())
+                .map_err(|e| io("sync", &path, e))?;
+            self.unsynced = 0;
+        }
+        Ok(())
+    }
+
+    /// Appends the pages of `all` (the job's ΔL2P) not written yet, then
+    /// the trailer, and makes the file durable. Every page appended
+    /// before must be one of `all`.
+    pub(crate) fn finish(
+        mut self,
+        device: &DeviceClient,
+        all: &[(Lpn, Ppn)],
+    ) -> Result<OverflowRef> {
+        let expected: rustc_hash::FxHashSet<(Lpn, Ppn)> = all.iter().copied().collect();
+        if self.broken || self.written.iter().any(|p| !expected.contains(p)) {
+            self.broken = false;
+            self.open()?;
+        }
+        let rest: Vec<(Lpn, Ppn)> = all
+            .iter()
+            .filter(|p| !self.written.contains(p))
+            .copied()
+            .collect();
+        self.try_append(device, &rest)?;
+        let path = self.path();
+        let mut out = self
+            .out
+            .take()
+            .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "overflow log already finished"))?;
+        out.write(&(self.written.len() as u32).to_le_bytes())
+            .map_err(|e| io("write", &path, e))?;
+        let (crc, bytes, mut w) = out.finish();
+        w.write_all(&crc.to_le_bytes())
+            .and_then(|_| w.flush())
+            .map_err(|e| io("write", &path, e))?;
+        let file = w
+            .into_inner()
+            .map_err(|e| io("write", &path, e.into_error()))?;
+        file.sync_all().map_err(|e| io("sync", &path, e))?;
+        let dir = dir_of(&self.db_dir);
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| io("sync the directory of", &path, e))?;
+        self.written.clear();
+        Ok(OverflowRef {
+            start: self.start,
+            bytes: bytes + 4,
+            crc,
+        })
+    }
+}
+
+impl Drop for OverflowWriter {
+    fn drop(&mut self) {
+        if self.out.is_some() {
+            self.out = None;
+            let _ = remove(&self.db_dir, self.start);
         }
     }
-    let (crc, bytes, mut w) = out.finish();
-    w.write_all(&crc.to_le_bytes())
-        .and_then(|_| w.flush())
-        .map_err(|e| io("write", &path, e))?;
-    let file = w
-        .into_inner()
-        .map_err(|e| io("write", &path, e.into_error()))?;
-    file.sync_all().map_err(|e| io("sync", &path, e))?;
-    File::open(&dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| io("sync the directory of", &path, e))?;
-    Ok(OverflowRef {
-        start,
-        bytes: bytes + 4,
-        crc,
-    })
 }
 
 /// Reads and checks the log `r` names.
@@ -168,13 +300,26 @@ pub fn read(db_dir: &Path, r: &OverflowRef) -> Result<OverflowLog> {
     }
     let mut rd = Reader::new(body);
     let decode = |e: ndpdb_formats::Error| corrupt(e.to_string());
-    if rd.take(8).map_err(decode)? != MAGIC {
+    let magic = rd.take(8).map_err(decode)?;
+    let v1 = magic == MAGIC_V1;
+    if !v1 && magic != MAGIC {
         return Err(corrupt("not an overflow log".into()));
     }
     let txid = TxId(rd.u64().map_err(decode)?);
     let table = TableId(rd.u32().map_err(decode)?);
     let start = Lsn(rd.u64().map_err(decode)?);
-    let n = rd.count(ENTRY).map_err(decode)?;
+    let n = if v1 {
+        rd.count(ENTRY).map_err(decode)?
+    } else {
+        // The count is the body's last four bytes.
+        let entries = rd.remaining().saturating_sub(4);
+        let tail = &body[body.len() - 4..];
+        let n = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
+        if !entries.is_multiple_of(ENTRY) || entries / ENTRY != n {
+            return Err(corrupt(format!("{entries} bytes of entries for {n} pages")));
+        }
+        n
+    };
     if start != r.start {
         return Err(corrupt(format!("written for LSN {}", start.0)));
     }
@@ -183,6 +328,9 @@ pub fn read(db_dir: &Path, r: &OverflowRef) -> Result<OverflowLog> {
         let lpn = Lpn(rd.u64().map_err(decode)?);
         let ppn = Ppn(rd.u64().map_err(decode)?);
         pages.push((lpn, ppn, rd.take(PAGE_SIZE).map_err(decode)?.to_vec()));
+    }
+    if !v1 {
+        rd.u32().map_err(decode)?;
     }
     rd.finish("overflow log").map_err(decode)?;
     Ok(OverflowLog {
@@ -247,5 +395,13 @@ impl<W: Write> Checksummed<W> {
 
     pub(crate) fn finish(self) -> (u32, u64, W) {
         (self.crc.finalize(), self.bytes, self.inner)
+    }
+}
+
+impl Checksummed<BufWriter<File>> {
+    /// Writes the buffer out; the file, to sync.
+    fn flush_inner(&mut self) -> std::io::Result<&File> {
+        self.inner.flush()?;
+        Ok(self.inner.get_ref())
     }
 }

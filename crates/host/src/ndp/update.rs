@@ -31,6 +31,7 @@ use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};
 use ndpdb_slt::DeviceTag;
 use ndpdb_wal::WalRecord;
 
+use super::overflow_log::OverflowWriter;
 use super::validate::{moved_heads, stale_deltas};
 use super::{NdpReport, NdpRequest};
 use crate::database::{DbInner, TableState};
@@ -234,12 +235,32 @@ impl Transaction {
             // horizon at once.
             inner.wal.sync(lsn)?;
         }
+        // Extended logging: the job's pages go to its overflow log while
+        // it runs (the rest at commit).
+        let mut stream = match (logging, start_ndp) {
+            (NdpLogging::Extended, Some(start)) => {
+                inv.report_pages = true;
+                Some(OverflowWriter::create(
+                    &inner.dir,
+                    self.id(),
+                    ts.meta.id,
+                    start,
+                )?)
+            }
+            _ => None,
+        };
         let mut report = NdpReport::default();
         // If the link fails here the device's state is unknown: its pages
         // are not reused and the statement fails.
         let out = {
             let _writing = ts.device_writer();
-            self.ndp_call(ts, inv, &mut report)?
+            let device = &inner.device;
+            let streamed = &inner.counters.ndp_overflow_streamed_bytes;
+            self.ndp_call_with(ts, inv, &mut report, &mut |pages| {
+                if let Some(w) = stream.as_mut() {
+                    streamed.fetch_add(w.append(device, pages), Ordering::Relaxed);
+                }
+            })?
         };
         let mut result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
         let pages_ok = out.check_pages(&mut result);
@@ -306,6 +327,9 @@ impl Transaction {
             .ndp_rows_modified
             .fetch_add(rows, Ordering::Relaxed);
         let stale = std::mem::take(&mut part.result.stale);
+        if let (Some(w), Some(start)) = (stream.take(), part.start_ndp) {
+            self.keep_overflow_stream(start, w);
+        }
         // The job's locks cover the stale tuples too (ndp_locked).
         self.add_ndp_part(part);
         for vid in stale {
