@@ -7,7 +7,7 @@
 use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_host::Database;
 use sqlparser::ast::{
-    Expr, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, SetExpr, Statement,
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, SelectItem, SetExpr, Statement,
 };
 
 use crate::{Error, Output, Result, ResultColumn};
@@ -41,7 +41,13 @@ fn call_args(stmt: &Statement) -> Option<Vec<&Expr>> {
     if !f.name.to_string().eq_ignore_ascii_case(NAME) {
         return None;
     }
-    Some(match &f.args {
+    Some(unnamed_args(f))
+}
+
+/// The positional arguments of a function call (named ones and `*` left
+/// out).
+pub(crate) fn unnamed_args(f: &Function) -> Vec<&Expr> {
+    match &f.args {
         FunctionArguments::List(l) => l
             .args
             .iter()
@@ -51,7 +57,7 @@ fn call_args(stmt: &Statement) -> Option<Vec<&Expr>> {
             })
             .collect(),
         _ => Vec::new(),
-    })
+    }
 }
 
 /// Runs the backup `stmt` asks for; `in_block`: a transaction block is

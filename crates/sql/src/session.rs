@@ -905,7 +905,6 @@ impl Session {
         if !mentions_current_setting(&stmt) {
             return Ok(stmt);
         }
-        use sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
         use std::ops::ControlFlow;
         let mut error = None;
         let _ = sqlparser::ast::visit_expressions_mut(&mut stmt, |e| {
@@ -916,17 +915,7 @@ impl Session {
             if fname != "current_setting" && fname != "pg_catalog.current_setting" {
                 return ControlFlow::Continue(());
             }
-            let args: Vec<&Expr> = match &f.args {
-                FunctionArguments::List(l) => l
-                    .args
-                    .iter()
-                    .filter_map(|a| match a {
-                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => Some(e),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            };
+            let args = crate::backup_call::unnamed_args(f);
             let literal = |e: &Expr| match e {
                 Expr::Value(v) => match &v.value {
                     sqlparser::ast::Value::SingleQuotedString(s) => Some(s.clone()),
