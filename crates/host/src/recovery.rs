@@ -224,18 +224,20 @@ pub(crate) fn replay(
 }
 
 /// Restore: the pages of the job (or GC run) `log` names, written back to
-/// the device where they were, after checking that they are the pages its
-/// ΔL2P maps.
+/// the device where they were (streamed from the file), after which they
+/// must prove to be the pages its ΔL2P maps.
 fn write_back(
     dir: &Path,
     device: &DeviceClient,
     log: &OverflowRef,
     delta: &DeltaMaps,
 ) -> Result<()> {
-    let read = overflow_log::read(dir, log)?;
-    let logged: Vec<(Lpn, Ppn)> = read.pages.iter().map(|(l, p, _)| (*l, *p)).collect();
+    let mut got = overflow_log::for_each_page(dir, log, 64, &mut |pages| {
+        let images: Vec<(Ppn, &[u8])> = pages.iter().map(|(_, p, b)| (*p, &b[..])).collect();
+        device.write_page_images(&images)?;
+        Ok(())
+    })?;
     let mut expected = delta.l2p.clone();
-    let mut got = logged.clone();
     expected.sort_unstable();
     got.sort_unstable();
     if expected != got {
@@ -245,10 +247,6 @@ fn write_back(
             got.len(),
             expected.len()
         ))));
-    }
-    for chunk in read.pages.chunks(64) {
-        let pages: Vec<(Ppn, &[u8])> = chunk.iter().map(|(_, p, b)| (*p, &b[..])).collect();
-        device.write_page_images(&pages)?;
     }
     Ok(())
 }

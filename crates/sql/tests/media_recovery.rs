@@ -216,9 +216,31 @@ fn a_restore_refuses_what_it_cannot_rebuild_and_backups_release_old_log() {
         assert_eq!(db.backup_horizon().map(|l| l.0), Some(lsn));
         assert_eq!(files_in(&dir.path().join("overflow")), 0);
         assert_eq!(files_in(&dir.path().join("wal")), 1);
-        // An NDP update logged without its pages cannot be restored.
+        // While a backup is kept, jobs log their pages whatever the
+        // session asks for.
         ok(&mut s, "SET ndp_logging = basic");
         ok(&mut s, "UPDATE t SET c = c + 1 WHERE k < 1000");
+        assert_eq!(files_in(&dir.path().join("overflow")), 1);
+    }
+    // A committed job logged without its pages (as an older build wrote
+    // them) cannot be restored.
+    {
+        let (wal, _) = ndpdb_wal::Wal::open(&dir.path().join("wal")).unwrap();
+        let txid = ndpdb_formats::TxId(1 << 40);
+        let lsn = wal.append(&[
+            ndpdb_wal::WalRecord::EndNdp {
+                txid,
+                table: ndpdb_formats::TableId(1),
+                start: None,
+                overflow: None,
+                delta: ndpdb_formats::ndp::DeltaMaps {
+                    l2p: vec![(ndpdb_formats::Lpn(1 << 30), ndpdb_formats::Ppn(1 << 20))],
+                    vids: Vec::new(),
+                },
+            },
+            ndpdb_wal::WalRecord::Commit { txid },
+        ]);
+        wal.sync(lsn).unwrap();
     }
     let e = restore_err(dir.path(), &second);
     assert_eq!(e.code, SqlState("55000"), "{e:?}");

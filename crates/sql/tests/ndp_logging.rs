@@ -133,8 +133,12 @@ fn extended_logging_moves_each_jobs_pages_to_the_host_before_commit() {
     std::fs::write(&path, &bytes).unwrap();
     let e = overflow_log::read(dir.path(), &ends[0]).unwrap_err();
     assert_eq!(e.code, SqlState::DATA_CORRUPTED);
+    let e = overflow_log::for_each_page(dir.path(), &ends[0], 8, &mut |_| Ok(())).unwrap_err();
+    assert_eq!(e.code, SqlState::DATA_CORRUPTED);
     bytes[100] ^= 1;
     std::fs::write(&path, &bytes).unwrap();
+    let streamed = overflow_log::for_each_page(dir.path(), &ends[0], 8, &mut |_| Ok(())).unwrap();
+    assert_eq!(streamed.len(), log.pages.len());
 
     // System recovery does not need the log; after it the maps hold the
     // pages durably, and the next checkpoint removes the log.

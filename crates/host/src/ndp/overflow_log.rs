@@ -341,6 +341,105 @@ pub fn read(db_dir: &Path, r: &OverflowRef) -> Result<OverflowLog> {
     })
 }
 
+/// Takes pages of an overflow log as they are read: (LPN, PPN, image).
+pub type PageSink<'a> = dyn FnMut(&[(Lpn, Ppn, Vec<u8>)]) -> Result<()> + 'a;
+
+/// Streams the pages of the log `r` names to `f`, `batch` at a time,
+/// each page's checksum checked as it is read and the file's size, magic,
+/// LSN, count and CRC by the end (so a restore never holds a whole log in
+/// memory; a damaged file fails it, after some pages were handed on).
+/// Returns the (LPN, PPN) of every page.
+pub fn for_each_page(
+    db_dir: &Path,
+    r: &OverflowRef,
+    batch: usize,
+    f: &mut PageSink<'_>,
+) -> Result<Vec<(Lpn, Ppn)>> {
+    use std::io::Read;
+    let path = path_of(db_dir, r.start);
+    let corrupt = |what: String| {
+        Error::from(ndpdb_formats::Error::corrupted(format!(
+            "overflow log \"{}\": {what}",
+            path.display()
+        )))
+    };
+    let file = File::open(&path).map_err(|e| io("read", &path, e))?;
+    let size = file.metadata().map_err(|e| io("read", &path, e))?.len();
+    if size != r.bytes || size < (HEADER + 8) as u64 {
+        return Err(corrupt(format!("{size} bytes, End-NDP says {}", r.bytes)));
+    }
+    let mut input = std::io::BufReader::with_capacity(1 << 20, file);
+    let mut crc = crc32fast::Hasher::new();
+    let mut take = |buf: &mut [u8], crc: &mut crc32fast::Hasher| -> Result<()> {
+        input.read_exact(buf).map_err(|e| io("read", &path, e))?;
+        crc.update(buf);
+        Ok(())
+    };
+    let mut header = [0u8; HEADER];
+    take(&mut header, &mut crc)?;
+    let v1 = &header[..8] == MAGIC_V1;
+    if !v1 && &header[..8] != MAGIC {
+        return Err(corrupt("not an overflow log".into()));
+    }
+    let start = u64::from_le_bytes(header[20..28].try_into().unwrap_or_default());
+    if start != r.start.0 {
+        return Err(corrupt(format!("written for LSN {start}")));
+    }
+    let body = size - HEADER as u64 - 4;
+    let n = if v1 {
+        let mut n = [0u8; 4];
+        take(&mut n, &mut crc)?;
+        u32::from_le_bytes(n) as u64
+    } else {
+        (body - 4) / ENTRY as u64
+    };
+    // v1: the count before the entries; v2: after them.
+    let entries_bytes = body - 4;
+    if n * ENTRY as u64 != entries_bytes {
+        return Err(corrupt(format!(
+            "{entries_bytes} bytes of entries for {n} pages"
+        )));
+    }
+    let mut all = Vec::with_capacity(n as usize);
+    let mut pages: Vec<(Lpn, Ppn, Vec<u8>)> = Vec::with_capacity(batch);
+    for i in 0..n {
+        let mut ids = [0u8; 16];
+        take(&mut ids, &mut crc)?;
+        let mut image = vec![0u8; PAGE_SIZE];
+        take(&mut image, &mut crc)?;
+        let lpn = Lpn(u64::from_le_bytes(ids[..8].try_into().unwrap_or_default()));
+        let ppn = Ppn(u64::from_le_bytes(ids[8..].try_into().unwrap_or_default()));
+        ndpdb_formats::page::PageRef::parse_verified(&image)
+            .map_err(|e| corrupt(format!("page {}: {e}", ppn.0)))?;
+        all.push((lpn, ppn));
+        pages.push((lpn, ppn, image));
+        if pages.len() == batch || i + 1 == n {
+            f(&pages)?;
+            pages.clear();
+        }
+    }
+    if !v1 {
+        let mut count = [0u8; 4];
+        take(&mut count, &mut crc)?;
+        if u32::from_le_bytes(count) as u64 != n {
+            return Err(corrupt("page count mismatch".into()));
+        }
+    }
+    let mut stored = [0u8; 4];
+    input
+        .read_exact(&mut stored)
+        .map_err(|e| io("read", &path, e))?;
+    let crc = crc.finalize();
+    if crc != u32::from_le_bytes(stored) || crc != r.crc {
+        return Err(corrupt(format!(
+            "checksum {crc:08x}, stored {:08x}, End-NDP says {:08x}",
+            u32::from_le_bytes(stored),
+            r.crc
+        )));
+    }
+    Ok(all)
+}
+
 /// Removes the log of the job that started at `start` (if any).
 pub(crate) fn remove(db_dir: &Path, start: Lsn) -> Result<()> {
     let path = path_of(db_dir, start);

@@ -217,7 +217,12 @@ impl Transaction {
         }
         inv.lock_timeout_ms = self.ndp_lock_wait_ms();
         // Start-NDP: all call parameters, before the device starts.
-        let logging = self.ndp_logging();
+        // While a base backup is kept, a restore needs every job's pages:
+        // jobs log them whatever the session chose (media recovery).
+        let logging = match inner.wal.retained_from() {
+            Some(_) => NdpLogging::Extended,
+            None => self.ndp_logging(),
+        };
         let logged = logging != NdpLogging::Off;
         let mut start_ndp = None;
         if logged {
