@@ -30,10 +30,11 @@
 //! records. Pages the device wrote — update jobs, GC runs — are not: for
 //! those the WAL holds only ΔMaps. So from the first backup on, the
 //! database keeps WAL segments from the newest backup's checkpoint, and
-//! the overflow logs committed after it (`ndp_logging = extended` writes
-//! them for update jobs; GC runs write one whenever a backup is kept). A
-//! restore stops with 55000, naming the transaction, at an update job
-//! logged without one.
+//! the overflow logs committed after it: while a backup is kept, every
+//! update job writes one (as `ndp_logging = extended` does, whatever the
+//! session asked for) and so does every GC run. A restore stops with
+//! 55000, naming the transaction, at an update job logged without one
+//! (a WAL written before the backup horizon existed).
 
 mod files;
 mod restore;
