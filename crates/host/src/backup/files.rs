@@ -228,16 +228,11 @@ impl PagesWriter {
 
     /// Ends the file durably; returns its size and CRC.
     pub(crate) fn finish(self) -> Result<(u64, u32)> {
-        let (crc, bytes, mut w) = self.out.finish();
-        let path = self.path;
-        w.write_all(&crc.to_le_bytes())
-            .and_then(|_| w.flush())
-            .map_err(|e| io("write", &path, e))?;
-        let file = w
-            .into_inner()
-            .map_err(|e| io("write", &path, e.into_error()))?;
-        file.sync_all().map_err(|e| io("sync", &path, e))?;
-        Ok((bytes + 4, crc))
+        let (crc, bytes) = self
+            .out
+            .finish_durably()
+            .map_err(|e| io("write", &self.path, e))?;
+        Ok((bytes, crc))
     }
 }
 

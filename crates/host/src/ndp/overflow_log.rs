@@ -242,14 +242,7 @@ impl OverflowWriter {
             .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "overflow log already finished"))?;
         out.write(&(self.written.len() as u32).to_le_bytes())
             .map_err(|e| io("write", &path, e))?;
-        let (crc, bytes, mut w) = out.finish();
-        w.write_all(&crc.to_le_bytes())
-            .and_then(|_| w.flush())
-            .map_err(|e| io("write", &path, e))?;
-        let file = w
-            .into_inner()
-            .map_err(|e| io("write", &path, e.into_error()))?;
-        file.sync_all().map_err(|e| io("sync", &path, e))?;
+        let (crc, bytes) = out.finish_durably().map_err(|e| io("write", &path, e))?;
         let dir = dir_of(&self.db_dir);
         File::open(&dir)
             .and_then(|d| d.sync_all())
@@ -257,7 +250,7 @@ impl OverflowWriter {
         self.written.clear();
         Ok(OverflowRef {
             start: self.start,
-            bytes: bytes + 4,
+            bytes,
             crc,
         })
     }
@@ -502,5 +495,16 @@ impl Checksummed<BufWriter<File>> {
     fn flush_inner(&mut self) -> std::io::Result<&File> {
         self.inner.flush()?;
         Ok(self.inner.get_ref())
+    }
+
+    /// Ends the file with the CRC of everything written and makes it
+    /// durable; returns that CRC and the file's size.
+    pub(crate) fn finish_durably(self) -> std::io::Result<(u32, u64)> {
+        let (crc, bytes, mut w) = self.finish();
+        w.write_all(&crc.to_le_bytes())?;
+        w.flush()?;
+        let file = w.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok((crc, bytes + 4))
     }
 }
