@@ -449,3 +449,26 @@ fn statement_timeout_and_cancel_requests_end_a_waiting_statement() {
         assert_eq!(v, 11);
     });
 }
+
+/// `SELECT ndpdb_backup('dir')` through the extended protocol (as
+/// drivers send it): described with its columns, one row back.
+#[test]
+fn a_backup_runs_through_the_extended_protocol() {
+    let (dir, db) = temp_db();
+    let port = start(db);
+    let target = dir.path().join("backup");
+    runtime().block_on(async {
+        let client = connect(port).await;
+        client
+            .batch_execute("CREATE TABLE t (k INT PRIMARY KEY); INSERT INTO t VALUES (1), (2)")
+            .await
+            .unwrap();
+        let sql = format!("SELECT ndpdb_backup('{}')", target.display());
+        let rows = client.query(sql.as_str(), &[]).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        let cols: Vec<&str> = rows[0].columns().iter().map(|c| c.name()).collect();
+        assert_eq!(cols, ["checkpoint_lsn", "pages", "bytes"]);
+        assert!(rows[0].get::<_, i64>("pages") >= 1);
+    });
+    assert!(target.join("backup_label").exists());
+}

@@ -1,5 +1,5 @@
 //! `SELECT ndpdb_backup('/path/to/new/dir')`: an online base backup from
-//! any session, so that a database served by `ndpdb serve` can be backed
+//! any session (simple or extended protocol), so that a database served by `ndpdb serve` can be backed
 //! up without stopping it (`ndpdb backup --server` sends this). One row
 //! comes back: the checkpoint LSN a restore replays from, the pages and
 //! the bytes copied. Like VACUUM it runs outside transaction blocks.
@@ -60,6 +60,17 @@ pub(crate) fn unnamed_args(f: &Function) -> Vec<&Expr> {
     }
 }
 
+/// The columns of the call's one row.
+pub fn columns() -> Vec<ResultColumn> {
+    ["checkpoint_lsn", "pages", "bytes"]
+        .into_iter()
+        .map(|name| ResultColumn {
+            name: name.into(),
+            ty: DataType::BigInt,
+        })
+        .collect()
+}
+
 /// Runs the backup `stmt` asks for; `in_block`: a transaction block is
 /// open in the session.
 pub fn run(db: &Database, stmt: &Statement, in_block: bool) -> Result<Output> {
@@ -84,16 +95,8 @@ pub fn run(db: &Database, stmt: &Statement, in_block: bool) -> Result<Output> {
         ));
     };
     let report = db.backup(std::path::Path::new(&target), &|_, _| {})?;
-    let column = |name: &str, ty| ResultColumn {
-        name: name.into(),
-        ty,
-    };
     Ok(Output::Rows {
-        columns: vec![
-            column("checkpoint_lsn", DataType::BigInt),
-            column("pages", DataType::BigInt),
-            column("bytes", DataType::BigInt),
-        ],
+        columns: columns(),
         rows: vec![vec![
             Value::BigInt(report.label.checkpoint.0 as i64),
             Value::BigInt(report.label.pages as i64),

@@ -65,6 +65,9 @@ impl Prepared {
     pub fn columns(&self) -> Vec<ResultColumn> {
         match &self.kind {
             PreparedKind::Select(p) => p.columns.clone(),
+            PreparedKind::Other(s) if crate::backup_call::is_backup_call(s) => {
+                crate::backup_call::columns()
+            }
             _ => Vec::new(),
         }
     }
@@ -280,9 +283,13 @@ impl Session {
     fn plan_statement(&mut self, stmt: Statement) -> Result<Prepared> {
         let stmt = self.resolve_settings(stmt)?;
         let mut param_types = Vec::new();
-        let kind = match self.plan_dml(&stmt, &mut param_types)? {
-            Some(kind) => kind,
-            None => PreparedKind::Other(Box::new(stmt)),
+        let kind = if crate::backup_call::is_backup_call(&stmt) {
+            PreparedKind::Other(Box::new(stmt))
+        } else {
+            match self.plan_dml(&stmt, &mut param_types)? {
+                Some(kind) => kind,
+                None => PreparedKind::Other(Box::new(stmt)),
+            }
         };
         Ok(Prepared { kind, param_types })
     }
