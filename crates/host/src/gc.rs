@@ -34,7 +34,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::codec::Reader;
 use ndpdb_formats::ndp::{DeltaMaps, JobState, ModifyResult, NdpOp};
 use ndpdb_formats::{Lpn, Ppn, SqlState, TableId};
 use ndpdb_link::VidEntry;
@@ -198,18 +198,10 @@ impl Database {
         inv.space = inner.alloc_space(64);
         // While a base backup is kept, a restore needs this run's new
         // pages: Start-NDP names the overflow log they go to.
-        let start_ndp = inner.wal.retained_from().map(|_| {
-            let mut w = Writer::new();
-            inv.encode(&mut w);
-            inner
-                .wal
-                .append_one(&WalRecord::StartNdp {
-                    txid: tx.id(),
-                    table: ts.meta.id,
-                    invocation: w.into_inner(),
-                })
-                .0
-        });
+        let start_ndp = inner
+            .wal
+            .retained_from()
+            .map(|_| inner.log_start_ndp(tx.id(), &inv).0);
         let mut report = NdpReport::default();
         let out = tx.ndp_call(ts, inv, &mut report)?;
         let mut result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;

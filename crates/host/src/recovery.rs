@@ -143,25 +143,15 @@ pub(crate) fn replay(
                     continue;
                 };
                 if source == Source::OverflowLogs && !delta.l2p.is_empty() {
-                    let log = match (start, overflow) {
-                        (Some(start), Some((bytes, crc))) => OverflowRef {
-                            start: *start,
-                            bytes: *bytes,
-                            crc: *crc,
-                        },
-                        _ => {
-                            return Err(Error::new(
-                                SqlState("55000"),
-                                format!(
-                                    "cannot restore: transaction {txid} updated table {} on the device after the backup (End-NDP at WAL LSN {}) without ndp_logging = extended, so its {} new pages were only on the lost device store",
-                                    ts.meta.name,
-                                    lsn.0,
-                                    delta.l2p.len()
-                                ),
-                            ))
-                        }
-                    };
-                    write_back(dir, device, &log, delta)?;
+                    let log = start
+                        .zip(*overflow)
+                        .map(|(start, (bytes, crc))| OverflowRef { start, bytes, crc });
+                    write_back(dir, device, log, delta, || {
+                        format!(
+                            "transaction {txid} updated table {} on the device after the backup (End-NDP at WAL LSN {}) without ndp_logging = extended",
+                            ts.meta.name, lsn.0
+                        )
+                    })?;
                     out.overflow_logs += 1;
                 }
                 // The pages are durable on the device (synced before the
@@ -181,23 +171,13 @@ pub(crate) fn replay(
                     continue;
                 };
                 if source == Source::OverflowLogs && !delta.l2p.is_empty() {
-                    let Some((start, bytes, crc)) = overflow else {
-                        return Err(Error::new(
-                            SqlState("55000"),
-                            format!(
-                                "cannot restore: a garbage-collection run on table {} (WAL LSN {}) logged no overflow log, so its {} new pages were only on the lost device store",
-                                ts.meta.name,
-                                lsn.0,
-                                delta.l2p.len()
-                            ),
-                        ));
-                    };
-                    let log = OverflowRef {
-                        start: *start,
-                        bytes: *bytes,
-                        crc: *crc,
-                    };
-                    write_back(dir, device, &log, delta)?;
+                    let log = overflow.map(|(start, bytes, crc)| OverflowRef { start, bytes, crc });
+                    write_back(dir, device, log, delta, || {
+                        format!(
+                            "a garbage-collection run on table {} (WAL LSN {}) logged no overflow log",
+                            ts.meta.name, lsn.0
+                        )
+                    })?;
                     out.overflow_logs += 1;
                 }
                 let last = replay_delta_maps(device, l2p, ts, &mut out.delta, delta)?;
@@ -225,14 +205,26 @@ pub(crate) fn replay(
 
 /// Restore: the pages of the job (or GC run) `log` names, written back to
 /// the device where they were (streamed from the file), after which they
-/// must prove to be the pages its ΔL2P maps.
+/// must prove to be the pages its ΔL2P maps. Without a log (`unlogged`
+/// says whose) the pages were only on the lost store: 55000.
 fn write_back(
     dir: &Path,
     device: &DeviceClient,
-    log: &OverflowRef,
+    log: Option<OverflowRef>,
     delta: &DeltaMaps,
+    unlogged: impl FnOnce() -> String,
 ) -> Result<()> {
-    let mut got = overflow_log::for_each_page(dir, log, 64, &mut |pages| {
+    let Some(log) = log else {
+        return Err(Error::new(
+            SqlState("55000"),
+            format!(
+                "cannot restore: {}, so its {} new pages were only on the lost device store",
+                unlogged(),
+                delta.l2p.len()
+            ),
+        ));
+    };
+    let mut got = overflow_log::for_each_page(dir, &log, 64, &mut |pages| {
         let images: Vec<(Ppn, &[u8])> = pages.iter().map(|(_, p, b)| (*p, &b[..])).collect();
         device.write_page_images(&images)?;
         Ok(())

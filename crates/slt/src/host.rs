@@ -123,12 +123,15 @@ impl HostSide {
     /// host transactions of that group then share the bucket; which of
     /// them holds a tuple is the host lock table's business (HLT = tail).
     pub fn slt_granted(&self, slt: &SharedLockTable, idx: usize, tx: TxId) -> Result<bool> {
-        let in_first = self
-            .groups
+        Ok(self.in_first_group(idx, tx) && slt.load_index(idx)?.head() == Slot::Host)
+    }
+
+    /// Whether `tx` is in the group of bucket `idx`'s first host entry.
+    fn in_first_group(&self, idx: usize, tx: TxId) -> bool {
+        self.groups
             .get(&idx)
             .and_then(|g| g.front())
-            .is_some_and(|m| m.contains(&tx));
-        Ok(in_first && slt.load_index(idx)?.head() == Slot::Host)
+            .is_some_and(|m| m.contains(&tx))
     }
 
     /// Whether `tx`'s host-shared entry of bucket `idx` may take the bucket
@@ -142,12 +145,7 @@ impl HostSide {
         tx: TxId,
         violable: impl Fn(DeviceTag) -> bool,
     ) -> Result<bool> {
-        let in_first = self
-            .groups
-            .get(&idx)
-            .and_then(|g| g.front())
-            .is_some_and(|m| m.contains(&tx));
-        if !in_first {
+        if !self.in_first_group(idx, tx) {
             return Ok(false);
         }
         for slot in slt.load_index(idx)?.slots() {

@@ -55,6 +55,35 @@ pub(crate) struct NdpPart {
     pub start_ndp: Option<ndpdb_formats::Lsn>,
 }
 
+impl DbInner {
+    /// Appends the Start-NDP record of `inv`, a job of `txid`: its LSN
+    /// (what End-NDP, Gc and the overflow log's name refer to) and the
+    /// LSN just past it.
+    pub(crate) fn log_start_ndp(
+        &self,
+        txid: ndpdb_formats::TxId,
+        inv: &ndpdb_formats::ndp::Invocation,
+    ) -> (ndpdb_formats::Lsn, ndpdb_formats::Lsn) {
+        let mut w = Writer::new();
+        inv.encode(&mut w);
+        self.wal.append_one(&WalRecord::StartNdp {
+            txid,
+            table: inv.table,
+            invocation: w.into_inner(),
+        })
+    }
+}
+
+impl NdpPart {
+    /// The Start-NDP LSN naming the overflow log the commit still has to
+    /// move (extended logging, pages written, not moved yet).
+    pub(crate) fn overflow_to_move(&self) -> Option<ndpdb_formats::Lsn> {
+        self.start_ndp.filter(|_| {
+            self.extended && self.overflow.is_none() && !self.result.delta.l2p.is_empty()
+        })
+    }
+}
+
 /// What an in-storage SELECT … FOR UPDATE of this transaction locked: a
 /// following UPDATE/DELETE with the same WHERE clause changes exactly
 /// these versions (no second scan or visibility walk).
@@ -226,13 +255,7 @@ impl Transaction {
         let logged = logging != NdpLogging::Off;
         let mut start_ndp = None;
         if logged {
-            let mut w = Writer::new();
-            inv.encode(&mut w);
-            let (start, lsn) = inner.wal.append_one(&WalRecord::StartNdp {
-                txid: self.id(),
-                table: ts.meta.id,
-                invocation: w.into_inner(),
-            });
+            let (start, lsn) = inner.log_start_ndp(self.id(), &inv);
             start_ndp = Some(start);
             // Durable before the device writes pages with this TxId: after
             // a crash recovery then hands out only newer TxIds, and GC
@@ -278,28 +301,7 @@ impl Transaction {
             overflow: None,
             start_ndp,
         };
-        if let Err(e) = pages_ok {
-            self.discard_failed(&part);
-            return Err(e);
-        }
-        // Canceled or timed out while the job ran (it ran to its end):
-        // the statement fails like a failed job.
-        if let Err(e) = self.check_interrupt() {
-            self.discard_failed(&part);
-            return Err(e);
-        }
-        if let JobState::Failed(code, message) = &out.status.state {
-            self.discard_failed(&part);
-            if out.deadlock_victim {
-                return Err(inner.deadlock_victim(self.id()));
-            }
-            let code = SqlState::from_code(code);
-            if code == SqlState::SERIALIZATION_FAILURE {
-                EngineCounters::inc(&inner.counters.ndp_early_aborts);
-                EngineCounters::inc(&inner.counters.serialization_failures);
-            }
-            return Err(Error::new(code, format!("on the device: {message}")));
-        }
+        self.end_failed_job(&part, &out, pages_ok, true)?;
         // Validation: a host commit that slipped in before the device
         // locked a tuple shows as a predecessor that is not the head.
         let mut part = part;
@@ -341,6 +343,38 @@ impl Transaction {
             rows += self.redo_on_newest(ts, vid, req, params)?;
         }
         Ok((rows, report))
+    }
+
+    /// Ends the statement of a lock or update job that did not succeed —
+    /// its ΔL2P not the pages granted, the statement cancelled or timed
+    /// out while it ran (it ran to its end), or failed on the device —
+    /// with its part discarded; `update`: a 40001 counts as an early abort.
+    fn end_failed_job(
+        &self,
+        part: &NdpPart,
+        out: &super::call::JobOutcome,
+        pages_ok: Result<()>,
+        update: bool,
+    ) -> Result<()> {
+        let failed = pages_ok.and_then(|_| self.check_interrupt());
+        if let Err(e) = failed {
+            self.discard_failed(part);
+            return Err(e);
+        }
+        let JobState::Failed(code, message) = &out.status.state else {
+            return Ok(());
+        };
+        self.discard_failed(part);
+        let inner = &self.database().inner;
+        if out.deadlock_victim {
+            return Err(inner.deadlock_victim(self.id()));
+        }
+        let code = SqlState::from_code(code);
+        if update && code == SqlState::SERIALIZATION_FAILURE {
+            EngineCounters::inc(&inner.counters.ndp_early_aborts);
+            EngineCounters::inc(&inner.counters.serialization_failures);
+        }
+        Err(Error::new(code, format!("on the device: {message}")))
     }
 
     /// In-storage SELECT … FOR UPDATE: locks every visible row of `ts`
@@ -389,24 +423,7 @@ impl Transaction {
             overflow: None,
             start_ndp: None,
         };
-        if let Err(e) = pages_ok {
-            self.discard_failed(&part);
-            return Err(e);
-        }
-        if let Err(e) = self.check_interrupt() {
-            self.discard_failed(&part);
-            return Err(e);
-        }
-        if let JobState::Failed(code, message) = &out.status.state {
-            self.discard_failed(&part);
-            if out.deadlock_victim {
-                return Err(inner.deadlock_victim(self.id()));
-            }
-            return Err(Error::new(
-                SqlState::from_code(code),
-                format!("on the device: {message}"),
-            ));
-        }
+        self.end_failed_job(&part, &out, pages_ok, false)?;
         // A version that is no longer the head slipped past the locks
         // (committed on the host before the device locked it).
         let slipped: Vec<Vid> = moved_heads(ts, part.result.locked_versions.iter().copied());

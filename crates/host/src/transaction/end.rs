@@ -31,12 +31,9 @@ impl Transaction {
     /// Whether the commit moves an overflow log (with lock violation, it
     /// is violable meanwhile).
     fn moves_overflow_logs(&self) -> bool {
-        self.ndp_parts.iter().any(|p| {
-            p.extended
-                && p.start_ndp.is_some()
-                && p.overflow.is_none()
-                && !p.result.delta.l2p.is_empty()
-        })
+        self.ndp_parts
+            .iter()
+            .any(|p| p.overflow_to_move().is_some())
     }
 
     /// Moves the overflow log of each update job run with
@@ -45,12 +42,9 @@ impl Transaction {
         let inner = self.db.inner.clone();
         let id = self.id;
         for part in &mut self.ndp_parts {
-            let Some(start) = part.start_ndp else {
+            let Some(start) = part.overflow_to_move() else {
                 continue;
             };
-            if !part.extended || part.overflow.is_some() || part.result.delta.l2p.is_empty() {
-                continue;
-            }
             let t = std::time::Instant::now();
             let streamed = self
                 .overflow_streams

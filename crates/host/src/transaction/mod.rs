@@ -563,39 +563,37 @@ impl Transaction {
             let (_, row) = Self::decode(ts, &bytes)?;
             return Ok(Current::Committed(head, row));
         }
-        if !head.is_null() && self.isolation == Isolation::Snapshot {
-            // Garbage collection may have moved the version read: a head
-            // this snapshot sees has no newer committed version.
-            let bytes = self.db.inner.fetch(head)?;
-            let (h, row) = Self::decode(ts, &bytes)?;
-            if self.snapshot.sees(h.creator) && !h.is_tombstone() {
-                return Ok(Current::Committed(head, row));
-            }
+        if head.is_null() {
+            return match self.isolation {
+                Isolation::Snapshot => {
+                    EngineCounters::inc(&self.db.inner.counters.serialization_failures);
+                    Err(Error::serialization())
+                }
+                Isolation::ReadCommitted => Ok(Current::Gone),
+            };
         }
+        let bytes = self.db.inner.fetch(head)?;
+        let (h, row) = Self::decode(ts, &bytes)?;
+        // A transaction committing with lock violation wrote the head.
+        let violable = self.db.inner.violable_eot(h.creator);
         match self.isolation {
             Isolation::Snapshot => {
+                // Garbage collection may have moved the version read: a
+                // head this snapshot sees has no newer committed version.
+                if self.snapshot.sees(h.creator) && !h.is_tombstone() {
+                    return Ok(Current::Committed(head, row));
+                }
                 let counters = &self.db.inner.counters;
                 EngineCounters::inc(&counters.serialization_failures);
-                if !head.is_null() {
-                    let bytes = self.db.inner.fetch(head)?;
-                    let (h, _) = Self::decode(ts, &bytes)?;
-                    if self.db.inner.violable_eot(h.creator).is_some() {
-                        // Failed while the newer version's transaction
-                        // commits, instead of after it (lock violation).
-                        EngineCounters::inc(&counters.ndp_violation_early_aborts);
-                    }
+                if violable.is_some() {
+                    // Failed while that transaction commits, not after it.
+                    EngineCounters::inc(&counters.ndp_violation_early_aborts);
                 }
                 Err(Error::serialization())
             }
             Isolation::ReadCommitted => {
-                if head.is_null() {
-                    return Ok(Current::Gone);
-                }
-                let bytes = self.db.inner.fetch(head)?;
-                let (h, row) = Self::decode(ts, &bytes)?;
-                if let Some(eot) = self.db.inner.violable_eot(h.creator) {
-                    // Written by a transaction that is committing with
-                    // lock violation: this one commits after it, or not.
+                if let Some(eot) = violable {
+                    // This one commits after it, or not at all.
                     self.dependencies.add(eot);
                 }
                 Ok(if h.is_tombstone() {
