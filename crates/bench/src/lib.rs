@@ -26,6 +26,7 @@ pub mod htap;
 pub mod lock_violation;
 pub mod mixed;
 pub mod pin;
+pub mod pipeline;
 pub mod plot;
 pub mod recovery;
 pub mod report;

@@ -490,6 +490,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 sample: Duration::from_millis(250),
             };
             let mut runs = Vec::new();
+            let mut pipeline_runs = Vec::new();
             for t in &targets {
                 // Embedded: a fresh buffer pool per run. Wire targets:
                 // loaded once through COPY, then both runs.
@@ -554,6 +555,15 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     }
                     runs.push(r);
                 }
+                if let (Target::Postgres(_), Some(backend), false) = (t, &wire, no_sweep) {
+                    pipeline_runs.extend(ndpdb_bench::pipeline::run(
+                        backend,
+                        &[ndpdb_bench::pipeline::Variant::Postgres],
+                        10,
+                        3,
+                        |l| say(l.to_string()),
+                    )?);
+                }
             }
             let find = |label: &str| {
                 runs.iter()
@@ -617,6 +627,20 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     })
                     .collect();
                 ndpdb_bench::mixed::for_update_overhead(&db, 10, |l| say(l.to_string()))?;
+                {
+                    use ndpdb_bench::pipeline::Variant;
+                    pipeline_runs.extend(ndpdb_bench::pipeline::run(
+                        &Backend::Embedded(db.clone()),
+                        &[
+                            Variant::DevicePipeline,
+                            Variant::HostDelete,
+                            Variant::HostOnly,
+                        ],
+                        10,
+                        3,
+                        |l| say(l.to_string()),
+                    )?);
+                }
                 match ndpdb_bench::mixed::abort_costs(&db, records, 10) {
                     Ok((early, late)) => say(format!(
                         "abort of a full-table NDP update (REPEATABLE READ): conflict found by the device at 10 % of the table {:.1} ms; found by host validation after the job {:.1} ms",
@@ -633,6 +657,27 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     &["ndp off", "ndp on"],
                     &values,
                 );
+            }
+            if !pipeline_runs.is_empty() {
+                let pg = pipeline_runs
+                    .iter()
+                    .find(|r| r.variant == ndpdb_bench::pipeline::Variant::Postgres)
+                    .map(|r| r.median().as_secs_f64());
+                for r in &pipeline_runs {
+                    let ms = r.median().as_secs_f64();
+                    say(format!(
+                        "pipeline (FOR UPDATE + UPDATE + DELETE of 10 %, rolled back), median of {}: {:<48} {:>9.1} ms{}",
+                        r.runs.len(),
+                        r.variant.label(),
+                        ms * 1e3,
+                        pg.map(|p| format!(" ({:.2}× PostgreSQL's time)", ms / p.max(1e-9)))
+                            .unwrap_or_default()
+                    ));
+                }
+                std::fs::write(
+                    out.join("pipeline.csv"),
+                    ndpdb_bench::pipeline::csv(&pipeline_runs),
+                )?;
             }
             std::fs::write(out.join("summary.txt"), summary)?;
             for d in [dir, out.join("server-db")] {

@@ -16,6 +16,8 @@
 //! - [`maps`]: device maps and their crash-safe persistence.
 //! - [`ndp`]: the in-storage engine: NDP jobs on processing elements.
 //! - `pe`: one processing element and its preloader thread.
+//! - `pipeline`: NDP pipelines: a statement's locked or new versions kept
+//!   on the device for the transaction's next statement.
 //! - `gc`: version garbage collection as an NDP job.
 //! - `update`: update NDP on a PE: SLT locks, certification, new versions
 //!   in pre-allocated pages written by an unloader thread.
@@ -28,6 +30,7 @@ pub mod maps;
 pub mod ndp;
 pub mod nvm;
 mod pe;
+mod pipeline;
 pub mod store;
 mod update;
 

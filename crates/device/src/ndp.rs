@@ -42,6 +42,7 @@ use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 use crate::engine::Core;
 use crate::gc::{GcJob, Throttle};
 use crate::pe::{run_pe, Cached, Chunks, PeOutput, PeStats, PeTask};
+use crate::pipeline::Stages;
 use crate::update::{ModifyCtx, ModifyPart, SpacePool};
 use ndpdb_slt::{DeviceTag, SharedLockTable};
 
@@ -94,6 +95,8 @@ pub struct NdpEngine {
     next: AtomicU64,
     shared: Mutex<HashMap<u64, Arc<Cached>>>,
     jobs: Mutex<HashMap<u64, Arc<Job>>>,
+    /// NDP pipelines: statement outputs kept for the next statement.
+    stages: Arc<Stages>,
 }
 
 fn link_err(e: Error) -> LinkError {
@@ -113,6 +116,7 @@ impl NdpEngine {
             next: AtomicU64::new(1),
             shared: Mutex::new(HashMap::new()),
             jobs: Mutex::new(HashMap::new()),
+            stages: Arc::new(Stages::default()),
         }
     }
 
@@ -142,8 +146,19 @@ impl NdpEngine {
                 w.u64(id);
             }
             Opcode::NdpCall => {
-                let inv = Invocation::decode(&mut r).map_err(link_err)?;
+                let mut inv = Invocation::decode(&mut r).map_err(link_err)?;
                 r.finish("NDP_CALL").map_err(link_err)?;
+                // The versions to work on, sorted by VID: a kept stage's
+                // (taken) or the host's.
+                let targets = if inv.stage != 0 {
+                    self.stages
+                        .take(inv.stage, inv.table, inv.snapshot.txid)?
+                        .versions
+                } else {
+                    let mut t = std::mem::take(&mut inv.targets);
+                    t.sort_unstable_by_key(|(v, _)| *v);
+                    Arc::new(t)
+                };
                 let shared = self.shared.lock().remove(&inv.shared).ok_or_else(|| {
                     LinkError::OutOfRange(format!("no shared state {}", inv.shared))
                 })?;
@@ -200,6 +215,7 @@ impl NdpEngine {
                 let core = core.clone();
                 let cpus = self.cpus.clone();
                 let slt = self.slt.clone();
+                let stages = self.stages.clone();
                 std::thread::Builder::new()
                     .name(format!("ndp-job-{id}"))
                     .spawn(move || {
@@ -210,6 +226,9 @@ impl NdpEngine {
                             job: &job,
                             cpus: &cpus,
                             slt: slt.as_deref(),
+                            targets: &targets,
+                            stages: &stages,
+                            id,
                         };
                         run_job(&env, inv)
                     })
@@ -261,6 +280,13 @@ impl NdpEngine {
                 self.jobs.lock().remove(&id);
                 let result = job.result.lock().take().unwrap_or_default();
                 return Ok(result);
+            }
+            Opcode::NdpRelease => {
+                let n = r.count(8).map_err(link_err)?;
+                for _ in 0..n {
+                    self.stages.release(r.u64().map_err(link_err)?);
+                }
+                r.finish("NDP_RELEASE").map_err(link_err)?;
             }
             Opcode::NdpAbort => {
                 let id = r.u64().map_err(link_err)?;
@@ -327,6 +353,11 @@ struct JobEnv<'a> {
     job: &'a Job,
     cpus: &'a [usize],
     slt: Option<&'a SharedLockTable>,
+    /// Versions to work on instead of a walk (sorted by VID; empty: walk).
+    targets: &'a [(ndpdb_formats::Vid, ndpdb_formats::RecId)],
+    stages: &'a Stages,
+    /// The job's id (the handle of a stage it keeps).
+    id: u64,
 }
 
 fn run_job(env: &JobEnv<'_>, inv: Invocation) {
@@ -380,7 +411,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
         }),
         _ => None,
     }
-    .filter(|_| inv.targets.is_empty())
+    .filter(|_| env.targets.is_empty())
     .map(|op| Pipeline::new(&inv.types, &inv.params, inv.filter.as_ref(), op));
     type PeRun = (Result<(PeOutput, PeStats), Error>, ModifyPart);
     let outputs: Vec<PeRun> = std::thread::scope(|s| {
@@ -402,6 +433,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
                     cpu: (!env.cpus.is_empty()).then(|| env.cpus[pe % env.cpus.len()]),
                     modify: modify.as_ref(),
                     pipeline: pipeline.as_ref(),
+                    targets: env.targets,
                 };
                 std::thread::Builder::new()
                     .name(format!("ndp-pe-{pe}"))
@@ -502,6 +534,9 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
             None => {
                 modified.delta.l2p = written;
                 st.result_rows = modified.rows;
+                if inv.keep {
+                    modified.stage = keep_stage(env, &inv, &modified);
+                }
                 JobState::Done
             }
             Some(e) => {
@@ -539,6 +574,19 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     }
     drop(st);
     job.done.notify_all();
+}
+
+/// NDP pipelines: keeps what the next statement of the transaction works
+/// on — the versions a lock job locked, or those an update job created
+/// (a delete leaves tombstones: nothing to go on with).
+fn keep_stage(env: &JobEnv<'_>, inv: &Invocation, modified: &ModifyResult) -> u64 {
+    let versions = match &inv.op {
+        NdpOp::LockRows { .. } => modified.locked_versions.clone(),
+        NdpOp::Update { .. } => modified.delta.vids.iter().map(|d| (d.vid, d.new)).collect(),
+        _ => return 0,
+    };
+    env.stages
+        .keep(env.id, inv.table, inv.snapshot.txid, versions)
 }
 
 /// A GC job: one thread (it is background work), its result a

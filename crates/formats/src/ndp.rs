@@ -156,8 +156,17 @@ pub struct Invocation {
     pub lock_tag: u16,
     /// If not empty: the tuples to change and the versions to change,
     /// locked by an earlier SELECT … FOR UPDATE of this transaction — no
-    /// scan, no visibility walk, no filter.
+    /// scan and no visibility walk; `filter` (if any) is evaluated on
+    /// each target version.
     pub targets: Vec<(Vid, RecId)>,
+    /// NDP pipelines: if not 0, the targets are the stage an earlier
+    /// statement of this transaction left on the device under this handle
+    /// (its locked or new versions); the stage is consumed.
+    pub stage: u64,
+    /// NDP pipelines: keep this job's output — the versions SELECT … FOR
+    /// UPDATE locked, or the versions an UPDATE created — on the device as
+    /// a stage for the next statement (`ModifyResult::stage`).
+    pub keep: bool,
     /// READ COMMITTED: a tuple with a newer committed version than the
     /// one read is not a conflict; the device locks it, leaves it to the
     /// host (`ModifyResult::stale`), which re-checks it on the newest
@@ -248,6 +257,7 @@ impl Invocation {
             .bool(self.read_committed)
             .bool(self.report_pages);
         encode_versions(&self.targets, w);
+        w.u64(self.stage).bool(self.keep);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Invocation> {
@@ -358,6 +368,8 @@ impl Invocation {
             read_committed: r.bool()?,
             report_pages: r.bool()?,
             targets: decode_versions(r)?,
+            stage: r.u64()?,
+            keep: r.bool()?,
         })
     }
 }
@@ -485,6 +497,9 @@ pub struct ModifyResult {
     /// GC: page space the table's needed versions take (per page, its
     /// size times the share of its slots still needed).
     pub live_bytes: u64,
+    /// NDP pipelines: the handle of the stage the job left on the device
+    /// (`Invocation::keep`), 0 if it kept none.
+    pub stage: u64,
 }
 
 impl ModifyResult {
@@ -500,7 +515,9 @@ impl ModifyResult {
         encode_pages(&self.unused, w);
         encode_versions(&self.locked_versions, w);
         encode_pages(&self.victims, w);
-        w.u64(self.garbage_versions).u64(self.live_bytes);
+        w.u64(self.garbage_versions)
+            .u64(self.live_bytes)
+            .u64(self.stage);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<ModifyResult> {
@@ -526,6 +543,7 @@ impl ModifyResult {
             victims: decode_pages(r)?,
             garbage_versions: r.u64()?,
             live_bytes: r.u64()?,
+            stage: r.u64()?,
         })
     }
 }
@@ -735,6 +753,8 @@ mod tests {
             read_committed: true,
             report_pages: true,
             targets: vec![(Vid(5), RecId::new(Lpn(9), 1))],
+            stage: 12,
+            keep: true,
         };
         let mut w = Writer::new();
         inv.encode(&mut w);
@@ -789,6 +809,7 @@ mod tests {
             victims: vec![(Lpn(1), Ppn(9))],
             garbage_versions: 40,
             live_bytes: 8192,
+            stage: 3,
         };
         let mut w = Writer::new();
         m.encode(&mut w);

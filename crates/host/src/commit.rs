@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use crate::database::{DbInner, TableState};
 use crate::error::{Error, Result};
-use crate::ndp::validate::stale_deltas;
+use crate::ndp::validate::parts_still_valid;
 use crate::ndp::NdpPart;
 use crate::shared_state::DeltaPage;
 use crate::stats::EngineCounters;
@@ -217,11 +217,9 @@ impl DbInner {
             // locks kept writers out since it ended, so this only fails on
             // a corrupt state), then log and apply — before the host
             // versions, whose predecessors may be the NDP versions.
-            for part in ndp.iter().filter(|_| !heads_applied) {
-                if !stale_deltas(&tables[&part.table], &part.result).is_empty() {
-                    EngineCounters::inc(&self.counters.ndp_validation_failures);
-                    return Err(Error::serialization());
-                }
+            if !heads_applied && !parts_still_valid(ndp, |t| tables.get(&t).map(|ts| &**ts)) {
+                EngineCounters::inc(&self.counters.ndp_validation_failures);
+                return Err(Error::serialization());
             }
             for part in ndp {
                 let ts = &tables[&part.table];

@@ -644,6 +644,10 @@ impl Database {
                 get(&c.ndp_lock_violations) as i64,
             ),
             (
+                "ndp.pipelined_statements".into(),
+                get(&c.ndp_pipelined) as i64,
+            ),
+            (
                 "ndp.commit_dependencies".into(),
                 get(&c.ndp_commit_dependencies) as i64,
             ),

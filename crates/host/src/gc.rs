@@ -185,6 +185,7 @@ impl Database {
         let tx = self.begin(Isolation::Snapshot)?;
         let req = NdpRequest {
             filter: None,
+            conjuncts: Vec::new(),
             op: NdpOp::Gc {
                 horizon,
                 max_live_percent,

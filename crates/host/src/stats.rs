@@ -56,6 +56,8 @@ pub struct EngineCounters {
     /// Update-NDP commits that let waiters violate their locks, and the
     /// commits that waited for one of them (commit dependencies).
     pub ndp_lock_violations: AtomicU64,
+    /// NDP statements that ran over the previous statement's stage.
+    pub ndp_pipelined: AtomicU64,
     pub ndp_commit_dependencies: AtomicU64,
     /// Snapshot writers that failed certification against a version of a
     /// transaction still committing with lock violation (early aborts).

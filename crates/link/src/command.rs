@@ -39,6 +39,9 @@ pub enum Opcode {
     NdpShared = 0x24,
     /// More pre-allocated pages for an update job that ran out.
     NdpSpace = 0x25,
+    /// Drop an NDP pipeline stage the device keeps (the transaction that
+    /// owns it ended, or its next statement does not use it).
+    NdpRelease = 0x26,
 }
 
 impl Opcode {
@@ -46,7 +49,7 @@ impl Opcode {
         use Opcode::*;
         [
             ReadPage, ReadPages, WritePage, WritePages, Sync, Info, MergeMaps, DumpL2p, DumpVidMap,
-            DropVidMap, NdpCall, NdpStatus, NdpAbort, NdpResult, NdpShared, NdpSpace,
+            DropVidMap, NdpCall, NdpStatus, NdpAbort, NdpResult, NdpShared, NdpSpace, NdpRelease,
         ]
         .into_iter()
         .find(|o| *o as u16 == v)
@@ -70,7 +73,8 @@ impl Opcode {
             | Opcode::NdpCall
             | Opcode::NdpStatus
             | Opcode::NdpAbort
-            | Opcode::NdpSpace => Plane::Control,
+            | Opcode::NdpSpace
+            | Opcode::NdpRelease => Plane::Control,
         }
     }
 }
@@ -272,7 +276,8 @@ impl Request {
             | Opcode::NdpAbort
             | Opcode::NdpResult
             | Opcode::NdpShared
-            | Opcode::NdpSpace => {
+            | Opcode::NdpSpace
+            | Opcode::NdpRelease => {
                 let all = r.take(r.remaining())?;
                 Request::Ndp(op, all.to_vec())
             }

@@ -73,7 +73,9 @@ fn run_on_device(
 ) -> Result<Option<u64>> {
     let Some(p) = ndp else { return Ok(None) };
     let ts = filter.sources[0].table.clone();
-    if tx.has_writes_to(&ts) {
+    // After update NDP on this table only the next step of the
+    // transaction's NDP pipeline still runs on the device.
+    if tx.has_writes_to(&ts) && !tx.continues_pipeline(&ts, &p.request, params) {
         return Ok(None);
     }
     let (n, report) = tx.ndp_modify(&ts, &p.request, params)?;

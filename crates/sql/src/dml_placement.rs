@@ -120,6 +120,7 @@ pub fn place_dml(
     Ok(Some(DmlPlacement {
         request: NdpRequest {
             filter: src.filter.clone(),
+            conjuncts: src.conjuncts.clone(),
             op,
             pes,
             preload,

@@ -60,6 +60,9 @@ pub struct Source {
     pub alias: String,
     pub access: Access,
     pub filter: Option<Program>,
+    /// `filter`'s AND terms, each compiled alone (NDP pipelines compare
+    /// predicates by them).
+    pub conjuncts: Vec<Program>,
 }
 
 struct JoinStep {
@@ -470,11 +473,16 @@ fn plan_select(
             Some(e) => Some(compile_predicate(&e, &scopes[i], params)?),
             None => None,
         };
+        let conjuncts = pushed[i]
+            .iter()
+            .map(|c| compile_predicate(c, &scopes[i], params))
+            .collect::<Result<_>>()?;
         sources.push(Source {
             table: ts.clone(),
             alias: alias.clone(),
             access,
             filter,
+            conjuncts,
         });
     }
     let filter = match and_all(rest) {
@@ -1106,6 +1114,7 @@ impl SelectPlan {
         self.ndp = Some(NdpPlacement {
             request: NdpRequest {
                 filter: src.filter.clone(),
+                conjuncts: src.conjuncts.clone(),
                 op,
                 pes,
                 preload,
@@ -1302,9 +1311,10 @@ pub fn plan_filter(
         }
         conjuncts(w, &mut conds);
     }
-    for c in &conds {
-        compile_predicate(c, &scope, params)?;
-    }
+    let conjuncts = conds
+        .iter()
+        .map(|c| compile_predicate(c, &scope, params))
+        .collect::<Result<_>>()?;
     let access = pk_access(&ts, &conds, &scope, params)?;
     let filter = match and_all(conds) {
         Some(e) => Some(compile_predicate(&e, &scope, params)?),
@@ -1316,6 +1326,7 @@ pub fn plan_filter(
             alias,
             access,
             filter,
+            conjuncts,
         }],
         joins: Vec::new(),
         filter: None,

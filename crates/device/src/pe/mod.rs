@@ -115,6 +115,10 @@ pub(crate) struct PeTask<'a> {
     pub modify: Option<&'a ModifyCtx<'a>>,
     /// Scans and aggregates run page by page through the scan core.
     pub pipeline: Option<&'a Pipeline>,
+    /// Versions to work on instead of walking the VIDs, sorted by VID: a
+    /// SELECT … FOR UPDATE's locked versions or an NDP pipeline stage.
+    /// Each is the tuple's head for this job (`crate::pipeline`).
+    pub targets: &'a [(Vid, RecId)],
 }
 
 impl PeTask<'_> {
@@ -200,9 +204,9 @@ fn walk_all<'scope, 'env>(
     walker: &mut Walker<'_>,
     s: &'scope std::thread::Scope<'scope, 'env>,
 ) -> Result<(), Error> {
-    if !task.inv.targets.is_empty() {
+    if !task.targets.is_empty() {
         let step = task.chunks.step.max(1) as usize;
-        for (i, (vid, read)) in task.inv.targets.iter().enumerate() {
+        for (i, (vid, read)) in task.targets.iter().enumerate() {
             if i % step != task.chunks.first as usize {
                 continue;
             }
@@ -250,8 +254,13 @@ fn walk_all<'scope, 'env>(
     Ok(())
 }
 
-/// The current head of `vid`: overlay first, else the device VID map.
+/// The current head of `vid`: a target version first (the job's
+/// transaction holds the tuple, or created that version), then the
+/// passed-along overlay, else the device VID map.
 fn current_head(task: &PeTask, vid: Vid) -> RecId {
+    if let Some(r) = crate::pipeline::target_version(task.targets, vid) {
+        return r;
+    }
     if let Some(r) = task.shared.vids.get(&vid) {
         return *r;
     }
@@ -672,8 +681,9 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    /// Update NDP after a SELECT … FOR UPDATE of the same rows: each
-    /// target is a locked version — no visibility walk, no filter.
+    /// Update NDP over target versions (locked by a SELECT … FOR UPDATE,
+    /// or created by the transaction's previous statement): no visibility
+    /// walk; the filter, if any, decides on the target version.
     fn apply_target(&mut self, vid: Vid, read: RecId) -> Result<(), Error> {
         self.tuples += 1;
         let rec = self.resolve(read)?;
@@ -685,6 +695,11 @@ impl<'a> Walker<'a> {
             )));
         }
         rec.decode_into(self.task.wanted, &mut self.row)?;
+        if let Some(f) = &self.task.inv.filter {
+            if !f.eval_predicate(&self.row, &self.task.inv.params)? {
+                return Ok(());
+            }
+        }
         let mut unused = Vec::new();
         self.apply_op(vid, read, &mut unused)
     }

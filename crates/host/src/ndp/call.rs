@@ -32,6 +32,10 @@ use crate::transaction::Transaction;
 #[derive(Clone, Debug)]
 pub struct NdpRequest {
     pub filter: Option<Program>,
+    /// `filter`'s top-level AND terms, each compiled alone (NDP pipelines
+    /// compare predicates by them); empty when there is no filter. A
+    /// filter given without them never continues a pipeline.
+    pub conjuncts: Vec<Program>,
     pub op: NdpOp,
     /// Processing elements (0 = the device's default).
     pub pes: u16,
@@ -260,6 +264,8 @@ impl Transaction {
             lock_timeout_ms: 0,
             lock_tag: 0,
             targets: Vec::new(),
+            stage: 0,
+            keep: false,
             read_committed: self.isolation() == crate::transaction::Isolation::ReadCommitted,
             report_pages: false,
         }

@@ -32,7 +32,7 @@ use parking_lot::{Condvar, Mutex};
 use ndpdb_formats::{SqlState, TxId};
 use ndpdb_slt::DeviceTag;
 
-use super::validate::stale_deltas;
+use super::validate::parts_still_valid;
 use super::NdpPart;
 use crate::database::DbInner;
 use crate::error::{Error, Result};
@@ -93,17 +93,15 @@ impl DbInner {
             // Commits set heads under this lock too.
             let _delta = self.delta.write();
             let tables = self.tables.read();
-            for part in parts {
-                let ts = tables.get(&part.table).ok_or_else(|| {
-                    Error::new(
-                        SqlState::UNDEFINED_TABLE,
-                        "a table written by this transaction was dropped",
-                    )
-                })?;
-                if !stale_deltas(ts, &part.result).is_empty() {
-                    EngineCounters::inc(&self.counters.ndp_validation_failures);
-                    return Err(Error::serialization());
-                }
+            if parts.iter().any(|p| !tables.contains_key(&p.table)) {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_TABLE,
+                    "a table written by this transaction was dropped",
+                ));
+            }
+            if !parts_still_valid(parts, |t| tables.get(&t).map(|ts| &**ts)) {
+                EngineCounters::inc(&self.counters.ndp_validation_failures);
+                return Err(Error::serialization());
             }
             for part in parts {
                 let ts = &tables[&part.table];
@@ -135,7 +133,9 @@ impl DbInner {
     pub(crate) fn undo_violable_heads(&self, parts: &[NdpPart]) {
         let _delta = self.delta.write();
         let tables = self.tables.read();
-        for part in parts {
+        // Newest job first: a pipeline's DELETE goes back to its UPDATE's
+        // versions, those to the committed ones.
+        for part in parts.iter().rev() {
             let Some(ts) = tables.get(&part.table) else {
                 continue;
             };

@@ -8,6 +8,8 @@
 //!                   grants space and ends deadlocks of device jobs
 //!  update.rs        UPDATE / DELETE / SELECT … FOR UPDATE on the device: pages
 //!                   pre-allocated, Start-NDP, the job's ΔMaps kept until commit
+//!  pipeline.rs      NDP pipelines: the next statement continues from the
+//!                   locked or new versions the last one left on the device
 //!  validate.rs      ΔL2P against the grant, ΔVID against the VID heads — at
 //!                   statement end and again at commit
 //!  overflow_log.rs  extended NDP logging: the job's pages moved to the host
@@ -21,9 +23,10 @@
 mod call;
 pub(crate) mod lock_violation;
 pub mod overflow_log;
+pub(crate) mod pipeline;
 mod update;
 pub(crate) mod validate;
 
 pub use call::{NdpReport, NdpRequest};
 pub use update::NdpLogging;
-pub(crate) use update::{own_heads, ForUpdate, NdpPart, TagPool};
+pub(crate) use update::{own_heads, NdpPart, TagPool};

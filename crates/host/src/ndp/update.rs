@@ -32,6 +32,7 @@ use ndpdb_slt::DeviceTag;
 use ndpdb_wal::WalRecord;
 
 use super::overflow_log::OverflowWriter;
+use super::pipeline::{PipelineStage, StageKind, StageSource};
 use super::validate::{moved_heads, stale_deltas};
 use super::{NdpReport, NdpRequest};
 use crate::database::{DbInner, TableState};
@@ -82,17 +83,6 @@ impl NdpPart {
             self.extended && self.overflow.is_none() && !self.result.delta.l2p.is_empty()
         })
     }
-}
-
-/// What an in-storage SELECT … FOR UPDATE of this transaction locked: a
-/// following UPDATE/DELETE with the same WHERE clause changes exactly
-/// these versions (no second scan or visibility walk).
-#[derive(Clone, Debug)]
-pub(crate) struct ForUpdate {
-    pub table: TableId,
-    pub filter: Option<ndpdb_formats::expr::Program>,
-    pub params: Vec<Value>,
-    pub versions: Vec<(Vid, RecId)>,
 }
 
 /// Pages a job starts with: a share of the table's size, grown on demand.
@@ -230,20 +220,20 @@ impl Transaction {
                 "ndp_modify runs UPDATE and DELETE only",
             ));
         }
-        if self.has_writes_to(ts) {
+        let mut inv = self.invocation(ts, req, params);
+        // NDP pipelines: the rows the last statement locked or changed.
+        let pipelined = self.apply_stage(ts, req, params, &mut inv)?;
+        if !pipelined && self.has_writes_to(ts) {
             return Err(Error::new(
                 SqlState::FEATURE_NOT_SUPPORTED,
                 "cannot offload a modification of a table this transaction already changed",
             ));
         }
         let tag = self.ndp_tag()?;
-        let mut inv = self.invocation(ts, req, params);
         inv.lock_tag = tag.raw();
         inv.space = inner.alloc_space(initial_pages(ts));
-        // The rows a SELECT … FOR UPDATE with the same predicate locked.
-        if let Some(fu) = self.take_for_update(ts.meta.id, &req.filter, params) {
-            inv.targets = fu.versions;
-        }
+        inv.keep = matches!(req.op, NdpOp::Update { .. }) && self.keeps_stage(req);
+        let keep = inv.keep;
         inv.lock_timeout_ms = self.ndp_lock_wait_ms();
         // Start-NDP: all call parameters, before the device starts.
         // While a base backup is kept, a restore needs every job's pages:
@@ -305,7 +295,7 @@ impl Transaction {
         // Validation: a host commit that slipped in before the device
         // locked a tuple shows as a predecessor that is not the head.
         let mut part = part;
-        let slipped: Vec<Vid> = stale_deltas(ts, &part.result);
+        let slipped: Vec<Vid> = stale_deltas(&part.result, |v| self.head_of(ts, v));
         if !slipped.is_empty() {
             EngineCounters::inc(&inner.counters.ndp_validation_failures);
             if self.isolation() != Isolation::ReadCommitted {
@@ -337,8 +327,29 @@ impl Transaction {
         if let (Some(w), Some(start)) = (stream.take(), part.start_ndp) {
             self.keep_overflow_stream(start, w);
         }
+        // The next statement may go on from the versions this one made.
+        let stage = keep.then(|| {
+            let versions = || {
+                part.result
+                    .delta
+                    .vids
+                    .iter()
+                    .map(|d| (d.vid, d.new))
+                    .collect()
+            };
+            PipelineStage::new(
+                ts.meta.id,
+                StageKind::Changed,
+                &req.conjuncts,
+                params,
+                StageSource::kept(part.result.stage, versions),
+            )
+        });
         // The job's locks cover the stale tuples too (ndp_locked).
         self.add_ndp_part(part);
+        if let Some(stage) = stage {
+            self.set_stage(stage);
+        }
         for vid in stale {
             rows += self.redo_on_newest(ts, vid, req, params)?;
         }
@@ -400,9 +411,15 @@ impl Transaction {
                 "cannot lock rows on the device in a table this transaction already changed",
             ));
         }
-        let tag = self.ndp_tag()?;
         let mut inv = self.invocation(ts, req, params);
+        // A new lock statement starts a new pipeline.
+        if let Some(old) = self.take_stage() {
+            self.release_stage(old)?;
+        }
+        let tag = self.ndp_tag()?;
         inv.lock_tag = tag.raw();
+        inv.keep = self.keeps_stage(req);
+        let keep = inv.keep;
         inv.lock_timeout_ms = self.ndp_lock_wait_ms();
         let mut report = NdpReport::default();
         let out = {
@@ -452,7 +469,18 @@ impl Transaction {
             .retain(|(v, _)| !slipped.contains(v));
         let mut stale = std::mem::take(&mut part.result.stale);
         stale.extend(slipped);
-        let mut versions = part.result.locked_versions.clone();
+        // REPEATABLE READ: the next statement may go on from the locked
+        // versions (under READ COMMITTED `stale` is where they differ).
+        if keep {
+            let locked = || part.result.locked_versions.clone();
+            self.set_stage(PipelineStage::new(
+                ts.meta.id,
+                StageKind::Locked,
+                &req.conjuncts,
+                params,
+                StageSource::kept(part.result.stage, locked),
+            ));
+        }
         self.add_ndp_part(part);
         // READ COMMITTED: re-check moved tuples on their newest version
         // (they stay locked by this transaction's tag).
@@ -467,21 +495,14 @@ impl Transaction {
                 continue;
             }
             let row = view.decode(&ts.types)?;
-            let keep = match &req.filter {
+            let qualifies = match &req.filter {
                 Some(f) => f.eval_predicate(&row, params)?,
                 None => true,
             };
-            if keep {
+            if qualifies {
                 rows.push(columns.iter().map(|&c| row[c as usize].clone()).collect());
-                versions.push((vid, head));
             }
         }
-        self.set_for_update(ForUpdate {
-            table: ts.meta.id,
-            filter: req.filter.clone(),
-            params: params.to_vec(),
-            versions,
-        });
         Ok((rows, report))
     }
 

@@ -11,11 +11,12 @@
 //!                                                   under READ COMMITTED)
 //! ```
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use ndpdb_formats::ndp::ModifyResult;
-use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, Vid};
+use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, TableId, Vid};
 
+use super::NdpPart;
 use crate::database::TableState;
 use crate::error::{Error, Result};
 
@@ -32,9 +33,55 @@ pub(crate) fn moved_heads(
         .collect()
 }
 
-/// The ΔVIDs of `r` whose predecessor is no longer the head.
-pub(crate) fn stale_deltas(ts: &TableState, r: &ModifyResult) -> Vec<Vid> {
-    moved_heads(ts, r.delta.vids.iter().map(|d| (d.vid, d.pred)))
+/// The ΔVIDs of `r` whose predecessor is not the head `head` gives (the
+/// shared VID map's, or the transaction's own version from an earlier
+/// statement: an NDP pipeline's DELETE replaces its UPDATE's versions).
+pub(crate) fn stale_deltas(r: &ModifyResult, head: impl Fn(Vid) -> RecId) -> Vec<Vid> {
+    r.delta
+        .vids
+        .iter()
+        .filter(|d| head(d.vid) != d.pred)
+        .map(|d| d.vid)
+        .collect()
+}
+
+/// Commit-time ΔVID validation of a transaction's update jobs, in the
+/// order they ran: each predecessor must be the head the shared VID map
+/// has, or the version an earlier job of the transaction made.
+pub(crate) fn parts_still_valid<'a>(
+    parts: &[NdpPart],
+    table: impl Fn(TableId) -> Option<&'a TableState>,
+) -> bool {
+    // Without a second job on a table no version of the transaction is
+    // anyone's predecessor: no overlay needed.
+    let chained = parts
+        .iter()
+        .enumerate()
+        .any(|(i, p)| parts[..i].iter().any(|q| q.table == p.table));
+    let mut own: FxHashMap<(TableId, Vid), RecId> = FxHashMap::default();
+    for part in parts {
+        let Some(ts) = table(part.table) else {
+            return false;
+        };
+        let head = |vid: Vid| {
+            own.get(&(part.table, vid))
+                .copied()
+                .unwrap_or_else(|| ts.vids.head(vid))
+        };
+        if !stale_deltas(&part.result, head).is_empty() {
+            return false;
+        }
+        if chained {
+            own.extend(
+                part.result
+                    .delta
+                    .vids
+                    .iter()
+                    .map(|d| ((part.table, d.vid), d.new)),
+            );
+        }
+    }
+    true
 }
 
 /// ΔL2P validation: the pages a modifying job reports, written or

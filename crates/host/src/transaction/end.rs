@@ -113,7 +113,11 @@ impl Transaction {
         self.overflow_streams.clear();
         self.ndp_locked.clear();
         self.ndp_buckets.clear();
-        self.for_update = None;
+        if let Some(h) = self.stage.take().and_then(|s| s.device_handle()) {
+            // Only memory on the device: a link failure here already
+            // failed the transaction's other device calls.
+            let _ = inner.release_stages(&[h]);
+        }
         if let Some(t) = self.ndp_tag.take() {
             // Its locks are released above: the tag may be reused.
             inner.locks.set_device_owner(t, None);

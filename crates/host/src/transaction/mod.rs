@@ -96,7 +96,8 @@ pub struct Transaction {
     /// The SLT tag all of this transaction's update jobs lock with.
     ndp_tag: Option<ndpdb_slt::DeviceTag>,
     /// The rows the last in-storage SELECT … FOR UPDATE locked.
-    for_update: Option<crate::ndp::ForUpdate>,
+    /// NDP pipelines: what the last NDP statement left for the next.
+    stage: Option<crate::ndp::pipeline::PipelineStage>,
     /// Basic NDP logging (Start-NDP / End-NDP records) for update jobs.
     ndp_logging: crate::ndp::NdpLogging,
     /// `SET ndp_lock_violation`: waiters may take this transaction's SLT
@@ -135,7 +136,7 @@ impl Database {
             ndp_locked: FxHashSet::default(),
             ndp_buckets: FxHashSet::default(),
             ndp_tag: None,
-            for_update: None,
+            stage: None,
             ndp_logging: crate::ndp::NdpLogging::Basic,
             lock_violation: false,
             dependencies: Default::default(),
@@ -199,33 +200,32 @@ impl Transaction {
         self.ndp_logging
     }
 
-    pub(crate) fn set_for_update(&mut self, f: crate::ndp::ForUpdate) {
-        self.for_update = Some(f);
+    pub(crate) fn set_stage(&mut self, stage: crate::ndp::pipeline::PipelineStage) {
+        self.stage = Some(stage);
     }
 
-    /// The locked rows of a SELECT … FOR UPDATE over `table` with the same
-    /// filter and parameters, if that was the last one.
-    pub(crate) fn take_for_update(
-        &mut self,
-        table: TableId,
-        filter: &Option<ndpdb_formats::expr::Program>,
-        params: &[Value],
-    ) -> Option<crate::ndp::ForUpdate> {
-        let same = self
-            .for_update
-            .as_ref()
-            .is_some_and(|f| f.table == table && &f.filter == filter && f.params == params);
-        if same {
-            self.for_update.take()
-        } else {
-            None
-        }
+    pub(crate) fn stage(&self) -> Option<&crate::ndp::pipeline::PipelineStage> {
+        self.stage.as_ref()
+    }
+
+    pub(crate) fn take_stage(&mut self) -> Option<crate::ndp::pipeline::PipelineStage> {
+        self.stage.take()
+    }
+
+    /// Whether this transaction wrote `table` on the host (not through
+    /// update NDP).
+    pub(crate) fn host_wrote(&self, table: TableId) -> bool {
+        self.order.iter().any(|(t, _)| *t == table)
     }
 
     /// Drops a failed update job's work: its pages, and the locks it took
     /// on buckets no earlier job of this transaction holds.
     pub(crate) fn discard_failed(&self, part: &NdpPart) {
         let inner = &self.db.inner;
+        if part.result.stage != 0 {
+            // Device memory only; the statement fails anyway.
+            let _ = inner.release_stages(&[part.result.stage]);
+        }
         inner.free_space(&part.result.delta.l2p);
         inner.free_space(&part.result.unused);
         let own: Vec<ndpdb_formats::Vid> = match inner.locks.slt() {
@@ -275,7 +275,7 @@ impl Transaction {
 
     /// The chain head this transaction reads for a tuple: its own
     /// update-NDP version if it has one, else the shared VID map's.
-    fn head_of(&self, ts: &TableState, vid: Vid) -> RecId {
+    pub(crate) fn head_of(&self, ts: &TableState, vid: Vid) -> RecId {
         match self.ndp_heads.get(&(ts.meta.id, vid)) {
             Some(r) => *r,
             None => ts.vids.head(vid),
