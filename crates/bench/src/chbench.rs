@@ -385,7 +385,7 @@ pub fn measure_with(
     sql: &str,
     ndp: bool,
 ) -> Result<Measurement> {
-    let db = Database::open_with(dir, config.clone())?;
+    let db = ndpdb_embedded::open_with(dir, config.clone())?;
     let mut s = Session::new(db.clone());
     s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
     for set in settings {
@@ -725,7 +725,7 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
         std::fs::remove_dir_all(&dir)?;
     }
     {
-        let db = Database::open_with(&dir, opts.base.clone())?;
+        let db = ndpdb_embedded::open_with(&dir, opts.base.clone())?;
         let t = load(&db, opts.rows, true)?;
         log(&format!(
             "loaded {} order lines in {:.1} s",

@@ -331,5 +331,5 @@ pub fn plot(path: &Path, runs: &[MixedRun], title: &str) -> std::result::Result<
 
 /// Opens the database for a run (fresh buffer pool).
 pub fn open(dir: &Path, config: &Config) -> Result<Database> {
-    Database::open_with(dir, config.clone())
+    ndpdb_embedded::open_with(dir, config.clone())
 }

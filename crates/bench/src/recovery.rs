@@ -17,7 +17,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use ndpdb_formats::SqlState;
-use ndpdb_host::{Config, Database, Error, NdpLogging, Result};
+use ndpdb_host::{Config, Error, NdpLogging, Result};
 use ndpdb_sql::Session;
 
 use crate::target::Backend;
@@ -75,7 +75,7 @@ pub fn ndpdb(
         autovacuum: false,
         ..config.clone()
     };
-    let db = Database::open_with(dir, config.clone())?;
+    let db = ndpdb_embedded::open_with(dir, config.clone())?;
     let load = ycsb::load(&db, records, 10, 100, true)?;
     db.checkpoint()?;
     let mut s = Session::new(db.clone());
@@ -90,7 +90,7 @@ pub fn ndpdb(
     drop(s);
     db.close_like_a_crash();
     let t = Instant::now();
-    let db = Database::open_with(dir, config)?;
+    let db = ndpdb_embedded::open_with(dir, config)?;
     let recover = t.elapsed();
     let mut s = Session::new(db.clone());
     let found = count(&mut s, &check_sql(logging.name()))?;

@@ -131,7 +131,7 @@ pub fn endpoint(target: &Target, config: Config, dir: Option<PathBuf>) -> Result
                     .map(|t| t.path().to_path_buf())
                     .unwrap_or_default()
             });
-            let db = Database::open_with(&path, config)?;
+            let db = ndpdb_embedded::open_with(&path, config)?;
             let port = start_server(db.clone())?;
             Ok(Endpoint {
                 conninfo: format!("host=127.0.0.1 port={port} user=bench dbname=bench"),

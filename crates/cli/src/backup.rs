@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use ndpdb_host::{Config, Database, Result};
+use ndpdb_host::{Config, Result};
 
 /// A bar over pages on a terminal, a line per tenth otherwise.
 fn pages_progress(what: &'static str) -> impl Fn(u64, u64) {
@@ -53,7 +53,7 @@ pub fn backup(
 ) -> Result<ExitCode> {
     match (db, server) {
         (Some(dir), None) => {
-            let db = Database::open_with(dir, config).map_err(|e| {
+            let db = ndpdb_embedded::open_with(dir, config).map_err(|e| {
                 if e.code.0 == "55006" {
                     ndpdb_host::Error::new(
                         e.code,
@@ -114,7 +114,8 @@ pub fn backup(
 
 pub fn restore(dir: &Path, backup: &Path, config: Config) -> Result<ExitCode> {
     let started = std::time::Instant::now();
-    let db = Database::restore_with_progress(dir, backup, config, &pages_progress("restoring"))?;
+    let db =
+        ndpdb_embedded::restore_with_progress(dir, backup, config, &pages_progress("restoring"))?;
     let r = db.recovery_report();
     println!(
         "restored the device store of {} from {} in {:.2} s: {} transactions and {} versions replayed, {} overflow logs written back",

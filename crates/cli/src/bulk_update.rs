@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use ndpdb_bench::mixed::update_sql;
 use ndpdb_bench::ycsb;
-use ndpdb_host::{Config, Database, Result};
+use ndpdb_host::{Config, Result};
 use ndpdb_sql::Session;
 
 #[derive(clap::Args, Clone, Debug)]
@@ -31,7 +31,7 @@ pub fn run(a: BulkUpdateArgs) -> Result<ExitCode> {
         let mut times = Vec::new();
         for &n in &a.records {
             let dir = tempfile::tempdir()?;
-            let db = Database::open_with(dir.path(), Config::default())?;
+            let db = ndpdb_embedded::open_with(dir.path(), Config::default())?;
             ycsb::load(&db, n, 10, 100, true)?;
             db.checkpoint()?;
             let mut s = Session::new(db.clone());

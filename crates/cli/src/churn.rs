@@ -91,7 +91,7 @@ pub fn run(a: ChurnArgs) -> Result<ExitCode> {
         let r = match t {
             Target::Ndpdb => {
                 let dir = out.join("db");
-                let db = Database::open_with(&dir, config.clone())?;
+                let db = ndpdb_embedded::open_with(&dir, config.clone())?;
                 say(machine_line(&db));
                 let took = ycsb::load(&db, a.records, 10, 100, true)?;
                 db.checkpoint()?;

@@ -181,7 +181,7 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
         autovacuum_scale_factor: 0.05,
         ..Config::default()
     };
-    let db = Database::open_with(dir, config)?;
+    let db = ndpdb_embedded::open_with(dir, config)?;
     let mut s = Session::new(db.clone());
     let mut old = OldSnapshot::new(db.clone());
     s.execute(

@@ -34,6 +34,15 @@ pub struct DeviceArgs {
     /// Emulated NVM latency of the device's store: off, fast, mid, slow.
     #[arg(long, default_value = "off")]
     pub nvm: String,
+    /// Attach to a device process (`ndpdb device`) at unix:PATH or
+    /// tcp:HOST:PORT instead of opening the embedded device in DIR/device
+    /// (the device's own options then apply, not --pes, --device-cpus or
+    /// --nvm).
+    #[arg(long, value_name = "ADDR")]
+    pub device: Option<String>,
+    /// File with the shared secret the device requires (TCP).
+    #[arg(long)]
+    pub token_file: Option<std::path::PathBuf>,
 }
 
 /// Resolves an NVM latency profile name.
@@ -47,6 +56,16 @@ pub fn nvm_profile(name: &str) -> Result<NvmProfile> {
 }
 
 impl DeviceArgs {
+    /// Opens the database in `dir` on the device these options name.
+    pub fn open(&self, dir: &std::path::Path, config: Config) -> Result<Database> {
+        crate::device::open(
+            dir,
+            config,
+            self.device.as_deref(),
+            self.token_file.as_deref(),
+        )
+    }
+
     pub fn apply(&self, config: Config) -> Result<Config> {
         let link = LinkModel::by_name(&self.link).ok_or_else(|| {
             Error::new(
@@ -303,7 +322,7 @@ pub fn demo(records: u64, seconds: u64, threads: usize, device: &DeviceArgs) -> 
     let started = Instant::now();
     let dir = tempfile::tempdir()?;
     println!("ndpdb demo — embedded engine in {}", dir.path().display());
-    let db = Database::open_with(dir.path(), device.apply(Config::default())?)?;
+    let db = ndpdb_embedded::open_with(dir.path(), device.apply(Config::default())?)?;
     println!("{}", machine_line(&db));
     println!(
         "settings: buffer pool {} MiB, delta buffer {} KiB, {records} rows × 10 fields × 100 B",
@@ -468,7 +487,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             };
             let embedded = targets.contains(&Target::Ndpdb);
             if embedded {
-                let db = Database::open_with(&dir, config.clone())?;
+                let db = ndpdb_embedded::open_with(&dir, config.clone())?;
                 say(machine_line(&db));
                 if db.table(ycsb::TABLE).is_err() {
                     let t = ycsb::load(&db, records, 10, 100, true)?;
@@ -726,7 +745,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 ..Config::default()
             })?;
             if targets.contains(&Target::Ndpdb) {
-                let db = Database::open_with(&dir, config.clone())?;
+                let db = ndpdb_embedded::open_with(&dir, config.clone())?;
                 println!("{}", machine_line(&db));
                 if db.table(ycsb::TABLE).is_err() {
                     ycsb::load(&db, records, 10, 100, true)?;
@@ -754,7 +773,9 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     let backend = match &wire {
                         Some(b) => b,
                         // A fresh buffer pool per embedded run.
-                        None => &Backend::Embedded(Database::open_with(&dir, config.clone())?),
+                        None => {
+                            &Backend::Embedded(ndpdb_embedded::open_with(&dir, config.clone())?)
+                        }
                     };
                     let r = ndpdb_bench::htap::run(backend, &opts, ndp)?;
                     let (idle, busy) = r.means();

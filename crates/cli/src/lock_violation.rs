@@ -11,7 +11,7 @@ use std::time::Duration;
 use ndpdb_bench::lock_violation::{self, LvOptions, LvRun, Mode};
 use ndpdb_bench::target::{endpoint, Backend, Target};
 use ndpdb_bench::ycsb;
-use ndpdb_host::{Config, Database, Result};
+use ndpdb_host::{Config, Result};
 
 use crate::demo::DeviceArgs;
 use crate::targets::{BenchStart, Summary};
@@ -183,7 +183,7 @@ fn ndpdb_round(
         autovacuum: false,
         ..config.clone()
     };
-    let db = Database::open_with(dir, config)?;
+    let db = ndpdb_embedded::open_with(dir, config)?;
     ycsb::load(&db, opts.records, 10, 100, true)?;
     db.checkpoint()?;
     let r = lock_violation::run(&Backend::Embedded(db.clone()), opts, mode);

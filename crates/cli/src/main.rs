@@ -5,6 +5,7 @@ mod bulk_update;
 mod churn;
 mod crash_worker;
 mod demo;
+mod device;
 mod lock_violation;
 mod recovery;
 mod sql;
@@ -132,6 +133,32 @@ enum Command {
         #[command(subcommand)]
         which: demo::Bench,
     },
+    /// Run the device engine as its own process, serving one host at a
+    /// time (`--device ADDR` on the other commands attaches to it).
+    Device {
+        /// The device's store directory (created if missing).
+        #[arg(long)]
+        store: PathBuf,
+        /// unix:PATH (socket created with mode 0600) or tcp:HOST:PORT
+        /// (requires --token-file).
+        #[arg(long)]
+        listen: String,
+        /// Processing elements (0 = one per CPU, or per pinned CPU).
+        #[arg(long, default_value_t = 0)]
+        pes: usize,
+        /// Pin the PEs to these CPUs (comma separated).
+        #[arg(long, value_delimiter = ',')]
+        device_cpus: Vec<usize>,
+        /// Emulated NVM latency of the store: off, fast, mid, slow.
+        #[arg(long, default_value = "off")]
+        nvm: String,
+        /// Buckets of the shared lock table in /dev/shm.
+        #[arg(long, default_value_t = 1 << 16)]
+        slt_buckets: usize,
+        /// File with the shared secret hosts must present.
+        #[arg(long)]
+        token_file: Option<PathBuf>,
+    },
     /// Test helper: runs a write workload and prints each acknowledged commit.
     #[command(hide = true)]
     CrashWorker {
@@ -147,8 +174,9 @@ fn serve(
     listen: &str,
     server: ndpdb_server::ServerConfig,
     config: ndpdb_host::Config,
+    device: &demo::DeviceArgs,
 ) -> ndpdb_host::Result<ExitCode> {
-    let db = ndpdb_host::Database::open_with(dir, config)?;
+    let db = device.open(dir, config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -200,7 +228,7 @@ fn main() -> ExitCode {
                 delta_buffer_bytes: delta_buffer_kib << 10,
                 ..ndpdb_host::Config::default()
             })
-            .and_then(|config| sql::run(&db, &command, file.as_deref(), csv, config)),
+            .and_then(|config| sql::run(&db, &command, file.as_deref(), csv, config, &device)),
         Command::Demo {
             records,
             seconds,
@@ -238,8 +266,27 @@ fn main() -> ExitCode {
                         max_connections,
                         auth,
                     };
-                    serve(&db, &listen, server, config)
+                    serve(&db, &listen, server, config, &device)
                 })
+        }),
+        Command::Device {
+            store,
+            listen,
+            pes,
+            device_cpus,
+            nvm,
+            slt_buckets,
+            token_file,
+        } => demo::nvm_profile(&nvm).and_then(|nvm| {
+            device::run(&device::DeviceRun {
+                store,
+                listen,
+                pes,
+                cpus: device_cpus,
+                nvm,
+                slt_buckets,
+                token_file,
+            })
         }),
         Command::CrashWorker { db, seed } => crash_worker::run(&db, seed),
     };

@@ -6,7 +6,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use ndpdb_host::{Config, Database, Result};
+use ndpdb_host::{Config, Result};
 use ndpdb_sql::{Output, Session};
 
 fn print(out: &Output, csv: bool) {
@@ -37,8 +37,9 @@ pub fn run(
     file: Option<&Path>,
     csv: bool,
     config: Config,
+    device: &crate::demo::DeviceArgs,
 ) -> Result<ExitCode> {
-    let db = Database::open_with(dir, config)?;
+    let db = device.open(dir, config)?;
     let mut session = Session::new(db);
     let mut scripts: Vec<String> = commands.to_vec();
     if let Some(f) = file {

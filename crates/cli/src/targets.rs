@@ -9,7 +9,7 @@ use ndpdb_bench::report::quantile_us;
 use ndpdb_bench::target::{endpoint, Backend, Target};
 use ndpdb_bench::ycsb::{self, RunConfig, RunReport, Workload};
 use ndpdb_formats::SqlState;
-use ndpdb_host::{Config, Database, Error, Result};
+use ndpdb_host::{Config, Error, Result};
 
 pub struct YcsbRun {
     pub records: u64,
@@ -26,7 +26,7 @@ fn backend(config: &Config, dir: Option<PathBuf>) -> Result<(Backend, Option<tem
     let tmp = tempfile::tempdir()?;
     let path = dir.unwrap_or_else(|| tmp.path().to_path_buf());
     Ok((
-        Backend::Embedded(Database::open_with(&path, config.clone())?),
+        Backend::Embedded(ndpdb_embedded::open_with(&path, config.clone())?),
         Some(tmp),
     ))
 }

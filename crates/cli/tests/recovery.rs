@@ -22,7 +22,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ndpdb_formats::Value;
-use ndpdb_host::Database;
 use ndpdb_sql::{Output, Session};
 use rand::{Rng, SeedableRng};
 
@@ -157,7 +156,7 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
             }
         }
 
-        let db = Database::open(dir.path()).unwrap();
+        let db = ndpdb_embedded::open(dir.path()).unwrap();
         db.verify_pk_indexes().unwrap();
         let mut s = Session::new(db.clone());
         // Killed before its tables were created (a busy machine): nothing

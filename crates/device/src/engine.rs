@@ -11,8 +11,8 @@ use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Resul
 
 use crate::maps::{MapStore, Maps};
 use crate::ndp::NdpEngine;
-use crate::nvm::NvmProfile;
 use crate::store::PageStore;
+use ndpdb_link::NvmProfile;
 use ndpdb_slt::SharedLockTable;
 use std::sync::Arc;
 
@@ -41,11 +41,7 @@ pub struct DeviceOptions {
 impl DeviceOptions {
     /// The PE count after resolving 0.
     pub fn pes_effective(&self) -> usize {
-        match (self.pes, self.cpus.len()) {
-            (0, 0) => std::thread::available_parallelism().map_or(1, |n| n.get()),
-            (0, n) => n,
-            (n, _) => n,
-        }
+        ndpdb_link::model::effective_pes(self.pes, &self.cpus)
     }
 }
 
@@ -146,7 +142,24 @@ impl DeviceEngine {
                 core.maps.write().drop_table(t);
                 Response::Done
             }
-            Request::Ndp(op, payload) => Response::Ndp(self.ndp.handle(core, op, &payload)?),
+            Request::NdpShared(state) => Response::Handle(self.ndp.shared(state)?),
+            Request::NdpCall(inv) => Response::Handle(self.ndp.call(core, *inv)?.0),
+            Request::NdpStatus { job, wait_ms } => {
+                Response::JobStatus(self.ndp.status(job, wait_ms)?)
+            }
+            Request::NdpSpace { job, pages } => {
+                self.ndp.space(job, pages)?;
+                Response::Done
+            }
+            Request::NdpResult(job) => Response::ResultRegion(self.ndp.result(job)?),
+            Request::NdpAbort(job) => {
+                self.ndp.abort(job);
+                Response::Done
+            }
+            Request::NdpRelease(stages) => {
+                self.ndp.release(&stages);
+                Response::Done
+            }
         })
     }
 }

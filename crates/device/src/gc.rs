@@ -37,10 +37,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustc_hash::FxHashMap;
 
 use ndpdb_formats::codec::Writer;
-use ndpdb_formats::ndp::{DeltaVid, Invocation, ModifyResult};
+use ndpdb_formats::delta_maps::DeltaVid;
 use ndpdb_formats::page::{PageRef, PAGE_SIZE};
 use ndpdb_formats::record::{RecordHeader, RECORD_HEADER_SIZE};
 use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, TxId, Vid};
+use ndpdb_link::ndp::{Invocation, ModifyResult};
 
 use crate::engine::Core;
 use crate::pe::Cached;

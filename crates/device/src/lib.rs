@@ -21,18 +21,17 @@
 //! - `gc`: version garbage collection as an NDP job.
 //! - `update`: update NDP on a PE: SLT locks, certification, new versions
 //!   in pre-allocated pages written by an unloader thread.
-//! - [`nvm`]: emulated NVM access latency profiles.
+//! - NVM latency profiles (`ndpdb_link::nvm`) slow the store's accesses.
 //! - [`engine`]: the command handler.
 
 pub mod engine;
 mod gc;
 pub mod maps;
 pub mod ndp;
-pub mod nvm;
 mod pe;
 mod pipeline;
 pub mod store;
 mod update;
 
 pub use engine::{DeviceEngine, DeviceOptions};
-pub use nvm::NvmProfile;
+pub use ndpdb_link::NvmProfile;

@@ -29,13 +29,13 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use rustc_hash::FxHashMap;
 
-use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::ndp::{
-    encode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
-};
+use ndpdb_formats::codec::Writer;
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{Error, JobId, SqlState, TxId, Value};
-use ndpdb_link::{LinkError, Opcode, Result as LinkResult};
+use ndpdb_link::ndp::{
+    encode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
+};
+use ndpdb_link::{LinkError, Result as LinkResult};
 
 use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 
@@ -120,193 +120,181 @@ impl NdpEngine {
         }
     }
 
-    pub(crate) fn handle(
-        &self,
-        core: &Arc<Core>,
-        op: Opcode,
-        payload: &[u8],
-    ) -> LinkResult<Vec<u8>> {
-        let mut r = Reader::new(payload);
-        let mut w = Writer::new();
-        match op {
-            Opcode::NdpShared => {
-                let s = SharedState::decode(&mut r).map_err(link_err)?;
-                r.finish("NDP_SHARED").map_err(link_err)?;
-                let mut pages = FxHashMap::default();
-                for (lpn, bytes) in s.pages {
-                    PageRef::parse_checked(&bytes).map_err(link_err)?;
-                    pages.insert(lpn, crate::store::PageBytes::Owned(Arc::new(bytes)));
-                }
-                let id = self.next.fetch_add(1, Ordering::Relaxed);
-                let cached = Cached {
-                    pages,
-                    vids: s.vids.into_iter().collect(),
-                };
-                self.shared.lock().insert(id, Arc::new(cached));
-                w.u64(id);
-            }
-            Opcode::NdpCall => {
-                let mut inv = Invocation::decode(&mut r).map_err(link_err)?;
-                r.finish("NDP_CALL").map_err(link_err)?;
-                // The versions to work on, sorted by VID: a kept stage's
-                // (taken) or the host's.
-                let targets = if inv.stage != 0 {
-                    self.stages
-                        .take(inv.stage, inv.table, inv.snapshot.txid)?
-                        .versions
-                } else {
-                    let mut t = std::mem::take(&mut inv.targets);
-                    t.sort_unstable_by_key(|(v, _)| *v);
-                    Arc::new(t)
-                };
-                let shared = self.shared.lock().remove(&inv.shared).ok_or_else(|| {
-                    LinkError::OutOfRange(format!("no shared state {}", inv.shared))
-                })?;
-                let id = self.next.fetch_add(1, Ordering::Relaxed);
-                let pes = if inv.pes == 0 {
-                    self.default_pes
-                } else {
-                    inv.pes as usize
-                }
-                .clamp(1, 64);
-                let space = inv.space.clone();
-                let runs_to_end = inv.op.runs_to_end();
-                let report_pages = inv.report_pages;
-                let job = Arc::new_cyclic(|weak: &std::sync::Weak<Job>| {
-                    let (weak, weak_pages) = (weak.clone(), weak.clone());
-                    Job {
-                        status: Mutex::new(JobStatus {
-                            job: JobId(id),
-                            state: JobState::Running,
-                            result_rows: 0,
-                            result_bytes: 0,
-                            pe_tuples: vec![0; pes],
-                            pe_micros: vec![0; pes],
-                            pages_read: 0,
-                            device_micros: 0,
-                            lock_micros: 0,
-                            pages_filtered: 0,
-                            pages_pruned: 0,
-                            bytes_touched: 0,
-                            unloaded: Vec::new(),
-                        }),
-                        done: Condvar::new(),
-                        result: Mutex::new(None),
-                        cancel: AtomicBool::new(false),
-                        runs_to_end,
-                        space: SpacePool::new(
-                            space,
-                            Box::new(move || {
-                                if let Some(job) = weak.upgrade() {
-                                    job.need_space();
-                                }
-                            }),
-                            report_pages.then(|| -> Box<dyn Fn() + Send + Sync> {
-                                Box::new(move || {
-                                    if let Some(job) = weak_pages.upgrade() {
-                                        job.pages_ready();
-                                    }
-                                })
-                            }),
-                        ),
-                    }
-                });
-                self.jobs.lock().insert(id, job.clone());
-                let core = core.clone();
-                let cpus = self.cpus.clone();
-                let slt = self.slt.clone();
-                let stages = self.stages.clone();
-                std::thread::Builder::new()
-                    .name(format!("ndp-job-{id}"))
-                    .spawn(move || {
-                        let env = JobEnv {
-                            core: &core,
-                            shared: &shared,
-                            pes,
-                            job: &job,
-                            cpus: &cpus,
-                            slt: slt.as_deref(),
-                            targets: &targets,
-                            stages: &stages,
-                            id,
-                        };
-                        run_job(&env, inv)
-                    })
-                    .map_err(|e| LinkError::Io(e.to_string()))?;
-                w.u64(id);
-            }
-            Opcode::NdpSpace => {
-                let id = r.u64().map_err(link_err)?;
-                let n = r.count(16).map_err(link_err)?;
-                let mut pages = Vec::with_capacity(n);
-                for _ in 0..n {
-                    pages.push((
-                        ndpdb_formats::Lpn(r.u64().map_err(link_err)?),
-                        ndpdb_formats::Ppn(r.u64().map_err(link_err)?),
-                    ));
-                }
-                r.finish("NDP_SPACE").map_err(link_err)?;
-                let job = self.job(id)?;
-                {
-                    let mut st = job.status.lock();
-                    if st.state == JobState::NeedSpace {
-                        st.state = JobState::Running;
-                    }
-                }
-                job.space.grant(pages);
-            }
-            Opcode::NdpStatus => {
-                let id = r.u64().map_err(link_err)?;
-                let wait = Duration::from_millis(r.u32().map_err(link_err)? as u64).min(MAX_WAIT);
-                let job = self.job(id)?;
-                let deadline = Instant::now() + wait;
-                let mut st = job.status.lock();
-                // Until the state changes, the wait ends, or (jobs that
-                // report their pages) a batch of written pages is ready.
-                while st.state == JobState::Running
-                    && !job.space.unloaded_ready()
-                    && !job.done.wait_until(&mut st, deadline).timed_out()
-                {}
-                st.unloaded = job.space.take_unloaded();
-                st.encode(&mut w);
-                st.unloaded.clear();
-            }
-            Opcode::NdpResult => {
-                let id = r.u64().map_err(link_err)?;
-                let job = self.job(id)?;
-                if job.status.lock().state == JobState::Running {
-                    return Err(LinkError::OutOfRange(format!("job {id} is still running")));
-                }
-                self.jobs.lock().remove(&id);
-                let result = job.result.lock().take().unwrap_or_default();
-                return Ok(result);
-            }
-            Opcode::NdpRelease => {
-                let n = r.count(8).map_err(link_err)?;
-                for _ in 0..n {
-                    self.stages.release(r.u64().map_err(link_err)?);
-                }
-                r.finish("NDP_RELEASE").map_err(link_err)?;
-            }
-            Opcode::NdpAbort => {
-                let id = r.u64().map_err(link_err)?;
-                let mut jobs = self.jobs.lock();
-                // A job that runs to its end stops at its next lock wait or
-                // tuple and fails; its result stays for NDP_RESULT. Any
-                // other is dropped at once.
-                let job = match jobs.get(&id) {
-                    Some(j) if j.runs_to_end => Some(j.clone()),
-                    _ => jobs.remove(&id),
-                };
-                drop(jobs);
-                if let Some(job) = job {
-                    job.cancel.store(true, Ordering::Relaxed);
-                    job.space.wake();
-                }
-            }
-            other => return Err(LinkError::Unsupported(format!("{other:?}"))),
+    /// NDP_SHARED: caches the passed-along state for one call.
+    pub(crate) fn shared(&self, s: SharedState) -> LinkResult<u64> {
+        let mut pages = FxHashMap::default();
+        for (lpn, bytes) in s.pages {
+            PageRef::parse_checked(&bytes).map_err(link_err)?;
+            pages.insert(lpn, crate::store::PageBytes::Owned(Arc::new(bytes)));
         }
-        Ok(w.into_inner())
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let cached = Cached {
+            pages,
+            vids: s.vids.into_iter().collect(),
+        };
+        self.shared.lock().insert(id, Arc::new(cached));
+        Ok(id)
+    }
+
+    /// NDP_CALL: starts a job on its own thread (its PEs under it).
+    pub(crate) fn call(&self, core: &Arc<Core>, mut inv: Invocation) -> LinkResult<JobId> {
+        // The versions to work on, sorted by VID: a kept stage's
+        // (taken) or the host's.
+        let targets = if inv.stage != 0 {
+            self.stages
+                .take(inv.stage, inv.table, inv.snapshot.txid)?
+                .versions
+        } else {
+            let mut t = std::mem::take(&mut inv.targets);
+            t.sort_unstable_by_key(|(v, _)| *v);
+            Arc::new(t)
+        };
+        let shared = self
+            .shared
+            .lock()
+            .remove(&inv.shared)
+            .ok_or_else(|| LinkError::OutOfRange(format!("no shared state {}", inv.shared)))?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let pes = if inv.pes == 0 {
+            self.default_pes
+        } else {
+            inv.pes as usize
+        }
+        .clamp(1, 64);
+        let space = inv.space.clone();
+        let runs_to_end = inv.op.runs_to_end();
+        let report_pages = inv.report_pages;
+        let job = Arc::new_cyclic(|weak: &std::sync::Weak<Job>| {
+            let (weak, weak_pages) = (weak.clone(), weak.clone());
+            Job {
+                status: Mutex::new(JobStatus {
+                    job: JobId(id),
+                    state: JobState::Running,
+                    result_rows: 0,
+                    result_bytes: 0,
+                    pe_tuples: vec![0; pes],
+                    pe_micros: vec![0; pes],
+                    pages_read: 0,
+                    device_micros: 0,
+                    lock_micros: 0,
+                    pages_filtered: 0,
+                    pages_pruned: 0,
+                    bytes_touched: 0,
+                    unloaded: Vec::new(),
+                }),
+                done: Condvar::new(),
+                result: Mutex::new(None),
+                cancel: AtomicBool::new(false),
+                runs_to_end,
+                space: SpacePool::new(
+                    space,
+                    Box::new(move || {
+                        if let Some(job) = weak.upgrade() {
+                            job.need_space();
+                        }
+                    }),
+                    report_pages.then(|| -> Box<dyn Fn() + Send + Sync> {
+                        Box::new(move || {
+                            if let Some(job) = weak_pages.upgrade() {
+                                job.pages_ready();
+                            }
+                        })
+                    }),
+                ),
+            }
+        });
+        self.jobs.lock().insert(id, job.clone());
+        let core = core.clone();
+        let cpus = self.cpus.clone();
+        let slt = self.slt.clone();
+        let stages = self.stages.clone();
+        std::thread::Builder::new()
+            .name(format!("ndp-job-{id}"))
+            .spawn(move || {
+                let env = JobEnv {
+                    core: &core,
+                    shared: &shared,
+                    pes,
+                    job: &job,
+                    cpus: &cpus,
+                    slt: slt.as_deref(),
+                    targets: &targets,
+                    stages: &stages,
+                    id,
+                };
+                run_job(&env, inv)
+            })
+            .map_err(|e| LinkError::Io(e.to_string()))?;
+        Ok(JobId(id))
+    }
+
+    /// NDP_SPACE: pages for a job that ran dry.
+    pub(crate) fn space(
+        &self,
+        job: JobId,
+        pages: Vec<(ndpdb_formats::Lpn, ndpdb_formats::Ppn)>,
+    ) -> LinkResult<()> {
+        let job = self.job(job.0)?;
+        {
+            let mut st = job.status.lock();
+            if st.state == JobState::NeedSpace {
+                st.state = JobState::Running;
+            }
+        }
+        job.space.grant(pages);
+        Ok(())
+    }
+
+    /// NDP_STATUS: waits until the job's state changes, `wait_ms` pass
+    /// (at most [`MAX_WAIT`]), or (jobs that report their pages) a batch
+    /// of written pages is ready.
+    pub(crate) fn status(&self, job: JobId, wait_ms: u32) -> LinkResult<JobStatus> {
+        let wait = Duration::from_millis(wait_ms as u64).min(MAX_WAIT);
+        let job = self.job(job.0)?;
+        let deadline = Instant::now() + wait;
+        let mut st = job.status.lock();
+        while st.state == JobState::Running
+            && !job.space.unloaded_ready()
+            && !job.done.wait_until(&mut st, deadline).timed_out()
+        {}
+        let mut out = st.clone();
+        out.unloaded = job.space.take_unloaded();
+        Ok(out)
+    }
+
+    /// NDP_RESULT: the result region of a job that ended; the job is freed.
+    pub(crate) fn result(&self, job: JobId) -> LinkResult<Vec<u8>> {
+        let id = job.0;
+        let job = self.job(id)?;
+        if job.status.lock().state == JobState::Running {
+            return Err(LinkError::OutOfRange(format!("job {id} is still running")));
+        }
+        self.jobs.lock().remove(&id);
+        let result = job.result.lock().take().unwrap_or_default();
+        Ok(result)
+    }
+
+    /// NDP_ABORT: a job that runs to its end stops at its next lock wait
+    /// or tuple and fails; its result stays for NDP_RESULT. Any other is
+    /// dropped at once. Unknown jobs are ignored.
+    pub(crate) fn abort(&self, job: JobId) {
+        let mut jobs = self.jobs.lock();
+        let job = match jobs.get(&job.0) {
+            Some(j) if j.runs_to_end => Some(j.clone()),
+            _ => jobs.remove(&job.0),
+        };
+        drop(jobs);
+        if let Some(job) = job {
+            job.cancel.store(true, Ordering::Relaxed);
+            job.space.wake();
+        }
+    }
+
+    /// NDP_RELEASE: drops pipeline stages (unknown handles are ignored).
+    pub(crate) fn release(&self, stages: &[u64]) {
+        for h in stages {
+            self.stages.release(*h);
+        }
     }
 
     fn job(&self, id: u64) -> LinkResult<Arc<Job>> {

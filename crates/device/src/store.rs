@@ -19,7 +19,7 @@ use ndpdb_formats::page::{PageRef, PAGE_SIZE};
 use ndpdb_formats::Ppn;
 use ndpdb_link::{LinkError, Result};
 
-use crate::nvm::NvmProfile;
+use ndpdb_link::NvmProfile;
 
 /// The store format this build writes and reads: 2 = PAX pages.
 pub const STORE_FORMAT: u32 = ndpdb_formats::page::PAGE_VERSION as u32;

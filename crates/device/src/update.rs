@@ -26,7 +26,7 @@ use std::time::Duration;
 use parking_lot::{Condvar, Mutex};
 
 use ndpdb_formats::codec::Writer;
-use ndpdb_formats::ndp::DeltaVid;
+use ndpdb_formats::delta_maps::DeltaVid;
 use ndpdb_formats::page::PageBuf;
 use ndpdb_formats::record::{encode_record, RecordHeader, FLAG_TOMBSTONE};
 use ndpdb_formats::{DataType, Error, Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};

@@ -11,7 +11,7 @@
 //! - [`page`]: 8 KiB PAX pages (a version minipage and one minipage per column).
 //! - [`agg`]: aggregate specs and accumulators (partials merge exactly).
 //! - [`expr`]: the portable expression bytecode and its one evaluator.
-//! - [`ndp`]: NDP invocations, job status and result rows.
+//! - [`delta_maps`]: ΔMaps (ΔL2P, ΔVID) and their one codec.
 //! - [`udf`]: built-in UDFs (the SPN inference of Query-SPN).
 //! - [`visibility`]: snapshots and the version-chain walk.
 //! - [`error`]: SQLSTATE codes and the format-layer error.
@@ -21,10 +21,10 @@
 
 pub mod agg;
 pub mod codec;
+pub mod delta_maps;
 pub mod error;
 pub mod expr;
 pub mod ids;
-pub mod ndp;
 pub mod page;
 pub mod record;
 pub mod types;

@@ -330,7 +330,7 @@ fn statement(u: &mut Unstructured) -> Result<String> {
 impl SqlTarget {
     pub fn new() -> SqlTarget {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let db = Database::open(dir.path()).expect("a database");
+        let db = ndpdb_embedded::open(dir.path()).expect("a database");
         let target = SqlTarget {
             _dir: dir,
             db,

@@ -2,8 +2,7 @@
 
 use std::time::Duration;
 
-use ndpdb_device::{DeviceOptions, NvmProfile};
-use ndpdb_link::LinkModel;
+use ndpdb_link::{LinkModel, NvmProfile};
 
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -53,17 +52,7 @@ pub struct Config {
 impl Config {
     /// The device's PE count after resolving 0 to the CPU count.
     pub fn device_pes_effective(&self) -> usize {
-        self.device_options().pes_effective()
-    }
-
-    /// How the embedded device is built.
-    pub fn device_options(&self) -> DeviceOptions {
-        DeviceOptions {
-            pes: self.device_pes,
-            cpus: self.device_cpus.clone(),
-            nvm: self.device_nvm,
-            slt: None,
-        }
+        ndpdb_link::model::effective_pes(self.device_pes, &self.device_cpus)
     }
 }
 

@@ -30,11 +30,10 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 
-use ndpdb_device::DeviceEngine;
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::record::{RecordHeader, RecordView};
 use ndpdb_formats::{DataType, Lpn, Lsn, Ppn, RecId, Schema, SqlState, TableId, TxId, Value, Vid};
-use ndpdb_link::{DeviceClient, InProcessTransport, Transport, VidEntry};
+use ndpdb_link::{DeviceClient, VidEntry};
 use ndpdb_wal::{CheckpointInfo, Wal};
 
 use crate::autovacuum::Autovacuum;
@@ -179,8 +178,9 @@ pub(crate) struct DbInner {
 /// Most delta-buffer pages of a table an NDP job takes along (4 MiB).
 pub const PASS_ALONG_MAX_PAGES: usize = 512;
 
-/// The shared lock table `config` asks for (none with 0 buckets).
-fn new_slt(config: &Config) -> Result<Option<Arc<SharedLockTable>>> {
+/// The shared lock table `config` asks for (none with 0 buckets), in
+/// this process's memory.
+pub fn new_slt(config: &Config) -> Result<Option<Arc<SharedLockTable>>> {
     if config.slt_buckets == 0 {
         return Ok(None);
     }
@@ -261,35 +261,6 @@ impl Drop for Database {
 }
 
 impl Database {
-    /// Opens (or creates) the database in `dir` with the embedded device.
-    pub fn open(dir: &Path) -> Result<Database> {
-        Database::open_with(dir, Config::default())
-    }
-
-    pub fn open_with(dir: &Path, config: Config) -> Result<Database> {
-        let (device, slt) = Database::embedded_device(dir, &config)?;
-        Database::open_on_with(dir, config, device, slt)
-    }
-
-    /// The embedded device of the database in `dir` (`DIR/device`) and
-    /// the shared lock table host and device map.
-    pub(crate) fn embedded_device(
-        dir: &Path,
-        config: &Config,
-    ) -> Result<(DeviceClient, Option<Arc<SharedLockTable>>)> {
-        std::fs::create_dir_all(dir)?;
-        // The shared lock table: one region, mapped by host and device.
-        let slt = new_slt(config)?;
-        let mut options = config.device_options();
-        options.slt = slt.clone();
-        let engine = DeviceEngine::open_with(&dir.join("device"), options)?;
-        let transport: Arc<dyn Transport> = Arc::new(InProcessTransport::with_model(
-            Arc::new(engine),
-            config.link,
-        ));
-        Ok((DeviceClient::new(transport), slt))
-    }
-
     /// Opens the host side on an already connected device (with its own
     /// shared lock table, which that device does not see).
     pub fn open_on(dir: &Path, config: Config, device: DeviceClient) -> Result<Database> {
@@ -848,7 +819,7 @@ impl DbInner {
     /// [`PASS_ALONG_MAX_PAGES`] pages are flushed instead (the device
     /// then reads them from its store), so that a job started right after
     /// a bulk commit does not carry a gigabyte of pages along.
-    pub fn capture_shared(&self, table: TableId) -> Result<ndpdb_formats::ndp::SharedState> {
+    pub fn capture_shared(&self, table: TableId) -> Result<ndpdb_link::ndp::SharedState> {
         if self.delta.read().table_pages(table) > PASS_ALONG_MAX_PAGES {
             self.flush()?;
         }

@@ -68,6 +68,8 @@ impl From<LinkError> for Error {
     fn from(e: LinkError) -> Error {
         let code = match e {
             LinkError::Corrupted(_) => SqlState::DATA_CORRUPTED,
+            // sqlserver_rejected_establishment_of_sqlconnection
+            LinkError::Refused(_) => SqlState("08004"),
             _ => SqlState::IO_ERROR,
         };
         Error::new(code, e.to_string())

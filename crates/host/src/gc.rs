@@ -35,8 +35,9 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use ndpdb_formats::codec::Reader;
-use ndpdb_formats::ndp::{DeltaMaps, JobState, ModifyResult, NdpOp};
+use ndpdb_formats::delta_maps::DeltaMaps;
 use ndpdb_formats::{Lpn, Ppn, SqlState, TableId};
+use ndpdb_link::ndp::{JobState, ModifyResult, NdpOp};
 use ndpdb_link::VidEntry;
 use ndpdb_wal::WalRecord;
 

@@ -11,7 +11,8 @@
 //! - [`pk_index`]: primary-key index (key → VID).
 //! - [`shared_state`]: the delta buffer (new versions not yet on the device).
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
-//! - [`database`]: opening, commit, flush & append, checkpoints.
+//! - [`database`]: opening (on any connected device), commit, flush & append, checkpoints.
+//! - [`attach`]: a device in another process, reached through the socket link.
 //! - `recovery`: the WAL replayed at open (after a crash, or onto a device rebuilt from a backup).
 //! - [`backup`]: online base backups and the restore of a lost device store.
 //! - [`ndp`]: near-data processing: scans, aggregates, UPDATE/DELETE and FOR UPDATE on the
@@ -24,6 +25,7 @@
 //! - [`stats`]: counters shown by `SHOW STATS`.
 //! - [`interrupt`]: statement cancellation and `statement_timeout`.
 
+pub mod attach;
 mod autovacuum;
 pub mod backup;
 pub mod buffer_pool;
@@ -55,6 +57,6 @@ pub use gc::{GcCost, GcReport};
 pub use interrupt::Interrupt;
 pub use locks::LockWait;
 pub use ndp::NdpLogging;
-pub use ndpdb_device::NvmProfile;
+pub use ndpdb_link::NvmProfile;
 pub use transaction::{Isolation, Transaction, WriteOutcome};
 pub use txn::Snapshot;

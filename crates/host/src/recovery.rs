@@ -26,7 +26,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use ndpdb_formats::ndp::{DeltaMaps, DeltaVid};
+use ndpdb_formats::delta_maps::{DeltaMaps, DeltaVid};
 use ndpdb_formats::record::{RecordHeader, RecordView};
 use ndpdb_formats::{Lpn, Lsn, Ppn, RecId, SqlState, TableId, TxId, Vid};
 use ndpdb_link::{DeviceClient, VidEntry};

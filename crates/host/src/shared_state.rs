@@ -223,7 +223,7 @@ impl DeltaBuffer {
     }
 
     /// Copies of the table's pages and its ΔVID overlay (last entry wins).
-    pub fn capture(&self, table: TableId) -> ndpdb_formats::ndp::SharedState {
+    pub fn capture(&self, table: TableId) -> ndpdb_link::ndp::SharedState {
         let mut pages: Vec<(Lpn, Vec<u8>)> = self
             .pages
             .iter()
@@ -237,6 +237,6 @@ impl DeltaBuffer {
         }
         let mut vids: Vec<_> = vids.into_iter().collect();
         vids.sort();
-        ndpdb_formats::ndp::SharedState { pages, vids }
+        ndpdb_link::ndp::SharedState { pages, vids }
     }
 }

@@ -2,10 +2,11 @@
 
 use std::sync::Arc;
 
-use ndpdb_formats::{Lpn, Ppn, TableId};
+use ndpdb_formats::{JobId, Lpn, Ppn, TableId};
 
 use crate::command::{DeviceInfo, Request, Response, VidEntry};
 use crate::map_runs::MapRuns;
+use crate::ndp::{Invocation, JobStatus, SharedState};
 use crate::transport::{LinkStats, Transport};
 use crate::{LinkError, Result};
 
@@ -100,15 +101,54 @@ impl DeviceClient {
         }
     }
 
-    /// One NDP command (NDP_SHARED, NDP_CALL, NDP_STATUS, NDP_RESULT,
-    /// NDP_ABORT); the payloads are defined in `ndpdb_formats::ndp`.
-    pub fn ndp(&self, op: crate::Opcode, payload: Vec<u8>) -> Result<Vec<u8>> {
-        match self.call(&Request::Ndp(op, payload))? {
-            Response::Ndp(b) => Ok(b),
-            // An empty NDP reply (NDP_SPACE, NDP_ABORT) frames as `Done`.
-            Response::Done => Ok(Vec::new()),
+    /// NDP_SHARED: hands a table's unflushed shared state to the device
+    /// for the next call; returns its handle (`Invocation::shared`).
+    pub fn ndp_shared(&self, state: SharedState) -> Result<u64> {
+        match self.call(&Request::NdpShared(state))? {
+            Response::Handle(h) => Ok(h),
             r => Err(unexpected(r)),
         }
+    }
+
+    /// NDP_CALL: starts a job.
+    pub fn ndp_call(&self, inv: Invocation) -> Result<JobId> {
+        match self.call(&Request::NdpCall(Box::new(inv)))? {
+            Response::Handle(h) => Ok(JobId(h)),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// NDP_STATUS: the job's state once it changes, pages are ready, or
+    /// `wait_ms` passed (the device caps the wait).
+    pub fn ndp_status(&self, job: JobId, wait_ms: u32) -> Result<JobStatus> {
+        match self.call(&Request::NdpStatus { job, wait_ms })? {
+            Response::JobStatus(st) => Ok(st),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// NDP_SPACE: more pre-allocated pages for a job in NeedSpace.
+    pub fn ndp_space(&self, job: JobId, pages: Vec<(Lpn, Ppn)>) -> Result<()> {
+        self.call(&Request::NdpSpace { job, pages }).map(|_| ())
+    }
+
+    /// NDP_RESULT: a finished job's result region (the job is freed).
+    pub fn ndp_result(&self, job: JobId) -> Result<Vec<u8>> {
+        match self.call(&Request::NdpResult(job))? {
+            Response::ResultRegion(b) => Ok(b),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// NDP_ABORT: stops a job (one that runs to its end still leaves a
+    /// result to collect).
+    pub fn ndp_abort(&self, job: JobId) -> Result<()> {
+        self.call(&Request::NdpAbort(job)).map(|_| ())
+    }
+
+    /// NDP_RELEASE: drops NDP pipeline stages.
+    pub fn ndp_release(&self, stages: Vec<u64>) -> Result<()> {
+        self.call(&Request::NdpRelease(stages)).map(|_| ())
     }
 
     pub fn drop_vid_map(&self, table: TableId) -> Result<()> {

@@ -7,13 +7,16 @@
 //!
 //! Status 0 is success; otherwise the payload is a UTF-8 message and the
 //! status names the error class. New commands (NDP_CALL, NDP_STATUS,
-//! NDP_ABORT) extend [`Opcode`] without changing the envelope.
+//! NDP_ABORT, …) extend [`Opcode`] without changing the envelope; their
+//! payloads are the typed messages of [`crate::ndp`].
 
 use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::delta_maps::{decode_pages, encode_pages};
 use ndpdb_formats::page::PAGE_SIZE;
-use ndpdb_formats::{Lpn, Ppn, RecId, TableId, Vid};
+use ndpdb_formats::{JobId, Lpn, Ppn, RecId, TableId, Vid};
 
 use crate::map_runs::MapRuns;
+use crate::ndp::{Invocation, JobStatus, SharedState};
 use crate::transport::Plane;
 use crate::{LinkError, Result};
 
@@ -115,8 +118,27 @@ pub enum Request {
     DumpL2p,
     DumpVidMap(TableId),
     DropVidMap(TableId),
-    /// Generic NDP envelope: the payload is owned by the NDP layer.
-    Ndp(Opcode, Vec<u8>),
+    /// NDP_SHARED: a table's unflushed shared state (delta pages, ΔVID
+    /// overlay), passed along for the next NDP_CALL → `Handle`.
+    NdpShared(SharedState),
+    /// NDP_CALL: start a job → `Handle` (its JobId).
+    NdpCall(Box<Invocation>),
+    /// NDP_STATUS: long-poll a job for up to `wait_ms` → `JobStatus`.
+    NdpStatus {
+        job: JobId,
+        wait_ms: u32,
+    },
+    /// NDP_SPACE: more pre-allocated pages for a job in NeedSpace.
+    NdpSpace {
+        job: JobId,
+        pages: Vec<(Lpn, Ppn)>,
+    },
+    /// NDP_RESULT: a finished job's result region → `ResultRegion`.
+    NdpResult(JobId),
+    /// NDP_ABORT: stop a job.
+    NdpAbort(JobId),
+    /// NDP_RELEASE: drop NDP pipeline stages.
+    NdpRelease(Vec<u64>),
 }
 
 /// A device answer.
@@ -130,7 +152,12 @@ pub enum Response {
     L2p(MapRuns),
     /// VID → raw head RecId.
     VidMap(MapRuns),
-    Ndp(Vec<u8>),
+    /// NDP_SHARED's handle, NDP_CALL's JobId.
+    Handle(u64),
+    JobStatus(JobStatus),
+    /// NDP_RESULT: result rows, a `ModifyResult`, or rows then a
+    /// `ModifyResult` (SELECT … FOR UPDATE) — as the job's op says.
+    ResultRegion(Vec<u8>),
 }
 
 /// ΔL2P and ΔVID entries.
@@ -185,7 +212,13 @@ impl Request {
             Request::DumpL2p => Opcode::DumpL2p,
             Request::DumpVidMap(_) => Opcode::DumpVidMap,
             Request::DropVidMap(_) => Opcode::DropVidMap,
-            Request::Ndp(op, _) => *op,
+            Request::NdpShared(_) => Opcode::NdpShared,
+            Request::NdpCall(_) => Opcode::NdpCall,
+            Request::NdpStatus { .. } => Opcode::NdpStatus,
+            Request::NdpSpace { .. } => Opcode::NdpSpace,
+            Request::NdpResult(_) => Opcode::NdpResult,
+            Request::NdpAbort(_) => Opcode::NdpAbort,
+            Request::NdpRelease(_) => Opcode::NdpRelease,
         }
     }
 
@@ -194,7 +227,8 @@ impl Request {
             return Request::encode_write_pages(pages.iter().map(|(ppn, b)| (*ppn, &b[..])));
         }
         let size = match self {
-            Request::WritePage(_, b) | Request::Ndp(_, b) => 8 + b.len(),
+            Request::WritePage(_, b) => 8 + b.len(),
+            Request::NdpShared(st) => st.encoded_len(),
             _ => 64,
         };
         let mut p = begin_envelope(self.opcode() as u16, size);
@@ -217,8 +251,23 @@ impl Request {
             Request::DumpVidMap(t) | Request::DropVidMap(t) => {
                 p.u32(t.0);
             }
-            Request::Ndp(_, payload) => {
-                p.raw(payload);
+            Request::NdpShared(st) => st.encode(&mut p),
+            Request::NdpCall(inv) => inv.encode(&mut p),
+            Request::NdpStatus { job, wait_ms } => {
+                p.u64(job.0).u32(*wait_ms);
+            }
+            Request::NdpSpace { job, pages } => {
+                p.u64(job.0);
+                encode_pages(pages, &mut p);
+            }
+            Request::NdpResult(job) | Request::NdpAbort(job) => {
+                p.u64(job.0);
+            }
+            Request::NdpRelease(handles) => {
+                p.u32(handles.len() as u32);
+                for h in handles {
+                    p.u64(*h);
+                }
             }
         }
         finish_envelope(p)
@@ -271,15 +320,21 @@ impl Request {
             }
             Opcode::DumpVidMap => Request::DumpVidMap(TableId(r.u32()?)),
             Opcode::DropVidMap => Request::DropVidMap(TableId(r.u32()?)),
-            Opcode::NdpCall
-            | Opcode::NdpStatus
-            | Opcode::NdpAbort
-            | Opcode::NdpResult
-            | Opcode::NdpShared
-            | Opcode::NdpSpace
-            | Opcode::NdpRelease => {
-                let all = r.take(r.remaining())?;
-                Request::Ndp(op, all.to_vec())
+            Opcode::NdpShared => Request::NdpShared(SharedState::decode(&mut r)?),
+            Opcode::NdpCall => Request::NdpCall(Box::new(Invocation::decode(&mut r)?)),
+            Opcode::NdpStatus => Request::NdpStatus {
+                job: JobId(r.u64()?),
+                wait_ms: r.u32()?,
+            },
+            Opcode::NdpSpace => Request::NdpSpace {
+                job: JobId(r.u64()?),
+                pages: decode_pages(&mut r)?,
+            },
+            Opcode::NdpResult => Request::NdpResult(JobId(r.u64()?)),
+            Opcode::NdpAbort => Request::NdpAbort(JobId(r.u64()?)),
+            Opcode::NdpRelease => {
+                let n = r.count(8)?;
+                Request::NdpRelease((0..n).map(|_| r.u64()).collect::<Result<_, _>>()?)
             }
         };
         r.finish("request")?;
@@ -326,7 +381,7 @@ const STATUS_OUT_OF_RANGE: u16 = 4;
 impl Response {
     pub fn encode(&self) -> Vec<u8> {
         let size = match self {
-            Response::Page(b) | Response::Ndp(b) => b.len(),
+            Response::Page(b) | Response::ResultRegion(b) => b.len(),
             Response::Pages(pages) => 4 + pages.iter().map(Vec::len).sum::<usize>(),
             _ => 64,
         };
@@ -346,7 +401,11 @@ impl Response {
                 p.u64(i.page_count).u32(i.page_size).u64(i.merges);
             }
             Response::L2p(runs) | Response::VidMap(runs) => runs.encode(&mut p),
-            Response::Ndp(b) => {
+            Response::Handle(h) => {
+                p.u64(*h);
+            }
+            Response::JobStatus(st) => st.encode(&mut p),
+            Response::ResultRegion(b) => {
                 p.raw(b);
             }
         }
@@ -355,7 +414,7 @@ impl Response {
 
     pub fn encode_error(e: &LinkError) -> Vec<u8> {
         let (status, msg) = match e {
-            LinkError::Io(m) | LinkError::Transport(m) => (STATUS_IO, m),
+            LinkError::Io(m) | LinkError::Transport(m) | LinkError::Refused(m) => (STATUS_IO, m),
             LinkError::Corrupted(m) => (STATUS_CORRUPTED, m),
             LinkError::Unsupported(m) => (STATUS_UNSUPPORTED, m),
             LinkError::OutOfRange(m) => (STATUS_OUT_OF_RANGE, m),
@@ -396,11 +455,9 @@ impl Response {
             Opcode::DumpVidMap => {
                 Response::VidMap(MapRuns::decode(&mut r, ndpdb_formats::ids::MAX_VID)?)
             }
-            Opcode::NdpCall
-            | Opcode::NdpStatus
-            | Opcode::NdpAbort
-            | Opcode::NdpResult
-            | Opcode::NdpShared => Response::Ndp(r.take(r.remaining())?.to_vec()),
+            Opcode::NdpShared | Opcode::NdpCall => Response::Handle(r.u64()?),
+            Opcode::NdpStatus => Response::JobStatus(JobStatus::decode(&mut r)?),
+            Opcode::NdpResult => Response::ResultRegion(r.take(r.remaining())?.to_vec()),
             _ => Response::Done,
         };
         r.finish("response")?;
@@ -433,7 +490,21 @@ mod tests {
             Request::DumpL2p,
             Request::DumpVidMap(TableId(2)),
             Request::DropVidMap(TableId(2)),
-            Request::Ndp(Opcode::NdpCall, vec![1, 2, 3]),
+            Request::NdpStatus {
+                job: JobId(7),
+                wait_ms: 250,
+            },
+            Request::NdpSpace {
+                job: JobId(7),
+                pages: vec![(Lpn(9), Ppn(10))],
+            },
+            Request::NdpResult(JobId(8)),
+            Request::NdpAbort(JobId(9)),
+            Request::NdpRelease(vec![3, 4]),
+            Request::NdpShared(SharedState {
+                pages: vec![(Lpn(5), vec![0u8; PAGE_SIZE])],
+                vids: vec![(Vid(1), RecId::new(Lpn(5), 0))],
+            }),
         ];
         for req in reqs {
             let bytes = req.encode();

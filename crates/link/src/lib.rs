@@ -13,21 +13,30 @@
 //! ```
 //!
 //! - [`command`]: the command envelope, requests and responses.
+//! - [`ndp`]: the NDP messages: invocations, shared state, job status,
+//!   update results and result rows.
 //! - [`transport`]: the transport trait, in-process transport, counters.
 //! - [`map_runs`]: map dumps as runs of consecutive entries.
 //! - [`client`]: the typed host-side API over any transport.
 //! - [`model`]: link presets that throttle the data plane.
+//! - [`nvm`]: NVM latency profiles of the device's emulated medium.
+//! - [`socket`]: the link over a unix or TCP socket (a device in its own
+//!   process), and the device's listener.
 
 pub mod client;
 pub mod command;
 pub mod map_runs;
 pub mod model;
+pub mod ndp;
+pub mod nvm;
+pub mod socket;
 pub mod transport;
 
 pub use client::DeviceClient;
 pub use command::{DeviceInfo, Opcode, Request, Response, VidEntry};
 pub use map_runs::MapRuns;
 pub use model::LinkModel;
+pub use nvm::NvmProfile;
 pub use transport::{CommandHandler, Direction, InProcessTransport, LinkStats, Plane, Transport};
 
 /// Errors of the link layer.
@@ -48,6 +57,9 @@ pub enum LinkError {
     /// The transport itself failed (peer gone, closed channel).
     #[error("link failure: {0}")]
     Transport(String),
+    /// The device refused the host (token, version, another host).
+    #[error("the device refused this host: {0}")]
+    Refused(String),
 }
 
 impl From<ndpdb_formats::Error> for LinkError {

@@ -122,6 +122,16 @@ fn wait_until(t: Instant) {
     }
 }
 
+/// A device's processing elements: `pes`, or with 0 one per CPU it is
+/// pinned to, or one per CPU of the machine.
+pub fn effective_pes(pes: usize, cpus: &[usize]) -> usize {
+    match (pes, cpus.len()) {
+        (0, 0) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        (0, n) => n,
+        (n, _) => n,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,8 +2,6 @@
 
 use std::process::Command;
 
-use ndpdb_host::Database;
-
 mod common;
 use common::{psql_command, start};
 
@@ -24,7 +22,7 @@ fn psql(port: u16, commands: &[&str]) -> (String, String) {
 #[test]
 fn psql_runs_ddl_dml_transactions_and_shows_sqlstates() {
     let dir = tempfile::tempdir().unwrap();
-    let port = start(Database::open(dir.path()).unwrap());
+    let port = start(ndpdb_embedded::open(dir.path()).unwrap());
     let (out, err) = psql(
         port,
         &[
@@ -78,7 +76,7 @@ fn psql_runs_ddl_dml_transactions_and_shows_sqlstates() {
 #[test]
 fn a_client_that_disconnects_mid_transaction_leaves_no_locks() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(
+    let db = ndpdb_embedded::open_with(
         dir.path(),
         ndpdb_host::Config {
             lock_timeout: Some(std::time::Duration::from_secs(2)),
@@ -116,7 +114,7 @@ fn psql_lists_tables_and_copies_from_stdin() {
     use std::process::Stdio;
 
     let dir = tempfile::tempdir().unwrap();
-    let port = start(Database::open(dir.path()).unwrap());
+    let port = start(ndpdb_embedded::open(dir.path()).unwrap());
     let (_, err) = psql(
         port,
         &[

@@ -16,11 +16,11 @@
 //! too, which reports the error exactly as PostgreSQL does.
 
 use ndpdb_formats::expr::{Op, Program};
-use ndpdb_formats::ndp::NdpOp;
 use ndpdb_formats::{DataType, SqlState};
 use ndpdb_host::database::TableState;
 use ndpdb_host::ndp::NdpRequest;
 use ndpdb_host::Database;
+use ndpdb_link::ndp::NdpOp;
 
 use crate::compile::Ty;
 use crate::query::{Access, NdpMode, SelectPlan};

@@ -15,10 +15,10 @@
 //! take the link's bandwidth and per-request latency from the active link
 //! preset (every host miss is one request of one page).
 
-use ndpdb_formats::ndp::NdpOp;
 use ndpdb_formats::page::PAGE_SIZE;
 use ndpdb_host::database::TableState;
 use ndpdb_host::Database;
+use ndpdb_link::ndp::NdpOp;
 
 /// Bandwidth assumed for an unthrottled (in-process) link.
 const UNTHROTTLED_BYTES_PER_SEC: f64 = 4.0e9;

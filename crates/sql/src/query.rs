@@ -19,11 +19,11 @@ use std::sync::Arc;
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
-use ndpdb_formats::ndp::NdpOp;
 use ndpdb_formats::{DataType, RecId, SqlState, Value, Vid};
 use ndpdb_host::database::TableState;
 use ndpdb_host::ndp::{NdpReport, NdpRequest};
 use ndpdb_host::{Database, Transaction, WriteOutcome};
+use ndpdb_link::ndp::NdpOp;
 use sqlparser::ast::{
     BinaryOperator, Distinct, Expr, GroupByExpr, JoinConstraint, JoinOperator, LimitClause,
     LockType, OrderByKind, Query, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr,

@@ -5,7 +5,7 @@
 //! started right after one sees it (its pages flushed, not passed along).
 
 use ndpdb_formats::Value;
-use ndpdb_host::{Config, Database};
+use ndpdb_host::Config;
 use ndpdb_sql::{Output, Session};
 
 fn config() -> Config {
@@ -42,7 +42,7 @@ fn bulk_commits_read_back_before_and_after_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     let before_crash;
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = Session::new(db.clone());
         s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v BIGINT, w TEXT)")
             .unwrap();
@@ -89,7 +89,7 @@ fn bulk_commits_read_back_before_and_after_a_crash() {
         drop(old);
         db.close_like_a_crash();
     }
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = Session::new(db.clone());
     for ndp in ["off", "on"] {
         s.execute(&format!("SET ndp = {ndp}")).unwrap();

@@ -49,7 +49,7 @@ fn setup(db: &Database, n: i64) -> Session {
 #[test]
 fn a_host_transaction_and_an_ndp_update_crossing_on_two_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut n = setup(&db, 100);
     let mut h = Session::new(db.clone());
     h.execute("BEGIN").unwrap();
@@ -86,7 +86,7 @@ fn a_host_transaction_and_an_ndp_update_crossing_on_two_rows() {
 #[test]
 fn two_ndp_updates_crossing_on_the_device() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut a = Session::new(db.clone());
     for t in ["t1", "t2"] {
         a.execute(&format!(
@@ -154,7 +154,7 @@ fn two_ndp_updates_crossing_on_the_device() {
 #[test]
 fn deadlock_timeout_is_a_session_setting() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut a = setup(&db, 10);
     assert_eq!(one(&mut a, "SHOW deadlock_timeout"), "1s");
     let e = a.execute("SET deadlock_timeout = 0").unwrap_err();
@@ -193,7 +193,7 @@ fn waits(db: &Database) -> bool {
 #[test]
 fn lock_timeout_is_a_session_setting() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut a = setup(&db, 10);
     let mut b = Session::new(db.clone());
     assert_eq!(one(&mut b, "SHOW lock_timeout"), "0");

@@ -3,7 +3,6 @@
 //! running and dropping them never overflow the caller's stack.
 
 use ndpdb_formats::{SqlState, Value};
-use ndpdb_host::Database;
 use ndpdb_sql::{Output, Session};
 
 /// Runs `f` on a thread with a 1 MiB stack (Rust's default is 2 MiB).
@@ -19,7 +18,7 @@ fn on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 #[test]
 fn deep_statements_run_and_fail_on_a_small_stack() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
     let answers = on_small_stack(move || {
         let mut s = Session::new(db);
         let deep = format!("SELECT {}-7{}", "abs(".repeat(4_000), ")".repeat(4_000));
@@ -45,7 +44,7 @@ fn deep_statements_run_and_fail_on_a_small_stack() {
 #[test]
 fn nested_subqueries_are_refused_before_they_are_copied() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
     let codes = on_small_stack(move || {
         let mut s = Session::new(db);
         [400, 2_045].map(|n| {

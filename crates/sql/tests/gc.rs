@@ -18,7 +18,7 @@ fn config() -> Config {
 }
 
 fn open(dir: &std::path::Path) -> Database {
-    Database::open_with(dir, config()).unwrap()
+    ndpdb_embedded::open_with(dir, config()).unwrap()
 }
 
 /// `t(k, v, pad)` with keys `0..n`, `v = k`.
@@ -271,7 +271,7 @@ fn collected_garbage_and_reused_pages_survive_a_crash() {
 #[test]
 fn autovacuum_keeps_the_store_from_growing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(
+    let db = ndpdb_embedded::open_with(
         dir.path(),
         Config {
             autovacuum: true,

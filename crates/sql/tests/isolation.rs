@@ -10,7 +10,7 @@ use ndpdb_sql::{Output, Session};
 
 fn setup() -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
     let mut s = Session::new(db.clone());
     s.execute("CREATE TABLE acct (id INT PRIMARY KEY, v BIGINT NOT NULL); INSERT INTO acct VALUES (1, 0), (2, 0), (3, 100)")
         .unwrap();
@@ -245,7 +245,7 @@ fn lock_timeout_gives_55p03() {
         lock_timeout: Some(Duration::from_millis(50)),
         ..Default::default()
     };
-    let db = Database::open_with(dir.path(), config).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config).unwrap();
     let mut a = session(&db);
     let mut b = session(&db);
     a.execute("CREATE TABLE t (k INT PRIMARY KEY); INSERT INTO t VALUES (1); BEGIN; DELETE FROM t WHERE k = 1")

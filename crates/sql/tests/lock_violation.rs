@@ -93,7 +93,7 @@ fn ndp_commit_beside<T: Send + 'static>(
 #[test]
 fn ndp_lock_violation_is_a_setting() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = Session::new(db);
     assert_eq!(one(&mut s, "SHOW ndp_lock_violation"), "off");
     ok(&mut s, "SET ndp_lock_violation = on");
@@ -108,7 +108,7 @@ fn ndp_lock_violation_is_a_setting() {
 #[test]
 fn a_read_committed_waiter_writes_on_the_new_version_and_commits_after_it() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     setup(&db);
     ndp_commit_beside(&db, |mut h| {
         ok(&mut h, "BEGIN ISOLATION LEVEL READ COMMITTED");
@@ -157,7 +157,7 @@ fn a_read_committed_waiter_writes_on_the_new_version_and_commits_after_it() {
         commits.len() - 2,
         "the dependent's commit follows: {commits:?}"
     );
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = Session::new(db);
     assert_eq!(one(&mut s, "SELECT c FROM t WHERE k = 7"), "101");
     assert_eq!(
@@ -171,7 +171,7 @@ fn a_read_committed_waiter_writes_on_the_new_version_and_commits_after_it() {
 #[test]
 fn a_snapshot_waiter_fails_early() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     setup(&db);
     ndp_commit_beside(&db, |mut h| {
         ok(&mut h, "BEGIN ISOLATION LEVEL REPEATABLE READ");
@@ -191,7 +191,7 @@ fn a_snapshot_waiter_fails_early() {
 #[test]
 fn without_lock_violation_the_waiter_waits_for_the_end() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     setup(&db);
     let mut n = Session::new(db.clone());
     ok(&mut n, "SET ndp = on");

@@ -1,5 +1,5 @@
 //! Media recovery (update NDP §6.2): an online base backup, the device's
-//! store lost, `Database::restore` from the backup, the host's WAL and the
+//! store lost, `ndpdb_embedded::restore` from the backup, the host's WAL and the
 //! overflow logs. Every committed row comes back with identical content;
 //! nothing uncommitted does.
 
@@ -64,7 +64,7 @@ fn setup(db: &Database, n: i64) -> Session {
 }
 
 fn restore_err(dir: &Path, backup: &Path) -> ndpdb_host::Error {
-    match Database::restore(dir, backup, config()) {
+    match ndpdb_embedded::restore(dir, backup, config()) {
         Ok(_) => panic!("restore from {} succeeded", backup.display()),
         Err(e) => e,
     }
@@ -88,7 +88,7 @@ fn a_lost_device_store_is_rebuilt_from_a_backup_the_wal_and_the_overflow_logs() 
     let backup = backups.path().join("base");
     let expected;
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = setup(&db, 3000);
         ok(&mut s, "SET ndp = on");
         ok(&mut s, "SET ndp_logging = extended");
@@ -158,7 +158,7 @@ fn a_lost_device_store_is_rebuilt_from_a_backup_the_wal_and_the_overflow_logs() 
     }
     std::fs::remove_dir_all(dir.path().join("device")).unwrap();
 
-    let db = Database::restore(dir.path(), &backup, config()).unwrap();
+    let db = ndpdb_embedded::restore(dir.path(), &backup, config()).unwrap();
     let report = db.recovery_report();
     // Three update jobs and the GC run.
     assert_eq!(report.overflow_logs_written_back, 4, "{report:?}");
@@ -182,7 +182,7 @@ fn a_lost_device_store_is_rebuilt_from_a_backup_the_wal_and_the_overflow_logs() 
     let after = content(&db);
     drop(s);
     db.close_like_a_crash();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     assert_eq!(content(&db), after);
     let mut s = Session::new(db.clone());
     assert_eq!(one(&mut s, "SELECT pad FROM t WHERE k = 2"), "after");
@@ -194,7 +194,7 @@ fn a_restore_refuses_what_it_cannot_rebuild_and_backups_release_old_log() {
     let backups = tempfile::tempdir().unwrap();
     let (first, second) = (backups.path().join("1"), backups.path().join("2"));
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = setup(&db, 2000);
         db.backup(&first, &|_, _| {}).unwrap();
         let e = db.backup(&first, &|_, _| {}).unwrap_err();
@@ -233,7 +233,7 @@ fn a_restore_refuses_what_it_cannot_rebuild_and_backups_release_old_log() {
                 table: ndpdb_formats::TableId(1),
                 start: None,
                 overflow: None,
-                delta: ndpdb_formats::ndp::DeltaMaps {
+                delta: ndpdb_formats::delta_maps::DeltaMaps {
                     l2p: vec![(ndpdb_formats::Lpn(1 << 30), ndpdb_formats::Ppn(1 << 20))],
                     vids: Vec::new(),
                 },

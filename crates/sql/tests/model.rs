@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use ndpdb_host::{Config, Database};
+use ndpdb_host::Config;
 use ndpdb_sql::{Output, Session};
 use proptest::prelude::*;
 
@@ -70,7 +70,7 @@ proptest! {
     #[test]
     fn engine_matches_a_btreemap(ops in proptest::collection::vec(op(), 1..120)) {
         let dir = tempfile::tempdir().unwrap();
-        let mut db = Database::open_with(dir.path(), config()).unwrap();
+        let mut db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = Session::new(db.clone());
         s.execute("CREATE TABLE m (k BIGINT PRIMARY KEY, v TEXT)").unwrap();
         let mut model: BTreeMap<i64, String> = BTreeMap::new();
@@ -128,7 +128,7 @@ proptest! {
                     } else {
                         drop(db);
                     }
-                    db = Database::open_with(dir.path(), config()).unwrap();
+                    db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
                     db.verify_pk_indexes().unwrap();
                     s = Session::new(db.clone());
                     prop_assert_eq!(&contents(&mut s), &model);

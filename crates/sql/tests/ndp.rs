@@ -10,7 +10,7 @@ use std::thread;
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::{SqlState, Value};
-use ndpdb_host::{Config, Database};
+use ndpdb_host::Config;
 use ndpdb_sql::{Output, Session};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -152,7 +152,7 @@ fn same_on_both_sides(s: &mut Session, q: &str) {
 #[test]
 fn offloaded_queries_equal_host_queries_at_the_same_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut setup = Session::new(db.clone());
     setup.execute(SCHEMA).unwrap();
     let mut rng = StdRng::seed_from_u64(7);
@@ -227,7 +227,7 @@ fn offloaded_queries_equal_host_queries_at_the_same_snapshot() {
 #[test]
 fn ndp_sees_commits_before_its_snapshot_and_not_after() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut a = Session::new(db.clone());
     let mut b = Session::new(db.clone());
     a.execute("CREATE TABLE c (k INT PRIMARY KEY, v INT); INSERT INTO c VALUES (1, 1), (2, 2)")
@@ -249,7 +249,7 @@ fn ndp_sees_commits_before_its_snapshot_and_not_after() {
 #[test]
 fn flushes_racing_with_ndp_queries_do_not_change_their_results() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = Session::new(db.clone());
     s.execute("CREATE TABLE r (k INT PRIMARY KEY, v BIGINT, pad TEXT)")
         .unwrap();
@@ -319,7 +319,7 @@ fn flushes_racing_with_ndp_queries_do_not_change_their_results() {
 #[test]
 fn spn_udf_gives_identical_scores_on_host_and_device() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
     let mut s = Session::new(db.clone());
     s.execute("CREATE TABLE u (id INT PRIMARY KEY, f BYTEA)")
         .unwrap();
@@ -360,7 +360,7 @@ fn spn_udf_gives_identical_scores_on_host_and_device() {
 fn a_corrupt_page_fails_the_job_not_the_device() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open(dir.path()).unwrap();
+        let db = ndpdb_embedded::open(dir.path()).unwrap();
         let mut s = Session::new(db.clone());
         s.execute("CREATE TABLE h (a INT, b TEXT); INSERT INTO h VALUES (1, 'one'), (2, 'two')")
             .unwrap();
@@ -371,7 +371,7 @@ fn a_corrupt_page_fails_the_job_not_the_device() {
     let mut bytes = std::fs::read(&pages).unwrap();
     bytes[8000] ^= 0xFF;
     std::fs::write(&pages, bytes).unwrap();
-    let db = Database::open(dir.path()).unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
     let mut s = Session::new(db.clone());
     s.execute("SET ndp = on").unwrap();
     let e = s.execute("SELECT count(*) FROM h").unwrap_err();

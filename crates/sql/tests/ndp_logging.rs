@@ -56,7 +56,7 @@ fn overflow_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn ndp_logging_is_a_setting() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = Session::new(db);
     assert_eq!(one(&mut s, "SHOW ndp_logging"), "basic");
     for v in ["off", "extended", "basic"] {
@@ -75,7 +75,7 @@ fn ndp_logging_is_a_setting() {
 fn extended_logging_moves_each_jobs_pages_to_the_host_before_commit() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = setup(&db, 3000);
         s.execute("SET ndp = on").unwrap();
         s.execute("SET ndp_logging = extended").unwrap();
@@ -142,7 +142,7 @@ fn extended_logging_moves_each_jobs_pages_to_the_host_before_commit() {
 
     // System recovery does not need the log; after it the maps hold the
     // pages durably, and the next checkpoint removes the log.
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = Session::new(db.clone());
     assert_eq!(one(&mut s, "SELECT sum(c) FROM t"), "1500");
     s.execute("SET ndp = on").unwrap();

@@ -54,7 +54,7 @@ fn int(v: &Value) -> i64 {
 }
 
 fn open(dir: &std::path::Path) -> Database {
-    Database::open_with(dir, config()).unwrap()
+    ndpdb_embedded::open_with(dir, config()).unwrap()
 }
 
 /// `t(k, c, g, name)` with ROWS rows, flushed to the device.

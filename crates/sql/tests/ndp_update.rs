@@ -80,7 +80,7 @@ fn setup(db: &Database, n: i64) -> Session {
 fn ndp_update_and_delete_equal_the_host_versions() {
     let run = |ndp: &str| {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = setup(&db, 500);
         db.flush().unwrap();
         // Some rows only in the delta buffer, some flushed.
@@ -111,7 +111,7 @@ fn ndp_update_and_delete_equal_the_host_versions() {
 #[test]
 fn explain_places_bulk_modifications_on_the_device_and_key_updates_on_the_host() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = setup(&db, 20_000);
     let plan = |s: &mut Session, sql: &str| -> String {
         rows(s, &format!("EXPLAIN {sql}"))
@@ -140,7 +140,7 @@ fn explain_places_bulk_modifications_on_the_device_and_key_updates_on_the_host()
 #[test]
 fn host_writer_waiting_on_an_ndp_lock_aborts_after_the_ndp_commit() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut n = setup(&db, 100);
     let mut h = Session::new(db.clone());
     h.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
@@ -177,7 +177,7 @@ fn a_newer_committed_version_makes_the_ndp_job_abort_early() {
     // stops the other, and the statement reports the conflict.
     for (flush, key) in [(false, 2500), (true, 2500), (false, 1500), (true, 1500)] {
         let dir = tempfile::tempdir().unwrap();
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut n = setup(&db, 3000);
         let mut h = Session::new(db.clone());
         n.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
@@ -205,7 +205,7 @@ fn a_newer_committed_version_makes_the_ndp_job_abort_early() {
 #[test]
 fn validation_catches_a_conflict_that_slipped_past_locking() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut n = setup(&db, 200);
     db.flush().unwrap();
     let mut h = Session::new(db.clone());
@@ -235,7 +235,7 @@ fn validation_catches_a_conflict_that_slipped_past_locking() {
 #[test]
 fn ndp_delete_then_host_insert_of_the_same_key() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = setup(&db, 300);
     s.execute("SET ndp = on").unwrap();
     assert_eq!(tag(&mut s, "DELETE FROM t WHERE k >= 100"), "DELETE 200");
@@ -270,7 +270,7 @@ fn ndp_delete_then_host_insert_of_the_same_key() {
 fn rolled_back_ndp_work_is_invisible_and_committed_work_survives_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = setup(&db, 1000);
         s.execute("SET ndp = on").unwrap();
         s.execute("BEGIN").unwrap();
@@ -287,7 +287,7 @@ fn rolled_back_ndp_work_is_invisible_and_committed_work_survives_a_crash() {
         assert!(db.stat("ndp.rows_modified") >= 1500);
         db.close_like_a_crash();
     }
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = Session::new(db.clone());
     let r = &rows(&mut s, "SELECT count(*), sum(c) FROM t WHERE k < 500")[0];
     assert_eq!((int(&r[0]), int(&r[1])), (500, 499 * 3 + 30));
@@ -307,14 +307,14 @@ fn rolled_back_ndp_work_is_invisible_and_committed_work_survives_a_crash() {
 fn recovery_checks_that_end_ndp_names_its_start_ndp() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = setup(&db, 300);
         s.execute("SET ndp = on").unwrap();
         assert_eq!(tag(&mut s, "UPDATE t SET c = c + 1"), "UPDATE 300");
         db.close_like_a_crash();
     }
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = Session::new(db.clone());
         assert_eq!(int(&rows(&mut s, "SELECT sum(c) FROM t")[0][0]), 300);
         s.execute("SET ndp = on").unwrap();
@@ -343,7 +343,9 @@ fn recovery_checks_that_end_ndp_names_its_start_ndp() {
         ]);
         wal.sync(lsn).unwrap();
     }
-    let e = Database::open_with(dir.path(), config()).err().unwrap();
+    let e = ndpdb_embedded::open_with(dir.path(), config())
+        .err()
+        .unwrap();
     assert_eq!(e.code, SqlState::DATA_CORRUPTED, "{e:?}");
     assert!(e.message.contains("End-NDP"), "{e:?}");
 }
@@ -356,7 +358,7 @@ fn recovery_checks_that_end_ndp_names_its_start_ndp() {
 fn concurrent_host_and_ndp_increments_lose_nothing() {
     const N: i64 = 400;
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(
+    let db = ndpdb_embedded::open_with(
         dir.path(),
         Config {
             lock_timeout: Some(Duration::from_secs(2)),
@@ -494,7 +496,7 @@ fn concurrent_host_and_ndp_increments_lose_nothing() {
 #[test]
 fn a_transaction_never_waits_for_its_own_jobs_bucket() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(
+    let db = ndpdb_embedded::open_with(
         dir.path(),
         Config {
             slt_buckets: 1,
@@ -534,7 +536,7 @@ fn a_transaction_never_waits_for_its_own_jobs_bucket() {
 #[test]
 fn select_for_update_on_the_device_then_update_reuses_its_rows() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(
+    let db = ndpdb_embedded::open_with(
         dir.path(),
         Config {
             lock_timeout: Some(Duration::from_millis(200)),
@@ -592,7 +594,7 @@ fn select_for_update_on_the_device_then_update_reuses_its_rows() {
 fn unlogged_ndp_updates_are_flushed_at_commit() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open_with(dir.path(), config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
         let mut s = setup(&db, 500);
         db.flush().unwrap();
         let wal = db.stat("wal.bytes");
@@ -612,7 +614,7 @@ fn unlogged_ndp_updates_are_flushed_at_commit() {
         assert!(s.execute("SET ndp_logging = verbose").is_err());
         db.close_like_a_crash();
     }
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = Session::new(db);
     assert_eq!(int(&rows(&mut s, "SELECT sum(c) FROM t")[0][0]), 1500);
 }
@@ -623,7 +625,7 @@ fn unlogged_ndp_updates_are_flushed_at_commit() {
 #[test]
 fn statement_timeout_cancels_host_and_device_statements_cleanly() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
     let mut s = setup(&db, 20_000);
     db.flush().unwrap();
     // 1 ms (the unit PostgreSQL rounds to): each of these statements

@@ -16,7 +16,7 @@ fn config() -> Config {
 }
 
 fn open(dir: &std::path::Path) -> Database {
-    Database::open_with(dir, config()).unwrap()
+    ndpdb_embedded::open_with(dir, config()).unwrap()
 }
 
 /// A new database in `dir` with the keyed table `t`.

@@ -5,7 +5,6 @@
 //! `<SQLSTATE>: <message>`.
 
 use ndpdb_formats::{DataType, Value};
-use ndpdb_host::Database;
 use ndpdb_sql::{Output, Session};
 use sqllogictest::{DBOutput, DefaultColumnType};
 
@@ -84,7 +83,7 @@ fn sqllogictest_files() {
         for &mode in modes {
             let mut runner = sqllogictest::Runner::new(move || async move {
                 let dir = tempfile::tempdir().map_err(|e| SltError(e.to_string()))?;
-                let db = Database::open(dir.path()).map_err(|e| SltError(e.to_string()))?;
+                let db = ndpdb_embedded::open(dir.path()).map_err(|e| SltError(e.to_string()))?;
                 let mut session = Session::new(db);
                 session
                     .execute(&format!("SET ndp = {mode}"))

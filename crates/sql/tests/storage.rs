@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::{Seek, SeekFrom, Write};
 
 use ndpdb_formats::{SqlState, Value};
-use ndpdb_host::{Config, Database};
+use ndpdb_host::Config;
 use ndpdb_sql::{Output, Session};
 
 fn small_config() -> Config {
@@ -35,7 +35,7 @@ fn data_survives_flushes_and_restarts() {
     let dir = tempfile::tempdir().unwrap();
     let mut model: BTreeMap<i64, String> = BTreeMap::new();
     {
-        let db = Database::open_with(dir.path(), small_config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), small_config()).unwrap();
         let mut s = Session::new(db.clone());
         s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
             .unwrap();
@@ -85,7 +85,7 @@ fn data_survives_flushes_and_restarts() {
         db.close_like_a_crash();
     }
     for restart in 0..3 {
-        let db = Database::open_with(dir.path(), small_config()).unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), small_config()).unwrap();
         if restart == 0 {
             assert!(
                 db.recovery_report().replayed_versions > 0,
@@ -107,18 +107,18 @@ fn data_survives_flushes_and_restarts() {
 #[test]
 fn a_database_is_opened_by_one_owner_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Database::open(dir.path()).unwrap();
-    let e = Database::open(dir.path()).err().unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let e = ndpdb_embedded::open(dir.path()).err().unwrap();
     assert_eq!(e.code, SqlState("55006"));
     drop(db);
-    Database::open(dir.path()).unwrap();
+    ndpdb_embedded::open(dir.path()).unwrap();
 }
 
 #[test]
 fn corrupt_page_gives_an_error_not_a_crash() {
     let dir = tempfile::tempdir().unwrap();
     {
-        let db = Database::open(dir.path()).unwrap();
+        let db = ndpdb_embedded::open(dir.path()).unwrap();
         let mut s = Session::new(db.clone());
         s.execute("CREATE TABLE heap (a INT, b TEXT); CREATE TABLE keyed (a INT PRIMARY KEY)")
             .unwrap();
@@ -137,7 +137,7 @@ fn corrupt_page_gives_an_error_not_a_crash() {
     f.seek(SeekFrom::Start(8000)).unwrap();
     f.write_all(b"garbage!").unwrap();
     drop(f);
-    let db = Database::open(dir.path()).unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
     let mut s = Session::new(db);
     let e = s.execute("SELECT * FROM heap").unwrap_err();
     assert_eq!(e.code, SqlState::DATA_CORRUPTED);

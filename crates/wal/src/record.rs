@@ -1,7 +1,7 @@
 //! WAL record kinds and their encoding.
 
 use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::ndp::{decode_pages, encode_pages, DeltaMaps};
+use ndpdb_formats::delta_maps::{decode_pages, encode_pages, DeltaMaps};
 use ndpdb_formats::{Error, Lpn, Lsn, Ppn, RecId, Result, TableId, TxId};
 
 /// What a checkpoint records: everything logged before it is in durable
@@ -216,7 +216,7 @@ impl WalRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndpdb_formats::ndp::DeltaVid;
+    use ndpdb_formats::delta_maps::DeltaVid;
     use ndpdb_formats::Vid;
 
     #[test]

@@ -38,11 +38,11 @@ use rustc_hash::FxHashMap;
 
 use ndpdb_formats::agg::Acc;
 use ndpdb_formats::codec::Writer;
-use ndpdb_formats::ndp::{Invocation, NdpOp};
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::visibility::{find_visible, Visible};
 use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, Value, Vid};
+use ndpdb_link::ndp::{Invocation, NdpOp};
 use ndpdb_link::LinkError;
 
 use ndpdb_scan::{Pipeline, PipelineState, RunBuffers};

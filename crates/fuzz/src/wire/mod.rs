@@ -76,7 +76,7 @@ fn canary_rows(db: &Database) -> Result<Vec<Vec<Value>>, String> {
 impl WireTarget {
     pub fn new() -> WireTarget {
         let dir = tempfile::tempdir().expect("a temporary directory");
-        let db = Database::open(dir.path()).expect("a database");
+        let db = ndpdb_embedded::open(dir.path()).expect("a database");
         let mut s = Session::new(db.clone());
         let values: Vec<String> = (1..=20)
             .map(|i| format!("({i}, {}, 'row {i}')", i * 10))

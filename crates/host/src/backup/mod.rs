@@ -40,6 +40,7 @@ mod files;
 mod restore;
 
 pub use files::BackupLabel;
+pub use restore::DeviceConnection;
 
 use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};

@@ -5,7 +5,10 @@
 use std::path::Path;
 
 use ndpdb_formats::{SqlState, TableId, Vid};
+use std::sync::Arc;
+
 use ndpdb_link::{DeviceClient, VidEntry};
+use ndpdb_slt::SharedLockTable;
 
 use super::files::{self, BackupLabel, BackupMaps, PagesReader};
 use crate::config::Config;
@@ -16,35 +19,25 @@ use crate::error::{Error, Result};
 const BATCH_PAGES: usize = 64;
 const BATCH_ENTRIES: usize = 1 << 20;
 
-impl Database {
-    /// Rebuilds the lost device store of the database in `dir` (its
-    /// `device/` folder gone) from the backup in `backup`, replays the WAL
-    /// from the backup's checkpoint with the overflow logs since, and
-    /// opens the database. On failure the device folder it began is
-    /// removed again, so the restore can be retried.
-    pub fn restore(dir: &Path, backup: &Path, config: Config) -> Result<Database> {
-        Database::restore_with_progress(dir, backup, config, &|_, _| {})
-    }
+/// A device to restore onto: its client and the shared lock table it
+/// shares with the host.
+pub type DeviceConnection = (DeviceClient, Option<Arc<SharedLockTable>>);
 
-    /// [`Database::restore`], calling `progress(done, total)` as the
-    /// backup's pages are written back.
-    pub fn restore_with_progress(
+impl Database {
+    /// Rebuilds a lost device store of the database in `dir` from the
+    /// backup in `backup` on the empty device `connect` attaches to,
+    /// replays the WAL from the backup's checkpoint with the overflow logs
+    /// since, and opens the database; `progress(done, total)` follows the
+    /// backup's pages as they are written back. A device whose store is
+    /// not empty is refused (55000).
+    pub fn restore_on(
         dir: &Path,
         backup: &Path,
         config: Config,
+        connect: &mut dyn FnMut(&Config) -> Result<DeviceConnection>,
         progress: &dyn Fn(u64, u64),
     ) -> Result<Database> {
         let label = BackupLabel::read(backup)?;
-        let device_dir = dir.join("device");
-        if std::fs::read_dir(&device_dir).is_ok_and(|mut d| d.next().is_some()) {
-            return Err(Error::new(
-                SqlState("55000"),
-                format!(
-                    "\"{}\" exists: a restore rebuilds a lost device store; move it away first",
-                    device_dir.display()
-                ),
-            ));
-        }
         let segment = dir
             .join("wal")
             .join(format!("{:020}.seg", label.checkpoint.0));
@@ -65,15 +58,15 @@ impl Database {
                     .map_err(|e| files::io("copy", &from, e))?;
             }
         }
-        let result = (|| {
-            let (device, slt) = Database::embedded_device(dir, &config)?;
-            rebuild_device(&device, backup, &label, &maps, progress)?;
-            Database::open_recovering(dir, config, device, slt, Some(label.checkpoint))
-        })();
-        if result.is_err() {
-            let _ = std::fs::remove_dir_all(&device_dir);
+        let (device, slt) = connect(&config)?;
+        if device.info()?.page_count > 0 {
+            return Err(Error::new(
+                SqlState("55000"),
+                "the device's store is not empty: a restore rebuilds a lost device store",
+            ));
         }
-        result
+        rebuild_device(&device, backup, &label, &maps, progress)?;
+        Database::open_recovering(dir, config, device, slt, Some(label.checkpoint))
     }
 }
 

@@ -16,13 +16,12 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::codec::Reader;
 use ndpdb_formats::expr::Program;
-use ndpdb_formats::ndp::{
+use ndpdb_formats::{Lpn, Ppn, SqlState, Value};
+use ndpdb_link::ndp::{
     decode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
 };
-use ndpdb_formats::{JobId, Lpn, Ppn, SqlState, Value};
-use ndpdb_link::Opcode;
 
 use crate::database::TableState;
 use crate::error::{Error, Result};
@@ -125,48 +124,37 @@ impl Transaction {
         let start = Instant::now();
         let shared: SharedState = inner.capture_shared(ts.meta.id)?;
         report.shared_pages = shared.pages.len() as u64;
-        let mut w = Writer::new();
-        shared.encode(&mut w);
-        report.shared_bytes = w.len() as u64;
+        report.shared_bytes = shared.encoded_len() as u64;
         let t = Instant::now();
-        let reply = inner.device.ndp(Opcode::NdpShared, w.into_inner())?;
-        inv.shared = Reader::new(&reply).u64().map_err(decode_err)?;
-        let mut w = Writer::new();
-        inv.encode(&mut w);
-        let reply = inner.device.ndp(Opcode::NdpCall, w.into_inner())?;
+        inv.shared = inner.device.ndp_shared(shared)?;
+        let granted_first = inv.space.clone();
+        let op = inv.op.clone();
+        let job = inner.device.ndp_call(inv)?;
         report.shared_transfer = t.elapsed();
-        let job = JobId(Reader::new(&reply).u64().map_err(decode_err)?);
-        let mut granted = inv.space.clone();
+        let mut granted = granted_first;
         let mut deadlock_victim = false;
         let deadlock_timeout = self.deadlock_timeout().max(Duration::from_millis(1));
         let mut search_at = Instant::now() + deadlock_timeout;
         let status = loop {
-            let mut w = Writer::new();
-            w.u64(job.0).u32(250);
-            let reply = inner.device.ndp(Opcode::NdpStatus, w.into_inner())?;
-            let mut st = JobStatus::decode(&mut Reader::new(&reply)).map_err(decode_err)?;
+            let mut st = inner.device.ndp_status(job, 250)?;
             if !st.unloaded.is_empty() {
                 written(&std::mem::take(&mut st.unloaded));
             }
             // A read-only job can be dropped mid-run; an update or lock
             // job runs to its end (its locks and ΔMaps are released by the
             // failing statement's abort).
-            if st.state == JobState::Running && !inv.op.runs_to_end() {
+            if st.state == JobState::Running && !op.runs_to_end() {
                 if let Err(e) = self.check_interrupt() {
-                    let mut w = Writer::new();
-                    w.u64(job.0);
-                    inner.device.ndp(Opcode::NdpAbort, w.into_inner())?;
+                    inner.device.ndp_abort(job)?;
                     return Err(e);
                 }
             }
             // A job that locks waits in no host queue: after
             // deadlock_timeout its caller searches for a cycle through it.
-            if st.state == JobState::Running && inv.op.locks() && Instant::now() >= search_at {
+            if st.state == JobState::Running && op.locks() && Instant::now() >= search_at {
                 if !deadlock_victim && inner.locks.device_job_is_deadlock_victim(self.id())? {
                     deadlock_victim = true;
-                    let mut w = Writer::new();
-                    w.u64(job.0);
-                    inner.device.ndp(Opcode::NdpAbort, w.into_inner())?;
+                    inner.device.ndp_abort(job)?;
                 }
                 search_at = Instant::now() + deadlock_timeout;
             }
@@ -176,21 +164,14 @@ impl Transaction {
                     // Double what the job had: a counted round trip.
                     let pages = inner.alloc_space(granted.len().clamp(16, 1 << 16));
                     report.space_round_trips += 1;
-                    let mut w = Writer::new();
-                    w.u64(job.0).u32(pages.len() as u32);
-                    for (l, p) in &pages {
-                        w.u64(l.0).u64(p.0);
-                    }
                     granted.extend_from_slice(&pages);
-                    inner.device.ndp(Opcode::NdpSpace, w.into_inner())?;
+                    inner.device.ndp_space(job, pages)?;
                 }
                 _ => break st,
             }
         };
-        let mut w = Writer::new();
-        w.u64(job.0);
-        let result = inner.device.ndp(Opcode::NdpResult, w.into_inner())?;
-        if !inv.op.runs_to_end() {
+        let result = inner.device.ndp_result(job)?;
+        if !op.runs_to_end() {
             // Done, but too late (the job is gone from the device now).
             self.check_interrupt()?;
         }
@@ -205,7 +186,7 @@ impl Transaction {
         report.result_rows = status.result_rows;
         report.result_bytes = status.result_bytes;
         report.wall = start.elapsed();
-        if matches!(inv.op, ndpdb_formats::ndp::NdpOp::Gc { .. }) {
+        if matches!(op, ndpdb_link::ndp::NdpOp::Gc { .. }) {
             // GC has its own counters (gc.*).
             return Ok(JobOutcome {
                 status,

@@ -29,11 +29,9 @@
 //! sends only the stage's handle. When the device keeps no stage (over
 //! its budget) the host keeps the versions and sends them as targets.
 
-use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::{Op, Program};
-use ndpdb_formats::ndp::Invocation;
 use ndpdb_formats::{RecId, TableId, Value, Vid};
-use ndpdb_link::Opcode;
+use ndpdb_link::ndp::Invocation;
 
 use super::NdpRequest;
 use crate::database::{DbInner, TableState};
@@ -208,12 +206,7 @@ impl PipelineStage {
 impl DbInner {
     /// NDP_RELEASE: the device drops these stages.
     pub(crate) fn release_stages(&self, handles: &[u64]) -> Result<()> {
-        let mut w = Writer::new();
-        w.u32(handles.len() as u32);
-        for h in handles {
-            w.u64(*h);
-        }
-        self.device.ndp(Opcode::NdpRelease, w.into_inner())?;
+        self.device.ndp_release(handles.to_vec())?;
         Ok(())
     }
 }

@@ -24,10 +24,10 @@
 use std::sync::atomic::Ordering;
 
 use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::ndp::{JobState, ModifyResult, NdpOp};
 use ndpdb_formats::page::PAGE_SIZE;
 use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};
+use ndpdb_link::ndp::{JobState, ModifyResult, NdpOp};
 use ndpdb_slt::DeviceTag;
 use ndpdb_wal::WalRecord;
 
@@ -63,7 +63,7 @@ impl DbInner {
     pub(crate) fn log_start_ndp(
         &self,
         txid: ndpdb_formats::TxId,
-        inv: &ndpdb_formats::ndp::Invocation,
+        inv: &ndpdb_link::ndp::Invocation,
     ) -> (ndpdb_formats::Lsn, ndpdb_formats::Lsn) {
         let mut w = Writer::new();
         inv.encode(&mut w);
@@ -427,7 +427,7 @@ impl Transaction {
             self.ndp_call(ts, inv, &mut report)?
         };
         let mut r = Reader::new(&out.result);
-        let device_rows = ndpdb_formats::ndp::decode_rows(&mut r).map_err(decode_err)?;
+        let device_rows = ndpdb_link::ndp::decode_rows(&mut r).map_err(decode_err)?;
         let mut result = ModifyResult::decode(&mut r).map_err(decode_err)?;
         let pages_ok = out.check_pages(&mut result);
         let mut part = NdpPart {

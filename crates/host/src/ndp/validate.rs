@@ -13,8 +13,8 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use ndpdb_formats::ndp::ModifyResult;
 use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, TableId, Vid};
+use ndpdb_link::ndp::ModifyResult;
 
 use super::NdpPart;
 use crate::database::TableState;
@@ -139,7 +139,7 @@ pub(crate) fn check_pages(granted_pages: &[(Lpn, Ppn)], result: &mut ModifyResul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ndpdb_formats::ndp::{DeltaMaps, DeltaVid};
+    use ndpdb_formats::delta_maps::{DeltaMaps, DeltaVid};
     use ndpdb_formats::{RecId, Vid};
 
     fn reply(l2p: &[(u64, u64)], unused: &[(u64, u64)], new: &[(u64, u16)]) -> ModifyResult {

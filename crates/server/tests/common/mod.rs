@@ -39,7 +39,7 @@ pub fn start(db: Database) -> u16 {
 /// A database in a fresh temporary directory.
 pub fn temp_db() -> (tempfile::TempDir, Database) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Database::open(dir.path()).expect("open");
+    let db = ndpdb_embedded::open(dir.path()).expect("open");
     (dir, db)
 }
 

@@ -14,15 +14,16 @@
 //! the table row, then either a projection to some columns or a (grouped)
 //! aggregation whose per-PE partials the device merges before returning.
 
-use crate::agg::AggSpec;
-use crate::codec::{Reader, Writer};
-use crate::error::{Error, Result};
-use crate::expr::{decode_value, encode_value, Program};
-use crate::ids::{JobId, Lpn, Ppn, RecId, TableId, TxId, Vid};
-use crate::page::PAGE_SIZE;
-use crate::types::DataType;
-use crate::value::Value;
-use crate::visibility::Snapshot;
+use ndpdb_formats::agg::AggSpec;
+use ndpdb_formats::codec::{Reader, Writer};
+use ndpdb_formats::delta_maps::{decode_pages, encode_pages, DeltaMaps};
+use ndpdb_formats::expr::{decode_value, encode_value, Program};
+use ndpdb_formats::ids::{JobId, Lpn, Ppn, RecId, TableId, TxId, Vid};
+use ndpdb_formats::page::PAGE_SIZE;
+use ndpdb_formats::types::DataType;
+use ndpdb_formats::value::Value;
+use ndpdb_formats::visibility::Snapshot;
+use ndpdb_formats::{Error, Result};
 
 /// The unflushed part of the shared state, passed along with a call.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -34,6 +35,11 @@ pub struct SharedState {
 }
 
 impl SharedState {
+    /// Bytes [`SharedState::encode`] writes.
+    pub fn encoded_len(&self) -> usize {
+        8 + self.pages.iter().map(|(_, p)| 8 + p.len()).sum::<usize>() + 16 * self.vids.len()
+    }
+
     pub fn encode(&self, w: &mut Writer) {
         w.u32(self.pages.len() as u32);
         for (l, p) in &self.pages {
@@ -269,7 +275,7 @@ impl Invocation {
             types.push(DataType::decode(r)?);
         }
         let vid_count = r.u64()?;
-        if vid_count > crate::ids::MAX_VID {
+        if vid_count > ndpdb_formats::ids::MAX_VID {
             return Err(Error::corrupted("VID count out of range"));
         }
         let filter = match r.u8()? {
@@ -386,91 +392,12 @@ fn decode_versions(r: &mut Reader<'_>) -> Result<Vec<(Vid, RecId)>> {
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         let vid = Vid(r.u64()?);
-        if vid.0 >= crate::ids::MAX_VID {
+        if vid.0 >= ndpdb_formats::ids::MAX_VID {
             return Err(Error::corrupted("target VID out of range"));
         }
         v.push((vid, RecId::from_raw(r.u64()?)));
     }
     Ok(v)
-}
-
-/// ΔL2P (or any list of pages) as `n u32, (LPN u64, PPN u64)*` — the
-/// one codec of page lists in link payloads and WAL records.
-pub fn encode_pages(pages: &[(Lpn, Ppn)], w: &mut Writer) {
-    w.u32(pages.len() as u32);
-    for (l, p) in pages {
-        w.u64(l.0).u64(p.0);
-    }
-}
-
-pub fn decode_pages(r: &mut Reader<'_>) -> Result<Vec<(Lpn, Ppn)>> {
-    let n = r.count(16)?;
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
-        v.push((Lpn(r.u64()?), Ppn(r.u64()?)));
-    }
-    Ok(v)
-}
-
-/// ΔVID entry of an update-NDP job: the tuple, the version the new one
-/// replaces (what the host validates against its VID head), the new one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DeltaVid {
-    pub vid: Vid,
-    pub pred: RecId,
-    pub new: RecId,
-}
-
-/// ΔVID as `n u32, (VID u64, pred RecId u64, new RecId u64)*` — the one
-/// codec of ΔVID lists in link payloads and WAL records.
-pub fn encode_delta_vids(vids: &[DeltaVid], w: &mut Writer) {
-    w.u32(vids.len() as u32);
-    for d in vids {
-        w.u64(d.vid.0).u64(d.pred.raw()).u64(d.new.raw());
-    }
-}
-
-pub fn decode_delta_vids(r: &mut Reader<'_>) -> Result<Vec<DeltaVid>> {
-    let n = r.count(24)?;
-    let mut vids = Vec::with_capacity(n);
-    for _ in 0..n {
-        vids.push(DeltaVid {
-            vid: Vid(r.u64()?),
-            pred: RecId::from_raw(r.u64()?),
-            new: RecId::from_raw(r.u64()?),
-        });
-    }
-    Ok(vids)
-}
-
-/// ΔMaps (update NDP §4.1, Fig. 9): the pages a job wrote, under the LPNs
-/// it was granted, and the VID heads it moves — one type, one codec, for
-/// an update or GC job's result and for the End-NDP and Gc WAL records.
-/// Layout: `n u32, (LPN u64, PPN u64)*` then the ΔVID list.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct DeltaMaps {
-    /// ΔL2P: pages written (a subset of the job's space).
-    pub l2p: Vec<(Lpn, Ppn)>,
-    /// ΔVID: (VID, predecessor, new head).
-    pub vids: Vec<DeltaVid>,
-}
-
-impl DeltaMaps {
-    pub fn encode(&self, w: &mut Writer) {
-        encode_pages(&self.l2p, w);
-        encode_delta_vids(&self.vids, w);
-    }
-
-    pub fn decode(r: &mut Reader<'_>) -> Result<DeltaMaps> {
-        Ok(DeltaMaps {
-            l2p: decode_pages(r)?,
-            vids: decode_delta_vids(r)?,
-        })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.l2p.is_empty() && self.vids.is_empty()
-    }
 }
 
 /// What an update-NDP job leaves for the host (its result region).
@@ -695,9 +622,9 @@ pub fn decode_rows(r: &mut Reader<'_>) -> Result<Vec<Vec<Value>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agg::AggFunc;
-    use crate::expr::Op;
-    use crate::ids::TxId;
+    use ndpdb_formats::agg::AggFunc;
+    use ndpdb_formats::delta_maps::DeltaVid;
+    use ndpdb_formats::expr::Op;
 
     #[test]
     fn rows_of_no_columns_round_trip() {

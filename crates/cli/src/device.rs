@@ -1,0 +1,127 @@
+//! `ndpdb device`: the device engine as its own process, serving one host
+//! at a time over a unix or TCP socket (`ndpdb_link::socket`), with its
+//! shared lock table in /dev/shm; and `--device ADDR`, with which the
+//! other commands attach to it instead of opening the embedded device.
+//!
+//! ```text
+//!  ndpdb device --store DIR --listen unix:PATH      ndpdb serve --db DIR --device unix:PATH
+//!    DeviceEngine(DIR) ◄── socket link ──────────────── Database::attach
+//!    SLT /dev/shm/ndpdb-slt-… ◄─────── mapped by both ─────┘
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use ndpdb_device::{DeviceEngine, DeviceOptions};
+use ndpdb_formats::SqlState;
+use ndpdb_host::{Config, Database, Error, Result};
+use ndpdb_link::socket::{serve, Endpoint, Listener, ServeOptions};
+use ndpdb_slt::SharedLockTable;
+
+/// The shared secret in `file` (surrounding whitespace dropped); none
+/// without a file.
+pub fn read_token(file: Option<&Path>) -> Result<Vec<u8>> {
+    let Some(f) = file else {
+        return Ok(Vec::new());
+    };
+    let text = std::fs::read(f).map_err(|e| {
+        Error::new(
+            SqlState("58P01"),
+            format!("cannot read token file \"{}\": {e}", f.display()),
+        )
+    })?;
+    Ok(text.trim_ascii().to_vec())
+}
+
+/// Opens the database in `dir`: on the device process at `device` if
+/// given, else with the embedded device.
+pub fn open(
+    dir: &Path,
+    config: Config,
+    device: Option<&str>,
+    token: Option<&Path>,
+) -> Result<Database> {
+    match device {
+        Some(addr) => Database::attach(dir, config, addr, read_token(token)?),
+        None => ndpdb_embedded::open_with(dir, config),
+    }
+}
+
+/// What `ndpdb device` runs with.
+pub struct DeviceRun {
+    pub store: PathBuf,
+    pub listen: String,
+    pub pes: usize,
+    pub cpus: Vec<usize>,
+    pub nvm: ndpdb_host::NvmProfile,
+    pub slt_buckets: usize,
+    pub token_file: Option<PathBuf>,
+}
+
+/// Runs the device until the process is killed.
+pub fn run(r: &DeviceRun) -> Result<ExitCode> {
+    let endpoint = Endpoint::parse(&r.listen)?;
+    let token = read_token(r.token_file.as_deref())?;
+    if matches!(endpoint, Endpoint::Tcp(_)) && token.is_empty() {
+        return Err(Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            "a TCP device requires --token-file with a shared secret",
+        ));
+    }
+    remove_stale_regions();
+    // A fresh region per run: a host of a previous run cannot mistake it
+    // for the one it mapped.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let region = format!("ndpdb-slt-{}-{nanos}", std::process::id());
+    let slt = SharedLockTable::create_shm(&region, r.slt_buckets)
+        .map_err(|e| Error::new(e.sqlstate(), e.to_string()))?;
+    let options = DeviceOptions {
+        pes: r.pes,
+        cpus: r.cpus.clone(),
+        nvm: r.nvm,
+        slt: Some(Arc::new(slt)),
+    };
+    let pes = options.pes_effective();
+    let engine = DeviceEngine::open_with(&r.store, options)?;
+    let listener = Listener::bind(&endpoint)?;
+    println!(
+        "ndpdb device: store {}, {pes} PEs, NVM {}, shared lock table /dev/shm/{region}; listening on {}",
+        r.store.display(),
+        r.nvm.name,
+        listener.endpoint()
+    );
+    serve(
+        listener,
+        Arc::new(engine),
+        ServeOptions {
+            token,
+            slt_region: region,
+        },
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Removes the lock-table regions of device processes that died without
+/// cleaning up (killed): `/dev/shm/ndpdb-slt-<pid>-…` of a pid that no
+/// longer runs.
+fn remove_stale_regions() {
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix("ndpdb-slt-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The device as its own process: `ndpdb device` serves a host over a
+//! unix socket, with the shared lock table in /dev/shm. Reads and update
+//! NDP work across the process boundary; a killed device fails the
+//! host's statements with a clear error instead of hanging them, and a
+//! restarted device serves the same store to a host that reattaches.
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn exe() -> &'static str {
+    env!("CARGO_BIN_EXE_ndpdb")
+}
+
+/// A device process, killed when dropped (also when a check fails).
+struct DeviceProc(Child);
+
+impl Drop for DeviceProc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        // Killed, it could not remove its lock-table region.
+        let prefix = format!("ndpdb-slt-{}-", self.0.id());
+        for e in std::fs::read_dir("/dev/shm")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+fn start_device(store: &Path, socket: &Path) -> DeviceProc {
+    let child = Command::new(exe())
+        .args(["device", "--store"])
+        .arg(store)
+        .arg("--listen")
+        .arg(format!("unix:{}", socket.display()))
+        .args(["--pes", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while std::os::unix::net::UnixStream::connect(socket).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "device did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    DeviceProc(child)
+}
+
+fn sql(db: &Path, socket: &Path, commands: &[&str]) -> Output {
+    let mut c = Command::new(exe());
+    c.args(["sql", "--db"])
+        .arg(db)
+        .arg("--device")
+        .arg(format!("unix:{}", socket.display()));
+    for s in commands {
+        c.args(["-c", s]);
+    }
+    c.output().unwrap()
+}
+
+fn ok(db: &Path, socket: &Path, commands: &[&str]) -> String {
+    let out = sql(db, socket, commands);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{commands:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn a_host_runs_on_a_device_process_and_survives_its_death() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, db, socket) = (
+        dir.path().join("store"),
+        dir.path().join("host"),
+        dir.path().join("device.sock"),
+    );
+    let device = start_device(&store, &socket);
+    let mode = std::fs::metadata(&socket).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o600,
+        "the socket is the owner's only"
+    );
+    let out = ok(
+        &db,
+        &socket,
+        &[
+            "CREATE TABLE t (k INT PRIMARY KEY, v BIGINT NOT NULL)",
+            "INSERT INTO t SELECT 1, 1",
+            "INSERT INTO t VALUES (2, 2), (3, 3), (4, 4)",
+            "SET ndp = on",
+            "UPDATE t SET v = v * 10",
+            "SELECT sum(v) FROM t",
+        ],
+    );
+    assert!(out.contains("UPDATE 4") && out.contains("100"), "{out}");
+    // Killed: the host's statement fails at once, the host process ends
+    // with an error rather than hanging.
+    drop(device);
+    let t = Instant::now();
+    let out = sql(&db, &socket, &["SET ndp = on", "SELECT sum(v) FROM t"]);
+    assert!(!out.status.success());
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("ERROR"), "{err}");
+    // Restarted on the same store: the host reattaches and finds every
+    // committed row, device updates included.
+    let _device = start_device(&store, &socket);
+    let out = ok(
+        &db,
+        &socket,
+        &["SET ndp = on", "SELECT count(*), sum(v) FROM t"],
+    );
+    assert!(out.contains("     4 | 100"), "{out}");
+}

@@ -1,0 +1,64 @@
+//! A host attached to a device in another process (`ndpdb device`),
+//! through the socket link (`ndpdb_link::socket`).
+//!
+//! ```text
+//!  Database::attach ── SocketTransport (unix:PATH | tcp:HOST:PORT) ──► ndpdb device
+//!        │                  Welcome { SLT region name }
+//!        └── SharedLockTable::open_shm(region) ◄── the device created it in /dev/shm
+//! ```
+//!
+//! The host and the device lock tuples in one shared lock table. A device
+//! that offers none (a store opened without one) runs reads only: its
+//! update jobs fail with 0A000. A region the host cannot map (a device
+//! on another machine) is an error rather than two lock tables that do
+//! not see each other.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ndpdb_formats::SqlState;
+use ndpdb_link::socket::{Endpoint, SocketTransport};
+use ndpdb_link::DeviceClient;
+use ndpdb_slt::SharedLockTable;
+
+use crate::backup::DeviceConnection;
+use crate::config::Config;
+use crate::database::Database;
+use crate::error::{Error, Result};
+
+/// Longest a request to the device may take before the link is called
+/// broken (a dead device's socket fails at once; this covers a device
+/// that stops answering).
+pub const DEVICE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Connects to the device at `endpoint` and maps its shared lock table.
+pub fn connect_device(endpoint: &str, token: Vec<u8>, config: &Config) -> Result<DeviceConnection> {
+    let endpoint = Endpoint::parse(endpoint)?;
+    let (transport, welcome) =
+        SocketTransport::connect(&endpoint, token, config.link, Some(DEVICE_TIMEOUT))?;
+    let slt = if welcome.slt_region.is_empty() {
+        None
+    } else {
+        let t = SharedLockTable::open_shm(&welcome.slt_region).map_err(|e| {
+            Error::new(
+                SqlState("08006"),
+                format!(
+                    "cannot map the device's shared lock table \"{}\": {e} (a device on another machine is not supported yet)",
+                    welcome.slt_region
+                ),
+            )
+        })?;
+        Some(Arc::new(t))
+    };
+    Ok((DeviceClient::new(Arc::new(transport)), slt))
+}
+
+impl Database {
+    /// Opens the database in `dir` on the device process at `endpoint`
+    /// (`unix:PATH` or `tcp:HOST:PORT`).
+    pub fn attach(dir: &Path, config: Config, endpoint: &str, token: Vec<u8>) -> Result<Database> {
+        let (device, slt) = connect_device(endpoint, token, &config)?;
+        Database::open_on_with(dir, config, device, slt)
+    }
+}
