@@ -17,6 +17,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use ndpdb_embedded::process::LinkKind;
 use ndpdb_formats::udf::{spn_features, SPN_FEATURES};
 use ndpdb_formats::value::parse_timestamp;
 use ndpdb_formats::{Column, DataType, Decimal, Schema, Value};
@@ -306,6 +307,20 @@ impl Measurement {
     pub const CSV_HEADER: &'static str =
         "label,preset,ndp,ms,rows,data_to_host_bytes,data_to_device_bytes,control_messages,host_buffer_misses,shared_state_bytes,device_ms,tuples_per_pe_second,scan_bytes_per_pe_second,bytes_touched,touched_bytes_per_pe_second,runs_ms";
 
+    /// `  12.3 ms (median of 3 runs: 14.0 / 12.3 / 11.9)`.
+    pub fn timing(&self) -> String {
+        format!(
+            "{:>9.1} ms (median of {} runs: {})",
+            self.elapsed.as_secs_f64() * 1e3,
+            self.runs.len(),
+            self.runs
+                .iter()
+                .map(|t| format!("{:.1}", t.as_secs_f64() * 1e3))
+                .collect::<Vec<_>>()
+                .join(" / ")
+        )
+    }
+
     /// Tuples each PE walked per second of its busy time.
     pub fn tuples_per_pe_second(&self) -> f64 {
         if self.pe_micros == 0 {
@@ -386,6 +401,34 @@ pub fn measure_with(
     ndp: bool,
 ) -> Result<Measurement> {
     let db = ndpdb_embedded::open_with(dir, config.clone())?;
+    measure_on(&db, config, label, settings, sql, ndp)
+}
+
+/// [`measure`] with the device reached over `link` (a device process
+/// serving the database's own store for the socket kinds); the
+/// measurement's label gets `@<link>`.
+pub fn measure_over(
+    dir: &Path,
+    config: &Config,
+    link: LinkKind,
+    label: &str,
+    sql: &str,
+    ndp: bool,
+) -> Result<Measurement> {
+    let bin = std::env::current_exe()?;
+    let db = ndpdb_embedded::process::open_over(dir, config.clone(), link, &bin)?;
+    let label = format!("{label}@{}", link.name());
+    measure_on(&db, config, &label, &[], sql, ndp)
+}
+
+fn measure_on(
+    db: &Database,
+    config: &Config,
+    label: &str,
+    settings: &[&str],
+    sql: &str,
+    ndp: bool,
+) -> Result<Measurement> {
     let mut s = Session::new(db.clone());
     s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
     for set in settings {
@@ -393,11 +436,11 @@ pub fn measure_with(
     }
     let mut runs = Vec::with_capacity(RUNS);
     for _ in 0..RUNS {
-        let delta = StatsDelta::start(&db);
+        let delta = StatsDelta::start(db);
         let t = Instant::now();
         let out = s.execute(sql)?.pop();
         let elapsed = t.elapsed();
-        runs.push((elapsed, delta.finish(&db), out));
+        runs.push((elapsed, delta.finish(db), out));
     }
     let times: Vec<Duration> = runs.iter().map(|r| r.0).collect();
     runs.sort_by_key(|r| r.0);
@@ -588,6 +631,10 @@ pub struct ChOptions {
     /// Also run Query-SUM through the wire protocol, against a server on
     /// the same database in this process (ndp off, then on).
     pub server: bool,
+    /// Ways to reach the device Query-SUM also runs over (beside the
+    /// in-process device of the preset runs): a device process over a
+    /// unix socket or TCP (base preset).
+    pub links: Vec<LinkKind>,
 }
 
 /// Query-SUM through the wire: a server on the loaded database (fresh
@@ -766,22 +813,31 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
                     String::new()
                 };
                 log(&format!(
-                    "{label}  {:<12} ndp {:<3} {:>9.1} ms (median of {} runs: {})  data to host {:>12} B  misses {:>7}  result {}{device}",
+                    "{label}  {:<12} ndp {:<3} {}  data to host {:>12} B  misses {:>7}  result {}{device}",
                     preset.name,
                     on_off,
-                    m.elapsed.as_secs_f64() * 1e3,
-                    m.runs.len(),
-                    m.runs
-                        .iter()
-                        .map(|t| format!("{:.1}", t.as_secs_f64() * 1e3))
-                        .collect::<Vec<_>>()
-                        .join(" / "),
+                    m.timing(),
                     m.data_to_host,
                     m.host_misses,
                     m.result
                 ));
                 all.push(m);
             }
+        }
+    }
+    for &link in opts.links.iter().filter(|l| **l != LinkKind::InProcess) {
+        for ndp in [false, true] {
+            let m = measure_over(&dir, &opts.base, link, "query-sum", QUERY_SUM, ndp)?;
+            log(&format!(
+                "query-sum  {:<12} ndp {:<3} {}  data to host {:>12} B  link messages {:>7}  result {}",
+                link.name(),
+                if ndp { "on" } else { "off" },
+                m.timing(),
+                m.data_to_host,
+                m.control_messages,
+                m.result
+            ));
+            all.push(m);
         }
     }
     if opts.server {

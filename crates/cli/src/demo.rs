@@ -282,6 +282,11 @@ pub enum Bench {
         /// scripts/postgres-baseline.sh). The main measurements are embedded.
         #[arg(long)]
         target: Vec<String>,
+        /// Also run Query-SUM with the device as its own process, reached
+        /// over these links (comma separated: unix, tcp), serving the
+        /// same store.
+        #[arg(long, value_delimiter = ',')]
+        links: Vec<String>,
     },
 }
 
@@ -829,8 +834,20 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             host_cpus,
             nvm,
             target,
+            links,
         } => {
             let machine_cpus = cpus();
+            let links = links
+                .iter()
+                .map(|l| {
+                    ndpdb_embedded::process::LinkKind::by_name(l.trim()).ok_or_else(|| {
+                        Error::new(
+                            SqlState::INVALID_PARAMETER_VALUE,
+                            format!("unknown link {l} (in-process, unix or tcp)"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?;
             ndpdb_bench::pin::set_host_cpus(&host_cpus);
             ndpdb_bench::pin::pin_host_thread(0);
             let presets = presets
@@ -858,6 +875,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 sweeps: !no_sweeps,
                 postgres: None,
                 server: false,
+                links,
             };
             for t in &target {
                 match Target::parse(t)? {

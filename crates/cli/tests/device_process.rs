@@ -5,54 +5,17 @@
 //! restarted device serves the same store to a host that reattaches.
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
+
+use ndpdb_embedded::process::DeviceProcess;
 use std::time::{Duration, Instant};
 
 fn exe() -> &'static str {
     env!("CARGO_BIN_EXE_ndpdb")
 }
 
-/// A device process, killed when dropped (also when a check fails).
-struct DeviceProc(Child);
-
-impl Drop for DeviceProc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        // Killed, it could not remove its lock-table region.
-        let prefix = format!("ndpdb-slt-{}-", self.0.id());
-        for e in std::fs::read_dir("/dev/shm")
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-}
-
-fn start_device(store: &Path, socket: &Path) -> DeviceProc {
-    let child = Command::new(exe())
-        .args(["device", "--store"])
-        .arg(store)
-        .arg("--listen")
-        .arg(format!("unix:{}", socket.display()))
-        .args(["--pes", "2"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    while std::os::unix::net::UnixStream::connect(socket).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(20),
-            "device did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    DeviceProc(child)
+fn start_device(store: &Path, socket: &Path) -> DeviceProcess {
+    DeviceProcess::spawn(Path::new(exe()), store, socket, 2).unwrap()
 }
 
 fn sql(db: &Path, socket: &Path, commands: &[&str]) -> Output {

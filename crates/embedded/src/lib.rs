@@ -11,7 +11,10 @@
 //!
 //! The host crate knows the device only through `ndpdb_link`; this crate
 //! is where the two meet. A device in another process attaches through
-//! a socket transport instead, with the same `Database::open_on_with`.
+//! a socket transport instead (`Database::attach`); [`process`] opens a
+//! database either way for the suites that run on every engine variant.
+
+pub mod process;
 
 use std::path::Path;
 use std::sync::Arc;

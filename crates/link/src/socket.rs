@@ -33,8 +33,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::command::ENVELOPE_SIZE;
-use crate::model::{LinkModel, Throttle};
-use crate::transport::{CommandHandler, Direction, LinkStats, Plane, Transport};
+use crate::model::LinkModel;
+use crate::transport::{CommandHandler, LinkStats, Metered, Plane, Transport};
 use crate::{LinkError, Result};
 
 /// Largest frame either side accepts (a result region of a big scan).
@@ -236,9 +236,12 @@ fn refuse(s: &mut impl Write, why: &str) {
 pub struct SocketTransport {
     endpoint: Endpoint,
     hello: Hello,
+    /// What the device answered first: a later connection to a device
+    /// that answers otherwise (it restarted with a new lock table) is
+    /// refused, since this host's locks live in the old one.
+    first: Welcome,
     pool: Mutex<Vec<Stream>>,
-    stats: LinkStats,
-    throttle: Throttle,
+    metered: Metered,
     timeout: Option<Duration>,
 }
 
@@ -252,20 +255,36 @@ impl SocketTransport {
         timeout: Option<Duration>,
     ) -> Result<(SocketTransport, Welcome)> {
         let host_id = host_id();
-        let t = SocketTransport {
+        let mut t = SocketTransport {
             endpoint: endpoint.clone(),
             hello: Hello { host_id, token },
+            first: Welcome {
+                version: VERSION,
+                slt_region: String::new(),
+            },
             pool: Mutex::new(Vec::new()),
-            stats: LinkStats::default(),
-            throttle: Throttle::new(model),
+            metered: Metered::new(model),
             timeout,
         };
-        let (stream, welcome) = t.open()?;
+        let (stream, welcome) = t.handshake()?;
+        t.first = welcome.clone();
         t.pool.lock().push(stream);
         Ok((t, welcome))
     }
 
-    fn open(&self) -> Result<(Stream, Welcome)> {
+    /// A further connection, to the same device incarnation.
+    fn open(&self) -> Result<Stream> {
+        let (stream, welcome) = self.handshake()?;
+        if welcome != self.first {
+            return Err(LinkError::Refused(format!(
+                "the device at {} restarted (shared lock table {} instead of {}): reopen the database",
+                self.endpoint, welcome.slt_region, self.first.slt_region
+            )));
+        }
+        Ok(stream)
+    }
+
+    fn handshake(&self) -> Result<(Stream, Welcome)> {
         let mut s = match &self.endpoint {
             Endpoint::Unix(p) => Stream::Unix(
                 UnixStream::connect(p)
@@ -316,26 +335,23 @@ impl Transport for SocketTransport {
         let pooled = self.pool.lock().pop();
         let mut stream = match pooled {
             Some(s) => s,
-            None => self.open()?.0,
+            None => self.open()?,
         };
-        self.stats.record(plane, Direction::ToDevice, request.len());
-        write_all(&mut stream, &request)?;
-        let response = read_frame(&mut stream)?;
-        self.stats.record(plane, Direction::ToHost, response.len());
+        let response = self.metered.exchange(plane, request, |r| {
+            write_all(&mut stream, r)?;
+            read_frame(&mut stream)
+        })?;
         // Only a connection that completed its exchange is reused.
         self.pool.lock().push(stream);
-        if plane == Plane::Data {
-            self.throttle.pass(request.len() + response.len());
-        }
         Ok(response)
     }
 
     fn stats(&self) -> &LinkStats {
-        &self.stats
+        self.metered.stats()
     }
 
     fn model(&self) -> LinkModel {
-        self.throttle.model()
+        self.metered.model()
     }
 }
 
@@ -496,6 +512,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::command::{Request, Response};
+    use crate::transport::Direction;
 
     /// Echoes INFO with a page count of the request's length.
     struct Echo;
@@ -584,6 +601,31 @@ mod tests {
             attached.is_some(),
             "a new host attaches after the old one left"
         );
+    }
+
+    #[test]
+    fn a_restarted_device_is_not_taken_for_the_old_one() {
+        let ep = device(b"");
+        let (t, _) =
+            SocketTransport::connect(&ep, Vec::new(), LinkModel::UNTHROTTLED, None).unwrap();
+        // The device "restarts": another one, with another lock table, on
+        // the same path.
+        let Endpoint::Unix(path) = &ep else {
+            unreachable!()
+        };
+        std::fs::remove_file(path).unwrap();
+        let l = Listener::bind(&ep).unwrap();
+        let options = ServeOptions {
+            token: Vec::new(),
+            slt_region: "/ndpdb-test-2".into(),
+        };
+        std::thread::spawn(move || serve(l, Arc::new(Echo), options));
+        t.pool.lock().clear();
+        let client = crate::DeviceClient::new(Arc::new(t));
+        match client.info() {
+            Err(LinkError::Refused(m)) => assert!(m.contains("restarted"), "{m}"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -115,12 +115,52 @@ pub trait Transport: Send + Sync {
     }
 }
 
+/// What every transport does around an exchange: count both frames on
+/// their plane, and hold the data plane for the link preset's time.
+pub struct Metered {
+    stats: LinkStats,
+    throttle: Throttle,
+}
+
+impl Metered {
+    pub fn new(model: LinkModel) -> Metered {
+        Metered {
+            stats: LinkStats::default(),
+            throttle: Throttle::new(model),
+        }
+    }
+
+    /// Sends `request` through `carry` (which returns the response),
+    /// counted and throttled.
+    pub fn exchange(
+        &self,
+        plane: Plane,
+        request: Vec<u8>,
+        carry: impl FnOnce(&[u8]) -> Result<Vec<u8>>,
+    ) -> Result<Vec<u8>> {
+        self.stats.record(plane, Direction::ToDevice, request.len());
+        let response = carry(&request)?;
+        self.stats.record(plane, Direction::ToHost, response.len());
+        if plane == Plane::Data {
+            self.throttle.pass(request.len() + response.len());
+        }
+        Ok(response)
+    }
+
+    pub fn stats(&self) -> &LinkStats {
+        &self.stats
+    }
+
+    pub fn model(&self) -> LinkModel {
+        self.throttle.model()
+    }
+}
+
 /// The embedded default: the device engine runs in this process, and the
 /// transport hands it byte frames (never references to host memory).
 pub struct InProcessTransport {
     device: Arc<dyn CommandHandler>,
-    stats: LinkStats,
-    throttle: Throttle,
+    metered: Metered,
 }
 
 impl InProcessTransport {
@@ -132,28 +172,22 @@ impl InProcessTransport {
     pub fn with_model(device: Arc<dyn CommandHandler>, model: LinkModel) -> InProcessTransport {
         InProcessTransport {
             device,
-            stats: LinkStats::default(),
-            throttle: Throttle::new(model),
+            metered: Metered::new(model),
         }
     }
 }
 
 impl Transport for InProcessTransport {
     fn roundtrip(&self, plane: Plane, request: Vec<u8>) -> Result<Vec<u8>> {
-        self.stats.record(plane, Direction::ToDevice, request.len());
-        let response = self.device.handle(&request);
-        self.stats.record(plane, Direction::ToHost, response.len());
-        if plane == Plane::Data {
-            self.throttle.pass(request.len() + response.len());
-        }
-        Ok(response)
+        self.metered
+            .exchange(plane, request, |r| Ok(self.device.handle(r)))
     }
 
     fn stats(&self) -> &LinkStats {
-        &self.stats
+        self.metered.stats()
     }
 
     fn model(&self) -> LinkModel {
-        self.throttle.model()
+        self.metered.model()
     }
 }

@@ -1,7 +1,9 @@
 //! Read-only NDP: offloaded queries return exactly what the host returns
 //! at the same snapshot (differential), see only what their snapshot
 //! sees, are not disturbed by concurrent flushes, and fail cleanly on
-//! corrupt pages.
+//! corrupt pages. The differential tests run on every engine variant
+//! (`ndpdb_embedded::process`: with `NDPDB_TEST_DEVICE_BIN` set, the
+//! device is an `ndpdb device` process).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -152,7 +154,7 @@ fn same_on_both_sides(s: &mut Session, q: &str) {
 #[test]
 fn offloaded_queries_equal_host_queries_at_the_same_snapshot() {
     let dir = tempfile::tempdir().unwrap();
-    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::process::open_variant(dir.path(), config()).unwrap();
     let mut setup = Session::new(db.clone());
     setup.execute(SCHEMA).unwrap();
     let mut rng = StdRng::seed_from_u64(7);
@@ -227,7 +229,7 @@ fn offloaded_queries_equal_host_queries_at_the_same_snapshot() {
 #[test]
 fn ndp_sees_commits_before_its_snapshot_and_not_after() {
     let dir = tempfile::tempdir().unwrap();
-    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::process::open_variant(dir.path(), config()).unwrap();
     let mut a = Session::new(db.clone());
     let mut b = Session::new(db.clone());
     a.execute("CREATE TABLE c (k INT PRIMARY KEY, v INT); INSERT INTO c VALUES (1, 1), (2, 2)")
@@ -249,7 +251,7 @@ fn ndp_sees_commits_before_its_snapshot_and_not_after() {
 #[test]
 fn flushes_racing_with_ndp_queries_do_not_change_their_results() {
     let dir = tempfile::tempdir().unwrap();
-    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
+    let db = ndpdb_embedded::process::open_variant(dir.path(), config()).unwrap();
     let mut s = Session::new(db.clone());
     s.execute("CREATE TABLE r (k INT PRIMARY KEY, v BIGINT, pad TEXT)")
         .unwrap();
@@ -319,7 +321,7 @@ fn flushes_racing_with_ndp_queries_do_not_change_their_results() {
 #[test]
 fn spn_udf_gives_identical_scores_on_host_and_device() {
     let dir = tempfile::tempdir().unwrap();
-    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let db = ndpdb_embedded::process::open_variant(dir.path(), Config::default()).unwrap();
     let mut s = Session::new(db.clone());
     s.execute("CREATE TABLE u (id INT PRIMARY KEY, f BYTEA)")
         .unwrap();

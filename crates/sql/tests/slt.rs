@@ -1,5 +1,6 @@
-//! Runs every `tests/slt/*.slt` file against a fresh embedded database,
-//! once per placement (`SET ndp = off | on | auto`): host-only and NDP
+//! Runs every `tests/slt/*.slt` file against a fresh database (its device
+//! in process, or an `ndpdb device` process when `NDPDB_TEST_DEVICE_BIN`
+//! names the binary: `ndpdb_embedded::process`), once per placement (`SET ndp = off | on | auto`): host-only and NDP
 //! plans must give the same answers. A file that sets `ndp` itself (it
 //! tests placement) runs once. Error expectations match
 //! `<SQLSTATE>: <message>`.
@@ -14,6 +15,7 @@ struct SltError(String);
 
 struct Embedded {
     session: Session,
+    _db: ndpdb_embedded::process::Opened,
     _dir: tempfile::TempDir,
 }
 
@@ -83,12 +85,17 @@ fn sqllogictest_files() {
         for &mode in modes {
             let mut runner = sqllogictest::Runner::new(move || async move {
                 let dir = tempfile::tempdir().map_err(|e| SltError(e.to_string()))?;
-                let db = ndpdb_embedded::open(dir.path()).map_err(|e| SltError(e.to_string()))?;
-                let mut session = Session::new(db);
+                let db = ndpdb_embedded::process::open_variant(dir.path(), Default::default())
+                    .map_err(|e| SltError(e.to_string()))?;
+                let mut session = Session::new((*db).clone());
                 session
                     .execute(&format!("SET ndp = {mode}"))
                     .map_err(|e| SltError(e.message))?;
-                Ok(Embedded { session, _dir: dir })
+                Ok(Embedded {
+                    session,
+                    _db: db,
+                    _dir: dir,
+                })
             });
             if let Err(e) = runner.run_file(&f) {
                 panic!("{} (ndp = {mode}): {}", f.display(), e.display(true));

@@ -256,6 +256,70 @@ impl OverflowWriter {
     }
 }
 
+/// An [`OverflowWriter`] fed on a thread of its own: the NDP status loop
+/// hands it the pages the job reports and goes straight back to the
+/// device (a job that runs out of pages gets more without waiting for a
+/// copy or an fsync). Dropped, it stops and its file goes.
+pub(crate) struct OverflowStream {
+    pages: Option<std::sync::mpsc::Sender<Vec<(Lpn, Ppn)>>>,
+    thread: Option<std::thread::JoinHandle<OverflowWriter>>,
+}
+
+impl OverflowStream {
+    /// Starts the thread; `appended(bytes)` counts what it writes.
+    pub(crate) fn start(
+        mut writer: OverflowWriter,
+        device: DeviceClient,
+        appended: impl Fn(u64) + Send + 'static,
+    ) -> Result<OverflowStream> {
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<(Lpn, Ppn)>>();
+        let thread = std::thread::Builder::new()
+            .name("overflow-log".into())
+            .spawn(move || {
+                for pages in rx {
+                    appended(writer.append(&device, &pages));
+                }
+                writer
+            })
+            .map_err(|e| {
+                Error::new(
+                    SqlState::INTERNAL_ERROR,
+                    format!("cannot start the overflow-log thread: {e}"),
+                )
+            })?;
+        Ok(OverflowStream {
+            pages: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues pages the job has written.
+    pub(crate) fn send(&self, pages: &[(Lpn, Ppn)]) {
+        if let Some(tx) = &self.pages {
+            // A thread that died left its writer broken: commit rewrites.
+            let _ = tx.send(pages.to_vec());
+        }
+    }
+
+    /// Waits for the queued pages; the writer for the commit.
+    pub(crate) fn into_writer(mut self) -> Result<OverflowWriter> {
+        self.pages = None;
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "the overflow-log thread panicked"))
+    }
+}
+
+impl Drop for OverflowStream {
+    fn drop(&mut self) {
+        self.pages = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 impl Drop for OverflowWriter {
     fn drop(&mut self) {
         if self.out.is_some() {

@@ -31,7 +31,7 @@ use ndpdb_link::ndp::{JobState, ModifyResult, NdpOp};
 use ndpdb_slt::DeviceTag;
 use ndpdb_wal::WalRecord;
 
-use super::overflow_log::OverflowWriter;
+use super::overflow_log::{OverflowStream, OverflowWriter};
 use super::pipeline::{PipelineStage, StageKind, StageSource};
 use super::validate::{moved_heads, stale_deltas};
 use super::{NdpReport, NdpRequest};
@@ -258,11 +258,17 @@ impl Transaction {
         let mut stream = match (logging, start_ndp) {
             (NdpLogging::Extended, Some(start)) => {
                 inv.report_pages = true;
-                Some(OverflowWriter::create(
-                    &inner.dir,
-                    self.id(),
-                    ts.meta.id,
-                    start,
+                let writer = OverflowWriter::create(&inner.dir, self.id(), ts.meta.id, start)?;
+                let counters = inner.clone();
+                Some(OverflowStream::start(
+                    writer,
+                    inner.device.clone(),
+                    move |bytes| {
+                        counters
+                            .counters
+                            .ndp_overflow_streamed_bytes
+                            .fetch_add(bytes, Ordering::Relaxed);
+                    },
                 )?)
             }
             _ => None,
@@ -272,11 +278,9 @@ impl Transaction {
         // are not reused and the statement fails.
         let out = {
             let _writing = ts.device_writer();
-            let device = &inner.device;
-            let streamed = &inner.counters.ndp_overflow_streamed_bytes;
             self.ndp_call_with(ts, inv, &mut report, &mut |pages| {
-                if let Some(w) = stream.as_mut() {
-                    streamed.fetch_add(w.append(device, pages), Ordering::Relaxed);
+                if let Some(s) = &stream {
+                    s.send(pages);
                 }
             })?
         };
@@ -324,8 +328,14 @@ impl Transaction {
             .ndp_rows_modified
             .fetch_add(rows, Ordering::Relaxed);
         let stale = std::mem::take(&mut part.result.stale);
-        if let (Some(w), Some(start)) = (stream.take(), part.start_ndp) {
-            self.keep_overflow_stream(start, w);
+        if let (Some(s), Some(start)) = (stream.take(), part.start_ndp) {
+            match s.into_writer() {
+                Ok(w) => self.keep_overflow_stream(start, w),
+                Err(e) => {
+                    self.discard_failed(&part);
+                    return Err(e);
+                }
+            }
         }
         // The next statement may go on from the versions this one made.
         let stage = keep.then(|| {

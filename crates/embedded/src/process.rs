@@ -1,0 +1,217 @@
+//! Engine variants for tests: the same database opened with the device
+//! in this process (the default) or in its own `ndpdb device` process
+//! over a unix socket, chosen by the environment:
+//!
+//! ```text
+//!  NDPDB_TEST_DEVICE_BIN unset   → open_with(dir)            (in-process device)
+//!  NDPDB_TEST_DEVICE_BIN=…/ndpdb → ndpdb device --store DIR/device-process
+//!                                    --listen unix:DIR/device.sock
+//!                                  + Database::attach        (device process)
+//! ```
+//!
+//! The test suites that must hold for every engine variant (the
+//! sqllogictest files, the differential NDP tests) open their databases
+//! through [`open_variant`]; CI runs them once per variant.
+
+use std::ops::Deref;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ndpdb_formats::SqlState;
+use ndpdb_host::{Config, Database, Error, Result};
+
+/// The variable naming the `ndpdb` binary that runs device processes.
+pub const DEVICE_BIN_VAR: &str = "NDPDB_TEST_DEVICE_BIN";
+
+/// A device process, killed (and its lock-table region removed) when
+/// dropped.
+pub struct DeviceProcess {
+    child: Child,
+}
+
+impl DeviceProcess {
+    /// Starts `bin device --store store --listen unix:socket` and waits
+    /// until it accepts connections.
+    pub fn spawn(bin: &Path, store: &Path, socket: &Path, pes: usize) -> Result<DeviceProcess> {
+        let listen = format!("unix:{}", socket.display());
+        DeviceProcess::spawn_at(bin, store, &listen, None, pes, &[])
+    }
+
+    /// Starts `bin device` on `listen` (`unix:PATH` or `tcp:HOST:PORT`),
+    /// with a token file and PEs pinned to `cpus` if given, and waits
+    /// until it accepts connections.
+    pub fn spawn_at(
+        bin: &Path,
+        store: &Path,
+        listen: &str,
+        token_file: Option<&Path>,
+        pes: usize,
+        cpus: &[usize],
+    ) -> Result<DeviceProcess> {
+        let mut c = Command::new(bin);
+        c.arg("device")
+            .arg("--store")
+            .arg(store)
+            .arg("--listen")
+            .arg(listen)
+            .arg("--pes")
+            .arg(pes.to_string());
+        if let Some(t) = token_file {
+            c.arg("--token-file").arg(t);
+        }
+        if !cpus.is_empty() {
+            let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+            c.arg("--device-cpus").arg(list.join(","));
+        }
+        let child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
+        let mut p = DeviceProcess { child };
+        let ready = || match listen.split_once(':') {
+            Some(("unix", path)) => std::os::unix::net::UnixStream::connect(path).is_ok(),
+            Some(("tcp", addr)) => std::net::TcpStream::connect(addr).is_ok(),
+            _ => false,
+        };
+        let t = Instant::now();
+        while !ready() {
+            if t.elapsed() > Duration::from_secs(20) || p.child.try_wait()?.is_some() {
+                return Err(Error::new(
+                    SqlState("08006"),
+                    format!("the device process at {listen} did not start"),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok(p)
+    }
+}
+
+impl Drop for DeviceProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let prefix = format!("ndpdb-slt-{}-", self.child.id());
+        for e in std::fs::read_dir("/dev/shm")
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
+/// A database of some engine variant; derefs to the [`Database`].
+pub struct Opened {
+    db: Database,
+    /// Dropped after `db` (fields drop in order): the host closes first.
+    _device: Option<DeviceProcess>,
+}
+
+impl Deref for Opened {
+    type Target = Database;
+
+    fn deref(&self) -> &Database {
+        &self.db
+    }
+}
+
+/// Opens the database in `dir` as the environment chooses (see the
+/// module docs).
+pub fn open_variant(dir: &Path, config: Config) -> Result<Opened> {
+    match std::env::var_os(DEVICE_BIN_VAR) {
+        None => Ok(Opened {
+            db: crate::open_with(dir, config)?,
+            _device: None,
+        }),
+        Some(bin) => {
+            std::fs::create_dir_all(dir)?;
+            let socket = dir.join("device.sock");
+            let device = DeviceProcess::spawn(
+                Path::new(&bin),
+                &dir.join("device-process"),
+                &socket,
+                config.device_pes,
+            )?;
+            let addr = format!("unix:{}", socket.display());
+            Ok(Opened {
+                db: Database::attach(dir, config, &addr, Vec::new())?,
+                _device: Some(device),
+            })
+        }
+    }
+}
+
+/// How a benchmark reaches the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkKind {
+    /// The device engine in this process (the default).
+    InProcess,
+    /// An `ndpdb device` process over a unix socket.
+    Unix,
+    /// An `ndpdb device` process over TCP on the loopback interface.
+    Tcp,
+}
+
+impl LinkKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            LinkKind::InProcess => "in-process",
+            LinkKind::Unix => "unix-socket",
+            LinkKind::Tcp => "tcp",
+        }
+    }
+
+    pub fn by_name(s: &str) -> Option<LinkKind> {
+        match s {
+            "in-process" | "inproc" => Some(LinkKind::InProcess),
+            "unix" | "unix-socket" => Some(LinkKind::Unix),
+            "tcp" => Some(LinkKind::Tcp),
+            _ => None,
+        }
+    }
+}
+
+/// Opens the database in `dir` over `link`: for the socket kinds an
+/// `ndpdb device` process (`bin`) serves the database's own store
+/// (`DIR/device`), so every kind reads the same pages.
+pub fn open_over(dir: &Path, config: Config, link: LinkKind, bin: &Path) -> Result<Opened> {
+    let store = dir.join("device");
+    let (listen, token) = match link {
+        LinkKind::InProcess => {
+            return Ok(Opened {
+                db: crate::open_with(dir, config)?,
+                _device: None,
+            })
+        }
+        LinkKind::Unix => (format!("unix:{}", dir.join("device.sock").display()), None),
+        LinkKind::Tcp => {
+            let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                .local_addr()?
+                .port();
+            let token = dir.join("device.token");
+            let mut secret = [0u8; 16];
+            std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut secret)?;
+            let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+            std::fs::write(&token, hex)?;
+            (format!("tcp:127.0.0.1:{port}"), Some(token))
+        }
+    };
+    let device = DeviceProcess::spawn_at(
+        bin,
+        &store,
+        &listen,
+        token.as_deref(),
+        config.device_pes,
+        &config.device_cpus,
+    )?;
+    let secret = match &token {
+        Some(t) => std::fs::read(t)?,
+        None => Vec::new(),
+    };
+    Ok(Opened {
+        db: Database::attach(dir, config, &listen, secret)?,
+        _device: Some(device),
+    })
+}
