@@ -50,10 +50,11 @@ pub fn backup(
     server: Option<&str>,
     to: &Path,
     config: Config,
+    device: &crate::demo::DeviceArgs,
 ) -> Result<ExitCode> {
     match (db, server) {
         (Some(dir), None) => {
-            let db = ndpdb_embedded::open_with(dir, config).map_err(|e| {
+            let db = device.open(dir, config).map_err(|e| {
                 if e.code.0 == "55006" {
                     ndpdb_host::Error::new(
                         e.code,
@@ -112,10 +113,29 @@ pub fn backup(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn restore(dir: &Path, backup: &Path, config: Config) -> Result<ExitCode> {
+/// Restores onto the embedded device (`DIR/device`), or onto the empty
+/// store of the device process `--device` names.
+pub fn restore(
+    dir: &Path,
+    backup: &Path,
+    config: Config,
+    device: &crate::demo::DeviceArgs,
+) -> Result<ExitCode> {
     let started = std::time::Instant::now();
-    let db =
-        ndpdb_embedded::restore_with_progress(dir, backup, config, &pages_progress("restoring"))?;
+    let progress = pages_progress("restoring");
+    let db = match &device.device {
+        None => ndpdb_embedded::restore_with_progress(dir, backup, config, &progress)?,
+        Some(addr) => {
+            let token = crate::device::read_token(device.token_file.as_deref())?;
+            ndpdb_host::Database::restore_on(
+                dir,
+                backup,
+                config,
+                &mut |c| ndpdb_host::attach::connect_device(addr, token.clone(), c),
+                &progress,
+            )?
+        }
+    };
     let r = db.recovery_report();
     println!(
         "restored the device store of {} from {} in {:.2} s: {} transactions and {} versions replayed, {} overflow logs written back",

@@ -116,8 +116,9 @@ enum Command {
         #[command(flatten)]
         device: demo::DeviceArgs,
     },
-    /// Rebuild a lost device store (DIR/device) from a base backup, the
-    /// WAL and the overflow logs.
+    /// Rebuild a lost device store (DIR/device, or with --device the
+    /// empty store of a device process) from a base backup, the WAL and
+    /// the overflow logs.
     Restore {
         /// Database directory whose device/ folder is lost.
         #[arg(long)]
@@ -243,10 +244,12 @@ fn main() -> ExitCode {
             device,
         } => device
             .apply(ndpdb_host::Config::default())
-            .and_then(|config| backup::backup(db.as_deref(), server.as_deref(), &to, config)),
+            .and_then(|config| {
+                backup::backup(db.as_deref(), server.as_deref(), &to, config, &device)
+            }),
         Command::Restore { db, backup, device } => device
             .apply(ndpdb_host::Config::default())
-            .and_then(|config| backup::restore(&db, &backup, config)),
+            .and_then(|config| backup::restore(&db, &backup, config, &device)),
         Command::Serve {
             db,
             listen,

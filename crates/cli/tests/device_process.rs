@@ -88,3 +88,87 @@ fn a_host_runs_on_a_device_process_and_survives_its_death() {
     );
     assert!(out.contains("     4 | 100"), "{out}");
 }
+
+fn embedded(db: &Path, commands: &[&str]) -> String {
+    let mut c = Command::new(exe());
+    c.args(["sql", "--db"]).arg(db);
+    for s in commands {
+        c.args(["-c", s]);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A lost device store is rebuilt onto a device process: `ndpdb restore
+/// --device` writes the backup, the WAL and the overflow logs into its
+/// empty store; a device whose store is not empty is refused (55000).
+#[test]
+fn a_backup_restores_onto_a_device_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let (db, backup, store, socket) = (
+        dir.path().join("host"),
+        dir.path().join("backup"),
+        dir.path().join("store"),
+        dir.path().join("device.sock"),
+    );
+    embedded(
+        &db,
+        &[
+            "CREATE TABLE t (k INT PRIMARY KEY, v BIGINT NOT NULL)",
+            "INSERT INTO t VALUES (1, 10), (2, 20), (3, 30)",
+        ],
+    );
+    let out = Command::new(exe())
+        .args(["backup", "--db"])
+        .arg(&db)
+        .arg("--to")
+        .arg(&backup)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    embedded(
+        &db,
+        &[
+            "SET ndp = on",
+            "SET ndp_logging = extended",
+            "UPDATE t SET v = v + 1",
+        ],
+    );
+    std::fs::remove_dir_all(db.join("device")).unwrap();
+    let _device = start_device(&store, &socket);
+    let restore = || {
+        Command::new(exe())
+            .args(["restore", "--db"])
+            .arg(&db)
+            .arg("--backup")
+            .arg(&backup)
+            .arg("--device")
+            .arg(format!("unix:{}", socket.display()))
+            .output()
+            .unwrap()
+    };
+    let out = restore();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = ok(&db, &socket, &["SET ndp = on", "SELECT sum(v) FROM t"]);
+    assert!(out.contains("63"), "{out}");
+    let again = restore();
+    assert!(!again.status.success());
+    assert!(
+        String::from_utf8_lossy(&again.stderr).contains("55000"),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+}
