@@ -39,6 +39,8 @@ use crate::{LinkError, Result};
 
 /// Largest frame either side accepts (a result region of a big scan).
 pub const MAX_FRAME: usize = 1 << 30;
+/// Idle connections a host keeps to its device.
+const MAX_IDLE: usize = 16;
 /// Protocol version of the socket link.
 pub const VERSION: u16 = 1;
 const MAGIC: &[u8; 8] = b"NDPDBLNK";
@@ -341,8 +343,12 @@ impl Transport for SocketTransport {
             write_all(&mut stream, r)?;
             read_frame(&mut stream)
         })?;
-        // Only a connection that completed its exchange is reused.
-        self.pool.lock().push(stream);
+        // Only a connection that completed its exchange is reused; past
+        // MAX_IDLE idle ones (after a burst of callers) it is closed.
+        let mut pool = self.pool.lock();
+        if pool.len() < MAX_IDLE {
+            pool.push(stream);
+        }
         Ok(response)
     }
 
@@ -601,6 +607,28 @@ mod tests {
             attached.is_some(),
             "a new host attaches after the old one left"
         );
+    }
+
+    #[test]
+    fn a_burst_of_callers_leaves_a_bounded_pool() {
+        let ep = device(b"");
+        let (t, _) =
+            SocketTransport::connect(&ep, Vec::new(), LinkModel::UNTHROTTLED, None).unwrap();
+        let t = Arc::new(t);
+        let barrier = std::sync::Barrier::new(40);
+        std::thread::scope(|s| {
+            for _ in 0..40 {
+                s.spawn(|| {
+                    barrier.wait();
+                    let frame = Request::Info.encode();
+                    for _ in 0..5 {
+                        t.roundtrip(Plane::Control, frame.clone()).unwrap();
+                    }
+                });
+            }
+        });
+        let idle = t.pool.lock().len();
+        assert!((1..=MAX_IDLE).contains(&idle), "{idle} idle connections");
     }
 
     #[test]
