@@ -69,14 +69,7 @@ pub fn run(r: &DeviceRun) -> Result<ExitCode> {
             "a TCP device requires --token-file with a shared secret",
         ));
     }
-    remove_stale_regions();
-    // A fresh region per run: a host of a previous run cannot mistake it
-    // for the one it mapped.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let region = format!("ndpdb-slt-{}-{nanos}", std::process::id());
-    let slt = SharedLockTable::create_shm(&region, r.slt_buckets)
+    let (slt, region) = SharedLockTable::create_for_device(r.slt_buckets)
         .map_err(|e| Error::new(e.sqlstate(), e.to_string()))?;
     let options = DeviceOptions {
         pes: r.pes,
@@ -102,26 +95,4 @@ pub fn run(r: &DeviceRun) -> Result<ExitCode> {
         },
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Removes the lock-table regions of device processes that died without
-/// cleaning up (killed): `/dev/shm/ndpdb-slt-<pid>-…` of a pid that no
-/// longer runs.
-fn remove_stale_regions() {
-    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
-        return;
-    };
-    for entry in dir.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(pid) = name
-            .strip_prefix("ndpdb-slt-")
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|p| p.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
 }

@@ -138,6 +138,11 @@ impl NdpEngine {
 
     /// NDP_CALL: starts a job on its own thread (its PEs under it).
     pub(crate) fn call(&self, core: &Arc<Core>, mut inv: Invocation) -> LinkResult<JobId> {
+        let shared = self
+            .shared
+            .lock()
+            .remove(&inv.shared)
+            .ok_or_else(|| LinkError::OutOfRange(format!("no shared state {}", inv.shared)))?;
         // The versions to work on, sorted by VID: a kept stage's
         // (taken) or the host's.
         let targets = if inv.stage != 0 {
@@ -149,11 +154,6 @@ impl NdpEngine {
             t.sort_unstable_by_key(|(v, _)| *v);
             Arc::new(t)
         };
-        let shared = self
-            .shared
-            .lock()
-            .remove(&inv.shared)
-            .ok_or_else(|| LinkError::OutOfRange(format!("no shared state {}", inv.shared)))?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let pes = if inv.pes == 0 {
             self.default_pes

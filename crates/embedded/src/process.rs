@@ -89,16 +89,8 @@ impl Drop for DeviceProcess {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let prefix = format!("ndpdb-slt-{}-", self.child.id());
-        for e in std::fs::read_dir("/dev/shm")
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
+        // Killed, it could not remove its lock-table region.
+        ndpdb_slt::remove_dead_regions();
     }
 }
 

@@ -28,4 +28,4 @@ mod model;
 pub use bucket::{Bucket, DeviceTag, Slot};
 pub use error::{Result, SltError};
 pub use host::{HostSide, Joined};
-pub use table::{DeviceGrant, LockKey, SharedLockTable, SltStats, Withdrawn};
+pub use table::{remove_dead_regions, DeviceGrant, LockKey, SharedLockTable, SltStats, Withdrawn};

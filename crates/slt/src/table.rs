@@ -74,6 +74,20 @@ impl SharedLockTable {
         Self::init(Region::create_shm(name, n as usize + 1)?, n)
     }
 
+    /// Creates the table of this device process in `/dev/shm` under a
+    /// fresh name (`ndpdb-slt-<pid>-<nanos>`, so a host of an earlier run
+    /// cannot mistake it for the one it mapped), after removing the
+    /// regions of device processes that died without cleaning up.
+    /// Returns the table and the name hosts map it by.
+    pub fn create_for_device(buckets: usize) -> Result<(SharedLockTable, String)> {
+        remove_dead_regions();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let name = format!("{DEVICE_REGION_PREFIX}{}-{nanos}", std::process::id());
+        Ok((Self::create_shm(&name, buckets)?, name))
+    }
+
     /// Attaches to a table another process created; its header is checked.
     pub fn open_shm(name: &str) -> Result<SharedLockTable> {
         let region = Region::open_shm(name)?;
@@ -331,6 +345,30 @@ impl Backoff {
             std::thread::sleep(Duration::from_micros(20));
         }
         self.step = self.step.saturating_add(1);
+    }
+}
+
+/// Names of the regions [`SharedLockTable::create_for_device`] creates.
+const DEVICE_REGION_PREFIX: &str = "ndpdb-slt-";
+
+/// Removes `/dev/shm/ndpdb-slt-<pid>-…` regions whose process no longer
+/// runs (a device killed before it could unlink its region).
+pub fn remove_dead_regions() {
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for entry in dir.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(DEVICE_REGION_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
