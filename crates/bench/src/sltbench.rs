@@ -35,6 +35,10 @@ pub const HOT_SETS: [Option<u64>; 4] = [None, Some(4096), Some(256), Some(16)];
 /// One measured configuration.
 #[derive(Clone, Debug)]
 pub struct LatencyRow {
+    /// Where the table lives: `in-process`, `shm` (mapped by a device
+    /// process and this one), `tcp` (the device's memory, reached by
+    /// sync-plane messages), or `postgres`.
+    pub link: &'static str,
     pub variant: &'static str,
     pub side: &'static str,
     /// Keys shared with the background thread (None: uncontended).
@@ -47,11 +51,12 @@ pub struct LatencyRow {
 }
 
 impl LatencyRow {
-    pub const CSV_HEADER: &'static str = "variant,side,hot_keys,p50_ns,p99_ns,ops,waited";
+    pub const CSV_HEADER: &'static str = "link,variant,side,hot_keys,p50_ns,p99_ns,ops,waited";
 
     pub fn csv(&self) -> String {
         format!(
-            "{},{},{},{:.1},{:.1},{},{}",
+            "{},{},{},{},{:.1},{:.1},{},{}",
+            self.link,
             self.variant,
             self.side,
             self.hot_keys.map_or("none".to_string(), |h| h.to_string()),
@@ -69,7 +74,7 @@ impl LatencyRow {
 }
 
 /// Times `ops` calls of `op` in batches; returns (p50, p99) of batch means.
-fn time_ops(ops: u64, mut op: impl FnMut(u64)) -> (f64, f64) {
+pub(crate) fn time_ops(ops: u64, mut op: impl FnMut(u64)) -> (f64, f64) {
     let mut samples = Vec::with_capacity((ops / BATCH) as usize + 1);
     let mut i = 0;
     // Warm-up.
@@ -90,7 +95,7 @@ fn time_ops(ops: u64, mut op: impl FnMut(u64)) -> (f64, f64) {
     (at(0.5), at(0.99))
 }
 
-fn key(v: u64) -> LockKey {
+pub(crate) fn key(v: u64) -> LockKey {
     (TableId(1), Vid(v))
 }
 
@@ -188,6 +193,7 @@ pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>
         });
         push(
             LatencyRow {
+                link: "in-process",
                 variant: "slt alone (2 CAS)",
                 side: "host",
                 hot_keys: None,
@@ -206,6 +212,7 @@ pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>
         });
         push(
             LatencyRow {
+                link: "in-process",
                 variant: "mutex hash map",
                 side: "host",
                 hot_keys: None,
@@ -224,6 +231,7 @@ pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>
         });
         push(
             LatencyRow {
+                link: "in-process",
                 variant: "hlt alone",
                 side: "host",
                 hot_keys: None,
@@ -254,6 +262,7 @@ pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>
             });
             push(
                 LatencyRow {
+                    link: "in-process",
                     variant: "slt + hlt (integrated)",
                     side: "host",
                     hot_keys: hot,
@@ -283,6 +292,7 @@ pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>
             });
             push(
                 LatencyRow {
+                    link: "in-process",
                     variant: "slt (device PE)",
                     side: "device",
                     hot_keys: hot,
@@ -296,6 +306,67 @@ pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>
         }
     }
     Ok(rows)
+}
+
+/// The two host-side rows every link gets, over `slt`: the SLT alone
+/// (enqueue and remove a host entry: two compare-and-swaps) and the
+/// integrated lock table's acquire + release, uncontended.
+pub fn host_rows(link: &'static str, slt: Arc<SharedLockTable>, ops: u64) -> Vec<LatencyRow> {
+    let row = |variant, (p50_ns, p99_ns)| LatencyRow {
+        link,
+        variant,
+        side: "host",
+        hot_keys: None,
+        p50_ns,
+        p99_ns,
+        ops,
+        waited: 0,
+    };
+    let alone = time_ops(ops, |i| {
+        let idx = slt.index(key(i % 100_000));
+        let _ = slt.enqueue_index(idx, Slot::Host);
+        let _ = slt.remove_host_entry_index(idx, 0);
+    });
+    let lt = LockTable::with_slt(slt.clone());
+    let integrated = time_ops(ops, |i| {
+        let (k, tx) = (key(i % 100_000), TxId(i + 1));
+        let _ = lt.acquire(tx, k, None);
+        lt.release_all(tx, &[k]);
+    });
+    vec![
+        row("slt alone (2 CAS)", alone),
+        row("slt + hlt (integrated)", integrated),
+    ]
+}
+
+/// PostgreSQL's lock manager as a client reaches it: one prepared
+/// `SELECT pg_advisory_lock($1), pg_advisory_unlock($1)` per operation
+/// (a round trip over the connection plus statement execution).
+pub fn postgres_row(conninfo: &str, ops: u64) -> Result<LatencyRow> {
+    let mut client =
+        postgres::Client::connect(conninfo, postgres::NoTls).map_err(crate::target::wire_error)?;
+    let stmt = client
+        .prepare("SELECT pg_advisory_lock($1), pg_advisory_unlock($1)")
+        .map_err(crate::target::wire_error)?;
+    let mut failed = None;
+    let (p50_ns, p99_ns) = time_ops(ops, |i| {
+        if let Err(e) = client.query(&stmt, &[&((i % 100_000) as i64)]) {
+            failed.get_or_insert(e);
+        }
+    });
+    if let Some(e) = failed {
+        return Err(crate::target::wire_error(e));
+    }
+    Ok(LatencyRow {
+        link: "postgres",
+        variant: "advisory lock + unlock (client round trip)",
+        side: "host",
+        hot_keys: None,
+        p50_ns,
+        p99_ns,
+        ops,
+        waited: 0,
+    })
 }
 
 /// Writes `slt.csv`, `summary.txt` and the plots into `out`.
@@ -321,7 +392,8 @@ pub fn write(out: &Path, rows: &[LatencyRow], header: &str) -> Result<PathBuf> {
 
 pub fn describe(r: &LatencyRow) -> String {
     format!(
-        "{:<24} {:<6} {:<16} acquire+release p50 {:>8.1} ns  p99 {:>9.1} ns  waited {:>5.2} %",
+        "{:<10} {:<24} {:<6} {:<16} acquire+release p50 {:>10.1} ns  p99 {:>11.1} ns  waited {:>5.2} %",
+        r.link,
         r.variant,
         r.side,
         r.contention(),
@@ -333,10 +405,13 @@ pub fn describe(r: &LatencyRow) -> String {
 
 fn plots(out: &Path, rows: &[LatencyRow]) -> Result<bool, String> {
     use crate::plot::{bar_chart, line_chart, Series};
-    let uncontended: Vec<&LatencyRow> = rows.iter().filter(|r| r.hot_keys.is_none()).collect();
+    let uncontended: Vec<&LatencyRow> = rows
+        .iter()
+        .filter(|r| r.hot_keys.is_none() && r.link == "in-process")
+        .collect();
     let cats: Vec<String> = uncontended
         .iter()
-        .map(|r| format!("{} ({})", r.variant, r.side))
+        .map(|r| format!("{} ({}, {})", r.variant, r.side, r.link))
         .collect();
     let values: Vec<Vec<f64>> = uncontended.iter().map(|r| vec![r.p50_ns]).collect();
     if !bar_chart(
@@ -349,12 +424,36 @@ fn plots(out: &Path, rows: &[LatencyRow]) -> Result<bool, String> {
     )? {
         return Ok(false);
     }
+    // One host lock per link, with PostgreSQL's lock manager beside it.
+    let across: Vec<&LatencyRow> = rows
+        .iter()
+        .filter(|r| r.variant == "slt + hlt (integrated)" || r.link == "postgres")
+        .filter(|r| r.hot_keys.is_none())
+        .collect();
+    if across.iter().any(|r| r.link != "in-process") {
+        let cats: Vec<String> = across
+            .iter()
+            .map(|r| match r.link {
+                "postgres" => "PostgreSQL advisory lock (round trip)".to_string(),
+                l => format!("ndpdb tuple lock, SLT {l}"),
+            })
+            .collect();
+        let values: Vec<Vec<f64>> = across.iter().map(|r| vec![r.p50_ns / 1000.0]).collect();
+        bar_chart(
+            &out.join("slt-links.png"),
+            "Host tuple lock acquire + release by where the lock table lives",
+            "µs (median)",
+            &cats,
+            &["p50"],
+            &values,
+        )?;
+    }
     // Contention levels on an ordinal axis: 0 = none, then shrinking hot sets.
     let series = |variant: &str| Series {
         label: variant.to_string(),
         points: rows
             .iter()
-            .filter(|r| r.variant == variant)
+            .filter(|r| r.variant == variant && r.link == "in-process")
             .filter_map(|r| {
                 HOT_SETS
                     .iter()

@@ -237,11 +237,25 @@ pub enum Bench {
         gc: bool,
     },
     /// Shared-lock-table latency: host and device side, uncontended and
-    /// contended, against the host lock table alone and a mutex hash map.
+    /// contended, against the host lock table alone and a mutex hash map;
+    /// then the host side with the table in a device process's /dev/shm
+    /// region and behind TCP (remote compare-and-swap), beside
+    /// PostgreSQL's lock manager.
     Slt {
         /// Measured acquire+release pairs per configuration.
         #[arg(long, default_value_t = 200_000)]
         ops: u64,
+        /// Measured pairs per configuration that crosses a socket.
+        #[arg(long, default_value_t = 20_000)]
+        remote_ops: u64,
+        /// Where else the table lives: shm (a device process maps it with
+        /// this one), tcp (a device process, reached by messages).
+        #[arg(long, value_delimiter = ',', default_value = "shm,tcp")]
+        links: Vec<String>,
+        /// PostgreSQL for the advisory-lock column: postgres[=CONNSTRING]
+        /// (default $NDPDB_POSTGRES); none to skip.
+        #[arg(long, default_value = "postgres")]
+        target: String,
         /// Output folder (CSV, summary, plots); default a fresh one under bench-results/.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -712,7 +726,13 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             println!("wrote {}", out.display());
             Ok(ExitCode::SUCCESS)
         }
-        Bench::Slt { ops, out } => {
+        Bench::Slt {
+            ops,
+            remote_ops,
+            links,
+            target,
+            out,
+        } => {
             let out = out.unwrap_or_else(|| default_out("slt"));
             let header = format!(
                 "slt: {ops} acquire+release pairs per configuration, {} buckets of 16 B, machine {} CPUs, 128-bit CAS lock-free: {}",
@@ -721,9 +741,10 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 portable_atomic::AtomicU128::is_lock_free()
             );
             println!("{header}");
-            let rows = ndpdb_bench::sltbench::run(ops, |r| {
+            let mut rows = ndpdb_bench::sltbench::run(ops, |r| {
                 println!("{}", ndpdb_bench::sltbench::describe(r))
             })?;
+            rows.extend(crate::slt_links::run(&links, remote_ops, &target)?);
             let out = ndpdb_bench::sltbench::write(&out, &rows, &header)?;
             println!("wrote {}", out.display());
             Ok(ExitCode::SUCCESS)

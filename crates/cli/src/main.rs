@@ -8,6 +8,7 @@ mod demo;
 mod device;
 mod lock_violation;
 mod recovery;
+mod slt_links;
 mod sql;
 mod targets;
 

@@ -172,3 +172,76 @@ fn a_backup_restores_onto_a_device_process() {
         String::from_utf8_lossy(&again.stderr)
     );
 }
+
+fn stat(db: &ndpdb_host::Database, name: &str) -> i64 {
+    db.stats()
+        .into_iter()
+        .find(|(k, _)| k == name)
+        .map_or(0, |(_, v)| v)
+}
+
+/// Over TCP the host shares no memory with the device: its tuple locks
+/// are compare-and-swaps carried on the sync plane, and the device's PEs
+/// see them. An NDP UPDATE waits for a row a host transaction holds and
+/// runs once the host lets go.
+#[test]
+fn over_tcp_host_locks_reach_the_device_by_messages() {
+    use ndpdb_embedded::process::{DeviceAt, LinkKind};
+    use ndpdb_sql::Session;
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = ndpdb_host::Config::default();
+    let at = DeviceAt::start(dir.path(), &config, LinkKind::Tcp, Path::new(exe()))
+        .unwrap()
+        .unwrap();
+    let wrong = ndpdb_host::Database::attach(
+        &dir.path().join("host"),
+        config.clone(),
+        &at.listen,
+        b"not the secret".to_vec(),
+    );
+    assert!(wrong.is_err(), "a host without the token is refused");
+    let db = ndpdb_host::Database::attach(
+        &dir.path().join("host"),
+        config,
+        &at.listen,
+        at.secret.clone(),
+    )
+    .unwrap();
+    let mut a = Session::new(db.clone());
+    a.execute("CREATE TABLE t (k INT PRIMARY KEY, v BIGINT NOT NULL)")
+        .unwrap();
+    let values: Vec<String> = (1..=200).map(|k| format!("({k}, {k})")).collect();
+    a.execute(&format!("INSERT INTO t VALUES {}", values.join(", ")))
+        .unwrap();
+    let sync_before = stat(&db, "link.sync.to_device.messages");
+    a.execute("BEGIN").unwrap();
+    a.execute("UPDATE t SET v = v + 1000 WHERE k = 7").unwrap();
+    assert!(
+        stat(&db, "link.sync.to_device.messages") > sync_before,
+        "the host's lock travelled on the sync plane"
+    );
+    let calls_before = stat(&db, "ndp.calls");
+    let db2 = db.clone();
+    let ndp = std::thread::spawn(move || {
+        let mut b = Session::new(db2);
+        b.execute("SET ndp = on").unwrap();
+        let t = Instant::now();
+        let r = b.execute("UPDATE t SET v = v * 2");
+        (r.map(|_| ()), t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(400));
+    a.execute("ROLLBACK").unwrap();
+    let (r, waited) = ndp.join().unwrap();
+    r.unwrap();
+    assert!(
+        waited >= Duration::from_millis(350),
+        "the device job waited for the host's lock: {waited:?}"
+    );
+    assert!(
+        stat(&db, "ndp.calls") > calls_before,
+        "the UPDATE ran on the device"
+    );
+    let out = a.execute("SELECT sum(v) FROM t").unwrap();
+    assert!(format!("{out:?}").contains("40200"), "{out:?}");
+}

@@ -160,8 +160,47 @@ impl DeviceEngine {
                 self.ndp.release(&stages);
                 Response::Done
             }
+            Request::SltLoad(word) => Response::Word(
+                self.lock_table()?
+                    .word_load(word)
+                    .map_err(slt_err)?
+                    .ok_or_else(|| word_out_of_range(word))?,
+            ),
+            Request::SltCas { word, old, new } => Response::Cas(
+                self.lock_table()?
+                    .word_compare_exchange(word, old, new)
+                    .map_err(slt_err)?
+                    .ok_or_else(|| word_out_of_range(word))?,
+            ),
+            Request::SltOccupied => Response::Occupied(
+                self.lock_table()?
+                    .occupied()
+                    .map_err(slt_err)?
+                    .into_iter()
+                    .map(|(i, b)| (i as u64, b.0))
+                    .collect(),
+            ),
         })
     }
+
+    /// The shared lock table, for hosts that reach it by sync-plane
+    /// messages.
+    fn lock_table(&self) -> Result<&ndpdb_slt::SharedLockTable> {
+        self.ndp
+            .slt()
+            .ok_or_else(|| LinkError::Unsupported("this device has no shared lock table".into()))
+    }
+}
+
+fn slt_err(e: ndpdb_slt::SltError) -> LinkError {
+    match e {
+        ndpdb_slt::SltError::Corrupted(m) => LinkError::Corrupted(m),
+        e => LinkError::Io(e.to_string()),
+    }
+}
+
+fn word_out_of_range(word: u64) -> LinkError {
+    LinkError::OutOfRange(format!("shared lock table word {word}"))
 }
 
 impl CommandHandler for DeviceEngine {

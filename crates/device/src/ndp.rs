@@ -120,6 +120,11 @@ impl NdpEngine {
         }
     }
 
+    /// The shared lock table update jobs lock tuples in.
+    pub(crate) fn slt(&self) -> Option<&SharedLockTable> {
+        self.slt.as_deref()
+    }
+
     /// NDP_SHARED: caches the passed-along state for one call.
     pub(crate) fn shared(&self, s: SharedState) -> LinkResult<u64> {
         let mut pages = FxHashMap::default();

@@ -169,41 +169,68 @@ impl LinkKind {
 /// `ndpdb device` process (`bin`) serves the database's own store
 /// (`DIR/device`), so every kind reads the same pages.
 pub fn open_over(dir: &Path, config: Config, link: LinkKind, bin: &Path) -> Result<Opened> {
-    let store = dir.join("device");
-    let (listen, token) = match link {
-        LinkKind::InProcess => {
-            return Ok(Opened {
-                db: crate::open_with(dir, config)?,
-                _device: None,
-            })
-        }
-        LinkKind::Unix => (format!("unix:{}", dir.join("device.sock").display()), None),
-        LinkKind::Tcp => {
-            let port = std::net::TcpListener::bind("127.0.0.1:0")?
-                .local_addr()?
-                .port();
-            let token = dir.join("device.token");
-            let mut secret = [0u8; 16];
-            std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut secret)?;
-            let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
-            std::fs::write(&token, hex)?;
-            (format!("tcp:127.0.0.1:{port}"), Some(token))
-        }
-    };
-    let device = DeviceProcess::spawn_at(
-        bin,
-        &store,
-        &listen,
-        token.as_deref(),
-        config.device_pes,
-        &config.device_cpus,
-    )?;
-    let secret = match &token {
-        Some(t) => std::fs::read(t)?,
-        None => Vec::new(),
-    };
-    Ok(Opened {
-        db: Database::attach(dir, config, &listen, secret)?,
-        _device: Some(device),
-    })
+    match DeviceAt::start(dir, &config, link, bin)? {
+        None => Ok(Opened {
+            db: crate::open_with(dir, config)?,
+            _device: None,
+        }),
+        Some(at) => Ok(Opened {
+            db: Database::attach(dir, config, &at.listen, at.secret.clone())?,
+            _device: Some(at.process),
+        }),
+    }
+}
+
+/// A device process started for a benchmark, and how to reach it.
+pub struct DeviceAt {
+    pub process: DeviceProcess,
+    /// `unix:PATH` or `tcp:127.0.0.1:PORT`.
+    pub listen: String,
+    /// The shared secret (TCP), empty over a unix socket.
+    pub secret: Vec<u8>,
+}
+
+impl DeviceAt {
+    /// Starts `bin device` on the store `DIR/device`, reached over `link`
+    /// (a fresh random token for TCP); `None` for the in-process kind.
+    pub fn start(
+        dir: &Path,
+        config: &Config,
+        link: LinkKind,
+        bin: &Path,
+    ) -> Result<Option<DeviceAt>> {
+        std::fs::create_dir_all(dir)?;
+        let (listen, token) = match link {
+            LinkKind::InProcess => return Ok(None),
+            LinkKind::Unix => (format!("unix:{}", dir.join("device.sock").display()), None),
+            LinkKind::Tcp => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")?
+                    .local_addr()?
+                    .port();
+                let token = dir.join("device.token");
+                let mut secret = [0u8; 16];
+                std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut secret)?;
+                let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
+                std::fs::write(&token, hex)?;
+                (format!("tcp:127.0.0.1:{port}"), Some(token))
+            }
+        };
+        let process = DeviceProcess::spawn_at(
+            bin,
+            &dir.join("device"),
+            &listen,
+            token.as_deref(),
+            config.device_pes,
+            &config.device_cpus,
+        )?;
+        let secret = match &token {
+            Some(t) => std::fs::read(t)?,
+            None => Vec::new(),
+        };
+        Ok(Some(DeviceAt {
+            process,
+            listen,
+            secret,
+        }))
+    }
 }

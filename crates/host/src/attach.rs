@@ -4,14 +4,17 @@
 //! ```text
 //!  Database::attach ── SocketTransport (unix:PATH | tcp:HOST:PORT) ──► ndpdb device
 //!        │                  Welcome { SLT region name }
-//!        └── SharedLockTable::open_shm(region) ◄── the device created it in /dev/shm
+//!        ├── unix: SharedLockTable::open_shm(region) ◄── the device created it in /dev/shm
+//!        └── tcp:  SharedLockTable::remote(SyncPlane) ── SLT_LOAD / SLT_CAS messages
 //! ```
 //!
-//! The host and the device lock tuples in one shared lock table. A device
-//! that offers none (a store opened without one) runs reads only: its
-//! update jobs fail with 0A000. A region the host cannot map (a device
-//! on another machine) is an error rather than two lock tables that do
-//! not see each other.
+//! The host and the device lock tuples in one shared lock table. Over a
+//! unix socket both map it; over TCP (a device that may be on another
+//! machine) the host's loads and compare-and-swaps travel on the sync
+//! plane and the device's PEs use it locally. A device that offers none
+//! (a store opened without one) runs reads only: its update jobs fail
+//! with 0A000. A region the host cannot map is an error rather than two
+//! lock tables that do not see each other.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -19,6 +22,7 @@ use std::time::Duration;
 
 use ndpdb_formats::SqlState;
 use ndpdb_link::socket::{Endpoint, SocketTransport};
+use ndpdb_link::sync_plane::SyncPlane;
 use ndpdb_link::DeviceClient;
 use ndpdb_slt::SharedLockTable;
 
@@ -37,21 +41,31 @@ pub fn connect_device(endpoint: &str, token: Vec<u8>, config: &Config) -> Result
     let endpoint = Endpoint::parse(endpoint)?;
     let (transport, welcome) =
         SocketTransport::connect(&endpoint, token, config.link, Some(DEVICE_TIMEOUT))?;
+    let client = DeviceClient::new(Arc::new(transport));
     let slt = if welcome.slt_region.is_empty() {
         None
+    } else if matches!(endpoint, Endpoint::Tcp(_)) {
+        let remote = Arc::new(SyncPlane::new(client.clone()));
+        let t = SharedLockTable::remote(remote).map_err(|e| {
+            Error::new(
+                e.sqlstate(),
+                format!("cannot reach the device's shared lock table: {e}"),
+            )
+        })?;
+        Some(Arc::new(t))
     } else {
         let t = SharedLockTable::open_shm(&welcome.slt_region).map_err(|e| {
             Error::new(
                 SqlState("08006"),
                 format!(
-                    "cannot map the device's shared lock table \"{}\": {e} (a device on another machine is not supported yet)",
+                    "cannot map the device's shared lock table \"{}\": {e} (attach to a device on another machine with tcp:)",
                     welcome.slt_region
                 ),
             )
         })?;
         Some(Arc::new(t))
     };
-    Ok((DeviceClient::new(Arc::new(transport)), slt))
+    Ok((client, slt))
 }
 
 impl Database {

@@ -151,6 +151,35 @@ impl DeviceClient {
         self.call(&Request::NdpRelease(stages)).map(|_| ())
     }
 
+    /// SLT_LOAD: one word of the device's shared lock table.
+    pub fn slt_load(&self, word: u64) -> Result<u128> {
+        match self.call(&Request::SltLoad(word))? {
+            Response::Word(w) => Ok(w),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// SLT_CAS: compare-and-swap on one word of it.
+    pub fn slt_cas(
+        &self,
+        word: u64,
+        old: u128,
+        new: u128,
+    ) -> Result<std::result::Result<(), u128>> {
+        match self.call(&Request::SltCas { word, old, new })? {
+            Response::Cas(r) => Ok(r),
+            r => Err(unexpected(r)),
+        }
+    }
+
+    /// SLT_OCCUPIED: its buckets that are not empty.
+    pub fn slt_occupied(&self) -> Result<Vec<(u64, u128)>> {
+        match self.call(&Request::SltOccupied)? {
+            Response::Occupied(w) => Ok(w),
+            r => Err(unexpected(r)),
+        }
+    }
+
     pub fn drop_vid_map(&self, table: TableId) -> Result<()> {
         self.call(&Request::DropVidMap(table)).map(|_| ())
     }

@@ -45,14 +45,38 @@ pub enum Opcode {
     /// Drop an NDP pipeline stage the device keeps (the transaction that
     /// owns it ended, or its next statement does not use it).
     NdpRelease = 0x26,
+    /// Sync plane: load one word of the device's shared lock table.
+    SltLoad = 0x30,
+    /// Sync plane: 128-bit compare-and-swap on one word of it.
+    SltCas = 0x31,
+    /// Sync plane: every bucket that is not empty.
+    SltOccupied = 0x32,
 }
 
 impl Opcode {
     pub fn from_u16(v: u16) -> Option<Opcode> {
         use Opcode::*;
         [
-            ReadPage, ReadPages, WritePage, WritePages, Sync, Info, MergeMaps, DumpL2p, DumpVidMap,
-            DropVidMap, NdpCall, NdpStatus, NdpAbort, NdpResult, NdpShared, NdpSpace, NdpRelease,
+            ReadPage,
+            ReadPages,
+            WritePage,
+            WritePages,
+            Sync,
+            Info,
+            MergeMaps,
+            DumpL2p,
+            DumpVidMap,
+            DropVidMap,
+            NdpCall,
+            NdpStatus,
+            NdpAbort,
+            NdpResult,
+            NdpShared,
+            NdpSpace,
+            NdpRelease,
+            SltLoad,
+            SltCas,
+            SltOccupied,
         ]
         .into_iter()
         .find(|o| *o as u16 == v)
@@ -78,6 +102,7 @@ impl Opcode {
             | Opcode::NdpAbort
             | Opcode::NdpSpace
             | Opcode::NdpRelease => Plane::Control,
+            Opcode::SltLoad | Opcode::SltCas | Opcode::SltOccupied => Plane::Sync,
         }
     }
 }
@@ -139,6 +164,16 @@ pub enum Request {
     NdpAbort(JobId),
     /// NDP_RELEASE: drop NDP pipeline stages.
     NdpRelease(Vec<u64>),
+    /// SLT_LOAD: word `0` is the header, word `1 + i` bucket `i` → `Word`.
+    SltLoad(u64),
+    /// SLT_CAS → `Cas`.
+    SltCas {
+        word: u64,
+        old: u128,
+        new: u128,
+    },
+    /// SLT_OCCUPIED → `Occupied`.
+    SltOccupied,
 }
 
 /// A device answer.
@@ -158,6 +193,12 @@ pub enum Response {
     /// NDP_RESULT: result rows, a `ModifyResult`, or rows then a
     /// `ModifyResult` (SELECT … FOR UPDATE) — as the job's op says.
     ResultRegion(Vec<u8>),
+    /// SLT_LOAD: the word.
+    Word(u128),
+    /// SLT_CAS: swapped, or the word it holds instead.
+    Cas(std::result::Result<(), u128>),
+    /// SLT_OCCUPIED: (bucket index, word) of every bucket not empty.
+    Occupied(Vec<(u64, u128)>),
 }
 
 /// ΔL2P and ΔVID entries.
@@ -195,6 +236,14 @@ pub fn decode_map_delta(r: &mut Reader<'_>) -> ndpdb_formats::Result<MapDelta> {
     Ok((l2p, vids))
 }
 
+fn put_u128(w: &mut Writer, v: u128) {
+    w.u64(v as u64).u64((v >> 64) as u64);
+}
+
+fn get_u128(r: &mut Reader<'_>) -> Result<u128> {
+    Ok(r.u64()? as u128 | (r.u64()? as u128) << 64)
+}
+
 fn page_bytes<'a>(r: &mut Reader<'a>) -> Result<&'a [u8]> {
     Ok(r.take(PAGE_SIZE)?)
 }
@@ -219,6 +268,9 @@ impl Request {
             Request::NdpResult(_) => Opcode::NdpResult,
             Request::NdpAbort(_) => Opcode::NdpAbort,
             Request::NdpRelease(_) => Opcode::NdpRelease,
+            Request::SltLoad(_) => Opcode::SltLoad,
+            Request::SltCas { .. } => Opcode::SltCas,
+            Request::SltOccupied => Opcode::SltOccupied,
         }
     }
 
@@ -246,7 +298,15 @@ impl Request {
                 p.u64(ppn.0).raw(page);
             }
             Request::WritePages(_) => unreachable!("encoded above"),
-            Request::Sync | Request::Info | Request::DumpL2p => {}
+            Request::Sync | Request::Info | Request::DumpL2p | Request::SltOccupied => {}
+            Request::SltLoad(word) => {
+                p.u64(*word);
+            }
+            Request::SltCas { word, old, new } => {
+                p.u64(*word);
+                put_u128(&mut p, *old);
+                put_u128(&mut p, *new);
+            }
             Request::MergeMaps { l2p, vids } => encode_map_delta(&mut p, l2p, vids),
             Request::DumpVidMap(t) | Request::DropVidMap(t) => {
                 p.u32(t.0);
@@ -336,6 +396,13 @@ impl Request {
                 let n = r.count(8)?;
                 Request::NdpRelease((0..n).map(|_| r.u64()).collect::<Result<_, _>>()?)
             }
+            Opcode::SltLoad => Request::SltLoad(r.u64()?),
+            Opcode::SltCas => Request::SltCas {
+                word: r.u64()?,
+                old: get_u128(&mut r)?,
+                new: get_u128(&mut r)?,
+            },
+            Opcode::SltOccupied => Request::SltOccupied,
         };
         r.finish("request")?;
         Ok(req)
@@ -408,6 +475,18 @@ impl Response {
             Response::ResultRegion(b) => {
                 p.raw(b);
             }
+            Response::Word(w) => put_u128(&mut p, *w),
+            Response::Cas(r) => {
+                p.u8(r.is_ok() as u8);
+                put_u128(&mut p, r.err().unwrap_or(0));
+            }
+            Response::Occupied(words) => {
+                p.u32(words.len() as u32);
+                for (i, w) in words {
+                    p.u64(*i);
+                    put_u128(&mut p, *w);
+                }
+            }
         }
         finish_envelope(p)
     }
@@ -458,6 +537,24 @@ impl Response {
             Opcode::NdpShared | Opcode::NdpCall => Response::Handle(r.u64()?),
             Opcode::NdpStatus => Response::JobStatus(JobStatus::decode(&mut r)?),
             Opcode::NdpResult => Response::ResultRegion(r.take(r.remaining())?.to_vec()),
+            Opcode::SltLoad => Response::Word(get_u128(&mut r)?),
+            Opcode::SltCas => {
+                let ok = r.u8()?;
+                let now = get_u128(&mut r)?;
+                Response::Cas(match ok {
+                    1 => Ok(()),
+                    0 => Err(now),
+                    b => return Err(LinkError::Corrupted(format!("SLT_CAS outcome {b}"))),
+                })
+            }
+            Opcode::SltOccupied => {
+                let n = r.count(24)?;
+                Response::Occupied(
+                    (0..n)
+                        .map(|_| Ok((r.u64()?, get_u128(&mut r)?)))
+                        .collect::<Result<_>>()?,
+                )
+            }
             _ => Response::Done,
         };
         r.finish("response")?;
@@ -501,6 +598,13 @@ mod tests {
             Request::NdpResult(JobId(8)),
             Request::NdpAbort(JobId(9)),
             Request::NdpRelease(vec![3, 4]),
+            Request::SltLoad(17),
+            Request::SltCas {
+                word: 3,
+                old: 1 << 100,
+                new: u128::MAX - 5,
+            },
+            Request::SltOccupied,
             Request::NdpShared(SharedState {
                 pages: vec![(Lpn(5), vec![0u8; PAGE_SIZE])],
                 vids: vec![(Vid(1), RecId::new(Lpn(5), 0))],
@@ -557,6 +661,29 @@ mod tests {
                 "run ({k}, {n})"
             );
         }
+    }
+
+    #[test]
+    fn slt_answers_round_trip() {
+        for (op, resp) in [
+            (Opcode::SltLoad, Response::Word(u128::MAX - 1)),
+            (Opcode::SltCas, Response::Cas(Ok(()))),
+            (Opcode::SltCas, Response::Cas(Err(1 << 90))),
+            (
+                Opcode::SltOccupied,
+                Response::Occupied(vec![(3, 7), (9, 1 << 70)]),
+            ),
+        ] {
+            let bytes = resp.encode();
+            assert_eq!(Response::decode(op, &bytes), Ok(resp));
+            assert_eq!(op.plane(), Plane::Sync);
+        }
+        let mut bad = Response::Cas(Ok(())).encode();
+        bad[ENVELOPE_SIZE] = 2;
+        assert!(matches!(
+            Response::decode(Opcode::SltCas, &bad),
+            Err(LinkError::Corrupted(_))
+        ));
     }
 
     #[test]

@@ -22,6 +22,8 @@
 //! - [`nvm`]: NVM latency profiles of the device's emulated medium.
 //! - [`socket`]: the link over a unix or TCP socket (a device in its own
 //!   process), and the device's listener.
+//! - [`sync_plane`]: the device's shared lock table reached by messages
+//!   (remote compare-and-swap) when host and device share no memory.
 
 pub mod client;
 pub mod command;
@@ -30,6 +32,7 @@ pub mod model;
 pub mod ndp;
 pub mod nvm;
 pub mod socket;
+pub mod sync_plane;
 pub mod transport;
 
 pub use client::DeviceClient;

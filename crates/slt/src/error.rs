@@ -20,6 +20,9 @@ pub enum SltError {
     Io(String),
     #[error("unsupported: {0}")]
     Unsupported(String),
+    /// A table in another process's memory could not be reached.
+    #[error("shared lock table unreachable: {0}")]
+    Unavailable(String),
 }
 
 impl SltError {
@@ -32,6 +35,7 @@ impl SltError {
             SltError::Cancelled => SqlState::QUERY_CANCELED,
             SltError::Io(_) => SqlState::IO_ERROR,
             SltError::Unsupported(_) => SqlState::FEATURE_NOT_SUPPORTED,
+            SltError::Unavailable(_) => SqlState("08006"),
         }
     }
 }

@@ -21,6 +21,7 @@ pub mod error;
 pub mod host;
 pub mod region;
 pub mod table;
+pub mod words;
 
 #[cfg(test)]
 mod model;
@@ -29,3 +30,4 @@ pub use bucket::{Bucket, DeviceTag, Slot};
 pub use error::{Result, SltError};
 pub use host::{HostSide, Joined};
 pub use table::{remove_dead_regions, DeviceGrant, LockKey, SharedLockTable, SltStats, Withdrawn};
+pub use words::RemoteWords;

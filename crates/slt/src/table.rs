@@ -14,15 +14,15 @@
 //! manager, which performs every release (see [`crate::host`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use portable_atomic::AtomicU128;
 
 use ndpdb_formats::{TableId, Vid};
 
 use crate::bucket::{Bucket, DeviceTag, Slot};
 use crate::error::{Result, SltError};
 use crate::region::Region;
+use crate::words::{RemoteWords, Words};
 
 /// A tuple lock key.
 pub type LockKey = (TableId, Vid);
@@ -55,7 +55,7 @@ pub enum DeviceGrant {
 }
 
 pub struct SharedLockTable {
-    region: Region,
+    words: Words,
     mask: u64,
     cas_attempts: AtomicU64,
     cas_failures: AtomicU64,
@@ -91,18 +91,38 @@ impl SharedLockTable {
     /// Attaches to a table another process created; its header is checked.
     pub fn open_shm(name: &str) -> Result<SharedLockTable> {
         let region = Region::open_shm(name)?;
-        let header = region.words()[0].load(Ordering::Acquire);
+        let words = region.words().len() as u64;
+        let n = Self::check_header(region.words()[0].load(Ordering::Acquire))?;
+        if n + 1 != words {
+            return Err(SltError::Corrupted(format!(
+                "header claims {n} buckets in a region of {words} words"
+            )));
+        }
+        Ok(Self::with_words(Words::Local(region), n))
+    }
+
+    /// Attaches to a table in another process's memory that only messages
+    /// reach (a device on another machine); its header is checked.
+    pub fn remote(words: Arc<dyn RemoteWords>) -> Result<SharedLockTable> {
+        let n = Self::check_header(words.load(0)?)?;
+        Ok(Self::with_words(Words::Remote(words), n))
+    }
+
+    /// The bucket count a header word states, if it is a valid header.
+    fn check_header(header: u128) -> Result<u64> {
         let (magic, n) = (header as u64, (header >> 64) as u64);
         if magic != MAGIC {
             return Err(SltError::Corrupted("bad header magic".into()));
         }
-        if !n.is_power_of_two() || n > MAX_BUCKETS || n + 1 != region.words().len() as u64 {
-            return Err(SltError::Corrupted(format!(
-                "header claims {n} buckets in a region of {} words",
-                region.words().len()
-            )));
+        if !n.is_power_of_two() || n > MAX_BUCKETS {
+            return Err(SltError::Corrupted(format!("header claims {n} buckets")));
         }
-        Ok(Self::with_region(region, n))
+        Ok(n)
+    }
+
+    /// Whether this table is reached by messages rather than mapped.
+    pub fn is_remote(&self) -> bool {
+        matches!(self.words, Words::Remote(_))
     }
 
     fn bucket_count_for(buckets: usize) -> Result<u64> {
@@ -117,12 +137,12 @@ impl SharedLockTable {
 
     fn init(region: Region, n: u64) -> Result<SharedLockTable> {
         region.words()[0].store(MAGIC as u128 | (n as u128) << 64, Ordering::Release);
-        Ok(Self::with_region(region, n))
+        Ok(Self::with_words(Words::Local(region), n))
     }
 
-    fn with_region(region: Region, n: u64) -> SharedLockTable {
+    fn with_words(words: Words, n: u64) -> SharedLockTable {
         SharedLockTable {
-            region,
+            words,
             mask: n - 1,
             cas_attempts: AtomicU64::new(0),
             cas_failures: AtomicU64::new(0),
@@ -135,7 +155,7 @@ impl SharedLockTable {
 
     /// Bytes of shared memory the table occupies.
     pub fn bytes(&self) -> usize {
-        self.region.bytes()
+        self.words.bytes()
     }
 
     /// The bucket a key hashes to.
@@ -145,13 +165,23 @@ impl SharedLockTable {
         ((h ^ (h >> 29)) & self.mask) as usize
     }
 
-    pub(crate) fn word(&self, idx: usize) -> &AtomicU128 {
-        &self.region.words()[1 + (idx & self.mask as usize)]
+    /// The word of bucket `idx`.
+    fn word_of(&self, idx: usize) -> usize {
+        1 + (idx & self.mask as usize)
+    }
+
+    /// The local word of bucket `idx` (tests that forge shared memory).
+    #[cfg(test)]
+    pub(crate) fn word(&self, idx: usize) -> &portable_atomic::AtomicU128 {
+        self.words.local(self.word_of(idx))
     }
 
     /// The bucket at `idx`, validated (shared memory is untrusted).
     pub fn load_index(&self, idx: usize) -> Result<Bucket> {
-        let b = Bucket(self.word(idx).load(Ordering::Acquire));
+        Self::checked(idx, Bucket(self.words.load(self.word_of(idx))?))
+    }
+
+    fn checked(idx: usize, b: Bucket) -> Result<Bucket> {
         if b.is_compact() {
             Ok(b)
         } else {
@@ -161,40 +191,87 @@ impl SharedLockTable {
         }
     }
 
+    /// Every bucket that is not empty, as (index, bucket), read in one
+    /// pass (one message when the table is remote).
+    pub fn occupied(&self) -> Result<Vec<(usize, Bucket)>> {
+        let n = self.bucket_count();
+        self.words
+            .occupied(n)?
+            .into_iter()
+            .map(|(i, w)| {
+                if i >= n as u64 {
+                    return Err(SltError::Corrupted(format!("bucket {i} of a table of {n}")));
+                }
+                Ok((i as usize, Self::checked(i as usize, Bucket(w))?))
+            })
+            .collect()
+    }
+
+    /// The raw word at `word` (0: the header): what the owner of a table
+    /// answers a remote SLT_LOAD with. `None` past the table's end.
+    pub fn word_load(&self, word: u64) -> Result<Option<u128>> {
+        if word > self.mask + 1 {
+            return Ok(None);
+        }
+        self.words.load(word as usize).map(Some)
+    }
+
+    /// Compare-and-swap at `word` on behalf of a remote actor (SLT_CAS).
+    /// The header cannot be changed; a bucket value that is not compact is
+    /// refused as corrupt. `None` past the table's end.
+    pub fn word_compare_exchange(
+        &self,
+        word: u64,
+        old: u128,
+        new: u128,
+    ) -> Result<Option<Result<(), u128>>> {
+        if word == 0 || word > self.mask + 1 {
+            return Ok(None);
+        }
+        Self::checked(word as usize - 1, Bucket(new))?;
+        self.count_cas(self.words.compare_exchange(word as usize, old, new)?)
+            .map(Some)
+    }
+
+    fn count_cas(&self, r: Result<(), u128>) -> Result<Result<(), u128>> {
+        self.cas_attempts.fetch_add(1, Ordering::Relaxed);
+        if r.is_err() {
+            self.cas_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(r)
+    }
+
     pub fn load(&self, key: LockKey) -> Result<Bucket> {
         self.load_index(self.index(key))
     }
 
-    fn cas(&self, idx: usize, old: Bucket, new: Bucket) -> bool {
-        self.cas_attempts.fetch_add(1, Ordering::Relaxed);
-        let ok = self
-            .word(idx)
-            .compare_exchange(old.0, new.0, Ordering::AcqRel, Ordering::Acquire)
-            .is_ok();
-        if !ok {
-            self.cas_failures.fetch_add(1, Ordering::Relaxed);
-        }
-        ok
+    /// CAS on bucket `idx`; on failure, the bucket it holds instead.
+    fn cas(&self, idx: usize, old: Bucket, new: Bucket) -> Result<Result<(), Bucket>> {
+        let r = self
+            .words
+            .compare_exchange(self.word_of(idx), old.0, new.0)?;
+        Ok(self.count_cas(r)?.map_err(Bucket))
     }
 
     /// Applies `f` to bucket `idx` with a CAS loop. `f` returns the new
-    /// bucket and a result, or `Err` to stop without writing.
+    /// bucket and a result, or `Err` to stop without writing. A failed
+    /// CAS returns the current bucket, so a retry needs no second load
+    /// (one message per attempt when the table is remote).
     pub(crate) fn update<T>(
         &self,
         idx: usize,
         mut f: impl FnMut(Bucket) -> Result<(Option<Bucket>, T)>,
     ) -> Result<T> {
+        let mut old = self.load_index(idx)?;
         loop {
-            let old = self.load_index(idx)?;
             let (new, out) = f(old)?;
             match new {
                 None => return Ok(out),
                 Some(new) if new == old => return Ok(out),
-                Some(new) => {
-                    if self.cas(idx, old, new) {
-                        return Ok(out);
-                    }
-                }
+                Some(new) => match self.cas(idx, old, new)? {
+                    Ok(()) => return Ok(out),
+                    Err(now) => old = Self::checked(idx, now)?,
+                },
             }
         }
     }
@@ -435,6 +512,83 @@ mod tests {
         assert_eq!(t.enqueue_index(i, Slot::Host).unwrap(), Some(7));
     }
 
+    /// A remote table over the words of a local one: what a device
+    /// answers SLT_LOAD / SLT_CAS / SLT_OCCUPIED with.
+    struct Forward(Arc<SharedLockTable>);
+
+    impl RemoteWords for Forward {
+        fn load(&self, word: u64) -> Result<u128> {
+            self.0
+                .word_load(word)?
+                .ok_or_else(|| SltError::Unavailable(format!("word {word}")))
+        }
+        fn compare_exchange(&self, word: u64, old: u128, new: u128) -> Result<Result<(), u128>> {
+            self.0
+                .word_compare_exchange(word, old, new)?
+                .ok_or_else(|| SltError::Unavailable(format!("word {word}")))
+        }
+        fn occupied(&self) -> Result<Vec<(u64, u128)>> {
+            Ok(self
+                .0
+                .occupied()?
+                .into_iter()
+                .map(|(i, b)| (i as u64, b.0))
+                .collect())
+        }
+    }
+
+    #[test]
+    fn a_remote_table_shares_the_owners_buckets() {
+        let owner = Arc::new(SharedLockTable::in_process(64).unwrap());
+        let remote = SharedLockTable::remote(Arc::new(Forward(owner.clone()))).unwrap();
+        assert!(remote.is_remote() && remote.bucket_count() == 64 && remote.bytes() == 0);
+        let k = (TableId(2), Vid(11));
+        let i = remote.index(k);
+        assert_eq!(i, owner.index(k));
+        // The owner's device job holds the key; the remote host queues.
+        owner
+            .acquire_device(k, tag(4), Duration::from_secs(1))
+            .unwrap();
+        assert_eq!(remote.enqueue_index(i, Slot::Host).unwrap(), Some(1));
+        assert_eq!(
+            remote.occupied().unwrap(),
+            vec![(i, owner.load(k).unwrap())]
+        );
+        assert_eq!(
+            remote.release_index(i, Slot::Device(tag(4))).unwrap(),
+            Slot::Host
+        );
+        assert_eq!(owner.load(k).unwrap().head(), Slot::Host);
+        // A CAS that lost a race retries on the value it got back.
+        owner.enqueue_index(i, Slot::Device(tag(5))).unwrap();
+        assert_eq!(
+            remote.remove_host_entry_index(i, 0).unwrap(),
+            Slot::Device(tag(5))
+        );
+        // The header cannot be written and a gap is refused remotely.
+        assert_eq!(owner.word_compare_exchange(0, 0, 1).unwrap(), None);
+        assert!(owner.word_compare_exchange(1, 0, 1 << 16).is_err());
+        assert!(owner.word_load(64).unwrap().is_some(), "the last bucket");
+        assert_eq!(owner.word_load(65).unwrap(), None);
+        // A header that is not one is refused at attach.
+        struct Junk;
+        impl RemoteWords for Junk {
+            fn load(&self, _: u64) -> Result<u128> {
+                Ok(7)
+            }
+            fn compare_exchange(&self, _: u64, _: u128, _: u128) -> Result<Result<(), u128>> {
+                Ok(Ok(()))
+            }
+            fn occupied(&self) -> Result<Vec<(u64, u128)>> {
+                Ok(vec![(1 << 40, 1)])
+            }
+        }
+        assert!(matches!(
+            SharedLockTable::remote(Arc::new(Junk)),
+            Err(SltError::Corrupted(_))
+        ));
+    }
+
     #[test]
     fn corrupt_buckets_and_headers_are_errors() {
         let t = SharedLockTable::in_process(16).unwrap();
@@ -451,7 +605,7 @@ mod tests {
         assert_eq!(b.bucket_count(), 64);
         a.enqueue_index(9, Slot::Host).unwrap();
         assert_eq!(b.load_index(9).unwrap().head(), Slot::Host);
-        a.region.words()[0].store(7, Ordering::Release);
+        a.words.local(0).store(7, Ordering::Release);
         assert!(matches!(
             SharedLockTable::open_shm(&name),
             Err(SltError::Corrupted(_))

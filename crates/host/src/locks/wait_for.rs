@@ -46,8 +46,7 @@ impl<'a> WaitFor<'a> {
     pub(super) fn read(g: &'a Inner, slt: Option<&'a SharedLockTable>) -> Result<WaitFor<'a>> {
         let mut device: FxHashMap<TxId, Vec<TxId>> = FxHashMap::default();
         if let Some(slt) = slt.filter(|_| !g.device_owners.is_empty()) {
-            for idx in 0..slt.bucket_count() {
-                let bucket = slt.load_index(idx).map_err(super::slt_error)?;
+            for (idx, bucket) in slt.occupied().map_err(super::slt_error)? {
                 if bucket.len() < 2 {
                     continue;
                 }
