@@ -434,8 +434,8 @@ fn plots(out: &Path, rows: &[LatencyRow]) -> Result<bool, String> {
         let cats: Vec<String> = across
             .iter()
             .map(|r| match r.link {
-                "postgres" => "PostgreSQL advisory lock (round trip)".to_string(),
-                l => format!("ndpdb tuple lock, SLT {l}"),
+                "postgres" => "PostgreSQL (advisory)".to_string(),
+                l => format!("ndpdb ({l})"),
             })
             .collect();
         let values: Vec<Vec<f64>> = across.iter().map(|r| vec![r.p50_ns / 1000.0]).collect();
