@@ -42,37 +42,53 @@ pub fn connect_device(endpoint: &str, token: Vec<u8>, config: &Config) -> Result
     let (transport, welcome) =
         SocketTransport::connect(&endpoint, token, config.link, Some(DEVICE_TIMEOUT))?;
     let client = DeviceClient::new(Arc::new(transport));
-    let slt = if welcome.slt_region.is_empty() {
-        None
-    } else if matches!(endpoint, Endpoint::Tcp(_)) {
+    let slt = open_slt(&endpoint, &welcome.slt_region, &client)?;
+    Ok((client, slt))
+}
+
+/// The device's shared lock table named `region`: mapped from /dev/shm
+/// over a unix socket, reached by sync-plane messages over TCP; none if
+/// the device offers none.
+fn open_slt(
+    endpoint: &Endpoint,
+    region: &str,
+    client: &DeviceClient,
+) -> Result<Option<Arc<SharedLockTable>>> {
+    if region.is_empty() {
+        return Ok(None);
+    }
+    let table = if matches!(endpoint, Endpoint::Tcp(_)) {
         let remote = Arc::new(SyncPlane::new(client.clone()));
-        let t = SharedLockTable::remote(remote).map_err(|e| {
+        SharedLockTable::remote(remote).map_err(|e| {
             Error::new(
                 e.sqlstate(),
                 format!("cannot reach the device's shared lock table: {e}"),
             )
-        })?;
-        Some(Arc::new(t))
+        })?
     } else {
-        let t = SharedLockTable::open_shm(&welcome.slt_region).map_err(|e| {
+        SharedLockTable::open_shm(region).map_err(|e| {
             Error::new(
                 SqlState("08006"),
                 format!(
-                    "cannot map the device's shared lock table \"{}\": {e} (attach to a device on another machine with tcp:)",
-                    welcome.slt_region
+                    "cannot map the device's shared lock table \"{region}\": {e} (attach to a device on another machine with tcp:)"
                 ),
             )
-        })?;
-        Some(Arc::new(t))
+        })?
     };
-    Ok((client, slt))
+    Ok(Some(Arc::new(table)))
 }
 
 impl Database {
     /// Opens the database in `dir` on the device process at `endpoint`
-    /// (`unix:PATH` or `tcp:HOST:PORT`).
+    /// (`unix:PATH` or `tcp:HOST:PORT`). When the device restarts, the
+    /// host reattaches to it by itself (`crate::reattach`).
     pub fn attach(dir: &Path, config: Config, endpoint: &str, token: Vec<u8>) -> Result<Database> {
         let (device, slt) = connect_device(endpoint, token, &config)?;
-        Database::open_on_with(dir, config, device, slt)
+        let db = Database::open_on_with(dir, config, device, slt)?;
+        let parsed = Endpoint::parse(endpoint)?;
+        db.inner.watch_device(Box::new(move |region, client| {
+            open_slt(&parsed, region, client)
+        }));
+        Ok(db)
     }
 }

@@ -169,6 +169,8 @@ pub(crate) struct DbInner {
     flush_lock: Mutex<()>,
     pub(crate) checkpoint_gate: RwLock<()>,
     failed: AtomicBool,
+    /// A device process that restarted is joined again (`crate::reattach`).
+    pub(crate) reattach: crate::reattach::Reattach,
     pub counters: EngineCounters,
     pub recovery: RecoveryReport,
     /// Held open (and locked) while the database is open.
@@ -368,6 +370,7 @@ impl Database {
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
             failed: AtomicBool::new(false),
+            reattach: Default::default(),
             counters: EngineCounters::default(),
             recovery: report,
             _dir_lock: dir_lock,
@@ -618,6 +621,11 @@ impl Database {
                 "ndp.pipelined_statements".into(),
                 get(&c.ndp_pipelined) as i64,
             ),
+            ("device.reattaches".into(), get(&c.device_reattaches) as i64),
+            (
+                "delta_buffer.flushes_deferred".into(),
+                get(&c.flushes_deferred) as i64,
+            ),
             (
                 "ndp.commit_dependencies".into(),
                 get(&c.ndp_commit_dependencies) as i64,
@@ -746,6 +754,10 @@ impl DbInner {
 
     pub(crate) fn fail(&self) {
         self.failed.store(true, Ordering::Release);
+    }
+
+    pub(crate) fn is_failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
     }
 
     /// Every table's state.
@@ -995,6 +1007,15 @@ impl DbInner {
         })();
         let l2p = match result {
             Ok(l) => l,
+            // The device is unreachable (or restarted): every page stays in
+            // the delta buffer and the next flush writes it again. Pages
+            // this attempt wrote are not referenced by the host's maps; a
+            // map merge the device applied without answering is written
+            // over by the retry.
+            Err(e) if e.code == SqlState("08006") => {
+                EngineCounters::inc(&self.counters.flushes_deferred);
+                return Err(e);
+            }
             Err(e) => {
                 self.fail();
                 return Err(e);

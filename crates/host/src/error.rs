@@ -70,6 +70,9 @@ impl From<LinkError> for Error {
             LinkError::Corrupted(_) => SqlState::DATA_CORRUPTED,
             // sqlserver_rejected_establishment_of_sqlconnection
             LinkError::Refused(_) => SqlState("08004"),
+            // connection_failure: the device is gone, or came back and the
+            // host is reattaching; the statement may be retried.
+            LinkError::Transport(_) | LinkError::Restarted(_) => SqlState("08006"),
             _ => SqlState::IO_ERROR,
         };
         Error::new(code, e.to_string())

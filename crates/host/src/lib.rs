@@ -13,6 +13,7 @@
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
 //! - [`database`]: opening (on any connected device), commit, flush & append, checkpoints.
 //! - [`attach`]: a device in another process, reached through the socket link.
+//! - `reattach`: a restarted device process joined again without a host restart.
 //! - `recovery`: the WAL replayed at open (after a crash, or onto a device rebuilt from a backup).
 //! - [`backup`]: online base backups and the restore of a lost device store.
 //! - [`ndp`]: near-data processing: scans, aggregates, UPDATE/DELETE and FOR UPDATE on the
@@ -41,6 +42,7 @@ pub mod maps;
 pub mod ndp;
 pub mod page_scan;
 pub mod pk_index;
+mod reattach;
 mod recovery;
 pub mod shared_state;
 pub mod space;

@@ -58,6 +58,11 @@ pub struct EngineCounters {
     pub ndp_lock_violations: AtomicU64,
     /// NDP statements that ran over the previous statement's stage.
     pub ndp_pipelined: AtomicU64,
+    /// Times the host joined a restarted device process again.
+    pub device_reattaches: AtomicU64,
+    /// Delta-buffer flushes that failed because the device was
+    /// unreachable (their pages stay in the delta buffer).
+    pub flushes_deferred: AtomicU64,
     pub ndp_commit_dependencies: AtomicU64,
     /// Snapshot writers that failed certification against a version of a
     /// transaction still committing with lock violation (early aborts).

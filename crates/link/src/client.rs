@@ -33,6 +33,21 @@ impl DeviceClient {
         self.transport.model()
     }
 
+    /// See [`Transport::probe`].
+    pub fn probe(&self) -> Result<bool> {
+        self.transport.probe()
+    }
+
+    /// See [`Transport::accept_restart`].
+    pub fn accept_restart(&self) -> Option<String> {
+        self.transport.accept_restart()
+    }
+
+    /// See [`Transport::finish_restart`].
+    pub fn finish_restart(&self) {
+        self.transport.finish_restart()
+    }
+
     pub fn call(&self, req: &Request) -> Result<Response> {
         let op = req.opcode();
         let frame = self.transport.roundtrip(op.plane(), req.encode())?;

@@ -493,7 +493,10 @@ impl Response {
 
     pub fn encode_error(e: &LinkError) -> Vec<u8> {
         let (status, msg) = match e {
-            LinkError::Io(m) | LinkError::Transport(m) | LinkError::Refused(m) => (STATUS_IO, m),
+            LinkError::Io(m)
+            | LinkError::Transport(m)
+            | LinkError::Refused(m)
+            | LinkError::Restarted(m) => (STATUS_IO, m),
             LinkError::Corrupted(m) => (STATUS_CORRUPTED, m),
             LinkError::Unsupported(m) => (STATUS_UNSUPPORTED, m),
             LinkError::OutOfRange(m) => (STATUS_OUT_OF_RANGE, m),

@@ -63,6 +63,10 @@ pub enum LinkError {
     /// The device refused the host (token, version, another host).
     #[error("the device refused this host: {0}")]
     Refused(String),
+    /// The device restarted: its jobs and lock table are gone, and the
+    /// host must reattach before it is used again.
+    #[error("{0}")]
+    Restarted(String),
 }
 
 impl From<ndpdb_formats::Error> for LinkError {

@@ -16,6 +16,21 @@
 //!           ◄─ response frame
 //! ```
 //!
+//! A device that restarts answers with a new lock-table region: the host
+//! then refuses to talk to it (`Restarted`) until it has re-learned what
+//! the new incarnation shares with it ([`Transport::accept_restart`], the
+//! host's reattach), letting only sync-plane requests through meanwhile.
+//!
+//! ```text
+//!  attached ──request fails──► broken ──probe: same Welcome──► attached
+//!                                 │
+//!                                 └─ new Welcome ─► pending ─accept_restart─► switching
+//!                                                   (all refused)   (sync plane only)
+//!                                                                     │ finish_restart
+//!                                                                     ▼
+//!                                                                  attached
+//! ```
+//!
 //! A device serves one host at a time: connections carry the host's id,
 //! and a second host is refused (55000-like `Refused`) while the first has
 //! any connection open. Every length read from the socket is bounded
@@ -27,6 +42,7 @@ use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -234,14 +250,26 @@ fn refuse(s: &mut impl Write, why: &str) {
     let _ = write_all(s, &out);
 }
 
+/// Which incarnation of the device the host talks to.
+struct Incarnation {
+    /// What the device answered when the host last (re)attached: a
+    /// connection to a device that answers otherwise (it restarted with a
+    /// new lock table) is not used, since this host's locks live in the
+    /// old one.
+    current: Welcome,
+    /// A restarted device's answer, waiting for the host to reattach.
+    pending: Option<Welcome>,
+    /// Accepted; the host is still re-learning its lock table.
+    switching: bool,
+}
+
 /// The host's side: a pool of connections to one device.
 pub struct SocketTransport {
     endpoint: Endpoint,
     hello: Hello,
-    /// What the device answered first: a later connection to a device
-    /// that answers otherwise (it restarted with a new lock table) is
-    /// refused, since this host's locks live in the old one.
-    first: Welcome,
+    incarnation: Mutex<Incarnation>,
+    /// The last exchange failed: the next probe reconnects.
+    broken: AtomicBool,
     pool: Mutex<Vec<Stream>>,
     metered: Metered,
     timeout: Option<Duration>,
@@ -257,33 +285,58 @@ impl SocketTransport {
         timeout: Option<Duration>,
     ) -> Result<(SocketTransport, Welcome)> {
         let host_id = host_id();
-        let mut t = SocketTransport {
+        let t = SocketTransport {
             endpoint: endpoint.clone(),
             hello: Hello { host_id, token },
-            first: Welcome {
-                version: VERSION,
-                slt_region: String::new(),
-            },
+            incarnation: Mutex::new(Incarnation {
+                current: Welcome {
+                    version: VERSION,
+                    slt_region: String::new(),
+                },
+                pending: None,
+                switching: false,
+            }),
+            broken: AtomicBool::new(false),
             pool: Mutex::new(Vec::new()),
             metered: Metered::new(model),
             timeout,
         };
         let (stream, welcome) = t.handshake()?;
-        t.first = welcome.clone();
+        t.incarnation.lock().current = welcome.clone();
         t.pool.lock().push(stream);
         Ok((t, welcome))
     }
 
-    /// A further connection, to the same device incarnation.
+    /// A further connection, to the same device incarnation; a restarted
+    /// device is remembered as pending and refused.
     fn open(&self) -> Result<Stream> {
         let (stream, welcome) = self.handshake()?;
-        if welcome != self.first {
-            return Err(LinkError::Refused(format!(
-                "the device at {} restarted (shared lock table {} instead of {}): reopen the database",
-                self.endpoint, welcome.slt_region, self.first.slt_region
+        let mut inc = self.incarnation.lock();
+        if welcome != inc.current {
+            let was = inc.current.slt_region.clone();
+            inc.pending = Some(welcome.clone());
+            drop(inc);
+            self.pool.lock().clear();
+            return Err(LinkError::Restarted(format!(
+                "the device at {} restarted (shared lock table {} instead of {was}): the host is reattaching",
+                self.endpoint, welcome.slt_region
             )));
         }
+        self.broken.store(false, Ordering::Release);
         Ok(stream)
+    }
+
+    /// Refuses requests while a restarted device is not yet reattached
+    /// (sync-plane ones pass while the host re-learns its lock table).
+    fn gate(&self, plane: Plane) -> Result<()> {
+        let inc = self.incarnation.lock();
+        if inc.pending.is_some() || (inc.switching && plane != Plane::Sync) {
+            return Err(LinkError::Restarted(format!(
+                "the device at {} restarted: the host is reattaching",
+                self.endpoint
+            )));
+        }
+        Ok(())
     }
 
     fn handshake(&self) -> Result<(Stream, Welcome)> {
@@ -334,15 +387,24 @@ fn host_id() -> u64 {
 
 impl Transport for SocketTransport {
     fn roundtrip(&self, plane: Plane, request: Vec<u8>) -> Result<Vec<u8>> {
+        self.gate(plane)?;
         let pooled = self.pool.lock().pop();
         let mut stream = match pooled {
             Some(s) => s,
             None => self.open()?,
         };
-        let response = self.metered.exchange(plane, request, |r| {
-            write_all(&mut stream, r)?;
-            read_frame(&mut stream)
-        })?;
+        let response = self
+            .metered
+            .exchange(plane, request, |r| {
+                write_all(&mut stream, r)?;
+                read_frame(&mut stream)
+            })
+            .inspect_err(|_| {
+                // The device may be gone: none of its connections is
+                // trusted again.
+                self.broken.store(true, Ordering::Release);
+                self.pool.lock().clear();
+            })?;
         // Only a connection that completed its exchange is reused; past
         // MAX_IDLE idle ones (after a burst of callers) it is closed.
         let mut pool = self.pool.lock();
@@ -358,6 +420,39 @@ impl Transport for SocketTransport {
 
     fn model(&self) -> LinkModel {
         self.metered.model()
+    }
+
+    fn probe(&self) -> Result<bool> {
+        if self.incarnation.lock().pending.is_some() {
+            return Ok(true);
+        }
+        if !self.broken.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        match self.open() {
+            Ok(stream) => {
+                let mut pool = self.pool.lock();
+                if pool.len() < MAX_IDLE {
+                    pool.push(stream);
+                }
+                Ok(false)
+            }
+            Err(LinkError::Restarted(_)) => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn accept_restart(&self) -> Option<String> {
+        let mut inc = self.incarnation.lock();
+        let welcome = inc.pending.take()?;
+        inc.current = welcome.clone();
+        inc.switching = true;
+        self.broken.store(false, Ordering::Release);
+        Some(welcome.slt_region)
+    }
+
+    fn finish_restart(&self) {
+        self.incarnation.lock().switching = false;
     }
 }
 
@@ -651,9 +746,26 @@ mod tests {
         t.pool.lock().clear();
         let client = crate::DeviceClient::new(Arc::new(t));
         match client.info() {
-            Err(LinkError::Refused(m)) => assert!(m.contains("restarted"), "{m}"),
+            Err(LinkError::Restarted(m)) => assert!(m.contains("restarted"), "{m}"),
             other => panic!("{other:?}"),
         }
+        // Refused until the host accepts the new incarnation; then only
+        // the sync plane passes until it has re-learned its lock table.
+        assert!(matches!(client.info(), Err(LinkError::Restarted(_))));
+        assert_eq!(client.probe(), Ok(true));
+        assert_eq!(client.accept_restart().as_deref(), Some("/ndpdb-test-2"));
+        assert!(matches!(client.info(), Err(LinkError::Restarted(_))));
+        assert!(
+            !matches!(
+                client.call(&Request::SltOccupied),
+                Err(LinkError::Restarted(_))
+            ),
+            "the sync plane passes"
+        );
+        client.finish_restart();
+        client.info().unwrap();
+        assert_eq!(client.probe(), Ok(false));
+        assert_eq!(client.accept_restart(), None);
     }
 
     #[test]

@@ -113,6 +113,19 @@ pub trait Transport: Send + Sync {
     fn model(&self) -> LinkModel {
         LinkModel::UNTHROTTLED
     }
+    /// After a failed exchange, reconnects: `true` when the device came
+    /// back as a new incarnation (it restarted) that waits to be
+    /// accepted. A device in this process never restarts.
+    fn probe(&self) -> Result<bool> {
+        Ok(false)
+    }
+    /// Accepts a restarted device: returns the name of its lock-table
+    /// region. Until [`Transport::finish_restart`] only sync-plane
+    /// requests pass, so the host can re-learn its lock table first.
+    fn accept_restart(&self) -> Option<String> {
+        None
+    }
+    fn finish_restart(&self) {}
 }
 
 /// What every transport does around an exchange: count both frames on

@@ -191,6 +191,27 @@ impl HostSide {
         Ok(slt.release_index(idx, Slot::Device(tag))? == Slot::Host)
     }
 
+    /// Re-creates the host's entries in `slt`, a new table that replaced
+    /// the one they were in (a device restarted, taking its jobs and
+    /// their entries with it): each bucket with host transactions gets
+    /// one host-shared entry, their groups merged into one in order.
+    pub fn rebuild_on(&mut self, slt: &SharedLockTable) -> Result<()> {
+        for (idx, groups) in self.groups.iter_mut() {
+            if groups.is_empty() {
+                continue;
+            }
+            let members: VecDeque<TxId> = groups.drain(..).flatten().collect();
+            groups.push_back(members);
+            slt.update(*idx, |b| match (b.host_entries(), b.push(Slot::Host)) {
+                (0, Some((nb, _))) => Ok((Some(nb), ())),
+                _ => Err(SltError::Corrupted(format!(
+                    "bucket {idx} of a fresh lock table cannot take the host's entry: {b:?}"
+                ))),
+            })?;
+        }
+        Ok(())
+    }
+
     /// Host transactions queued on bucket `idx`, group by group.
     pub fn groups(&self, idx: usize) -> Vec<Vec<TxId>> {
         // (Buckets whose groups emptied keep an empty entry.)

@@ -31,7 +31,7 @@ use std::collections::{HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use rustc_hash::FxHashMap;
 
 use ndpdb_formats::{SqlState, TableId, TxId, Vid};
@@ -91,13 +91,21 @@ struct Inner {
     /// Device tags whose transaction is committing with controlled lock
     /// violation: host waiters may take their SLT buckets.
     violable: rustc_hash::FxHashSet<u16>,
+    /// The shared lock table (swapped when a restarted device is
+    /// reattached).
+    slt: Option<Arc<SharedLockTable>>,
+    /// Tags in use when the device restarted: their jobs and locks died
+    /// with it, and so did their transactions' work on the device.
+    stale_tags: rustc_hash::FxHashSet<u16>,
 }
 
 #[derive(Default)]
 pub struct LockTable {
     inner: Mutex<Inner>,
     wake: Condvar,
-    slt: Option<Arc<SharedLockTable>>,
+    /// The table for readers outside the lock manager (bucket indexes,
+    /// counters); the same as `Inner::slt`.
+    slt: RwLock<Option<Arc<SharedLockTable>>>,
 }
 
 fn deadlock(tx: TxId) -> Error {
@@ -128,13 +136,72 @@ impl LockTable {
     /// The integrated lock table over `slt`.
     pub fn with_slt(slt: Arc<SharedLockTable>) -> LockTable {
         LockTable {
-            slt: Some(slt),
-            ..LockTable::default()
+            inner: Mutex::new(Inner {
+                slt: Some(slt.clone()),
+                ..Inner::default()
+            }),
+            wake: Condvar::new(),
+            slt: RwLock::new(Some(slt)),
         }
     }
 
-    pub fn slt(&self) -> Option<&Arc<SharedLockTable>> {
-        self.slt.as_ref()
+    pub fn slt(&self) -> Option<Arc<SharedLockTable>> {
+        self.slt.read().clone()
+    }
+
+    /// Moves the host's locks to `new`, the lock table of a restarted
+    /// device (its own jobs and their locks died with it). Each bucket
+    /// where host transactions queue gets one host-shared entry holding
+    /// it, and their groups merge into one (no device entry separates
+    /// them any more; the HLT keeps their order per tuple). The tags in
+    /// use become stale: their transactions cannot commit
+    /// ([`LockTable::tag_is_stale`]); releasing their keys releases what
+    /// their jobs locked in the new table, if anything (a lock that died
+    /// with the old one is simply not there). Every waiter is woken to
+    /// look again.
+    ///
+    /// `open` yields the new table and runs under the lock manager's
+    /// mutex, so no host lock operation falls between the device's
+    /// restart being accepted and the table being in place.
+    pub fn swap_slt_with(
+        &self,
+        open: impl FnOnce() -> Result<Option<Arc<SharedLockTable>>>,
+    ) -> Result<()> {
+        let mut g = self.inner.lock();
+        let new = open()?;
+        if let (Some(old), Some(n)) = (&g.slt, &new) {
+            if old.bucket_count() != n.bucket_count() {
+                return Err(Error::new(
+                    SqlState("08006"),
+                    format!(
+                        "the restarted device's shared lock table has {} buckets, the host's {}: restart it with --slt-buckets {}",
+                        n.bucket_count(),
+                        old.bucket_count(),
+                        old.bucket_count()
+                    ),
+                ));
+            }
+        }
+        match &new {
+            Some(n) => g.host_side.rebuild_on(n).map_err(slt_error)?,
+            None => {
+                g.host_side = HostSide::new();
+                g.slt_refs.clear();
+            }
+        }
+        let tags: Vec<u16> = g.device_owners.keys().copied().collect();
+        g.stale_tags.extend(tags);
+        g.violable.clear();
+        g.slt = new.clone();
+        *self.slt.write() = new;
+        drop(g);
+        self.wake.notify_all();
+        Ok(())
+    }
+
+    /// Whether `tag`'s jobs ran on a device incarnation that is gone.
+    pub fn tag_is_stale(&self, tag: DeviceTag) -> bool {
+        self.inner.lock().stale_tags.contains(&tag.raw())
     }
 
     /// Names `owner` as the transaction `tag`'s device jobs lock for (the
@@ -144,7 +211,10 @@ impl LockTable {
         let mut g = self.inner.lock();
         match owner {
             Some(tx) => g.device_owners.insert(tag.raw(), tx),
-            None => g.device_owners.remove(&tag.raw()),
+            None => {
+                g.stale_tags.remove(&tag.raw());
+                g.device_owners.remove(&tag.raw())
+            }
         };
     }
 
@@ -164,12 +234,14 @@ impl LockTable {
 
     /// Queues `tx` in `key`'s SLT bucket (once per bucket).
     fn slt_enter(&self, g: &mut Inner, tx: TxId, key: LockKey) -> Result<()> {
-        let Some(slt) = &self.slt else { return Ok(()) };
+        let Some(slt) = g.slt.clone() else {
+            return Ok(());
+        };
         let idx = slt.index(key);
         let refs = g.slt_refs.entry((tx, idx)).or_insert(0);
         *refs += 1;
         if *refs == 1 {
-            if let Err(e) = g.host_side.request(slt, idx, tx) {
+            if let Err(e) = g.host_side.request(&slt, idx, tx) {
                 g.slt_refs.remove(&(tx, idx));
                 return Err(slt_error(e));
             }
@@ -179,7 +251,7 @@ impl LockTable {
 
     /// Drops one of `tx`'s keys in `key`'s bucket; true if waiters may go.
     fn slt_leave(&self, g: &mut Inner, tx: TxId, key: LockKey) -> Result<bool> {
-        let Some(slt) = &self.slt else {
+        let Some(slt) = g.slt.clone() else {
             return Ok(false);
         };
         let idx = slt.index(key);
@@ -191,13 +263,13 @@ impl LockTable {
             return Ok(false);
         }
         g.slt_refs.remove(&(tx, idx));
-        g.host_side.leave(slt, idx, tx).map_err(slt_error)
+        g.host_side.leave(&slt, idx, tx).map_err(slt_error)
     }
 
     /// Whether `tx`'s host-shared entry holds `key`'s bucket, or may take
     /// it past device jobs whose transactions permit lock violation.
     fn slt_granted(&self, g: &Inner, tx: TxId, key: LockKey) -> Result<bool> {
-        let Some(slt) = &self.slt else {
+        let Some(slt) = &g.slt else {
             return Ok(true);
         };
         let idx = slt.index(key);
@@ -245,8 +317,23 @@ impl LockTable {
                 Ok(true)
             }
         };
-        if Self::grant_if_free(&mut g, tx, key) && slt_ok(&g)? {
-            return Ok(Acquired::Immediately);
+        // A lock table that cannot be read (a remote one whose device is
+        // down) fails the request, which then leaves every queue it
+        // joined: nothing of it may stay behind to block others.
+        let failed = |g: &mut Inner, e: Error| -> Result<Acquired> {
+            if !already {
+                self.give_up(g, tx, key);
+            }
+            g.waiting_on.remove(&tx);
+            g.blocked.remove(&tx);
+            Err(e)
+        };
+        if Self::grant_if_free(&mut g, tx, key) {
+            match slt_ok(&g) {
+                Ok(true) => return Ok(Acquired::Immediately),
+                Ok(false) => {}
+                Err(e) => return failed(&mut g, e),
+            }
         }
         if !Self::holds(&g, tx, key) {
             if let Some(q) = g.queues.get_mut(&key) {
@@ -270,10 +357,16 @@ impl LockTable {
                 until = until.min(Instant::now() + INTERRUPT_SLICE);
             }
             self.wake.wait_until(&mut g, until);
-            if Self::holds(&g, tx, key) && slt_ok(&g)? {
-                g.waiting_on.remove(&tx);
-                g.blocked.remove(&tx);
-                return Ok(Acquired::AfterWait);
+            if Self::holds(&g, tx, key) {
+                match slt_ok(&g) {
+                    Ok(true) => {
+                        g.waiting_on.remove(&tx);
+                        g.blocked.remove(&tx);
+                        return Ok(Acquired::AfterWait);
+                    }
+                    Ok(false) => {}
+                    Err(e) => return failed(&mut g, e),
+                }
             }
             if let Some(Err(e)) = interrupt.map(Interrupt::check) {
                 self.give_up(&mut g, tx, key);
@@ -288,9 +381,13 @@ impl LockTable {
                 ));
             }
             if now >= search_at {
-                if self.in_deadlock(&g, tx)? {
-                    self.give_up(&mut g, tx, key);
-                    return Err(deadlock(tx));
+                match self.in_deadlock(&g, tx) {
+                    Ok(true) => {
+                        self.give_up(&mut g, tx, key);
+                        return Err(deadlock(tx));
+                    }
+                    Ok(false) => {}
+                    Err(e) => return failed(&mut g, e),
                 }
                 search_at = now + deadlock_timeout;
             }
@@ -305,7 +402,7 @@ impl LockTable {
 
     /// A cycle through `tx` found by two searches in a row.
     fn cycle(&self, g: &Inner, tx: TxId) -> Result<Option<Vec<TxId>>> {
-        let slt = self.slt.as_deref();
+        let slt = g.slt.as_deref();
         if wait_for::WaitFor::read(g, slt)?
             .cycle_through(tx)?
             .is_none()
@@ -384,13 +481,13 @@ impl LockTable {
         keys: impl Iterator<Item = LockKey>,
         tag: DeviceTag,
     ) -> Result<()> {
-        let Some(slt) = &self.slt else {
+        let g = self.inner.lock();
+        let Some(slt) = &g.slt else {
             return Ok(());
         };
         let mut buckets: Vec<usize> = keys.map(|k| slt.index(k)).collect();
         buckets.sort_unstable();
         buckets.dedup();
-        let g = self.inner.lock();
         let mut wake = false;
         let mut first_err = None;
         for idx in buckets {

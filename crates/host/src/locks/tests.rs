@@ -190,3 +190,64 @@ fn lock_timeout() {
     assert_eq!(e.code, SqlState::LOCK_NOT_AVAILABLE);
     assert_eq!(lt.waiting(), 0);
 }
+
+/// A device restarts with a fresh lock table: the host's holders and
+/// waiters move over, a waiter that queued behind the dead device's job
+/// gets its lock, and the dead job's tag is stale until its transaction
+/// lets it go.
+#[test]
+fn a_restarted_devices_table_takes_over_the_host_locks() {
+    let (lt, slt) = integrated();
+    lt.set_device_owner(tag(7), Some(TxId(9)));
+    // The device job holds K1; T1 holds K2 (another bucket) and T2 waits
+    // for K1 behind the job.
+    slt.acquire_device(K1, tag(7), Duration::from_secs(1))
+        .unwrap();
+    assert_eq!(
+        lt.acquire(TxId(1), K2, None).unwrap(),
+        Acquired::Immediately
+    );
+    let lt2 = lt.clone();
+    let waiter = thread::spawn(move || lt2.acquire(TxId(2), K1, None));
+    while slt.load(K1).unwrap().len() < 2 {
+        thread::yield_now();
+    }
+    assert!(!lt.tag_is_stale(tag(7)));
+    // The device dies and comes back with an empty table.
+    let fresh = Arc::new(SharedLockTable::in_process(256).unwrap());
+    lt.swap_slt_with(|| Ok(Some(fresh.clone()))).unwrap();
+    assert_eq!(waiter.join().unwrap().unwrap(), Acquired::AfterWait);
+    assert_eq!(
+        format!("{:?}", fresh.load(K1).unwrap()),
+        "[H _ _ _ _ _ _ _]"
+    );
+    assert_eq!(
+        format!("{:?}", fresh.load(K2).unwrap()),
+        "[H _ _ _ _ _ _ _]"
+    );
+    assert!(lt.tag_is_stale(tag(7)));
+    // A new job of the new device queues behind the host, as before.
+    let (lt3, fresh2) = (lt.clone(), fresh.clone());
+    let job = thread::spawn(move || {
+        let g = fresh2.acquire_device(K2, tag(8), Duration::from_secs(5));
+        lt3.release_device(K2, tag(8)).unwrap();
+        g
+    });
+    while fresh.load(K2).unwrap().len() < 2 {
+        thread::yield_now();
+    }
+    lt.release_all(TxId(1), &[K2]);
+    assert_eq!(job.join().unwrap(), Ok(ndpdb_slt::DeviceGrant::AfterWait));
+    lt.release_all(TxId(2), &[K1]);
+    assert!(fresh.load(K1).unwrap().is_empty() && fresh.load(K2).unwrap().is_empty());
+    // The dead job's transaction ends: its tag is reusable.
+    lt.release_device(K1, tag(7)).unwrap_err();
+    lt.set_device_owner(tag(7), None);
+    assert!(!lt.tag_is_stale(tag(7)));
+    // A table of another size cannot take over.
+    let small = Arc::new(SharedLockTable::in_process(16).unwrap());
+    assert_eq!(
+        lt.swap_slt_with(|| Ok(Some(small))).unwrap_err().code,
+        ndpdb_formats::SqlState("08006")
+    );
+}

@@ -131,6 +131,10 @@ impl Transaction {
 
     /// Commits: returns once the commit is durable.
     pub fn commit(mut self) -> Result<()> {
+        if let Err(e) = self.check_device_work() {
+            self.abort_in_place();
+            return Err(e);
+        }
         // Extended NDP logging: the overflow logs reach the host first (a
         // failure aborts: dropping `self` removes what was written) —
         // with lock violation, while waiters take this transaction's locks.

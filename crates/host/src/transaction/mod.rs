@@ -243,6 +243,7 @@ impl Transaction {
 
     /// This transaction's SLT tag (taken at its first update-NDP statement).
     pub(crate) fn ndp_tag(&mut self) -> Result<ndpdb_slt::DeviceTag> {
+        self.check_device_work()?;
         if let Some(t) = self.ndp_tag {
             return Ok(t);
         }
@@ -255,6 +256,21 @@ impl Transaction {
         self.db.inner.locks.set_device_owner(t, Some(self.id));
         self.ndp_tag = Some(t);
         Ok(t)
+    }
+
+    /// Fails (40001) once the device this transaction's update jobs ran
+    /// on has restarted: their versions and tuple locks are gone.
+    pub(crate) fn check_device_work(&self) -> Result<()> {
+        match self.ndp_tag {
+            Some(t) if self.db.inner.locks.tag_is_stale(t) => Err(Error::new(
+                SqlState::SERIALIZATION_FAILURE,
+                "could not serialize access due to a device restart",
+            )
+            .with_detail(
+                "The device restarted after this transaction's update NDP ran on it: its new versions and tuple locks are lost. The transaction might succeed if retried.",
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// Records a successful update-NDP statement.
