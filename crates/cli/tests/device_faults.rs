@@ -379,7 +379,18 @@ fn kill_sixty_times(dir: &Path, listen: String, token_file: Option<PathBuf>) {
     };
     check(&db, "running");
     db.close_like_a_crash();
-    let db = Database::attach(&host_dir, config, &device.addr(), device.token()).unwrap();
+    // The crashed host's connections close as it goes; until the device
+    // has seen them close it refuses a new host (08004).
+    let t = Instant::now();
+    let db = loop {
+        match Database::attach(&host_dir, config.clone(), &device.addr(), device.token()) {
+            Ok(db) => break db,
+            Err(e) if e.code.0 == "08004" && t.elapsed() < Duration::from_secs(5) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("{e:?}"),
+        }
+    };
     check(&db, "after the host's crash recovery");
     eprintln!(
         "{}: device killed {} times; back after median {:?}, max {:?}; slowest statement {slowest:?}; {} host and {ndp_acked} NDP commits acknowledged, {uncertain} uncertain",

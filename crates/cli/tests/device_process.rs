@@ -245,3 +245,83 @@ fn over_tcp_host_locks_reach_the_device_by_messages() {
     let out = a.execute("SELECT sum(v) FROM t").unwrap();
     assert!(format!("{out:?}").contains("40200"), "{out:?}");
 }
+
+/// `ndpdb serve` on a device process: when the device is killed, a
+/// client's NDP statement fails with 08006 within 5 s and the server
+/// stays up; once the device is back the same connection works again,
+/// with every committed row.
+#[test]
+fn the_server_stays_up_while_its_device_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, db, socket) = (
+        dir.path().join("store"),
+        dir.path().join("host"),
+        dir.path().join("device.sock"),
+    );
+    let mut device = Some(start_device(&store, &socket));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = Command::new(exe())
+        .args(["serve", "--db"])
+        .arg(&db)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .arg("--device")
+        .arg(format!("unix:{}", socket.display()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let conninfo = format!("host=127.0.0.1 port={port} user=test dbname=test");
+    let t = Instant::now();
+    let mut client = loop {
+        match postgres::Client::connect(&conninfo, postgres::NoTls) {
+            Ok(c) => break c,
+            Err(_) if t.elapsed() < Duration::from_secs(20) => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Err(e) => panic!("{e}"),
+        }
+    };
+    client
+        .batch_execute(
+            "CREATE TABLE t (k INT PRIMARY KEY, v BIGINT NOT NULL);
+             INSERT INTO t VALUES (1, 10), (2, 20), (3, 30);
+             SET ndp = on",
+        )
+        .unwrap();
+    let sum = |c: &mut postgres::Client| {
+        c.query_one("SELECT sum(v)::BIGINT FROM t WHERE v > 0", &[])
+            .map(|r| r.get::<_, i64>(0))
+    };
+    assert_eq!(sum(&mut client).unwrap(), 60);
+    for _ in 0..3 {
+        drop(device.take());
+        let t = Instant::now();
+        let e = sum(&mut client).unwrap_err();
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+        assert_eq!(e.code().map(|c| c.code()), Some("08006"), "{e:?}");
+        assert!(server.try_wait().unwrap().is_none(), "the server stays up");
+        device = Some(start_device(&store, &socket));
+        let t = Instant::now();
+        loop {
+            match sum(&mut client) {
+                Ok(v) => {
+                    assert_eq!(v, 60);
+                    break;
+                }
+                Err(e) if t.elapsed() < Duration::from_secs(5) => {
+                    assert_eq!(e.code().map(|c| c.code()), Some("08006"), "{e:?}");
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => panic!("not served again within 5 s: {e:?}"),
+            }
+        }
+        client.execute("UPDATE t SET v = v + 0", &[]).unwrap();
+    }
+    drop(device);
+    let _ = server.kill();
+    let _ = server.wait();
+}

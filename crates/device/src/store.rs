@@ -152,6 +152,25 @@ impl PageStore {
         Ok(buf)
     }
 
+    /// Copies a page into `out` (one copy: from the mapped store, or read
+    /// straight into it), charging one NVM read.
+    pub fn read_into(&self, ppn: Ppn, out: &mut [u8]) -> Result<()> {
+        self.nvm.read_access();
+        if ppn.0 >= self.page_count() || out.len() != PAGE_SIZE {
+            return Err(LinkError::OutOfRange(format!(
+                "PPN {} beyond the store's {} pages",
+                ppn.0,
+                self.page_count()
+            )));
+        }
+        let off = ppn.0 as usize * PAGE_SIZE;
+        match self.mapping(off + PAGE_SIZE)? {
+            Some(m) => out.copy_from_slice(&m[off..off + PAGE_SIZE]),
+            None => self.file.read_exact_at(out, off as u64).map_err(io)?,
+        }
+        Ok(())
+    }
+
     /// A checksum-verified page for a PE, without copying it: a view into
     /// the mapped store (no NVM latency is charged; callers charge it).
     ///

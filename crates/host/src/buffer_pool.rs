@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use parking_lot::Mutex;
 
@@ -19,7 +18,9 @@ use ndpdb_link::DeviceClient;
 
 use crate::error::Result;
 
-pub type Page = Arc<Vec<u8>>;
+/// A cached page image: shared, cheap to clone; pages read in one
+/// READ_PAGES are views of the one frame they arrived in.
+pub type Page = bytes::Bytes;
 
 struct Frame {
     ppn: Ppn,
@@ -82,7 +83,7 @@ impl BufferPool {
         self.misses.fetch_add(1, Ordering::Relaxed);
         let bytes = device.read_page(ppn)?;
         PageRef::parse_verified(&bytes)?;
-        let page = Arc::new(bytes);
+        let page = Page::from(bytes);
         self.insert(ppn, page.clone());
         Ok(page)
     }
@@ -102,7 +103,7 @@ impl BufferPool {
             return Ok(Vec::new());
         }
         self.misses.fetch_add(ppns.len() as u64, Ordering::Relaxed);
-        let pages = device.read_pages(ppns.clone())?;
+        let pages = device.read_pages_shared(ppns.clone())?;
         if pages.len() != ppns.len() {
             return Err(crate::error::Error::from(ndpdb_formats::Error::corrupted(
                 "READ_PAGES returned a different number of pages",
@@ -112,7 +113,7 @@ impl BufferPool {
             .zip(pages)
             .map(|(ppn, bytes)| {
                 PageRef::parse_verified(&bytes)?;
-                Ok((ppn, Arc::new(bytes)))
+                Ok((ppn, bytes))
             })
             .collect()
     }

@@ -16,7 +16,6 @@
 //! it, as PostgreSQL's bulk-read ring does.
 
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
@@ -153,7 +152,7 @@ impl HostPages<'_> {
         // Delta buffer first: a page there may be newer than a flushed copy.
         if let Some(img) = self.db.delta.read().page_image(lpn) {
             if has_slot(&img, last) {
-                return Ok(Arc::new(img));
+                return Ok(Page::from(img));
             }
         }
         let ppn = self.db.l2p.get(lpn).ok_or_else(|| {

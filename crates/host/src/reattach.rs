@@ -82,8 +82,15 @@ impl DbInner {
             opener(&region, device)
         });
         // On failure the new incarnation stays refused but for the sync
-        // plane: its lock table could not be joined.
-        swapped?;
+        // plane: its lock table could not be joined, and update NDP on a
+        // table the host does not lock in would be unsafe.
+        if let Err(e) = swapped {
+            eprintln!(
+                "ndpdb: cannot join the restarted device's lock table ({}): {}; restart the host once it is fixed",
+                e.code.0, e.message
+            );
+            return Err(e);
+        }
         self.device.finish_restart();
         EngineCounters::inc(&self.counters.device_reattaches);
         Ok(true)

@@ -15,7 +15,6 @@
 //! ```
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use ndpdb_formats::page::{PageBuf, PageRef, PAGE_SIZE};
 use ndpdb_formats::{DataType, Lpn, RecId, TableId};
@@ -43,7 +42,7 @@ impl DeltaPage {
     pub fn sealed(page: PageBuf) -> DeltaPage {
         DeltaPage::Sealed {
             table: page.table(),
-            image: Arc::new(page.into_sealed_image()),
+            image: crate::buffer_pool::Page::from(page.into_sealed_image()),
         }
     }
 

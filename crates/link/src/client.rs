@@ -69,6 +69,17 @@ impl DeviceClient {
         }
     }
 
+    /// READ_PAGES, the pages handed out as views of the one frame they
+    /// arrived in (no copy per page).
+    pub fn read_pages_shared(&self, ppns: Vec<Ppn>) -> Result<Vec<bytes::Bytes>> {
+        let n = ppns.len();
+        let op = crate::Opcode::ReadPages;
+        let frame = self
+            .transport
+            .roundtrip(op.plane(), Request::ReadPages(ppns).encode())?;
+        Response::pages_of_frame(frame, n)
+    }
+
     pub fn write_page(&self, ppn: Ppn, page: Vec<u8>) -> Result<()> {
         self.call(&Request::WritePage(ppn, page)).map(|_| ())
     }

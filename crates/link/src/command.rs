@@ -446,6 +446,48 @@ const STATUS_UNSUPPORTED: u16 = 3;
 const STATUS_OUT_OF_RANGE: u16 = 4;
 
 impl Response {
+    /// The frame of READ_PAGES' answer for `n` pages, each page written in
+    /// place by `fill(i, page)`: the device copies each page once, from
+    /// its store straight into the frame.
+    pub fn pages_frame(
+        n: usize,
+        mut fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
+    ) -> Result<Vec<u8>> {
+        let payload = 4 + n * PAGE_SIZE;
+        let mut frame = vec![0u8; ENVELOPE_SIZE + payload];
+        frame[4..8].copy_from_slice(&(payload as u32).to_le_bytes());
+        frame[ENVELOPE_SIZE..ENVELOPE_SIZE + 4].copy_from_slice(&(n as u32).to_le_bytes());
+        for (i, page) in frame[ENVELOPE_SIZE + 4..]
+            .chunks_exact_mut(PAGE_SIZE)
+            .enumerate()
+        {
+            fill(i, page)?;
+        }
+        Ok(frame)
+    }
+
+    /// The pages of READ_PAGES' answer as views of the one frame they came
+    /// in (no copy): `n` pages expected.
+    pub fn pages_of_frame(frame: Vec<u8>, n: usize) -> Result<Vec<bytes::Bytes>> {
+        let (status, payload) = open_envelope(&frame)?;
+        if status != 0 {
+            return Response::decode(Opcode::ReadPages, &frame).map(|_| Vec::new());
+        }
+        let mut r = Reader::new(payload);
+        let count = r.count(PAGE_SIZE)?;
+        if count != n || r.remaining() != n * PAGE_SIZE {
+            return Err(LinkError::Corrupted(format!(
+                "READ_PAGES answered {count} pages in {} bytes for {n} asked",
+                payload.len()
+            )));
+        }
+        let frame = bytes::Bytes::from(frame);
+        let start = ENVELOPE_SIZE + 4;
+        Ok((0..n)
+            .map(|i| frame.slice(start + i * PAGE_SIZE..start + (i + 1) * PAGE_SIZE))
+            .collect())
+    }
+
     pub fn encode(&self) -> Vec<u8> {
         let size = match self {
             Response::Page(b) | Response::ResultRegion(b) => b.len(),
