@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock};
 
 use ndpdb_formats::page::PageRef;
+use ndpdb_formats::Ppn;
 use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Result};
 
 use crate::maps::{MapStore, Maps};
@@ -90,12 +91,8 @@ impl DeviceEngine {
                 Response::Done
             }
             Request::WritePages(pages) => {
-                for (_, page) in &pages {
-                    PageRef::parse_verified(page)?;
-                }
-                for (ppn, page) in &pages {
-                    core.store.write(*ppn, page)?;
-                }
+                let pages: Vec<(Ppn, &[u8])> = pages.iter().map(|(p, b)| (*p, &b[..])).collect();
+                self.write_pages(&pages)?;
                 Response::Done
             }
             Request::Sync => {
@@ -183,6 +180,17 @@ impl DeviceEngine {
         })
     }
 
+    /// WRITE_PAGES: every page verified first, then written.
+    fn write_pages(&self, pages: &[(Ppn, &[u8])]) -> Result<()> {
+        for (_, page) in pages {
+            PageRef::parse_verified(page)?;
+        }
+        for (ppn, page) in pages {
+            self.core.store.write(*ppn, page)?;
+        }
+        Ok(())
+    }
+
     /// The shared lock table, for hosts that reach it by sync-plane
     /// messages.
     fn lock_table(&self) -> Result<&ndpdb_slt::SharedLockTable> {
@@ -205,6 +213,16 @@ fn word_out_of_range(word: u64) -> LinkError {
 
 impl CommandHandler for DeviceEngine {
     fn handle(&self, frame: &[u8]) -> Vec<u8> {
+        // WRITE_PAGES: each page written from the request frame itself.
+        match Request::write_pages_in(frame) {
+            Ok(Some(pages)) => {
+                return self
+                    .write_pages(&pages)
+                    .map_or_else(|e| Response::encode_error(&e), |_| Response::Done.encode())
+            }
+            Ok(None) => {}
+            Err(e) => return Response::encode_error(&e),
+        }
         let request = Request::decode(frame);
         if let Ok(Request::ReadPages(ppns)) = &request {
             // Each page copied once, from the store into the answer.

@@ -236,6 +236,9 @@ pub fn decode_map_delta(r: &mut Reader<'_>) -> ndpdb_formats::Result<MapDelta> {
     Ok((l2p, vids))
 }
 
+/// Pages as views into the frame that carries them.
+pub type PageViews<'a> = Vec<(Ppn, &'a [u8])>;
+
 fn put_u128(w: &mut Writer, v: u128) {
     w.u64(v as u64).u64((v >> 64) as u64);
 }
@@ -345,6 +348,24 @@ impl Request {
             w.u64(ppn.0).raw(page);
         }
         finish_envelope(w)
+    }
+
+    /// The pages of a WRITE_PAGES frame as views into it (no copy), or
+    /// `None` if the frame is another command.
+    pub fn write_pages_in(frame: &[u8]) -> Result<Option<PageViews<'_>>> {
+        let (code, payload) = open_envelope(frame)?;
+        if code != Opcode::WritePages as u16 {
+            return Ok(None);
+        }
+        let mut r = Reader::new(payload);
+        let n = r.count(8 + PAGE_SIZE)?;
+        let mut pages = Vec::with_capacity(n);
+        for _ in 0..n {
+            let ppn = Ppn(r.u64()?);
+            pages.push((ppn, page_bytes(&mut r)?));
+        }
+        r.finish("request")?;
+        Ok(Some(pages))
     }
 
     pub fn decode(frame: &[u8]) -> Result<Request> {
@@ -706,6 +727,39 @@ mod tests {
                 "run ({k}, {n})"
             );
         }
+    }
+
+    #[test]
+    fn page_frames_are_read_in_place() {
+        let page = |b: u8| vec![b; PAGE_SIZE];
+        let req = Request::WritePages(vec![(Ppn(4), page(1)), (Ppn(5), page(2))]);
+        let frame = req.encode();
+        let pages = Request::write_pages_in(&frame).unwrap().unwrap();
+        assert_eq!(pages, vec![(Ppn(4), &page(1)[..]), (Ppn(5), &page(2)[..])]);
+        assert_eq!(Request::write_pages_in(&Request::Sync.encode()), Ok(None));
+        assert!(Request::write_pages_in(&frame[..frame.len() - 1]).is_err());
+
+        let answer = Response::pages_frame(2, |i, out| {
+            out.fill(i as u8 + 7);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(
+            Response::decode(Opcode::ReadPages, &answer),
+            Ok(Response::Pages(vec![page(7), page(8)]))
+        );
+        let views = Response::pages_of_frame(answer.clone(), 2).unwrap();
+        assert_eq!(views.len(), 2);
+        assert!(views[1].iter().all(|b| *b == 8) && views[1].len() == PAGE_SIZE);
+        assert!(matches!(
+            Response::pages_of_frame(answer, 3),
+            Err(LinkError::Corrupted(_))
+        ));
+        let err = Response::encode_error(&LinkError::OutOfRange("PPN 9".into()));
+        assert_eq!(
+            Response::pages_of_frame(err, 1),
+            Err(LinkError::OutOfRange("PPN 9".into()))
+        );
     }
 
     #[test]
