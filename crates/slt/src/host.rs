@@ -85,7 +85,9 @@ impl HostSide {
             return Ok(Joined::ExistingGroup);
         }
         let known = groups.len();
-        let joined = slt.update(idx, |b| {
+        // With no host entry there, the bucket is most often empty.
+        let guess = (known == 0).then_some(crate::bucket::Bucket::EMPTY);
+        let joined = slt.update_guessing(idx, guess, |b| {
             if b.host_entries() != known {
                 return Err(SltError::Corrupted(format!(
                     "bucket {idx} has {} host entries, the host knows {known}: {b:?}",
