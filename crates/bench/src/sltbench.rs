@@ -67,6 +67,25 @@ impl LatencyRow {
         )
     }
 
+    /// A host-side row without contention.
+    pub fn host_uncontended(
+        link: &'static str,
+        variant: &'static str,
+        (p50_ns, p99_ns): (f64, f64),
+        ops: u64,
+    ) -> LatencyRow {
+        LatencyRow {
+            link,
+            variant,
+            side: "host",
+            hot_keys: None,
+            p50_ns,
+            p99_ns,
+            ops,
+            waited: 0,
+        }
+    }
+
     pub fn contention(&self) -> String {
         self.hot_keys
             .map_or("uncontended".to_string(), |h| format!("hot set {h}"))
@@ -312,16 +331,7 @@ pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>
 /// (enqueue and remove a host entry: two compare-and-swaps) and the
 /// integrated lock table's acquire + release, uncontended.
 pub fn host_rows(link: &'static str, slt: Arc<SharedLockTable>, ops: u64) -> Vec<LatencyRow> {
-    let row = |variant, (p50_ns, p99_ns)| LatencyRow {
-        link,
-        variant,
-        side: "host",
-        hot_keys: None,
-        p50_ns,
-        p99_ns,
-        ops,
-        waited: 0,
-    };
+    let row = |variant, p50_p99| LatencyRow::host_uncontended(link, variant, p50_p99, ops);
     let alone = time_ops(ops, |i| {
         let idx = slt.index(key(i % 100_000));
         let _ = slt.enqueue_index(idx, Slot::Host);
@@ -349,7 +359,7 @@ pub fn postgres_row(conninfo: &str, ops: u64) -> Result<LatencyRow> {
         .prepare("SELECT pg_advisory_lock($1), pg_advisory_unlock($1)")
         .map_err(crate::target::wire_error)?;
     let mut failed = None;
-    let (p50_ns, p99_ns) = time_ops(ops, |i| {
+    let p50_p99 = time_ops(ops, |i| {
         if let Err(e) = client.query(&stmt, &[&((i % 100_000) as i64)]) {
             failed.get_or_insert(e);
         }
@@ -357,16 +367,12 @@ pub fn postgres_row(conninfo: &str, ops: u64) -> Result<LatencyRow> {
     if let Some(e) = failed {
         return Err(crate::target::wire_error(e));
     }
-    Ok(LatencyRow {
-        link: "postgres",
-        variant: "advisory lock + unlock (client round trip)",
-        side: "host",
-        hot_keys: None,
-        p50_ns,
-        p99_ns,
+    Ok(LatencyRow::host_uncontended(
+        "postgres",
+        "advisory lock + unlock (client round trip)",
+        p50_p99,
         ops,
-        waited: 0,
-    })
+    ))
 }
 
 /// Writes `slt.csv`, `summary.txt` and the plots into `out`.
