@@ -48,6 +48,11 @@ pub enum Joined {
 #[derive(Clone, Debug, Default)]
 pub struct HostSide {
     groups: FxHashMap<usize, VecDeque<VecDeque<TxId>>>,
+    /// Buckets whose head is known to be a host entry (the host put it
+    /// there at the front): only the host changes a head that is a host
+    /// entry, by removing it, so this stays true until then and saves a
+    /// load (a message, when the table is remote) per lock.
+    host_heads: rustc_hash::FxHashSet<usize>,
 }
 
 impl HostSide {
@@ -115,6 +120,9 @@ impl HostSide {
                 Ok(Joined::ExistingGroup)
             }
             Joined::NewEntry(pos) => {
+                if pos == 0 {
+                    self.host_heads.insert(idx);
+                }
                 groups.push_back(VecDeque::from([tx]));
                 Ok(Joined::NewEntry(pos))
             }
@@ -125,7 +133,8 @@ impl HostSide {
     /// host transactions of that group then share the bucket; which of
     /// them holds a tuple is the host lock table's business (HLT = tail).
     pub fn slt_granted(&self, slt: &SharedLockTable, idx: usize, tx: TxId) -> Result<bool> {
-        Ok(self.in_first_group(idx, tx) && slt.load_index(idx)?.head() == Slot::Host)
+        Ok(self.in_first_group(idx, tx)
+            && (self.host_heads.contains(&idx) || slt.load_index(idx)?.head() == Slot::Host))
     }
 
     /// Whether `tx` is in the group of bucket `idx`'s first host entry.
@@ -176,6 +185,7 @@ impl HostSide {
         if group.is_empty() {
             // `tx` was the owner: it removes the host-shared entry.
             groups.remove(gi);
+            self.host_heads.remove(&idx);
             let head = slt.remove_host_entry_index(idx, gi)?;
             wake |= head == Slot::Host;
         }
@@ -198,18 +208,22 @@ impl HostSide {
     /// their entries with it): each bucket with host transactions gets
     /// one host-shared entry, their groups merged into one in order.
     pub fn rebuild_on(&mut self, slt: &SharedLockTable) -> Result<()> {
+        self.host_heads.clear();
         for (idx, groups) in self.groups.iter_mut() {
             if groups.is_empty() {
                 continue;
             }
             let members: VecDeque<TxId> = groups.drain(..).flatten().collect();
             groups.push_back(members);
-            slt.update(*idx, |b| match (b.host_entries(), b.push(Slot::Host)) {
-                (0, Some((nb, _))) => Ok((Some(nb), ())),
+            let pos = slt.update(*idx, |b| match (b.host_entries(), b.push(Slot::Host)) {
+                (0, Some((nb, pos))) => Ok((Some(nb), pos)),
                 _ => Err(SltError::Corrupted(format!(
                     "bucket {idx} of a fresh lock table cannot take the host's entry: {b:?}"
                 ))),
             })?;
+            if pos == 0 {
+                self.host_heads.insert(*idx);
+            }
         }
         Ok(())
     }

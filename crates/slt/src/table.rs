@@ -587,6 +587,17 @@ mod tests {
         remote.enqueue_index(free, Slot::Host).unwrap();
         remote.remove_host_entry_index(free, 0).unwrap();
         assert_eq!(forward.1.load(Ordering::Relaxed) - before, 2);
+        // The host side's lock on a free bucket: its entry heads the
+        // queue, known without a load.
+        let before = forward.1.load(Ordering::Relaxed);
+        let mut host = crate::HostSide::new();
+        host.request(&remote, free, ndpdb_formats::TxId(5)).unwrap();
+        assert!(host
+            .slt_granted(&remote, free, ndpdb_formats::TxId(5))
+            .unwrap());
+        host.leave(&remote, free, ndpdb_formats::TxId(5)).unwrap();
+        assert_eq!(forward.1.load(Ordering::Relaxed) - before, 2);
+        assert!(owner.load_index(free).unwrap().is_empty());
         assert!(remote.is_remote() && remote.bucket_count() == 64 && remote.bytes() == 0);
         let k = (TableId(2), Vid(11));
         let i = remote.index(k);
