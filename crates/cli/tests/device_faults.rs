@@ -298,20 +298,10 @@ fn kill_sixty_times(dir: &Path, listen: String, token_file: Option<PathBuf>) {
                         std::thread::yield_now();
                     }
                     std::thread::sleep(Duration::from_micros(rng.gen_range(0..1_500)));
-                    if std::env::var_os("NDPDB_FAULT_NOKILL").is_some() {
-                        std::thread::sleep(Duration::from_millis(300));
-                        continue;
-                    }
                     device.kill();
                     std::thread::sleep(Duration::from_millis(rng.gen_range(5..40)));
                     device.start();
                     back_after.push(wait_until_served(&db));
-                    if std::env::var_os("NDPDB_FAULT_TRACE").is_some() {
-                        eprintln!(
-                            "round {round} phase {target}: back after {:?}",
-                            back_after.last()
-                        );
-                    }
                 }
             }
         });

@@ -156,7 +156,8 @@ impl PageStore {
     /// straight into it), charging one NVM read.
     pub fn read_into(&self, ppn: Ppn, out: &mut [u8]) -> Result<()> {
         self.nvm.read_access();
-        if ppn.0 >= self.page_count() || out.len() != PAGE_SIZE {
+        debug_assert_eq!(out.len(), PAGE_SIZE);
+        if ppn.0 >= self.page_count() {
             return Err(LinkError::OutOfRange(format!(
                 "PPN {} beyond the store's {} pages",
                 ppn.0,

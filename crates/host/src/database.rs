@@ -169,8 +169,9 @@ pub(crate) struct DbInner {
     flush_lock: Mutex<()>,
     pub(crate) checkpoint_gate: RwLock<()>,
     failed: AtomicBool,
-    /// A device process that restarted is joined again (`crate::reattach`).
-    pub(crate) reattach: crate::reattach::Reattach,
+    /// How a device process that restarted is joined again
+    /// (`crate::reattach`); set when the host attaches to one.
+    pub(crate) slt_opener: std::sync::OnceLock<crate::reattach::SltOpener>,
     pub counters: EngineCounters,
     pub recovery: RecoveryReport,
     /// Held open (and locked) while the database is open.
@@ -370,7 +371,7 @@ impl Database {
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
             failed: AtomicBool::new(false),
-            reattach: Default::default(),
+            slt_opener: std::sync::OnceLock::new(),
             counters: EngineCounters::default(),
             recovery: report,
             _dir_lock: dir_lock,

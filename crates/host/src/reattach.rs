@@ -20,7 +20,7 @@
 //! next flush writes them again; committed work lives in the host's WAL
 //! meanwhile, so nothing acknowledged depends on the device being up.
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use ndpdb_link::DeviceClient;
@@ -38,19 +38,11 @@ pub type SltOpener =
 /// How often the watcher looks at a link that failed.
 const PROBE_EVERY: Duration = Duration::from_millis(50);
 
-/// What a host attached to a device process keeps for reattaching.
-#[derive(Default)]
-pub(crate) struct Reattach {
-    opener: OnceLock<SltOpener>,
-    /// One reattach at a time.
-    running: parking_lot::Mutex<()>,
-}
-
 impl DbInner {
     /// Starts the thread that reattaches to the device when it comes back
     /// after a restart; it ends with the database.
     pub(crate) fn watch_device(self: &Arc<Self>, opener: SltOpener) {
-        if self.reattach.opener.set(opener).is_err() {
+        if self.slt_opener.set(opener).is_err() {
             return;
         }
         let weak: Weak<DbInner> = Arc::downgrade(self);
@@ -67,12 +59,12 @@ impl DbInner {
     }
 
     /// Reattaches if the device came back as a new incarnation; returns
-    /// whether it did. A device still down is an error (08006).
-    pub(crate) fn reattach_if_restarted(&self) -> Result<bool> {
-        let Some(opener) = self.reattach.opener.get() else {
+    /// whether it did. A device still down is an error (08006). Only the
+    /// watcher calls it, so one reattach runs at a time.
+    fn reattach_if_restarted(&self) -> Result<bool> {
+        let Some(opener) = self.slt_opener.get() else {
             return Ok(false);
         };
-        let _one = self.reattach.running.lock();
         if !self.device.probe()? {
             return Ok(false);
         }

@@ -492,7 +492,12 @@ impl Response {
     pub fn pages_of_frame(frame: Vec<u8>, n: usize) -> Result<Vec<bytes::Bytes>> {
         let (status, payload) = open_envelope(&frame)?;
         if status != 0 {
-            return Response::decode(Opcode::ReadPages, &frame).map(|_| Vec::new());
+            // An error answer: decoding it yields the device's error.
+            return Err(Response::decode(Opcode::ReadPages, &frame)
+                .err()
+                .unwrap_or_else(|| {
+                    LinkError::Corrupted(format!("status {status} without an error"))
+                }));
         }
         let mut r = Reader::new(payload);
         let count = r.count(PAGE_SIZE)?;
