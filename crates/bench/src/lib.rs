@@ -24,6 +24,7 @@ pub mod diff;
 pub mod hostile;
 pub mod htap;
 pub mod lock_violation;
+pub mod memory_rate;
 pub mod mixed;
 pub mod pin;
 pub mod pipeline;
