@@ -38,10 +38,13 @@ pub enum Func {
     Trim,
     /// `spn_score(bytea)`: see [`crate::udf`].
     SpnScore,
+    /// Trailing blanks removed (also how a `CHAR(n)` value becomes text).
+    Rtrim,
+    Ltrim,
 }
 
 impl Func {
-    const ALL: [Func; 14] = [
+    const ALL: [Func; 16] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -56,6 +59,8 @@ impl Func {
         Func::Least,
         Func::Trim,
         Func::SpnScore,
+        Func::Rtrim,
+        Func::Ltrim,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -74,6 +79,8 @@ impl Func {
             | Func::Floor
             | Func::Ceil
             | Func::Trim
+            | Func::Rtrim
+            | Func::Ltrim
             | Func::SpnScore => 1..=1,
         }
     }
@@ -93,6 +100,8 @@ impl Func {
             "greatest" => Func::Greatest,
             "least" => Func::Least,
             "trim" | "btrim" => Func::Trim,
+            "rtrim" => Func::Rtrim,
+            "ltrim" => Func::Ltrim,
             "spn_score" => Func::SpnScore,
             _ => return None,
         })
@@ -166,6 +175,11 @@ pub enum Op {
         func: Func,
         nargs: u8,
     },
+    /// Stack: → the start time of the transaction (`current_timestamp`,
+    /// `now()`), a TIMESTAMP the executor appends to the statement's
+    /// parameters as the last one: the same value in every statement of
+    /// a transaction, on the host and on the device.
+    TransactionTime,
 }
 
 /// A compiled expression.
@@ -227,6 +241,15 @@ impl Program {
                         .cloned()
                         .ok_or_else(|| Error::corrupted("column index out of range"))?,
                 ),
+                Op::TransactionTime => match params.last() {
+                    Some(v @ Value::Timestamp(_)) => stack.push(v.clone()),
+                    _ => {
+                        return Err(Error::sql(
+                            SqlState::FEATURE_NOT_SUPPORTED,
+                            "current_timestamp is not available in this context",
+                        ))
+                    }
+                },
                 Op::Param(i) => stack.push(params.get(*i as usize).cloned().ok_or_else(|| {
                     Error::sql(
                         SqlState::INVALID_PARAMETER_VALUE,
@@ -835,7 +858,7 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
                 v => return Err(bad(v)),
             })
         }
-        Func::Lower | Func::Upper | Func::Trim | Func::Length => {
+        Func::Lower | Func::Upper | Func::Trim | Func::Rtrim | Func::Ltrim | Func::Length => {
             arity(1)?;
             let s = match &args[0] {
                 Value::Text(s) => s,
@@ -845,6 +868,8 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
                 Func::Lower => Value::Text(s.to_lowercase()),
                 Func::Upper => Value::Text(s.to_uppercase()),
                 Func::Trim => Value::Text(s.trim_matches(' ').to_string()),
+                Func::Rtrim => Value::Text(s.trim_end_matches(' ').to_string()),
+                Func::Ltrim => Value::Text(s.trim_start_matches(' ').to_string()),
                 _ => Value::Int(s.chars().count() as i32),
             })
         }
@@ -1036,6 +1061,7 @@ fn encode_op(op: &Op, w: &mut Writer) {
             negated,
             has_null,
         } => w.u8(30).u32(*first).u32(*n).bool(*negated).bool(*has_null),
+        Op::TransactionTime => w.u8(31),
     };
 }
 
@@ -1085,6 +1111,7 @@ fn decode_op(r: &mut Reader<'_>) -> Result<Op> {
             negated: r.bool()?,
             has_null: r.bool()?,
         },
+        31 => Op::TransactionTime,
         t => return Err(Error::corrupted(format!("unknown opcode {t}"))),
     })
 }

@@ -117,7 +117,9 @@ pub fn encode_body(types: &[DataType], values: &[Value], w: &mut Writer) -> Resu
             (DataType::Numeric { .. }, Value::Numeric(d)) => {
                 w.i128(d.mantissa).u8(d.scale);
             }
-            (DataType::Text | DataType::Varchar(_), Value::Text(s)) => var_bytes(w, s.as_bytes()),
+            (DataType::Text | DataType::Varchar(_) | DataType::Char(_), Value::Text(s)) => {
+                var_bytes(w, s.as_bytes())
+            }
             (DataType::Bytea, Value::Bytea(b)) => var_bytes(w, b),
             (ty, v) => {
                 return Err(Error::corrupted(format!(
@@ -281,7 +283,7 @@ pub fn decode_body_columns_into(
                 }
                 Value::Numeric(Decimal::new(mantissa, scale))
             }
-            DataType::Text | DataType::Varchar(_) => Value::Text(
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) => Value::Text(
                 std::str::from_utf8(read_var(&mut r)?)
                     .map_err(|_| Error::corrupted("invalid UTF-8 in text column"))?
                     .to_string(),
@@ -312,6 +314,7 @@ pub(crate) mod tests {
             Just(DataType::Timestamp),
             Just(DataType::Text),
             (1u32..400).prop_map(DataType::Varchar),
+            (1u32..100).prop_map(DataType::Char),
             Just(DataType::Bytea),
         ]
     }
@@ -341,6 +344,18 @@ pub(crate) mod tests {
                     .prop_map(|c| Value::Text(c.into_iter().collect()))
                     .boxed()
             }
+            DataType::Char(n) => proptest::collection::vec(any::<char>(), 0..(n as usize).min(50))
+                .prop_map(move |c| {
+                    let s: String = c.into_iter().collect();
+                    Value::Text(Value::Text(s).cast(&DataType::Char(n)).map_or_else(
+                        |_| " ".repeat(n as usize),
+                        |v| match v {
+                            Value::Text(t) => t,
+                            _ => String::new(),
+                        },
+                    ))
+                })
+                .boxed(),
             DataType::Bytea => proptest::collection::vec(any::<u8>(), 0..600)
                 .prop_map(Value::Bytea)
                 .boxed(),

@@ -13,11 +13,18 @@ pub enum DataType {
     Int,
     BigInt,
     Double,
-    Numeric { precision: u8, scale: u8 },
+    Numeric {
+        precision: u8,
+        scale: u8,
+    },
     Date,
     Timestamp,
     Text,
     Varchar(u32),
+    /// `CHAR(n)` (PostgreSQL's `bpchar`): values are stored blank-padded
+    /// to `n` characters; in expressions they become text without their
+    /// trailing blanks.
+    Char(u32),
     Bytea,
 }
 
@@ -30,7 +37,10 @@ impl DataType {
     }
 
     pub fn is_textual(&self) -> bool {
-        matches!(self, DataType::Text | DataType::Varchar(_))
+        matches!(
+            self,
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_)
+        )
     }
 
     /// Bytes of the fixed-width body encoding, `None` for variable width.
@@ -40,7 +50,7 @@ impl DataType {
             DataType::Int | DataType::Date => Some(4),
             DataType::BigInt | DataType::Double | DataType::Timestamp => Some(8),
             DataType::Numeric { .. } => Some(17),
-            DataType::Text | DataType::Varchar(_) | DataType::Bytea => None,
+            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => None,
         }
     }
 
@@ -57,6 +67,7 @@ impl DataType {
             DataType::Timestamp => "timestamp without time zone".into(),
             DataType::Text => "text".into(),
             DataType::Varchar(n) => format!("character varying({n})"),
+            DataType::Char(n) => format!("character({n})"),
             DataType::Bytea => "bytea".into(),
         }
     }
@@ -72,6 +83,7 @@ impl DataType {
             DataType::Timestamp => w.u8(7),
             DataType::Text => w.u8(8),
             DataType::Varchar(n) => w.u8(9).u32(n),
+            DataType::Char(n) => w.u8(11).u32(n),
             DataType::Bytea => w.u8(10),
         };
     }
@@ -94,6 +106,7 @@ impl DataType {
             7 => DataType::Timestamp,
             8 => DataType::Text,
             9 => DataType::Varchar(r.u32()?),
+            11 => DataType::Char(r.u32()?),
             10 => DataType::Bytea,
             t => return Err(Error::corrupted(format!("unknown type tag {t}"))),
         })

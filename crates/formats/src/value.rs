@@ -437,6 +437,28 @@ fn parse_bytea(s: &str) -> Result<Vec<u8>> {
     }
 }
 
+/// A string as `CHAR(n)` stores it (PostgreSQL's `bpcharin` on
+/// assignment): blank-padded to `n` characters; a longer string is an
+/// error unless what goes beyond `n` is blanks only, which are cut.
+pub fn pad_bpchar(s: &str, n: u32) -> Result<String> {
+    let n = n as usize;
+    let len = s.chars().count();
+    if len <= n {
+        let mut out = String::with_capacity(s.len() + n - len);
+        out.push_str(s);
+        out.extend(std::iter::repeat_n(' ', n - len));
+        return Ok(out);
+    }
+    let cut = s.char_indices().nth(n).map_or(s.len(), |(i, _)| i);
+    if s[cut..].bytes().all(|b| b == b' ') {
+        return Ok(s[..cut].to_string());
+    }
+    Err(Error::sql(
+        SqlState::STRING_DATA_RIGHT_TRUNCATION,
+        format!("value too long for type character({n})"),
+    ))
+}
+
 impl Value {
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
@@ -548,6 +570,13 @@ impl Value {
                     ));
                 }
                 Value::Text(s)
+            }
+            (v, DataType::Char(n)) => {
+                let s = match v {
+                    Value::Text(s) => s.as_str(),
+                    v => &v.to_pg_text().unwrap_or_default(),
+                };
+                Value::Text(pad_bpchar(s, *n)?)
             }
             (Value::Text(s), DataType::Bool) => Value::Bool(parse_bool(s)?),
             (Value::Bool(b), DataType::Bool) => Value::Bool(*b),

@@ -132,6 +132,28 @@ impl Catalog {
         Ok(meta)
     }
 
+    /// Gives table `name` the primary key `key` (column positions; those
+    /// columns become NOT NULL), durably.
+    pub fn set_primary_key(&mut self, name: &str, key: &[usize]) -> Result<Arc<TableMeta>> {
+        let old = self.get(name).ok_or_else(|| Error::undefined_table(name))?;
+        let mut schema = old.schema.clone();
+        for &k in key {
+            schema.columns[k].nullable = false;
+        }
+        schema.primary_key = key.to_vec();
+        let meta = Arc::new(TableMeta {
+            id: old.id,
+            name: old.name.clone(),
+            schema,
+        });
+        self.tables.insert(name.to_string(), meta.clone());
+        if let Err(e) = self.persist() {
+            self.tables.insert(name.to_string(), old);
+            return Err(e);
+        }
+        Ok(meta)
+    }
+
     pub fn remove(&mut self, name: &str) -> Result<Arc<TableMeta>> {
         let meta = self
             .tables

@@ -26,7 +26,7 @@
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::{Mutex, RwLock};
 
@@ -54,10 +54,13 @@ use ndpdb_slt::SharedLockTable;
 
 /// Runtime state of one table.
 pub struct TableState {
-    pub meta: Arc<TableMeta>,
+    /// The catalog entry; replaced when `ALTER TABLE … ADD PRIMARY KEY`
+    /// gives the table a key (nothing else changes it).
+    meta: RwLock<Arc<TableMeta>>,
     pub types: Vec<DataType>,
     pub vids: VidMap,
-    pub pk: Option<PkIndex>,
+    /// The primary-key index, once the table has a key.
+    pub pk: OnceLock<PkIndex>,
     /// Update and lock jobs running on the device: they certify against
     /// heads captured when they started, so GC moves no head meanwhile.
     device_writers: AtomicU64,
@@ -82,10 +85,14 @@ impl TableState {
     /// A table whose PK index (if it has a key) is `pk`, or empty.
     fn with_pk(meta: Arc<TableMeta>, vids: VidMap, pk: Option<PkIndex>) -> TableState {
         let keyed = !meta.schema.primary_key.is_empty();
+        let index = OnceLock::new();
+        if keyed {
+            let _ = index.set(pk.unwrap_or_default());
+        }
         TableState {
             types: meta.schema.types(),
-            pk: keyed.then(|| pk.unwrap_or_default()),
-            meta,
+            pk: index,
+            meta: RwLock::new(meta),
             vids,
             device_writers: AtomicU64::new(0),
             changes_since_gc: AtomicU64::new(0),
@@ -105,8 +112,31 @@ impl TableState {
         self.device_writers.load(Ordering::SeqCst) > 0
     }
 
+    /// Gives the keyless table its key: the index, then the catalog
+    /// entry naming the key (called with no transaction running).
+    pub(crate) fn set_key(&self, meta: Arc<TableMeta>, index: PkIndex) -> Result<()> {
+        self.pk.set(index).map_err(|_| {
+            Error::new(
+                SqlState::INVALID_TABLE_DEFINITION,
+                format!(
+                    "multiple primary keys for table \"{}\" are not allowed",
+                    meta.name
+                ),
+            )
+        })?;
+        *self.meta.write() = meta;
+        Ok(())
+    }
+
+    /// The table's catalog entry as of now.
+    pub fn meta(&self) -> Arc<TableMeta> {
+        self.meta.read().clone()
+    }
+
+    /// The encoded primary key of `row`, if the table has a key.
     pub fn pk_key(&self, row: &[Value]) -> Option<Vec<u8>> {
-        let pk = &self.meta.schema.primary_key;
+        let meta = self.meta.read();
+        let pk = &meta.schema.primary_key;
         if pk.is_empty() {
             return None;
         }
@@ -134,7 +164,7 @@ pub(crate) struct DbInner {
     pub dir: PathBuf,
     pub config: Config,
     pub device: DeviceClient,
-    catalog: Mutex<Catalog>,
+    pub(crate) catalog: Mutex<Catalog>,
     pub(crate) tables: RwLock<HashMap<TableId, Arc<TableState>>>,
     pub(crate) l2p: L2pMap,
     pub(crate) delta: RwLock<DeltaBuffer>,
@@ -336,7 +366,7 @@ impl Database {
         report.pk_indexes_loaded = pk_loaded.len() as u64;
         report.pk_indexes_rebuilt = tables
             .values()
-            .filter(|t| t.pk.is_some() && !pk_loaded.contains(&t.meta.id))
+            .filter(|t| t.pk.get().is_some() && !pk_loaded.contains(&t.meta().id))
             .count() as u64;
         let locks = match slt {
             None => LockTable::new(),
@@ -667,7 +697,7 @@ impl Database {
     pub fn verify_pk_indexes(&self) -> Result<()> {
         let tables: Vec<Arc<TableState>> = self.inner.tables.read().values().cloned().collect();
         for ts in tables {
-            let Some(pk) = &ts.pk else { continue };
+            let Some(pk) = ts.pk.get() else { continue };
             let mut indexed: HashMap<Vid, Vec<u8>> = HashMap::new();
             for (key, vid) in pk.entries()? {
                 indexed.insert(vid, key);
@@ -677,12 +707,14 @@ impl Database {
                 let view = RecordView::parse(&rec)?;
                 let row = view.decode(&ts.types)?;
                 let key = ts.pk_key(&row).unwrap_or_default();
-                if indexed.get(&vid) != Some(&key) {
+                let unindexed_deleted = view.header.is_tombstone() && !indexed.contains_key(&vid);
+                if indexed.get(&vid) != Some(&key) && !unindexed_deleted {
                     return Err(Error::new(
                         SqlState::DATA_CORRUPTED,
                         format!(
                             "PK index disagrees with VID map for {} vid {}",
-                            ts.meta.name, vid.0
+                            ts.meta().name,
+                            vid.0
                         ),
                     ));
                 }
@@ -923,16 +955,26 @@ impl DbInner {
     fn finish_pk_indexes(&self, loaded: &HashSet<TableId>) -> Result<()> {
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
         for ts in tables {
-            let Some(pk) = &ts.pk else { continue };
-            if loaded.contains(&ts.meta.id) {
+            let Some(pk) = ts.pk.get() else { continue };
+            if loaded.contains(&ts.meta().id) {
                 ts.vids.allocate_from(pk.vid_bound());
                 continue;
             }
+            // A table keyed after it had rows (ALTER TABLE … ADD PRIMARY
+            // KEY) may hold a deleted tuple with the key of a live one:
+            // the live one keeps the key.
+            let mut live = HashSet::new();
             for (vid, head) in ts.vids.entries() {
                 let rec = self.fetch(head)?;
-                let row = RecordView::parse(&rec)?.decode(&ts.types)?;
+                let view = RecordView::parse(&rec)?;
+                let row = view.decode(&ts.types)?;
                 if let Some(key) = ts.pk_key(&row) {
-                    pk.insert(key, vid)?;
+                    if !view.header.is_tombstone() {
+                        live.insert(key.clone());
+                        pk.insert(key, vid)?;
+                    } else if !live.contains(&key) && pk.get(&key)?.is_none() {
+                        pk.insert(key, vid)?;
+                    }
                 }
             }
         }
@@ -1053,8 +1095,8 @@ impl DbInner {
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
         let mut ok = true;
         for ts in &tables {
-            if let Some(pk) = &ts.pk {
-                ok &= pk.save(&dir, ts.meta.id).is_ok() && !pk.is_broken();
+            if let Some(pk) = ts.pk.get() {
+                ok &= pk.save(&dir, ts.meta().id).is_ok() && !pk.is_broken();
             }
         }
         if !(ok && pk_index::write_manifest(&dir, next_txid).is_ok()) {

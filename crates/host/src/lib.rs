@@ -26,6 +26,7 @@
 //! - [`stats`]: counters shown by `SHOW STATS`.
 //! - [`interrupt`]: statement cancellation and `statement_timeout`.
 
+mod alter_table;
 pub mod attach;
 mod autovacuum;
 pub mod backup;

@@ -149,7 +149,7 @@ pub(crate) fn replay(
                     write_back(dir, device, log, delta, || {
                         format!(
                             "transaction {txid} updated table {} on the device after the backup (End-NDP at WAL LSN {}) without ndp_logging = extended",
-                            ts.meta.name, lsn.0
+                            ts.meta().name, lsn.0
                         )
                     })?;
                     out.overflow_logs += 1;
@@ -175,7 +175,7 @@ pub(crate) fn replay(
                     write_back(dir, device, log, delta, || {
                         format!(
                             "a garbage-collection run on table {} (WAL LSN {}) logged no overflow log",
-                            ts.meta.name, lsn.0
+                            ts.meta().name, lsn.0
                         )
                     })?;
                     out.overflow_logs += 1;
@@ -263,7 +263,7 @@ fn replay_delta_maps(
 
 /// A redone version's key added to its table's PK index.
 fn replay_key(ts: &TableState, vid: Vid, record: &[u8]) -> Result<()> {
-    let Some(pk) = &ts.pk else {
+    let Some(pk) = ts.pk.get() else {
         return Ok(());
     };
     let row = RecordView::parse(record)?.decode(&ts.types)?;
@@ -284,7 +284,7 @@ fn replay_head(ts: &TableState, delta: &mut DeltaBuffer, vid: Vid, rid: RecId) -
     }
     ts.vids.set(vid, rid);
     delta.push_delta_vid(VidEntry {
-        table: ts.meta.id,
+        table: ts.meta().id,
         vid,
         head: rid,
     });

@@ -102,6 +102,17 @@ impl TxManager {
     pub fn active_count(&self) -> usize {
         self.inner.lock().active.len()
     }
+
+    /// Runs `f` while no transaction runs and none can begin (the
+    /// manager's lock held), given the next TxId: every transaction below
+    /// it is finished. `None` if a transaction is running.
+    pub fn exclusive<R>(&self, f: impl FnOnce(TxId) -> R) -> Option<R> {
+        let g = self.inner.lock();
+        if !g.active.is_empty() {
+            return None;
+        }
+        Some(f(TxId(g.next)))
+    }
 }
 
 #[cfg(test)]

@@ -239,6 +239,36 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
             found,
         ));
     }
+    // pgbench's partitioning question about pgbench_accounts: the
+    // table's position in the search path, its partition strategy and
+    // its partition count — none and 0, ndpdb partitions no table.
+    if lower.contains("pg_catalog.pg_partitioned_table") && lower.contains("c.relname = '") {
+        let name: String = sql[lower.find("c.relname = '")? + "c.relname = '".len()..]
+            .chars()
+            .take_while(|c| *c != '\'')
+            .collect();
+        let found = db.tables().into_iter().any(|t| t.name == name);
+        let columns = vec![
+            ResultColumn {
+                name: "n".into(),
+                ty: DataType::Int,
+            },
+            ResultColumn {
+                name: "partstrat".into(),
+                ty: DataType::Char(1),
+            },
+            ResultColumn {
+                name: "count".into(),
+                ty: DataType::BigInt,
+            },
+        ];
+        let rows = if found {
+            vec![vec![Value::Int(1), Value::Null, Value::BigInt(0)]]
+        } else {
+            Vec::new()
+        };
+        return Some(Output::Rows { columns, rows });
+    }
     // 5–9. Row security, extended statistics, publications, inheritance.
     for (what, columns) in [
         ("pg_catalog.pg_policy", 6),

@@ -315,6 +315,10 @@ fn type_size(ty: &DataType) -> i16 {
         DataType::Bool => 1,
         DataType::Int | DataType::Date => 4,
         DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
-        DataType::Numeric { .. } | DataType::Text | DataType::Varchar(_) | DataType::Bytea => -1,
+        DataType::Numeric { .. }
+        | DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Bytea => -1,
     }
 }

@@ -159,10 +159,53 @@ impl Server {
                 session.set_setting(setting, v);
             }
         }
+        if let Some(options) = parameters.get("options") {
+            for (name, value) in startup_options(options) {
+                session.set_setting(&name, &value);
+            }
+        }
         Connection::new(reader, out, session).serve().await;
         // The cancel key is valid until here.
         drop(handler);
     }
+}
+
+/// The settings of a startup packet's `options` (libpq's `PGOPTIONS`):
+/// `-c name=value`, `-cname=value` or `--name=value`, separated by
+/// blanks, a backslash escaping the next character (`read\ committed`).
+fn startup_options(options: &str) -> Vec<(String, String)> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut chars = options.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => word.extend(chars.next()),
+            c if c.is_whitespace() => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+            }
+            c => word.push(c),
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let mut out = Vec::new();
+    let mut words = words.into_iter();
+    while let Some(w) = words.next() {
+        let setting = if w == "-c" {
+            words.next()
+        } else if let Some(s) = w.strip_prefix("--") {
+            Some(s.to_string())
+        } else {
+            w.strip_prefix("-c").map(str::to_string)
+        };
+        if let Some((name, value)) = setting.as_deref().and_then(|s| s.split_once('=')) {
+            out.push((name.replace('-', "_").to_lowercase(), value.to_string()));
+        }
+    }
+    out
 }
 
 /// Refuses a connection over the limit as PostgreSQL does: an
@@ -251,5 +294,26 @@ pub async fn serve(
             .spawn(move || serve_connection(socket, server, slot));
         // Out of threads: the connection (moved into the closure) is dropped.
         drop(spawned);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::startup_options;
+
+    #[test]
+    fn pgoptions_settings() {
+        let got = startup_options(
+            "-c default_transaction_isolation=read\\ committed -cstatement_timeout=5s --lock-timeout=1s -X",
+        );
+        let want = [
+            ("default_transaction_isolation", "read committed"),
+            ("statement_timeout", "5s"),
+            ("lock_timeout", "1s"),
+        ];
+        assert_eq!(
+            got,
+            want.map(|(n, v)| (n.to_string(), v.to_string())).to_vec()
+        );
     }
 }

@@ -44,6 +44,7 @@ pub fn pg_type(ty: &DataType) -> Type {
         DataType::Numeric { .. } => Type::NUMERIC,
         DataType::Text => Type::TEXT,
         DataType::Varchar(_) => Type::VARCHAR,
+        DataType::Char(_) => Type::BPCHAR,
         DataType::Bytea => Type::BYTEA,
         DataType::Date => Type::DATE,
         DataType::Timestamp => Type::TIMESTAMP,

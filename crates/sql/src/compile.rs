@@ -227,6 +227,10 @@ fn numeric_result(a: DataType, b: DataType) -> Option<DataType> {
     })
 }
 
+fn is_char(t: Ty) -> bool {
+    matches!(t, Ty::Known(DataType::Char(_)))
+}
+
 /// Whether two types can be compared.
 fn comparable(a: DataType, b: DataType) -> bool {
     (a.is_numeric() && b.is_numeric())
@@ -325,6 +329,28 @@ impl Compiler<'_> {
             has_null,
         });
         true
+    }
+
+    /// A `CHAR(n)` value as text: its trailing blanks removed.
+    fn text_operand(&mut self, t: Ty) -> Ty {
+        if !is_char(t) {
+            return t;
+        }
+        self.emit(Op::Call {
+            func: Func::Rtrim,
+            nargs: 1,
+        });
+        Ty::Known(DataType::Text)
+    }
+
+    /// A string literal compared with a `CHAR(n)` value loses its
+    /// trailing blanks too.
+    fn trim_literal(&mut self, t: Ty) {
+        if let Ty::Literal(i) = t {
+            if let Some(Value::Text(s)) = self.program.consts.get_mut(i as usize) {
+                s.truncate(s.trim_end_matches(' ').len());
+            }
+        }
     }
 
     fn patch_jump(&mut self, at: usize) {
@@ -522,8 +548,36 @@ impl Compiler<'_> {
             }
             _ => {}
         }
+        // CHAR(n) operands of comparisons and || are text without their
+        // trailing blanks (PostgreSQL's bpchar comparison and cast to
+        // text); so are string literals compared with them.
+        let textual = matches!(
+            op,
+            BinaryOperator::Eq
+                | BinaryOperator::NotEq
+                | BinaryOperator::Lt
+                | BinaryOperator::LtEq
+                | BinaryOperator::Gt
+                | BinaryOperator::GtEq
+                | BinaryOperator::StringConcat
+        );
         let lt = self.expr(left)?;
+        let l_char = is_char(lt);
+        let lt = if textual { self.text_operand(lt) } else { lt };
         let rt = self.expr(right)?;
+        let r_char = is_char(rt);
+        let rt = if textual { self.text_operand(rt) } else { rt };
+        if textual && (l_char || r_char) {
+            for t in [lt, rt] {
+                self.trim_literal(t);
+            }
+            if let (true, Ty::Param(_)) = (l_char, rt) {
+                self.emit(Op::Call {
+                    func: Func::Rtrim,
+                    nargs: 1,
+                });
+            }
+        }
         let (lt, rt) = match (lt, rt) {
             (Ty::Known(a), other) => (lt, self.coerce(other, Some(a))?),
             (other, Ty::Known(b)) => (self.coerce(other, Some(b))?, rt),
@@ -734,11 +788,39 @@ impl Compiler<'_> {
                 }
                 let target = convert_type(data_type)?;
                 let t = self.expr(expr)?;
+                // An explicit cast to CHAR(n) / VARCHAR(n) cuts what is
+                // longer (only assignment fails on it).
+                let limit = match target {
+                    DataType::Char(n) | DataType::Varchar(n) => Some(n),
+                    _ => None,
+                };
                 match t {
-                    Ty::Literal(_) | Ty::Param(_) => {
+                    Ty::Literal(i) => {
+                        if let (Some(n), Some(Value::Text(s))) =
+                            (limit, self.program.consts.get_mut(i as usize))
+                        {
+                            if let Some((cut, _)) = s.char_indices().nth(n as usize) {
+                                s.truncate(cut);
+                            }
+                        }
+                        self.coerce(t, Some(target))?;
+                    }
+                    Ty::Param(_) => {
                         self.coerce(t, Some(target))?;
                     }
                     _ => {
+                        if matches!(target, DataType::Text | DataType::Varchar(_)) {
+                            self.text_operand(t);
+                        }
+                        if let Some(n) = limit {
+                            self.emit(Op::Cast(DataType::Text));
+                            self.push_const(Value::Int(1));
+                            self.push_const(Value::Int(n.min(i32::MAX as u32) as i32));
+                            self.emit(Op::Call {
+                                func: Func::Substr,
+                                nargs: 3,
+                            });
+                        }
                         self.emit(Op::Cast(target));
                     }
                 }
@@ -922,6 +1004,22 @@ impl Compiler<'_> {
         if let Some(func) = agg_func {
             return self.aggregate(whole, func, &args, distinct);
         }
+        if args.is_empty()
+            && matches!(
+                name.as_str(),
+                "current_timestamp" | "now" | "localtimestamp" | "transaction_timestamp"
+            )
+        {
+            // The transaction's start, as a TIMESTAMP (ndpdb keeps no time
+            // zones: UTC).
+            self.emit(Op::TransactionTime);
+            return Ok(Ty::Known(DataType::Timestamp));
+        }
+        if args.is_empty() && name == "current_date" {
+            self.emit(Op::TransactionTime);
+            self.emit(Op::Cast(DataType::Date));
+            return Ok(Ty::Known(DataType::Date));
+        }
         if name == "version" && args.is_empty() {
             // What clients read to learn the server (PostgreSQL-compatible
             // prefix, as drivers parse it).
@@ -934,13 +1032,18 @@ impl Compiler<'_> {
             )
         })?;
         let mut tys = Vec::new();
-        for a in &args {
-            tys.push(self.expr(a)?);
+        for (i, a) in args.iter().enumerate() {
+            let t = self.expr(a)?;
+            let textual = matches!(
+                func,
+                Func::Lower | Func::Upper | Func::Trim | Func::Rtrim | Func::Ltrim | Func::Length
+            ) || (func == Func::Substr && i == 0);
+            tys.push(if textual { self.text_operand(t) } else { t });
         }
         check_arity(&name, func, &tys)?;
         let first = tys.iter().find_map(|t| t.data_type());
         let result = match func {
-            Func::Lower | Func::Upper | Func::Trim | Func::Substr => {
+            Func::Lower | Func::Upper | Func::Trim | Func::Rtrim | Func::Ltrim | Func::Substr => {
                 if let Some(t) = tys.first() {
                     self.coerce(*t, Some(DataType::Text))?;
                 }

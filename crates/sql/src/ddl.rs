@@ -1,4 +1,5 @@
-//! CREATE TABLE / DROP TABLE and SQL type names.
+//! CREATE TABLE / ALTER TABLE … ADD PRIMARY KEY / DROP TABLE and SQL
+//! type names.
 //!
 //! DDL takes effect immediately and durably (the catalog file is replaced
 //! atomically), also inside a transaction block; it is not rolled back by
@@ -64,6 +65,25 @@ pub fn convert_type(t: &AstType) -> Result<DataType> {
                     .max(1),
             ),
             Some(CharacterLength::Max) => DataType::Text,
+        },
+        AstType::Char(len) | AstType::Character(len) => match len {
+            None => DataType::Char(1),
+            Some(CharacterLength::IntegerLength { length, .. }) => {
+                if *length == 0 {
+                    return Err(Error::new(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        "length for type char must be at least 1",
+                    ));
+                }
+                if *length > 10_485_760 {
+                    return Err(Error::new(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        "length for type char cannot exceed 10485760",
+                    ));
+                }
+                DataType::Char(*length as u32)
+            }
+            Some(CharacterLength::Max) => return Err(unsupported_type(t)),
         },
         AstType::Bytea => DataType::Bytea,
         AstType::Custom(name, args) if args.is_empty() => {
@@ -145,6 +165,9 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
     if ct.if_not_exists && db.table(&name).is_ok() {
         return Ok(Output::command("CREATE TABLE"));
     }
+    if let sqlparser::ast::CreateTableOptions::With(options) = &ct.table_options {
+        storage_parameters(options)?;
+    }
     let mut columns = Vec::new();
     let mut pk_names: Vec<String> = Vec::new();
     for c in &ct.columns {
@@ -215,6 +238,96 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
     }
     db.create_table(&name, Schema::new(columns, primary_key))?;
     Ok(Output::command("CREATE TABLE"))
+}
+
+/// `WITH (…)` storage parameters, checked as PostgreSQL checks them.
+/// ndpdb writes pages whole (flush & append) and versions never update
+/// in place, so `fillfactor` has no free space to reserve: it is accepted
+/// for the tools that set it (pgbench) and has no effect.
+fn storage_parameters(options: &[sqlparser::ast::SqlOption]) -> Result<()> {
+    use sqlparser::ast::SqlOption;
+    for o in options {
+        let SqlOption::KeyValue { key, value } = o else {
+            return Err(Error::new(
+                SqlState::SYNTAX_ERROR,
+                format!("syntax error at or near \"{o}\""),
+            ));
+        };
+        let name = ident_name(key);
+        match name.as_str() {
+            "fillfactor" => {
+                let v = value.to_string();
+                let n: i64 = v.trim_matches('\'').parse().map_err(|_| {
+                    Error::new(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for integer option \"fillfactor\": {v}"),
+                    )
+                })?;
+                if !(10..=100).contains(&n) {
+                    return Err(Error::new(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        format!("value {n} out of bounds for option \"fillfactor\""),
+                    ));
+                }
+            }
+            _ => {
+                return Err(Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("unrecognized parameter \"{name}\""),
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `ALTER TABLE [IF EXISTS] t ADD [CONSTRAINT name] PRIMARY KEY (…)`,
+/// waiting up to `wait` for running transactions to end (the key is
+/// built while none runs). The constraint keeps ndpdb's name
+/// `<table>_pkey` whatever name is given.
+pub fn alter_table(
+    db: &Database,
+    at: &sqlparser::ast::AlterTable,
+    wait: std::time::Duration,
+) -> Result<Output> {
+    use sqlparser::ast::AlterTableOperation;
+    let name = table_name(&at.name)?;
+    let ts = match db.table(&name) {
+        Err(e) if at.if_exists && e.code == SqlState::UNDEFINED_TABLE => {
+            return Ok(Output::command("ALTER TABLE"));
+        }
+        r => r?,
+    };
+    for op in &at.operations {
+        let AlterTableOperation::AddConstraint {
+            constraint: TableConstraint::PrimaryKey(pk),
+            ..
+        } = op
+        else {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                format!("ALTER TABLE … {op} is not supported (ADD PRIMARY KEY is)"),
+            ));
+        };
+        let meta = ts.meta();
+        let key = pk_columns(&pk.columns)?
+            .iter()
+            .map(|n| {
+                meta.schema
+                    .columns
+                    .iter()
+                    .position(|c| &c.name == n)
+                    .ok_or_else(|| {
+                        Error::new(
+                            SqlState::UNDEFINED_COLUMN,
+                            format!("column \"{n}\" named in key does not exist"),
+                        )
+                    })
+            })
+            .collect::<Result<Vec<usize>>>()?;
+        db.add_primary_key(&name, &key, wait)?;
+    }
+    Ok(Output::command("ALTER TABLE"))
 }
 
 pub fn drop(

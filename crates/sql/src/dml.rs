@@ -92,12 +92,12 @@ fn column_position(ts: &TableState, name: &ObjectName) -> Result<usize> {
         .and_then(|p| p.as_ident())
         .map(ident_name)
         .unwrap_or_default();
-    ts.meta.schema.column_index(&col).ok_or_else(|| {
+    ts.meta().schema.column_index(&col).ok_or_else(|| {
         Error::new(
             SqlState::UNDEFINED_COLUMN,
             format!(
                 "column \"{col}\" of relation \"{}\" does not exist",
-                ts.meta.name
+                ts.meta().name
             ),
         )
     })
@@ -142,7 +142,7 @@ pub fn plan_insert(
     };
     let table = db.table(&name)?;
     let targets: Vec<usize> = if ins.columns.is_empty() {
-        (0..table.meta.schema.len()).collect()
+        (0..table.meta().schema.len()).collect()
     } else {
         ins.columns
             .iter()
@@ -186,7 +186,7 @@ pub fn plan_insert(
                 for (e, &col) in row.content.iter().zip(&targets) {
                     let (p, ty) = compile(e, &empty, params)?;
                     if let crate::compile::Ty::Param(i) = ty {
-                        params[i as usize].get_or_insert(table.meta.schema.columns[col].ty);
+                        params[i as usize].get_or_insert(table.meta().schema.columns[col].ty);
                     }
                     progs.push(p);
                 }
@@ -218,7 +218,7 @@ pub fn plan_insert(
 
 impl InsertPlan {
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
-        let schema = &self.table.meta.schema;
+        let schema = &self.table.meta().schema;
         let mut n = 0u64;
         let mut insert_row = |tx: &mut Transaction, values: Vec<Value>| -> Result<()> {
             let mut row = vec![Value::Null; schema.len()];
@@ -265,7 +265,7 @@ pub fn plan_update(
     let mut scope = Scope::default();
     scope.add_table(
         &filter.sources[0].alias,
-        ts.meta
+        ts.meta()
             .schema
             .columns
             .iter()
@@ -282,13 +282,13 @@ pub fn plan_update(
                 SqlState("42601"),
                 format!(
                     "multiple assignments to same column \"{}\"",
-                    ts.meta.schema.columns[col].name
+                    ts.meta().schema.columns[col].name
                 ),
             ));
         }
         let (p, ty) = compile(&a.value, &scope, params)?;
         if let crate::compile::Ty::Param(i) = ty {
-            params[i as usize].get_or_insert(ts.meta.schema.columns[col].ty);
+            params[i as usize].get_or_insert(ts.meta().schema.columns[col].ty);
         }
         sets.push((col, p, ty));
     }
@@ -317,7 +317,7 @@ impl UpdatePlan {
             return Ok(Output::command(format!("UPDATE {n}")));
         }
         let ts = self.filter.sources[0].table.clone();
-        let schema = &ts.meta.schema;
+        let schema = &ts.meta().schema;
         let rows = self.filter.matching(tx, params)?;
         let mut n = 0u64;
         for (vid, seen, row) in rows {

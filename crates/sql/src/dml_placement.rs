@@ -74,7 +74,7 @@ pub fn place_dml(
     let op = match sets {
         None => NdpOp::Delete,
         Some(sets) => {
-            let pk = &ts.meta.schema.primary_key;
+            let pk = &ts.meta().schema.primary_key;
             if sets.iter().any(|(c, _, _)| pk.contains(c)) {
                 if mode == NdpMode::On {
                     return Err(Error::new(
@@ -85,7 +85,7 @@ pub fn place_dml(
                 }
                 return Ok(None);
             }
-            let cols = &ts.meta.schema.columns;
+            let cols = &ts.meta().schema.columns;
             if sets.iter().any(|(c, _, ty)| !assignable(*ty, &cols[*c].ty)) {
                 return Ok(None);
             }
@@ -138,10 +138,10 @@ pub fn explain_dml(what: &str, filter: &SelectPlan, ndp: Option<&DmlPlacement>) 
         Access::Scan => "Scan",
     };
     let mut lines = vec![
-        format!("{what} on {} [{side}]", src.table.meta.name),
+        format!("{what} on {} [{side}]", src.table.meta().name),
         format!(
             "  {access} on {} [{side}]{}",
-            src.table.meta.name,
+            src.table.meta().name,
             if src.filter.is_some() { " filter" } else { "" }
         ),
     ];

@@ -3,7 +3,9 @@
 //! - [`limits`]: statement size and nesting limits (54000 / 54001).
 //! - [`session`]: statement dispatch and PostgreSQL transaction-block rules.
 //! - [`time_setting`]: time-valued settings (timeouts) as PostgreSQL reads and shows them.
-//! - [`ddl`]: CREATE TABLE / DROP TABLE and SQL type names.
+//! - [`copy_options`]: COPY's boolean option values as PostgreSQL spells them.
+//! - [`maintenance`]: VACUUM / ANALYZE in PostgreSQL's grammar.
+//! - [`ddl`]: CREATE TABLE / ALTER TABLE … ADD PRIMARY KEY / DROP TABLE and SQL type names.
 //! - [`scope`]: name resolution of columns over one or more tables.
 //! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
 //!   with static types and literal coercion.
@@ -20,10 +22,12 @@
 
 pub mod backup_call;
 pub mod compile;
+pub mod copy_options;
 pub mod ddl;
 pub mod dml;
 pub mod dml_placement;
 pub mod limits;
+pub mod maintenance;
 pub mod output;
 pub mod placement;
 pub mod query;

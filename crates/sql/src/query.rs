@@ -168,7 +168,7 @@ fn table_scope(ts: &TableState, alias: &str) -> Scope {
     let mut s = Scope::default();
     s.add_table(
         alias,
-        ts.meta
+        ts.meta()
             .schema
             .columns
             .iter()
@@ -204,6 +204,7 @@ fn output_name(e: &Expr) -> String {
                     DataType::Numeric { .. } => "numeric".into(),
                     DataType::Text => "text".into(),
                     DataType::Varchar(_) => "varchar".into(),
+                    DataType::Char(_) => "bpchar".into(),
                     DataType::Date => "date".into(),
                     DataType::Timestamp => "timestamp".into(),
                     DataType::Bytea => "bytea".into(),
@@ -632,7 +633,7 @@ fn pk_access(
     scope: &Scope,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<Access> {
-    let pk = &ts.meta.schema.primary_key;
+    let pk = &ts.meta().schema.primary_key;
     if pk.is_empty() {
         return Ok(Access::Scan);
     }
@@ -663,7 +664,7 @@ fn pk_access(
                 continue;
             }
             // Cast the key to the column's type so the index key matches.
-            let ty = ts.meta.schema.columns[ci].ty;
+            let ty = ts.meta().schema.columns[ci].ty;
             let cast = Expr::Cast {
                 kind: sqlparser::ast::CastKind::Cast,
                 expr: val.clone(),
@@ -697,6 +698,10 @@ fn ast_type_of(t: DataType) -> sqlparser::ast::DataType {
         DataType::Timestamp => A::Timestamp(None, TimezoneInfo::None),
         DataType::Text => A::Text,
         DataType::Varchar(n) => A::Varchar(Some(CharacterLength::IntegerLength {
+            length: n as u64,
+            unit: None,
+        })),
+        DataType::Char(n) => A::Char(Some(CharacterLength::IntegerLength {
             length: n as u64,
             unit: None,
         })),
@@ -1153,7 +1158,7 @@ impl SelectPlan {
             let side = if on_device(i) { "device" } else { "host" };
             lines.push(format!(
                 "  {access} on {} [{side}]{}",
-                src.table.meta.name,
+                src.table.meta().name,
                 if src.filter.is_some() { " filter" } else { "" }
             ));
             if on_device(i) {

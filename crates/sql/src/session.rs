@@ -103,7 +103,14 @@ pub struct Session {
 /// Parses SQL text into statements (PostgreSQL dialect), within the
 /// statement limits (limits.rs: size, nesting depth).
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    crate::limits::parse(sql)
+    let sql_parser = |sql: &str| match crate::copy_options::respell(sql) {
+        Some(respelled) => crate::limits::parse(&respelled),
+        None => crate::limits::parse(sql),
+    };
+    if let Some(maintenance) = crate::maintenance::parse(sql, sql_parser) {
+        return maintenance;
+    }
+    sql_parser(sql)
 }
 
 fn isolation_of(modes: &[TransactionMode]) -> Result<Option<Isolation>> {
@@ -165,7 +172,7 @@ impl Session {
         Session {
             tx: None,
             block: Block::None,
-            default_isolation: Isolation::Snapshot,
+            default_isolation: Isolation::ReadCommitted,
             ndp: NdpMode::Auto,
             ndp_pes: 0,
             ndp_preload: true,
@@ -365,12 +372,17 @@ impl Session {
                 ),
             ));
         }
-        self.in_transaction(|tx| match &p.kind {
-            PreparedKind::Select(plan) => plan.execute(tx, &params),
-            PreparedKind::Insert(plan) => plan.execute(tx, &params),
-            PreparedKind::Update(plan) => plan.execute(tx, &params),
-            PreparedKind::Delete(plan) => plan.execute(tx, &params),
-            PreparedKind::Other(_) => Err(Error::new(SqlState::INTERNAL_ERROR, "not a plan")),
+        self.in_transaction(|tx| {
+            // current_timestamp: the last parameter (Op::TransactionTime).
+            let mut params = params;
+            params.push(Value::Timestamp(tx.started_micros()));
+            match &p.kind {
+                PreparedKind::Select(plan) => plan.execute(tx, &params),
+                PreparedKind::Insert(plan) => plan.execute(tx, &params),
+                PreparedKind::Update(plan) => plan.execute(tx, &params),
+                PreparedKind::Delete(plan) => plan.execute(tx, &params),
+                PreparedKind::Other(_) => Err(Error::new(SqlState::INTERNAL_ERROR, "not a plan")),
+            }
         })
     }
 
@@ -427,12 +439,12 @@ impl Session {
         Ok(())
     }
 
-    /// A statement that is not allowed to run in a failed block fails the
-    /// block when it errors, like any other statement.
     /// Sets a parameter's session value without SQL (the server passes
     /// the client's startup parameters, e.g. application_name).
+    /// A value the SET would refuse is ignored (PostgreSQL refuses the
+    /// connection instead; a client then gets no session at all).
     pub fn set_setting(&mut self, name: &str, value: &str) {
-        self.settings.insert(name.to_lowercase(), value.to_string());
+        let _ = self.assign(name.to_lowercase(), value.to_string());
     }
 
     /// An error outside a statement (COPY data, a malformed Bind) aborts
@@ -547,6 +559,25 @@ impl Session {
             } => self.guarded(|s| s.explain(statement, *analyze, params)),
             Statement::CreateTable(ct) => self.guarded(|s| ddl::create_table(&s.db, ct)),
             Statement::Vacuum(v) => self.guarded(|s| s.vacuum(v)),
+            Statement::Analyze(a) => self.guarded(|s| {
+                if let Some(name) = &a.table_name {
+                    s.db.table(&ddl::table_name(name)?)?;
+                }
+                Ok(Output::command("ANALYZE"))
+            }),
+            Statement::Truncate(t) => self.truncate(t),
+            Statement::AlterTable(at) => self.guarded(|s| {
+                if s.tx.is_some() || s.block != Block::None {
+                    return Err(Error::new(
+                        SqlState::ACTIVE_SQL_TRANSACTION,
+                        "ALTER TABLE … ADD PRIMARY KEY cannot run inside a transaction block",
+                    ));
+                }
+                // PostgreSQL waits for its lock without limit unless
+                // lock_timeout is set; so does the build here.
+                let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
+                ddl::alter_table(&s.db, at, wait)
+            }),
             Statement::Query(_) if crate::backup_call::is_backup_call(stmt) => {
                 let in_block = self.tx.is_some() || self.block != Block::None;
                 self.guarded(|s| crate::backup_call::run(&s.db, stmt, in_block))
@@ -586,6 +617,43 @@ impl Session {
                 ))
             }),
         }
+    }
+
+    /// `TRUNCATE [TABLE] [ONLY] t [, …] [RESTART | CONTINUE IDENTITY]
+    /// [CASCADE | RESTRICT]`: every row of the tables deleted in one
+    /// transaction (the block's, or its own), as DELETEs planned like any
+    /// other (on the device where placement puts them). Unlike
+    /// PostgreSQL's, it is MVCC-safe — snapshots older than the commit
+    /// still see the rows — and the space returns with VACUUM.
+    fn truncate(&mut self, t: &sqlparser::ast::Truncate) -> Result<Output> {
+        self.check_not_failed()?;
+        let mut plans = Vec::new();
+        for target in &t.table_names {
+            let planned = ddl::table_name(&target.name)
+                .and_then(|name| {
+                    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+                    parse(&format!("DELETE FROM {quoted}"))
+                })
+                .and_then(|stmts| match stmts.first() {
+                    Some(stmt) => self.prepare_borrowed(stmt),
+                    None => Err(Error::new(SqlState::INTERNAL_ERROR, "empty DELETE")),
+                });
+            match planned {
+                Ok(p) => plans.push(p),
+                Err(e) => {
+                    self.fail_transaction();
+                    return Err(e);
+                }
+            }
+        }
+        self.in_transaction(|tx| {
+            for p in &plans {
+                if let PreparedKind::Delete(plan) = &p.kind {
+                    plan.execute(tx, &[])?;
+                }
+            }
+            Ok(Output::command("TRUNCATE TABLE"))
+        })
     }
 
     /// `VACUUM [FULL] [table]`: garbage collection now (DESIGN.md §8a),
@@ -743,92 +811,7 @@ impl Session {
             } => {
                 let name = variable.to_string().to_lowercase();
                 let value = values.iter().map(expr_text).collect::<Vec<_>>().join(", ");
-                match name.as_str() {
-                    "ndp" => {
-                        self.ndp = match value.to_lowercase().as_str() {
-                            "on" | "true" => NdpMode::On,
-                            "off" | "false" => NdpMode::Off,
-                            "auto" => NdpMode::Auto,
-                            v => {
-                                return Err(Error::new(
-                                    SqlState::INVALID_PARAMETER_VALUE,
-                                    format!("invalid value for parameter \"ndp\": \"{v}\" (on, off or auto)"),
-                                ))
-                            }
-                        }
-                    }
-                    "ndp_pes" => {
-                        self.ndp_pes = value.parse().ok().filter(|n| *n <= 64).ok_or_else(|| {
-                            Error::new(
-                                SqlState::INVALID_PARAMETER_VALUE,
-                                format!("invalid value for parameter \"ndp_pes\": \"{value}\" (0 = device default, at most 64)"),
-                            )
-                        })?
-                    }
-                    "ndp_logging" => {
-                        self.ndp_logging = NdpLogging::parse(&value).ok_or_else(|| {
-                            Error::new(
-                                SqlState::INVALID_PARAMETER_VALUE,
-                                format!("invalid value for parameter \"ndp_logging\": \"{value}\" (off, basic or extended)"),
-                            )
-                        })?
-                    }
-                    "ndp_preload" => self.ndp_preload = bool_setting("ndp_preload", &value)?,
-                    "ndp_lock_violation" => {
-                        self.ndp_lock_violation = bool_setting("ndp_lock_violation", &value)?
-                    }
-                    "host_workers" => {
-                        self.host_workers = match value.trim().parse::<usize>() {
-                            Ok(n) if (1..=64).contains(&n) => n,
-                            _ => {
-                                return Err(Error::new(
-                                    SqlState::INVALID_PARAMETER_VALUE,
-                                    format!("invalid value for parameter \"host_workers\": \"{value}\" (1 to 64)"),
-                                ))
-                            }
-                        };
-                    }
-                    "statement_timeout" => {
-                        self.statement_timeout = time_setting::parse(&name, &value)?;
-                    }
-                    "lock_timeout" => {
-                        self.lock_wait.timeout = time_setting::parse(&name, &value)?;
-                    }
-                    "deadlock_timeout" => {
-                        self.lock_wait.deadlock_timeout =
-                            time_setting::parse_positive(&name, &value)?;
-                    }
-                    "vacuum_cost_delay" => {
-                        let d = time_setting::parse(&name, &value)?.unwrap_or_default();
-                        if d > Duration::from_millis(100) {
-                            return Err(Error::new(
-                                SqlState::INVALID_PARAMETER_VALUE,
-                                format!("{value} ms is outside the valid range for parameter \"vacuum_cost_delay\" (0 .. 100)"),
-                            ));
-                        }
-                    }
-                    "vacuum_cost_limit"
-                        if !value
-                            .trim()
-                            .parse::<u32>()
-                            .is_ok_and(|n| (1..=10000).contains(&n)) =>
-                    {
-                        return Err(Error::new(
-                            SqlState::INVALID_PARAMETER_VALUE,
-                            format!("invalid value for parameter \"vacuum_cost_limit\": \"{value}\" (1 .. 10000)"),
-                        ));
-                    }
-                    _ => {}
-                }
-                if name == "default_transaction_isolation" || name == "transaction_isolation" {
-                    let iso = parse_isolation_name(&value)?;
-                    if name == "default_transaction_isolation" {
-                        self.default_isolation = iso;
-                    } else if let Some(tx) = &mut self.tx {
-                        tx.set_isolation(iso);
-                    }
-                }
-                self.settings.insert(name, value);
+                self.assign(name, value)?;
                 Ok(Output::command("SET"))
             }
             Set::SetTimeZone { value, .. } => {
@@ -840,6 +823,97 @@ impl Session {
                 format!("{other} is not supported"),
             )),
         }
+    }
+
+    /// Sets a parameter by name (SET, and the client's startup options).
+    fn assign(&mut self, name: String, value: String) -> Result<()> {
+        match name.as_str() {
+            "ndp" => {
+                self.ndp = match value.to_lowercase().as_str() {
+                    "on" | "true" => NdpMode::On,
+                    "off" | "false" => NdpMode::Off,
+                    "auto" => NdpMode::Auto,
+                    v => {
+                        return Err(Error::new(
+                            SqlState::INVALID_PARAMETER_VALUE,
+                            format!("invalid value for parameter \"ndp\": \"{v}\" (on, off or auto)"),
+                        ))
+                    }
+                }
+            }
+            "ndp_pes" => {
+                self.ndp_pes = value.parse().ok().filter(|n| *n <= 64).ok_or_else(|| {
+                    Error::new(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"ndp_pes\": \"{value}\" (0 = device default, at most 64)"),
+                    )
+                })?
+            }
+            "ndp_logging" => {
+                self.ndp_logging = NdpLogging::parse(&value).ok_or_else(|| {
+                    Error::new(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        format!("invalid value for parameter \"ndp_logging\": \"{value}\" (off, basic or extended)"),
+                    )
+                })?
+            }
+            "ndp_preload" => self.ndp_preload = bool_setting("ndp_preload", &value)?,
+            "ndp_lock_violation" => {
+                self.ndp_lock_violation = bool_setting("ndp_lock_violation", &value)?
+            }
+            "host_workers" => {
+                self.host_workers = match value.trim().parse::<usize>() {
+                    Ok(n) if (1..=64).contains(&n) => n,
+                    _ => {
+                        return Err(Error::new(
+                            SqlState::INVALID_PARAMETER_VALUE,
+                            format!("invalid value for parameter \"host_workers\": \"{value}\" (1 to 64)"),
+                        ))
+                    }
+                };
+            }
+            "statement_timeout" => {
+                self.statement_timeout = time_setting::parse(&name, &value)?;
+            }
+            "lock_timeout" => {
+                self.lock_wait.timeout = time_setting::parse(&name, &value)?;
+            }
+            "deadlock_timeout" => {
+                self.lock_wait.deadlock_timeout =
+                    time_setting::parse_positive(&name, &value)?;
+            }
+            "vacuum_cost_delay" => {
+                let d = time_setting::parse(&name, &value)?.unwrap_or_default();
+                if d > Duration::from_millis(100) {
+                    return Err(Error::new(
+                        SqlState::INVALID_PARAMETER_VALUE,
+                        format!("{value} ms is outside the valid range for parameter \"vacuum_cost_delay\" (0 .. 100)"),
+                    ));
+                }
+            }
+            "vacuum_cost_limit"
+                if !value
+                    .trim()
+                    .parse::<u32>()
+                    .is_ok_and(|n| (1..=10000).contains(&n)) =>
+            {
+                return Err(Error::new(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    format!("invalid value for parameter \"vacuum_cost_limit\": \"{value}\" (1 .. 10000)"),
+                ));
+            }
+            _ => {}
+        }
+        if name == "default_transaction_isolation" || name == "transaction_isolation" {
+            let iso = parse_isolation_name(&value)?;
+            if name == "default_transaction_isolation" {
+                self.default_isolation = iso;
+            } else if let Some(tx) = &mut self.tx {
+                tx.set_isolation(iso);
+            }
+        }
+        self.settings.insert(name, value);
+        Ok(())
     }
 
     /// The current value of a setting, as SHOW and current_setting() see it.

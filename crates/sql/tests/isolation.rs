@@ -106,7 +106,7 @@ fn snapshot_reads_are_repeatable() {
     let (_d, db) = setup();
     let mut a = session(&db);
     let mut b = session(&db);
-    a.execute("BEGIN").unwrap();
+    a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
     assert_eq!(
         value(&mut a, "SELECT v FROM acct WHERE id = 3"),
         Value::BigInt(100)

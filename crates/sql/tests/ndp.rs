@@ -237,7 +237,7 @@ fn ndp_sees_commits_before_its_snapshot_and_not_after() {
     a.execute("SET ndp = on").unwrap();
     let count = |s: &mut Session| query(s, "SELECT count(*), sum(v) FROM c")[0].clone();
     assert_eq!(count(&mut a), vec![Value::BigInt(2), Value::BigInt(3)]);
-    a.execute("BEGIN").unwrap();
+    a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
     assert_eq!(count(&mut a), vec![Value::BigInt(2), Value::BigInt(3)]);
     b.execute("INSERT INTO c VALUES (3, 30); UPDATE c SET v = 10 WHERE k = 1")
         .unwrap();
@@ -282,7 +282,8 @@ fn flushes_racing_with_ndp_queries_do_not_change_their_results() {
     };
     let mut checked = 0;
     for _ in 0..15 {
-        s.execute("BEGIN; SET ndp = on").unwrap();
+        s.execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SET ndp = on")
+            .unwrap();
         let first = query(&mut s, "SELECT count(*), sum(v), max(length(pad)) FROM r");
         let mut by_key = BTreeMap::new();
         for _ in 0..4 {

@@ -211,7 +211,10 @@ fn validation_catches_a_conflict_that_slipped_past_locking() {
     let mut h = Session::new(db.clone());
     h.execute("BEGIN").unwrap();
     h.execute("UPDATE t SET c = 7 WHERE k = 150").unwrap();
-    n.execute("SET ndp = on").unwrap();
+    // Under REPEATABLE READ the job's update of a row changed since its
+    // snapshot is a serialization failure.
+    n.execute("SET ndp = on; SET default_transaction_isolation = 'repeatable read'")
+        .unwrap();
     let job = thread::spawn(move || {
         let r = n.execute("UPDATE t SET c = c + 100");
         (n, r)
@@ -554,7 +557,8 @@ fn select_for_update_on_the_device_then_update_reuses_its_rows() {
     .map(|r| r[0].to_pg_text().unwrap_or_default())
     .collect();
     assert!(plan.iter().any(|l| l.contains("locks rows")), "{plan:?}");
-    s.execute("BEGIN").unwrap();
+    // Pipelines run under REPEATABLE READ.
+    s.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
     let locked = rows(&mut s, "SELECT k, c FROM t WHERE k % 10 = 0 FOR UPDATE");
     assert_eq!(locked.len(), 200);
     // Another transaction cannot change a locked row, but can change others.

@@ -334,7 +334,7 @@ impl PageBuf {
             let d = PAGE_HEADER_SIZE + DIR_ENTRY_SIZE * c;
             let (precision, scale, varlen) = match *ty {
                 DataType::Numeric { precision, scale } => (precision, scale, 0),
-                DataType::Varchar(n) => (0, 0, n),
+                DataType::Varchar(n) | DataType::Char(n) => (0, 0, n),
                 _ => (0, 0, 0),
             };
             b[d] = type_tag(*ty);

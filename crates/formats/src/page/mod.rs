@@ -212,11 +212,13 @@ impl<'a> ColumnRef<'a> {
                 }
                 Value::Numeric(Decimal::new(m, scales[i]))
             }
-            (DataType::Text | DataType::Varchar(_), ColumnData::Var { .. }) => Value::Text(
-                std::str::from_utf8(self.var(i)?)
-                    .map_err(|_| Error::corrupted("invalid UTF-8 in text column"))?
-                    .to_string(),
-            ),
+            (DataType::Text | DataType::Varchar(_) | DataType::Char(_), ColumnData::Var { .. }) => {
+                Value::Text(
+                    std::str::from_utf8(self.var(i)?)
+                        .map_err(|_| Error::corrupted("invalid UTF-8 in text column"))?
+                        .to_string(),
+                )
+            }
             (DataType::Bytea, ColumnData::Var { .. }) => Value::Bytea(self.var(i)?.to_vec()),
             (ty, _) => return Err(Error::corrupted(format!("minipage does not hold {ty}"))),
         })
@@ -292,6 +294,7 @@ fn dir_type(b: &[u8], d: usize) -> Result<DataType> {
         7 => DataType::Timestamp,
         8 => DataType::Text,
         9 => DataType::Varchar(rd32(b, d + 4)),
+        11 => DataType::Char(rd32(b, d + 4)),
         10 => DataType::Bytea,
         t => return Err(Error::corrupted(format!("unknown type tag {t}"))),
     })

@@ -78,6 +78,9 @@ enum Current {
 pub struct Transaction {
     db: Database,
     id: TxId,
+    /// When it began, in µs since 1970-01-01 00:00:00 UTC
+    /// (`current_timestamp`).
+    started_micros: i64,
     isolation: Isolation,
     snapshot: Snapshot,
     writes: FxHashMap<(TableId, Vid), WriteEntry>,
@@ -121,9 +124,13 @@ impl Database {
         self.inner.check_ok()?;
         let id = self.inner.txm.begin();
         let snapshot = self.inner.txm.snapshot(id);
+        let started_micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_micros() as i64);
         Ok(Transaction {
             db: self.clone(),
             id,
+            started_micros,
             isolation,
             snapshot,
             writes: FxHashMap::default(),
@@ -152,6 +159,12 @@ impl Database {
 }
 
 impl Transaction {
+    /// When the transaction began, in µs since 1970-01-01 00:00:00 UTC:
+    /// `current_timestamp` / `now()` for all its statements.
+    pub fn started_micros(&self) -> i64 {
+        self.started_micros
+    }
+
     pub fn id(&self) -> TxId {
         self.id
     }
@@ -292,7 +305,7 @@ impl Transaction {
     /// The chain head this transaction reads for a tuple: its own
     /// update-NDP version if it has one, else the shared VID map's.
     pub(crate) fn head_of(&self, ts: &TableState, vid: Vid) -> RecId {
-        match self.ndp_heads.get(&(ts.meta.id, vid)) {
+        match self.ndp_heads.get(&(ts.meta().id, vid)) {
             Some(r) => *r,
             None => ts.vids.head(vid),
         }
@@ -327,7 +340,7 @@ impl Transaction {
     /// The visible version of a tuple: `(version RecId, row)`. Rows written
     /// by this transaction come back with `RecId::NULL`.
     pub fn get(&self, ts: &TableState, vid: Vid) -> Result<Option<(RecId, Vec<Value>)>> {
-        if let Some(e) = self.writes.get(&(ts.meta.id, vid)) {
+        if let Some(e) = self.writes.get(&(ts.meta().id, vid)) {
             return Ok(match e.tombstone {
                 true => None,
                 false => Some((RecId::NULL, e.row(ts)?)),
@@ -357,7 +370,7 @@ impl Transaction {
         ts: &TableState,
         key: &[Value],
     ) -> Result<Option<(Vid, RecId, Vec<Value>)>> {
-        let Some(pk) = &ts.pk else {
+        let Some(pk) = ts.pk.get() else {
             return Err(Error::new(
                 SqlState::INTERNAL_ERROR,
                 "table has no primary key",
@@ -412,7 +425,7 @@ impl Transaction {
         if self.writes.is_empty() {
             return Ok(None);
         }
-        match self.writes.get(&(ts.meta.id, vid)) {
+        match self.writes.get(&(ts.meta().id, vid)) {
             None => Ok(None),
             Some(e) if e.tombstone => Ok(Some(None)),
             Some(e) => Ok(Some(Some(e.row(ts)?))),
@@ -452,7 +465,7 @@ impl Transaction {
         mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
         let n = ts.vids.vid_count();
-        let table = ts.meta.id;
+        let table = ts.meta().id;
         let inner = &self.db.inner;
         let mut heads = Vec::with_capacity(1024);
         let mut pages = FxHashMap::default();
@@ -561,7 +574,7 @@ impl Transaction {
         seen: RecId,
         seen_row: Option<Vec<Value>>,
     ) -> Result<Current> {
-        let key = (ts.meta.id, vid);
+        let key = (ts.meta().id, vid);
         if let Some(e) = self.writes.get(&key) {
             return Ok(if e.tombstone {
                 Current::Gone
@@ -638,7 +651,7 @@ impl Transaction {
     }
 
     fn check_row(&self, ts: &TableState, row: &[Value]) -> Result<()> {
-        let cols = &ts.meta.schema.columns;
+        let cols = &ts.meta().schema.columns;
         if row.len() != cols.len() {
             return Err(Error::new(
                 SqlState::SYNTAX_ERROR,
@@ -651,7 +664,7 @@ impl Transaction {
                     SqlState::NOT_NULL_VIOLATION,
                     format!(
                         "null value in column \"{}\" of relation \"{}\" violates not-null constraint",
-                        c.name, ts.meta.name
+                        c.name, ts.meta().name
                     ),
                 ));
             }
@@ -667,7 +680,7 @@ impl Transaction {
         row: &[Value],
         tombstone: bool,
     ) -> Result<()> {
-        let key = (ts.meta.id, vid);
+        let key = (ts.meta().id, vid);
         let pred = self.writes.get(&key).map_or(pred, |e| e.pred);
         if tombstone && pred.is_null() {
             // Inserted and deleted by this transaction: nothing to write.
@@ -711,10 +724,11 @@ impl Transaction {
     }
 
     fn duplicate_key(ts: &TableState, row: &[Value]) -> Error {
-        let pk = &ts.meta.schema.primary_key;
+        let meta = ts.meta();
+        let pk = &meta.schema.primary_key;
         let names: Vec<&str> = pk
             .iter()
-            .map(|&i| ts.meta.schema.columns[i].name.as_str())
+            .map(|&i| meta.schema.columns[i].name.as_str())
             .collect();
         let vals: Vec<String> = pk
             .iter()
@@ -724,7 +738,7 @@ impl Transaction {
             SqlState::UNIQUE_VIOLATION,
             format!(
                 "duplicate key value violates unique constraint \"{}\"",
-                ts.meta.pk_constraint_name()
+                ts.meta().pk_constraint_name()
             ),
         )
         .with_detail(format!(
@@ -737,14 +751,14 @@ impl Transaction {
     /// Inserts a row (values already of the column types).
     pub fn insert(&mut self, ts: &TableState, row: Vec<Value>) -> Result<Vid> {
         self.check_row(ts, &row)?;
-        let Some(pk) = &ts.pk else {
+        let Some(pk) = ts.pk.get() else {
             let vid = ts.vids.allocate();
             self.put(ts, vid, RecId::NULL, &row, false)?;
             return Ok(vid);
         };
         let key = ts.pk_key(&row).unwrap_or_default();
         let (vid, _) = pk.get_or_insert(key, || ts.vids.allocate())?;
-        let lock_key = (ts.meta.id, vid);
+        let lock_key = (ts.meta().id, vid);
         if let Some(e) = self.writes.get(&lock_key) {
             if !e.tombstone {
                 return Err(Self::duplicate_key(ts, &row));
@@ -796,7 +810,7 @@ impl Transaction {
             return Ok(WriteOutcome::Skipped);
         };
         self.check_row(ts, &new_row)?;
-        if ts.pk.is_some() && ts.pk_key(&row) != ts.pk_key(&new_row) {
+        if ts.pk.get().is_some() && ts.pk_key(&row) != ts.pk_key(&new_row) {
             // The key names the VID: a key change is delete + insert.
             self.put(ts, vid, pred, &row, true)?;
             self.insert(ts, new_row.clone())?;
