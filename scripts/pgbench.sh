@@ -59,7 +59,7 @@ if [ -n "${inner:-}" ]; then
 fi
 
 command -v pgbench >/dev/null || bash scripts/postgres-baseline.sh -- true
-cargo build --release -q -p ndpdb
+cargo build --release -q --workspace --bins
 port=55433
 dir=$(mktemp -d)
 ./target/release/ndpdb serve --db "$dir/db" --listen "127.0.0.1:$port" >"$out/ndpdb-serve.log" 2>&1 &

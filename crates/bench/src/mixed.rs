@@ -203,7 +203,8 @@ pub fn sweep(
 
 /// SELECT … FOR UPDATE followed by the UPDATE of the same rows, against
 /// the UPDATE alone, on the host and on the device (update NDP §7, NDP
-/// pipelines): `(ndp, update alone, select-for-update + update)`.
+/// pipelines, which run under REPEATABLE READ): `(ndp, update alone,
+/// select-for-update + update)`.
 pub fn for_update_overhead(
     db: &Database,
     selectivity: u32,
@@ -216,12 +217,12 @@ pub fn for_update_overhead(
         s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
         let t = Instant::now();
         s.execute(&format!(
-            "BEGIN; UPDATE {TABLE} SET field8 = 'a' WHERE {pred}; COMMIT"
+            "BEGIN ISOLATION LEVEL REPEATABLE READ; UPDATE {TABLE} SET field8 = 'a' WHERE {pred}; COMMIT"
         ))?;
         let alone = t.elapsed();
         let t = Instant::now();
         s.execute(&format!(
-            "BEGIN; SELECT ycsb_key FROM {TABLE} WHERE {pred} FOR UPDATE; UPDATE {TABLE} SET field8 = 'b' WHERE {pred}; COMMIT"
+            "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT ycsb_key FROM {TABLE} WHERE {pred} FOR UPDATE; UPDATE {TABLE} SET field8 = 'b' WHERE {pred}; COMMIT"
         ))?;
         let both = t.elapsed();
         log(&format!(

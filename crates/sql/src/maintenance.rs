@@ -30,7 +30,7 @@ pub fn parse(
     sql: &str,
     other: impl Fn(&str) -> Result<Vec<Statement>>,
 ) -> Option<Result<Vec<Statement>>> {
-    if sql.len() > MAX_TEXT {
+    if sql.len() > MAX_TEXT || !mentions(sql, b"vacuum") && !mentions(sql, b"analy") {
         return None;
     }
     let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
@@ -77,6 +77,14 @@ pub fn parse(
         }
     }
     Some(Ok(out))
+}
+
+/// Whether `sql` holds `word` in any case (a cheap test before the
+/// tokenizer: most statements never mention VACUUM or ANALYZE).
+fn mentions(sql: &str, word: &[u8]) -> bool {
+    sql.as_bytes()
+        .windows(word.len())
+        .any(|w| w.eq_ignore_ascii_case(word))
 }
 
 fn word(t: &Token) -> Option<&Word> {
@@ -140,13 +148,8 @@ impl Parser<'_> {
                         ))
                     }
                 }
-                match self.peek() {
-                    Some(Token::Comma) => self.at += 1,
-                    Some(Token::RParen) => {
-                        self.at += 1;
-                        break;
-                    }
-                    _ => return Err(self.syntax_error()),
+                if !self.list_continues()? {
+                    break;
                 }
             }
         } else if vacuum {
@@ -196,6 +199,17 @@ impl Parser<'_> {
         } else {
             tables.into_iter().map(|t| one(Some(t))).collect()
         })
+    }
+
+    /// After an item of a parenthesised list: `,` (more follow) or `)`.
+    fn list_continues(&mut self) -> Result<bool> {
+        let more = match self.peek() {
+            Some(Token::Comma) => true,
+            Some(Token::RParen) => false,
+            _ => return Err(self.syntax_error()),
+        };
+        self.at += 1;
+        Ok(more)
     }
 
     /// An option's value: none (true), a boolean word, a number or a string.
@@ -253,13 +267,8 @@ impl Parser<'_> {
                     Some(Token::Word(_)) => self.at += 1,
                     _ => return Err(self.syntax_error()),
                 }
-                match self.peek() {
-                    Some(Token::Comma) => self.at += 1,
-                    Some(Token::RParen) => {
-                        self.at += 1;
-                        break;
-                    }
-                    _ => return Err(self.syntax_error()),
+                if !self.list_continues()? {
+                    break;
                 }
             }
         }
