@@ -4,7 +4,8 @@
 #   psql (postgresql-client), python3 + psycopg 3, java + the PostgreSQL
 #   JDBC driver (into ~/.m2, where crates/server/tests/clients.rs looks),
 #   and PostgreSQL 15 itself for the conformance test
-#   (crates/cli/tests/conformance.rs, through scripts/postgres-baseline.sh).
+#   (crates/cli/tests/conformance.rs, through scripts/postgres-baseline.sh)
+#   and for its pgbench (crates/server/tests/pgbench.rs).
 set -euo pipefail
 
 JDBC_VERSION=42.7.4

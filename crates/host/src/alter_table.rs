@@ -27,13 +27,21 @@ use ndpdb_formats::{SqlState, TxId, Vid};
 
 use crate::database::{Database, DbInner, TableState};
 use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
 use crate::pk_index::{encode_key, PkIndex};
 use crate::txn::{find_visible, Snapshot, Visible};
 
 impl Database {
     /// Gives table `name` the primary key `key` (column positions),
-    /// waiting up to `wait` for running transactions to end (55P03 after).
-    pub fn add_primary_key(&self, name: &str, key: &[usize], wait: Duration) -> Result<()> {
+    /// waiting up to `wait` for running transactions to end (55P03 after);
+    /// `interrupt` (cancel, statement_timeout) ends the wait too.
+    pub fn add_primary_key(
+        &self,
+        name: &str,
+        key: &[usize],
+        wait: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
         let inner = &self.inner;
         inner.check_ok()?;
         let ts = self.table(name)?;
@@ -67,6 +75,7 @@ impl Database {
             if let Some(done) = inner.txm.exclusive(|next| inner.build_key(&ts, key, next)) {
                 return done;
             }
+            interrupt.check()?;
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(Error::new(
                     SqlState::LOCK_NOT_AVAILABLE,

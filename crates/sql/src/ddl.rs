@@ -289,6 +289,7 @@ pub fn alter_table(
     db: &Database,
     at: &sqlparser::ast::AlterTable,
     wait: std::time::Duration,
+    interrupt: &ndpdb_host::interrupt::Interrupt,
 ) -> Result<Output> {
     use sqlparser::ast::AlterTableOperation;
     let name = table_name(&at.name)?;
@@ -325,7 +326,7 @@ pub fn alter_table(
                     })
             })
             .collect::<Result<Vec<usize>>>()?;
-        db.add_primary_key(&name, &key, wait)?;
+        db.add_primary_key(&name, &key, wait, interrupt)?;
     }
     Ok(Output::command("ALTER TABLE"))
 }

@@ -576,7 +576,7 @@ impl Session {
                 // PostgreSQL waits for its lock without limit unless
                 // lock_timeout is set; so does the build here.
                 let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
-                ddl::alter_table(&s.db, at, wait)
+                ddl::alter_table(&s.db, at, wait, &s.interrupt)
             }),
             Statement::Query(_) if crate::backup_call::is_backup_call(stmt) => {
                 let in_block = self.tx.is_some() || self.block != Block::None;

@@ -339,3 +339,40 @@ fn error_in_block_aborts_until_rollback() {
         Value::BigInt(0)
     );
 }
+
+/// ALTER TABLE … ADD PRIMARY KEY builds its index while no transaction
+/// runs: it waits for running ones, within lock_timeout (55P03) and
+/// statement_timeout (57014), and completes once they end.
+#[test]
+fn adding_a_primary_key_waits_for_running_transactions() {
+    let (_d, db) = setup();
+    let mut a = session(&db);
+    let mut b = session(&db);
+    a.execute("CREATE TABLE k (a INT, b INT); INSERT INTO k VALUES (1, 1), (2, 2)")
+        .unwrap();
+    a.execute("BEGIN; INSERT INTO k VALUES (3, 3)").unwrap();
+    b.execute("SET lock_timeout = '50ms'").unwrap();
+    let e = b.execute("ALTER TABLE k ADD PRIMARY KEY (a)").unwrap_err();
+    assert_eq!(e.code, SqlState::LOCK_NOT_AVAILABLE, "{e:?}");
+    b.execute("SET lock_timeout = 0; SET statement_timeout = '50ms'")
+        .unwrap();
+    let e = b.execute("ALTER TABLE k ADD PRIMARY KEY (a)").unwrap_err();
+    assert_eq!(e.code, SqlState("57014"), "{e:?}");
+    b.execute("SET statement_timeout = 0").unwrap();
+    let alter = thread::spawn(move || {
+        let r = b.execute("ALTER TABLE k ADD PRIMARY KEY (a)");
+        (b, r)
+    });
+    thread::sleep(Duration::from_millis(100));
+    assert!(
+        !alter.is_finished(),
+        "the build waits for the open transaction"
+    );
+    a.execute("COMMIT").unwrap();
+    let (mut b, r) = alter.join().unwrap();
+    r.unwrap();
+    // The row the waited-for transaction inserted is indexed too.
+    let e = b.execute("INSERT INTO k VALUES (3, 0)").unwrap_err();
+    assert_eq!(e.code, SqlState::UNIQUE_VIOLATION);
+    assert_eq!(value(&mut b, "SELECT b FROM k WHERE a = 3"), Value::Int(3));
+}
