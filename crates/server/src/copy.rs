@@ -1,5 +1,6 @@
 //! `COPY table [(columns)] FROM STDIN` in text and CSV format (DESIGN.md
-//! §11), as psql's `\copy`, pgbench and loaders send it.
+//! §11), as psql's `\copy`, pgbench and loaders send it; the options of
+//! `COPY … TO STDOUT` (copy_out.rs) too.
 //!
 //! ```text
 //!  Query "COPY t FROM STDIN (FORMAT csv)" ─► CopyInResponse
@@ -63,7 +64,8 @@ fn one_byte(c: char, what: &str) -> Result<u8> {
     }
 }
 
-/// The COPY spec of a statement, or `None` if it is not a COPY.
+/// The COPY FROM spec of a statement, or `None` if it is not a COPY
+/// FROM (see [`copy_out_spec`] for COPY TO).
 pub fn copy_spec(stmt: &Statement) -> Option<Result<CopySpec>> {
     let Statement::Copy {
         source,
@@ -76,10 +78,10 @@ pub fn copy_spec(stmt: &Statement) -> Option<Result<CopySpec>> {
     else {
         return None;
     };
+    if *to {
+        return None;
+    }
     Some((|| {
-        if *to {
-            return Err(unsupported("TO"));
-        }
         if *target != CopyTarget::Stdin {
             return Err(unsupported("from a file or program (use FROM STDIN)"));
         }
@@ -90,83 +92,135 @@ pub fn copy_spec(stmt: &Statement) -> Option<Result<CopySpec>> {
         else {
             return Err(unsupported("from a query"));
         };
-        let mut csv = false;
-        let mut delimiter = None;
-        let mut null = None;
-        let mut header = false;
-        let mut quote = b'"';
-        let mut escape = None;
-        for o in options {
-            match o {
-                CopyOption::Format(f) => match f.value.to_ascii_lowercase().as_str() {
-                    "csv" => csv = true,
-                    "text" => csv = false,
-                    "binary" => return Err(unsupported("in binary format")),
-                    other => {
-                        return Err(Error::new(
-                            SqlState("22023"),
-                            format!("COPY format \"{other}\" not recognized"),
-                        ))
-                    }
-                },
-                CopyOption::Delimiter(c) => delimiter = Some(one_byte(*c, "delimiter")?),
-                CopyOption::Null(s) => null = Some(s.clone()),
-                CopyOption::Header(h) => header = *h,
-                CopyOption::Quote(c) => quote = one_byte(*c, "quote")?,
-                CopyOption::Escape(c) => escape = Some(one_byte(*c, "escape")?),
-                CopyOption::Freeze(_) => {}
-                CopyOption::Encoding(e) if e.eq_ignore_ascii_case("utf8") => {}
-                other => return Err(unsupported(&format!("option {other}"))),
-            }
-        }
-        for o in legacy_options {
-            match o {
-                CopyLegacyOption::Csv(opts) => {
-                    csv = true;
-                    for c in opts {
-                        match c {
-                            CopyLegacyCsvOption::Header => header = true,
-                            CopyLegacyCsvOption::Quote(q) => quote = one_byte(*q, "quote")?,
-                            CopyLegacyCsvOption::Escape(e) => {
-                                escape = Some(one_byte(*e, "escape")?)
-                            }
-                            other => return Err(unsupported(&format!("option {other}"))),
-                        }
-                    }
-                }
-                CopyLegacyOption::Delimiter(c) => delimiter = Some(one_byte(*c, "delimiter")?),
-                CopyLegacyOption::Null(s) => null = Some(s.clone()),
-                CopyLegacyOption::Header => header = true,
-                CopyLegacyOption::Binary => return Err(unsupported("in binary format")),
-                other => return Err(unsupported(&format!("option {other}"))),
-            }
-        }
-        if header && !csv {
-            return Err(Error::new(
-                SqlState::FEATURE_NOT_SUPPORTED,
-                "COPY HEADER available only in CSV mode",
-            ));
-        }
-        let format = if csv {
-            CopyFormat::Csv {
-                delimiter: delimiter.unwrap_or(b','),
-                quote,
-                escape: escape.unwrap_or(quote),
-                null: null.unwrap_or_default(),
-                header,
-            }
-        } else {
-            CopyFormat::Text {
-                delimiter: delimiter.unwrap_or(b'\t'),
-                null: null.unwrap_or_else(|| "\\N".into()),
-            }
-        };
         Ok(CopySpec {
             table: table_name.to_string(),
             columns: columns.iter().map(|c| c.value.clone()).collect(),
-            format,
+            format: copy_format(options, legacy_options)?,
         })
     })())
+}
+
+/// A parsed `COPY {table [(columns)] | (query)} TO STDOUT`.
+#[derive(Clone, Debug)]
+pub struct CopyOutSpec {
+    /// The SELECT whose rows are sent.
+    pub query: String,
+    pub format: CopyFormat,
+}
+
+/// The COPY TO spec of a statement, or `None` if it is not a COPY TO.
+pub fn copy_out_spec(stmt: &Statement) -> Option<Result<CopyOutSpec>> {
+    let Statement::Copy {
+        source,
+        to: true,
+        target,
+        options,
+        legacy_options,
+        ..
+    } = stmt
+    else {
+        return None;
+    };
+    Some((|| {
+        if *target != CopyTarget::Stdout {
+            return Err(unsupported("to a file or program (use TO STDOUT)"));
+        }
+        let query = match source {
+            CopySource::Table {
+                table_name,
+                columns,
+            } => {
+                let list = if columns.is_empty() {
+                    "*".to_string()
+                } else {
+                    columns
+                        .iter()
+                        .map(|c| c.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                format!("SELECT {list} FROM {table_name}")
+            }
+            CopySource::Query(q) => q.to_string(),
+        };
+        Ok(CopyOutSpec {
+            query,
+            format: copy_format(options, legacy_options)?,
+        })
+    })())
+}
+
+/// The format a COPY's options (new and legacy syntax) ask for.
+fn copy_format(options: &[CopyOption], legacy_options: &[CopyLegacyOption]) -> Result<CopyFormat> {
+    let mut csv = false;
+    let mut delimiter = None;
+    let mut null = None;
+    let mut header = false;
+    let mut quote = b'"';
+    let mut escape = None;
+    for o in options {
+        match o {
+            CopyOption::Format(f) => match f.value.to_ascii_lowercase().as_str() {
+                "csv" => csv = true,
+                "text" => csv = false,
+                "binary" => return Err(unsupported("in binary format")),
+                other => {
+                    return Err(Error::new(
+                        SqlState("22023"),
+                        format!("COPY format \"{other}\" not recognized"),
+                    ))
+                }
+            },
+            CopyOption::Delimiter(c) => delimiter = Some(one_byte(*c, "delimiter")?),
+            CopyOption::Null(s) => null = Some(s.clone()),
+            CopyOption::Header(h) => header = *h,
+            CopyOption::Quote(c) => quote = one_byte(*c, "quote")?,
+            CopyOption::Escape(c) => escape = Some(one_byte(*c, "escape")?),
+            CopyOption::Freeze(_) => {}
+            CopyOption::Encoding(e) if e.eq_ignore_ascii_case("utf8") => {}
+            other => return Err(unsupported(&format!("option {other}"))),
+        }
+    }
+    for o in legacy_options {
+        match o {
+            CopyLegacyOption::Csv(opts) => {
+                csv = true;
+                for c in opts {
+                    match c {
+                        CopyLegacyCsvOption::Header => header = true,
+                        CopyLegacyCsvOption::Quote(q) => quote = one_byte(*q, "quote")?,
+                        CopyLegacyCsvOption::Escape(e) => escape = Some(one_byte(*e, "escape")?),
+                        other => return Err(unsupported(&format!("option {other}"))),
+                    }
+                }
+            }
+            CopyLegacyOption::Delimiter(c) => delimiter = Some(one_byte(*c, "delimiter")?),
+            CopyLegacyOption::Null(s) => null = Some(s.clone()),
+            CopyLegacyOption::Header => header = true,
+            CopyLegacyOption::Binary => return Err(unsupported("in binary format")),
+            other => return Err(unsupported(&format!("option {other}"))),
+        }
+    }
+    if header && !csv {
+        return Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            "COPY HEADER available only in CSV mode",
+        ));
+    }
+    Ok(if csv {
+        CopyFormat::Csv {
+            delimiter: delimiter.unwrap_or(b','),
+            quote,
+            escape: escape.unwrap_or(quote),
+            null: null.unwrap_or_default(),
+            header,
+        }
+    } else {
+        CopyFormat::Text {
+            delimiter: delimiter.unwrap_or(b'\t'),
+            null: null.unwrap_or_else(|| "\\N".into()),
+        }
+    })
 }
 
 fn bad_copy(line: u64, what: impl Into<String>) -> Error {
@@ -593,8 +647,14 @@ mod tests {
                 ..
             }
         ));
-        let stmts = ndpdb_sql::session::parse("COPY t TO STDOUT").unwrap();
-        let e = copy_spec(&stmts[0]).unwrap().unwrap_err();
+        let stmts =
+            ndpdb_sql::session::parse("COPY t (a, b) TO STDOUT (FORMAT csv, HEADER)").unwrap();
+        assert!(copy_spec(&stmts[0]).is_none());
+        let out = copy_out_spec(&stmts[0]).unwrap().unwrap();
+        assert_eq!(out.query, "SELECT a, b FROM t");
+        assert!(matches!(out.format, CopyFormat::Csv { header: true, .. }));
+        let stmts = ndpdb_sql::session::parse("COPY (SELECT 1) TO '/tmp/x'").unwrap();
+        let e = copy_out_spec(&stmts[0]).unwrap().unwrap_err();
         assert_eq!(e.code, SqlState::FEATURE_NOT_SUPPORTED);
     }
 }

@@ -106,6 +106,12 @@ where
     if let Some(spec) = copy_spec(&stmt) {
         return Ok((Plan::Copy(spec?), false));
     }
+    if crate::copy::copy_out_spec(&stmt).is_some() {
+        return Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            "COPY … TO STDOUT is supported in the simple query protocol (psql's \\copy)",
+        ));
+    }
     match &stmt {
         Ast::Deallocate { name, .. } => {
             let all = name.value.eq_ignore_ascii_case("all");

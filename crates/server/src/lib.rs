@@ -34,6 +34,7 @@ pub mod catalog;
 pub mod connection;
 pub mod copy;
 pub mod copy_in;
+pub mod copy_out;
 pub mod extended;
 pub mod portal;
 pub mod simple;

@@ -52,6 +52,16 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    if let Some(spec) = stmts.first().and_then(crate::copy::copy_out_spec) {
+        if stmts.len() > 1 {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "COPY must be the only statement of its query",
+            )
+            .into());
+        }
+        return crate::copy_out::run(conn, &spec?).await;
+    }
     if let Some(spec) = stmts.first().and_then(copy_spec) {
         if stmts.len() > 1 {
             return Err(Error::new(

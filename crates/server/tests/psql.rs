@@ -204,3 +204,28 @@ fn psql_lists_tables_and_copies_from_stdin() {
     let (out, _) = psql(port, &["SELECT length(note) FROM orders WHERE id = 3"]);
     assert!(out.contains("      8"), "{out}");
 }
+
+/// `COPY … TO STDOUT` and psql's `\copy … to`: PostgreSQL's text and CSV
+/// forms (output compared with PostgreSQL 15's for the same rows).
+#[test]
+fn copy_to_stdout_writes_postgres_text_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = start(ndpdb_embedded::open(dir.path()).unwrap());
+    let (out, err) = psql(
+        port,
+        &[
+            "CREATE TABLE co (id INT PRIMARY KEY, t TEXT, n NUMERIC(6,2), b BYTEA, c CHAR(3))",
+            "INSERT INTO co VALUES (1, E'a\\tb', 1.5, '\\x0aff', 'x'), (2, 'x,y \"q\"', NULL, NULL, NULL), (3, '', 0, '\\x', 'abc')",
+            "COPY co TO STDOUT",
+            "COPY co (id, t) TO STDOUT (FORMAT csv, HEADER)",
+            "COPY (SELECT id, n FROM co WHERE id > 1 ORDER BY id) TO STDOUT WITH (FORMAT csv, NULL 'NULL')",
+        ],
+    );
+    assert!(err.is_empty(), "{err}");
+    let want = "1\ta\\tb\t1.50\t\\\\x0aff\tx  \n\
+                2\tx,y \"q\"\t\\N\t\\N\t\\N\n\
+                3\t\t0.00\t\\\\x\tabc\n\
+                id,t\n1,a\tb\n2,\"x,y \"\"q\"\"\"\n3,\"\"\n\
+                2,NULL\n3,0.00\n";
+    assert!(out.contains(want), "{out}");
+}
