@@ -52,24 +52,20 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    if let Some(spec) = stmts.first().and_then(crate::copy::copy_out_spec) {
-        if stmts.len() > 1 {
-            return Err(Error::new(
-                SqlState::FEATURE_NOT_SUPPORTED,
-                "COPY must be the only statement of its query",
-            )
-            .into());
-        }
+    let first = stmts.first();
+    let copy_out = first.and_then(crate::copy::copy_out_spec);
+    let copy_in = first.and_then(copy_spec);
+    if (copy_out.is_some() || copy_in.is_some()) && stmts.len() > 1 {
+        return Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            "COPY must be the only statement of its query",
+        )
+        .into());
+    }
+    if let Some(spec) = copy_out {
         return crate::copy_out::run(conn, &spec?).await;
     }
-    if let Some(spec) = stmts.first().and_then(copy_spec) {
-        if stmts.len() > 1 {
-            return Err(Error::new(
-                SqlState::FEATURE_NOT_SUPPORTED,
-                "COPY must be the only statement of its query",
-            )
-            .into());
-        }
+    if let Some(spec) = copy_in {
         return crate::copy_in::run(conn, &spec?).await;
     }
     for stmt in stmts {
