@@ -9,7 +9,8 @@
 //!    ─► table state: index and catalog entry set in place
 //! ```
 //!
-//! The build runs while no transaction runs and none can begin, so every
+//! The build runs while no transaction runs and none can begin (flushes,
+//! checkpoints and GC go on: they take no TxId), so every
 //! version is committed or gone, and no plan — prepared ones included —
 //! writes the table meanwhile. Plans made before read the index and key
 //! from the table state when they run, so they maintain the new index.

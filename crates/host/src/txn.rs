@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use ndpdb_formats::TxId;
 
@@ -26,6 +26,11 @@ pub use ndpdb_formats::visibility::{find_visible, Snapshot, Visible};
 /// Hands out TxIds and tracks running transactions.
 pub struct TxManager {
     inner: Mutex<TxInner>,
+    /// Held shared by `begin` and exclusively by [`TxManager::exclusive`]:
+    /// while an exclusive section runs, no transaction begins (the
+    /// rest of the manager — snapshots, horizon, next TxId — stays
+    /// available to flushes and GC).
+    admission: RwLock<()>,
 }
 
 struct TxInner {
@@ -42,10 +47,12 @@ impl TxManager {
                 next: next.0.max(1),
                 active: BTreeMap::new(),
             }),
+            admission: RwLock::new(()),
         }
     }
 
     pub fn begin(&self) -> TxId {
+        let _admitted = self.admission.read();
         let mut g = self.inner.lock();
         let id = TxId(g.next);
         g.next += 1;
@@ -103,15 +110,19 @@ impl TxManager {
         self.inner.lock().active.len()
     }
 
-    /// Runs `f` while no transaction runs and none can begin (the
-    /// manager's lock held), given the next TxId: every transaction below
-    /// it is finished. `None` if a transaction is running.
+    /// Runs `f` while no transaction runs and none can begin, given the
+    /// next TxId: every transaction below it is finished. `None` if a
+    /// transaction is running.
     pub fn exclusive<R>(&self, f: impl FnOnce(TxId) -> R) -> Option<R> {
-        let g = self.inner.lock();
-        if !g.active.is_empty() {
-            return None;
-        }
-        Some(f(TxId(g.next)))
+        let _no_admission = self.admission.write();
+        let next = {
+            let g = self.inner.lock();
+            if !g.active.is_empty() {
+                return None;
+            }
+            TxId(g.next)
+        };
+        Some(f(next))
     }
 }
 
