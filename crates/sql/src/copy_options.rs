@@ -9,8 +9,7 @@
 //!                      ─► COPY t FROM STDIN WITH (FREEZE TRUE, HEADER TRUE)
 //! ```
 
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::tokenizer::{Token, Tokenizer};
+use sqlparser::tokenizer::Token;
 
 /// Options whose value is a boolean.
 const BOOLEAN_OPTIONS: [&str; 2] = ["freeze", "header"];
@@ -25,10 +24,11 @@ pub fn respell(sql: &str) -> Option<String> {
     {
         return None;
     }
-    let mut tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
-    let mut changed = false;
+    let tokens = crate::token_text::tokens_at(sql)?;
+    // (byte range of a value in the source, its respelling)
+    let mut edits: Vec<(std::ops::Range<usize>, &str)> = Vec::new();
     let mut last_word: Option<String> = None;
-    for t in tokens.iter_mut() {
+    for (t, at) in &tokens {
         if matches!(t, Token::Whitespace(_)) {
             continue;
         }
@@ -36,21 +36,20 @@ pub fn respell(sql: &str) -> Option<String> {
             .as_deref()
             .is_some_and(|w| BOOLEAN_OPTIONS.contains(&w));
         if after_option {
-            let spelled = match &*t {
+            let spelled = match t {
                 Token::Word(w) if w.quote_style.is_none() => {
                     match w.value.to_ascii_lowercase().as_str() {
-                        "on" | "yes" => Some(true),
-                        "off" | "no" => Some(false),
+                        "on" | "yes" => Some((true, w.value.len())),
+                        "off" | "no" => Some((false, w.value.len())),
                         _ => None,
                     }
                 }
-                Token::Number(n, _) if n == "1" => Some(true),
-                Token::Number(n, _) if n == "0" => Some(false),
+                Token::Number(n, _) if n == "1" => Some((true, 1)),
+                Token::Number(n, _) if n == "0" => Some((false, 1)),
                 _ => None,
             };
-            if let Some(b) = spelled {
-                *t = Token::make_keyword(if b { "TRUE" } else { "FALSE" });
-                changed = true;
+            if let Some((b, len)) = spelled {
+                edits.push((*at..*at + len, if b { "TRUE" } else { "FALSE" }));
             }
         }
         last_word = match t {
@@ -58,7 +57,18 @@ pub fn respell(sql: &str) -> Option<String> {
             _ => None,
         };
     }
-    changed.then(|| tokens.iter().map(|t| t.to_string()).collect())
+    if edits.is_empty() {
+        return None;
+    }
+    let mut out = String::with_capacity(sql.len() + 8);
+    let mut from = 0;
+    for (range, word) in edits {
+        out.push_str(sql.get(from..range.start)?);
+        out.push_str(word);
+        from = range.end;
+    }
+    out.push_str(sql.get(from..)?);
+    Some(out)
 }
 
 #[cfg(test)]
@@ -74,6 +84,11 @@ mod tests {
         assert_eq!(
             respell("COPY t FROM STDIN (FORMAT csv, HEADER 0, FREEZE off)").as_deref(),
             Some("COPY t FROM STDIN (FORMAT csv, HEADER FALSE, FREEZE FALSE)")
+        );
+        // The rest of the text stays as written.
+        assert_eq!(
+            respell("COPY t FROM STDIN (FORMAT csv, QUOTE '''', FREEZE on)").as_deref(),
+            Some("COPY t FROM STDIN (FORMAT csv, QUOTE '''', FREEZE TRUE)")
         );
     }
 

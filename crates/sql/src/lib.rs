@@ -3,6 +3,7 @@
 //! - [`limits`]: statement size and nesting limits (54000 / 54001).
 //! - [`session`]: statement dispatch and PostgreSQL transaction-block rules.
 //! - [`time_setting`]: time-valued settings (timeouts) as PostgreSQL reads and shows them.
+//! - [`token_text`]: tokens with their byte offsets in the source text.
 //! - [`copy_options`]: COPY's boolean option values as PostgreSQL spells them.
 //! - [`maintenance`]: VACUUM / ANALYZE in PostgreSQL's grammar.
 //! - [`ddl`]: CREATE TABLE / ALTER TABLE … ADD PRIMARY KEY / DROP TABLE and SQL type names.
@@ -34,6 +35,7 @@ pub mod query;
 pub mod scope;
 pub mod session;
 pub mod time_setting;
+pub mod token_text;
 
 pub use ndpdb_host::{Error, Result};
 

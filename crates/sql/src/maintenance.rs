@@ -14,9 +14,8 @@
 //! ANALYZE` is a VACUUM.
 
 use sqlparser::ast::{Analyze, Ident, ObjectName, Statement, VacuumStatement};
-use sqlparser::dialect::PostgreSqlDialect;
 use sqlparser::keywords::Keyword;
-use sqlparser::tokenizer::{Token, Tokenizer, Word};
+use sqlparser::tokenizer::{Token, Word};
 
 use crate::{Error, Result};
 use ndpdb_formats::SqlState;
@@ -33,13 +32,24 @@ pub fn parse(
     if sql.len() > MAX_TEXT || !mentions(sql, b"vacuum") && !mentions(sql, b"analy") {
         return None;
     }
-    let tokens = Tokenizer::new(&PostgreSqlDialect {}, sql).tokenize().ok()?;
-    let pieces: Vec<&[Token]> = tokens.split(|t| *t == Token::SemiColon).collect();
-    let kind = |piece: &[Token]| {
-        let w = piece
-            .iter()
-            .find(|t| !matches!(t, Token::Whitespace(_)))
-            .and_then(word)?;
+    let tokens = crate::token_text::tokens_at(sql)?;
+    // The statements' texts: the source between the `;` tokens.
+    let mut pieces: Vec<(&str, Vec<Token>)> = Vec::new();
+    let mut start = 0;
+    let mut current = Vec::new();
+    for (t, at) in tokens {
+        match t {
+            Token::SemiColon => {
+                pieces.push((&sql[start..at], std::mem::take(&mut current)));
+                start = at + 1;
+            }
+            Token::Whitespace(_) => {}
+            t => current.push(t),
+        }
+    }
+    pieces.push((&sql[start..], current));
+    let kind = |significant: &[Token]| {
+        let w = significant.first().and_then(word)?;
         if w.quote_style.is_some() {
             return None;
         }
@@ -49,27 +59,22 @@ pub fn parse(
             _ => None,
         }
     };
-    if !pieces.iter().any(|p| kind(p).is_some()) {
+    if !pieces.iter().any(|(_, p)| kind(p).is_some()) {
         return None;
     }
     let mut out = Vec::new();
-    for piece in pieces {
-        let significant: Vec<Token> = piece
-            .iter()
-            .filter(|t| !matches!(t, Token::Whitespace(_)))
-            .cloned()
-            .collect();
+    for (text, significant) in pieces {
         if significant.is_empty() {
             continue;
         }
-        let parsed = match kind(piece) {
+        let parsed = match kind(&significant) {
             Some(vacuum) => Parser {
                 tokens: &significant[1..],
                 at: 0,
                 what: if vacuum { "VACUUM" } else { "ANALYZE" },
             }
             .statement(vacuum),
-            None => other(&piece.iter().map(|t| t.to_string()).collect::<String>()),
+            None => other(text),
         };
         match parsed {
             Ok(stmts) => out.extend(stmts),
@@ -333,8 +338,8 @@ mod tests {
         assert!(parse("SELECT 1", sql_parser).is_none());
         assert!(parse("\"vacuum\" t", sql_parser).is_none());
         assert_eq!(
-            tables("BEGIN; VACUUM ANALYZE t; SELECT 1;"),
-            ["BEGIN", "vacuum t", "SELECT 1"]
+            tables("BEGIN; VACUUM ANALYZE t; SELECT 'it''s';"),
+            ["BEGIN", "vacuum t", "SELECT 'it''s'"]
         );
     }
 
