@@ -120,14 +120,6 @@ impl DbInner {
             }
             let values: Vec<_> = key.iter().map(|&k| &row[k]).collect();
             if keys.insert(encode_key(&values), vid).is_some() {
-                let names: Vec<&str> = key
-                    .iter()
-                    .map(|&k| meta.schema.columns[k].name.as_str())
-                    .collect();
-                let shown: Vec<String> = values
-                    .iter()
-                    .map(|v| v.to_pg_text().unwrap_or_else(|| "null".into()))
-                    .collect();
                 return Err(Error::new(
                     SqlState::UNIQUE_VIOLATION,
                     format!(
@@ -135,11 +127,7 @@ impl DbInner {
                         meta.pk_constraint_name()
                     ),
                 )
-                .with_detail(format!(
-                    "Key ({})=({}) is duplicated.",
-                    names.join(", "),
-                    shown.join(", ")
-                )));
+                .with_detail(format!("{} is duplicated.", meta.key_detail(key, &row))));
             }
         }
         let index = PkIndex::default();

@@ -27,6 +27,20 @@ impl TableMeta {
     pub fn pk_constraint_name(&self) -> String {
         format!("{}_pkey", self.name)
     }
+
+    /// The columns `key` of `row` as PostgreSQL's error details name a
+    /// key: `Key (a, b)=(1, x)`.
+    pub fn key_detail(&self, key: &[usize], row: &[ndpdb_formats::Value]) -> String {
+        let names: Vec<&str> = key
+            .iter()
+            .map(|&i| self.schema.columns[i].name.as_str())
+            .collect();
+        let values: Vec<String> = key
+            .iter()
+            .map(|&i| row[i].to_pg_text().unwrap_or_else(|| "null".into()))
+            .collect();
+        format!("Key ({})=({})", names.join(", "), values.join(", "))
+    }
 }
 
 #[derive(Debug)]

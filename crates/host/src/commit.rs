@@ -205,7 +205,7 @@ impl DbInner {
                 .iter()
                 .map(|v| v.table)
                 .chain(ndp.iter().map(|p| p.table))
-                .chain(staged_tables.map(|t| t.ts.meta().id));
+                .chain(staged_tables.map(|t| t.ts.id));
             for t in written {
                 if !tables.contains_key(&t) {
                     return Err(dropped_table());
@@ -248,7 +248,7 @@ impl DbInner {
             records.clear();
             if let Some(staged) = staged {
                 for st in staged.tables {
-                    let table = st.ts.meta().id;
+                    let table = st.ts.id;
                     wake_gc |= st.changes > 0 && self.count_changes(&st.ts, st.changes);
                     delta.install(table, st.pages);
                     st.ts.vids.set_many(&st.heads);

@@ -57,6 +57,8 @@ pub struct TableState {
     /// The catalog entry; replaced when `ALTER TABLE … ADD PRIMARY KEY`
     /// gives the table a key (nothing else changes it).
     meta: RwLock<Arc<TableMeta>>,
+    /// The table's id (never changes; read without the catalog entry).
+    pub id: TableId,
     pub types: Vec<DataType>,
     pub vids: VidMap,
     /// The primary-key index, once the table has a key.
@@ -90,6 +92,7 @@ impl TableState {
             let _ = index.set(pk.unwrap_or_default());
         }
         TableState {
+            id: meta.id,
             types: meta.schema.types(),
             pk: index,
             meta: RwLock::new(meta),
@@ -366,7 +369,7 @@ impl Database {
         report.pk_indexes_loaded = pk_loaded.len() as u64;
         report.pk_indexes_rebuilt = tables
             .values()
-            .filter(|t| t.pk.get().is_some() && !pk_loaded.contains(&t.meta().id))
+            .filter(|t| t.pk.get().is_some() && !pk_loaded.contains(&t.id))
             .count() as u64;
         let locks = match slt {
             None => LockTable::new(),
@@ -956,7 +959,7 @@ impl DbInner {
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
         for ts in tables {
             let Some(pk) = ts.pk.get() else { continue };
-            if loaded.contains(&ts.meta().id) {
+            if loaded.contains(&ts.id) {
                 ts.vids.allocate_from(pk.vid_bound());
                 continue;
             }
@@ -1096,7 +1099,7 @@ impl DbInner {
         let mut ok = true;
         for ts in &tables {
             if let Some(pk) = ts.pk.get() {
-                ok &= pk.save(&dir, ts.meta().id).is_ok() && !pk.is_broken();
+                ok &= pk.save(&dir, ts.id).is_ok() && !pk.is_broken();
             }
         }
         if !(ok && pk_index::write_manifest(&dir, next_txid).is_ok()) {

@@ -223,7 +223,7 @@ impl Database {
                     &inner.dir,
                     &inner.device,
                     tx.id(),
-                    ts.meta().id,
+                    ts.id,
                     start,
                     &result.delta.l2p,
                 );
@@ -330,7 +330,7 @@ impl DbInner {
         result: ModifyResult,
         overflow: Option<OverflowRef>,
     ) -> Result<GcReport> {
-        let table = ts.meta().id;
+        let table = ts.id;
         let mut report = GcReport::default();
         // Victim pages that must stay: a version on them is still needed.
         let mut keep: FxHashSet<Lpn> = FxHashSet::default();

@@ -248,7 +248,7 @@ impl Transaction {
         step: u64,
         chunks: u64,
     ) -> Result<WorkerPart> {
-        let table = ts.meta().id;
+        let table = ts.id;
         let n = ts.vids.vid_count();
         let own = self.has_writes_to(ts);
         let mut source = HostPages {

@@ -284,7 +284,7 @@ fn replay_head(ts: &TableState, delta: &mut DeltaBuffer, vid: Vid, rid: RecId) -
     }
     ts.vids.set(vid, rid);
     delta.push_delta_vid(VidEntry {
-        table: ts.meta().id,
+        table: ts.id,
         vid,
         head: rid,
     });

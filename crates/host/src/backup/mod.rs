@@ -107,7 +107,7 @@ impl Database {
                 vids: inner
                     .all_tables()
                     .iter()
-                    .map(|ts| Ok((ts.meta().id, inner.device.dump_vid_map(ts.meta().id)?)))
+                    .map(|ts| Ok((ts.id, inner.device.dump_vid_map(ts.id)?)))
                     .collect::<Result<Vec<_>>>()?,
             };
             inner.copy_catalog(&to.join(files::CATALOG))?;

@@ -96,7 +96,7 @@ impl Transaction {
     /// Whether this transaction has uncommitted writes to `ts` (host
     /// versions or update-NDP deltas).
     pub fn has_writes_to(&self, ts: &TableState) -> bool {
-        self.wrote_table(ts.meta().id)
+        self.wrote_table(ts.id)
     }
 
     /// Pushes an invocation down and waits for its end: NDP_SHARED with the
@@ -122,7 +122,7 @@ impl Transaction {
     ) -> Result<JobOutcome> {
         let inner = &self.database().inner;
         let start = Instant::now();
-        let shared: SharedState = inner.capture_shared(ts.meta().id)?;
+        let shared: SharedState = inner.capture_shared(ts.id)?;
         report.shared_pages = shared.pages.len() as u64;
         report.shared_bytes = shared.encoded_len() as u64;
         let t = Instant::now();
@@ -232,7 +232,7 @@ impl Transaction {
     ) -> Invocation {
         Invocation {
             snapshot: self.snapshot().clone(),
-            table: ts.meta().id,
+            table: ts.id,
             types: ts.types.clone(),
             vid_count: ts.vids.vid_count(),
             filter: req.filter.clone(),

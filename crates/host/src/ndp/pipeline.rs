@@ -231,7 +231,7 @@ impl Transaction {
     /// of this transaction's NDP pipeline (then it may run on the device
     /// although the transaction changed the table there).
     pub fn continues_pipeline(&self, ts: &TableState, req: &NdpRequest, params: &[Value]) -> bool {
-        self.continuation(ts.meta().id, req, params).is_some()
+        self.continuation(ts.id, req, params).is_some()
     }
 
     /// Whether a statement's output may be kept as a stage: not under
@@ -252,7 +252,7 @@ impl Transaction {
         params: &[Value],
         inv: &mut Invocation,
     ) -> Result<bool> {
-        let how = self.continuation(ts.meta().id, req, params);
+        let how = self.continuation(ts.id, req, params);
         let Some(stage) = self.take_stage() else {
             return Ok(false);
         };

@@ -258,7 +258,7 @@ impl Transaction {
         let mut stream = match (logging, start_ndp) {
             (NdpLogging::Extended, Some(start)) => {
                 inv.report_pages = true;
-                let writer = OverflowWriter::create(&inner.dir, self.id(), ts.meta().id, start)?;
+                let writer = OverflowWriter::create(&inner.dir, self.id(), ts.id, start)?;
                 let counters = inner.clone();
                 Some(OverflowStream::start(
                     writer,
@@ -287,7 +287,7 @@ impl Transaction {
         let mut result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
         let pages_ok = out.check_pages(&mut result);
         let part = NdpPart {
-            table: ts.meta().id,
+            table: ts.id,
             tag,
             result,
             logged,
@@ -348,7 +348,7 @@ impl Transaction {
                     .collect()
             };
             PipelineStage::new(
-                ts.meta().id,
+                ts.id,
                 StageKind::Changed,
                 &req.conjuncts,
                 params,
@@ -441,7 +441,7 @@ impl Transaction {
         let mut result = ModifyResult::decode(&mut r).map_err(decode_err)?;
         let pages_ok = out.check_pages(&mut result);
         let mut part = NdpPart {
-            table: ts.meta().id,
+            table: ts.id,
             tag,
             result,
             // Locks only: no versions, nothing to log.
@@ -484,7 +484,7 @@ impl Transaction {
         if keep {
             let locked = || part.result.locked_versions.clone();
             self.set_stage(PipelineStage::new(
-                ts.meta().id,
+                ts.id,
                 StageKind::Locked,
                 &req.conjuncts,
                 params,

@@ -305,7 +305,7 @@ impl Transaction {
     /// The chain head this transaction reads for a tuple: its own
     /// update-NDP version if it has one, else the shared VID map's.
     pub(crate) fn head_of(&self, ts: &TableState, vid: Vid) -> RecId {
-        match self.ndp_heads.get(&(ts.meta().id, vid)) {
+        match self.ndp_heads.get(&(ts.id, vid)) {
             Some(r) => *r,
             None => ts.vids.head(vid),
         }
@@ -340,7 +340,7 @@ impl Transaction {
     /// The visible version of a tuple: `(version RecId, row)`. Rows written
     /// by this transaction come back with `RecId::NULL`.
     pub fn get(&self, ts: &TableState, vid: Vid) -> Result<Option<(RecId, Vec<Value>)>> {
-        if let Some(e) = self.writes.get(&(ts.meta().id, vid)) {
+        if let Some(e) = self.writes.get(&(ts.id, vid)) {
             return Ok(match e.tombstone {
                 true => None,
                 false => Some((RecId::NULL, e.row(ts)?)),
@@ -425,7 +425,7 @@ impl Transaction {
         if self.writes.is_empty() {
             return Ok(None);
         }
-        match self.writes.get(&(ts.meta().id, vid)) {
+        match self.writes.get(&(ts.id, vid)) {
             None => Ok(None),
             Some(e) if e.tombstone => Ok(Some(None)),
             Some(e) => Ok(Some(Some(e.row(ts)?))),
@@ -465,7 +465,7 @@ impl Transaction {
         mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
         let n = ts.vids.vid_count();
-        let table = ts.meta().id;
+        let table = ts.id;
         let inner = &self.db.inner;
         let mut heads = Vec::with_capacity(1024);
         let mut pages = FxHashMap::default();
@@ -574,7 +574,7 @@ impl Transaction {
         seen: RecId,
         seen_row: Option<Vec<Value>>,
     ) -> Result<Current> {
-        let key = (ts.meta().id, vid);
+        let key = (ts.id, vid);
         if let Some(e) = self.writes.get(&key) {
             return Ok(if e.tombstone {
                 Current::Gone
@@ -680,7 +680,7 @@ impl Transaction {
         row: &[Value],
         tombstone: bool,
     ) -> Result<()> {
-        let key = (ts.meta().id, vid);
+        let key = (ts.id, vid);
         let pred = self.writes.get(&key).map_or(pred, |e| e.pred);
         if tombstone && pred.is_null() {
             // Inserted and deleted by this transaction: nothing to write.
@@ -725,26 +725,16 @@ impl Transaction {
 
     fn duplicate_key(ts: &TableState, row: &[Value]) -> Error {
         let meta = ts.meta();
-        let pk = &meta.schema.primary_key;
-        let names: Vec<&str> = pk
-            .iter()
-            .map(|&i| meta.schema.columns[i].name.as_str())
-            .collect();
-        let vals: Vec<String> = pk
-            .iter()
-            .map(|&i| row[i].to_pg_text().unwrap_or_else(|| "null".into()))
-            .collect();
         Error::new(
             SqlState::UNIQUE_VIOLATION,
             format!(
                 "duplicate key value violates unique constraint \"{}\"",
-                ts.meta().pk_constraint_name()
+                meta.pk_constraint_name()
             ),
         )
         .with_detail(format!(
-            "Key ({})=({}) already exists.",
-            names.join(", "),
-            vals.join(", ")
+            "{} already exists.",
+            meta.key_detail(&meta.schema.primary_key, row)
         ))
     }
 
@@ -758,7 +748,7 @@ impl Transaction {
         };
         let key = ts.pk_key(&row).unwrap_or_default();
         let (vid, _) = pk.get_or_insert(key, || ts.vids.allocate())?;
-        let lock_key = (ts.meta().id, vid);
+        let lock_key = (ts.id, vid);
         if let Some(e) = self.writes.get(&lock_key) {
             if !e.tombstone {
                 return Err(Self::duplicate_key(ts, &row));
