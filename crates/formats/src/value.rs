@@ -535,6 +535,16 @@ impl Value {
 
     /// Explicit or implicit conversion to `ty` (CAST semantics; VARCHAR(n)
     /// too long is an error, as on assignment).
+    /// [`Value::cast`] taking the value: text cast to a text type keeps
+    /// its string (a bulk load casts every field).
+    pub fn cast_into(self, ty: &DataType) -> Result<Value> {
+        match (self, ty) {
+            (Value::Text(s), DataType::Text) => Ok(Value::Text(s)),
+            (Value::Text(s), DataType::Varchar(n)) if s.len() <= *n as usize => Ok(Value::Text(s)),
+            (v, ty) => v.cast(ty),
+        }
+    }
+
     pub fn cast(&self, ty: &DataType) -> Result<Value> {
         if self.is_null() {
             return Ok(Value::Null);

@@ -5,8 +5,8 @@
 //! ```text
 //!  Query "COPY t FROM STDIN (FORMAT csv)" ─► CopyInResponse
 //!  CopyData* ─► split into records (a record may span messages) ─►
-//!               one prepared INSERT per record, fields as text cast to
-//!               the column types
+//!               each batch inserted as one statement through a prepared
+//!               INSERT's plan, fields as text cast to the column types
 //!  CopyDone  ─► CommandComplete "COPY n" (or the first error)
 //! ```
 //!
@@ -236,15 +236,30 @@ fn utf8(bytes: Vec<u8>, line: u64) -> Result<String> {
     Ok(String::from_utf8(bytes).unwrap_or_default())
 }
 
+/// A field without escapes as text: checked and copied once.
+fn utf8_slice(bytes: &[u8], line: u64) -> Result<String> {
+    crate::wire::body::utf8(bytes)
+        .map(str::to_owned)
+        .map_err(|e| e.with_detail(format!("COPY input, line {line}")))
+}
+
 /// One field of a record: `None` is NULL.
 type Field = Option<String>;
 
 /// Splits a text-format line into fields.
 fn text_fields(line: &[u8], delimiter: u8, null: &str, lineno: u64) -> Result<Vec<Field>> {
-    let mut fields = Vec::new();
-    for raw in line.split(|b| *b == delimiter) {
+    let mut fields = Vec::with_capacity(memchr::memchr_iter(delimiter, line).count() + 1);
+    let mut from = 0;
+    let ends = memchr::memchr_iter(delimiter, line).chain(std::iter::once(line.len()));
+    for end in ends {
+        let raw = &line[from..end];
+        from = end + 1;
         if raw == null.as_bytes() {
             fields.push(None);
+            continue;
+        }
+        if memchr::memchr(b'\\', raw).is_none() {
+            fields.push(Some(utf8_slice(raw, lineno)?));
             continue;
         }
         let mut out = Vec::with_capacity(raw.len());
@@ -396,7 +411,12 @@ impl CopyIn {
         }
         let (quote, escape) = match &self.spec.format {
             CopyFormat::Csv { quote, escape, .. } => (Some(*quote), *escape),
-            CopyFormat::Text { .. } => (None, 0),
+            CopyFormat::Text { .. } => match memchr::memchr(b'\n', rest) {
+                // Text: a record is a line (an escaped newline is `\n`).
+                Some(at) => return Ok(Some(at + 1)),
+                None if at_end => return Ok(Some(rest.len())),
+                None => return Ok(None),
+            },
         };
         let mut in_quotes = false;
         let mut i = 0;
@@ -482,7 +502,9 @@ fn csv_fields(
     Ok(fields)
 }
 
-/// Inserts records through one prepared INSERT.
+/// Inserts records through the plan of one prepared INSERT (which checks
+/// the table and columns as INSERT would), each CopyData's records as one
+/// batch.
 pub struct CopyLoader {
     insert: ndpdb_sql::session::Prepared,
     columns: usize,
@@ -536,30 +558,34 @@ impl CopyLoader {
         self.columns
     }
 
-    /// Inserts records, numbering them for errors.
+    /// Inserts records as one batch, numbering them for errors.
     pub fn load(&mut self, session: &mut Session, records: Vec<Vec<Field>>) -> Result<()> {
-        for rec in records {
-            let line = self.rows + 1;
+        if records.is_empty() {
+            return Ok(());
+        }
+        let mut rows = Vec::with_capacity(records.len());
+        for (i, rec) in records.into_iter().enumerate() {
             if rec.len() != self.columns {
                 let what = if rec.len() < self.columns {
                     "missing data for a column"
                 } else {
                     "extra data after last expected column"
                 };
-                return Err(bad_copy(line, what));
+                // Rows before it in this batch are checked, not yet loaded.
+                return Err(bad_copy(self.rows + i as u64 + 1, what));
             }
-            let params: Vec<Value> = rec
+            let row: Vec<Value> = rec
                 .into_iter()
                 .map(|f| f.map_or(Value::Null, Value::Text))
                 .collect();
-            session
-                .execute_prepared(&self.insert, &params)
-                .map_err(|e| match e.detail {
-                    Some(_) => e,
-                    None => e.with_detail(format!("COPY input, row {line}")),
-                })?;
-            self.rows += 1;
+            rows.push(row);
         }
+        let first = self.rows + 1;
+        let on_error = |i: usize, e: Error| match e.detail {
+            Some(_) => e,
+            None => e.with_detail(format!("COPY input, row {}", first + i as u64)),
+        };
+        self.rows += session.insert_rows(&self.insert, rows, &on_error)?;
         Ok(())
     }
 }

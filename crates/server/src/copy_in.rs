@@ -2,7 +2,7 @@
 //! copyfromparse.c runs it.
 //!
 //! ```text
-//!  CopyInResponse ─► loop:  'd' CopyData (≤ 1 GiB)  ─► records ─► INSERTs
+//!  CopyInResponse ─► loop:  'd' CopyData (≤ 1 GiB)  ─► records ─► one batch insert
 //!                           'c' CopyDone            ─► CommandComplete COPY n
 //!                           'f' CopyFail            ─► ERROR 57014
 //!                           'H' Flush, 'S' Sync     ─► ignored

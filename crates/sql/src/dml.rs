@@ -14,7 +14,7 @@ use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_host::database::TableState;
 use ndpdb_host::ndp::NdpReport;
-use ndpdb_host::{Database, Transaction, WriteOutcome};
+use ndpdb_host::{Database, OnConflict, Transaction, WriteOutcome};
 use sqlparser::ast::{
     AssignmentTarget, Delete, FromTable, Insert, ObjectName, SetExpr, TableObject, Update,
 };
@@ -22,6 +22,7 @@ use sqlparser::ast::{
 use crate::compile::{compile, Ty};
 use crate::ddl::table_name;
 use crate::dml_placement::{explain_dml, place_dml, DmlPlacement};
+use crate::on_conflict::plan_on_conflict;
 use crate::output::Output;
 use crate::query::{plan_filter, plan_query, NdpMode, SelectPlan};
 use crate::scope::{ident_name, Scope};
@@ -45,6 +46,7 @@ pub struct InsertPlan {
     /// Column position of each supplied value.
     targets: Vec<usize>,
     source: InsertSource,
+    on_conflict: OnConflict,
 }
 
 pub struct UpdatePlan {
@@ -121,7 +123,7 @@ fn assign(v: Value, ty: &DataType, col: &str) -> Result<Value> {
             Value::Int(_) | Value::BigInt(_) | Value::Double(_) | Value::Numeric(_),
             DataType::Date | DataType::Timestamp | DataType::Bool | DataType::Bytea,
         ) => Err(mismatch(&v)),
-        _ => Ok(v.cast(ty)?),
+        _ => Ok(v.cast_into(ty)?),
     }
 }
 
@@ -130,9 +132,6 @@ pub fn plan_insert(
     ins: &Insert,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<InsertPlan> {
-    if ins.on.is_some() {
-        return Err(unsupported("ON CONFLICT"));
-    }
     if ins.returning.is_some() {
         return Err(unsupported("RETURNING"));
     }
@@ -141,6 +140,7 @@ pub fn plan_insert(
         _ => return Err(unsupported("INSERT into a table function")),
     };
     let table = db.table(&name)?;
+    let on_conflict = plan_on_conflict(&table, ins.on.as_ref())?;
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..table.meta().schema.len()).collect()
     } else {
@@ -196,6 +196,7 @@ pub fn plan_insert(
                 table,
                 targets,
                 source: InsertSource::Values(rows),
+                on_conflict,
             });
         }
         _ => {
@@ -213,10 +214,39 @@ pub fn plan_insert(
         table,
         targets,
         source,
+        on_conflict,
     })
 }
 
 impl InsertPlan {
+    /// Inserts `rows`, each the values of this plan's target columns in
+    /// order (COPY FROM: a batch of records as one statement, without a
+    /// parameter list and an expression per field). `on_error` gets the
+    /// row's index in the batch and its error.
+    pub fn insert_rows(
+        &self,
+        tx: &mut Transaction,
+        rows: Vec<Vec<Value>>,
+        on_error: &dyn Fn(usize, Error) -> Error,
+    ) -> Result<u64> {
+        let schema = &self.table.meta().schema;
+        let mut n = 0u64;
+        for (i, values) in rows.into_iter().enumerate() {
+            let mut row = vec![Value::Null; schema.len()];
+            let fill = || -> Result<()> {
+                for (v, &col) in values.into_iter().zip(&self.targets) {
+                    let c = &schema.columns[col];
+                    row[col] = assign(v, &c.ty, &c.name)?;
+                }
+                tx.insert(&self.table, row)?;
+                Ok(())
+            };
+            fill().map_err(|e| on_error(i, e))?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
         let schema = &self.table.meta().schema;
         let mut n = 0u64;
@@ -226,8 +256,12 @@ impl InsertPlan {
                 let c = &schema.columns[col];
                 row[col] = assign(v, &c.ty, &c.name)?;
             }
-            tx.insert(&self.table, row)?;
-            n += 1;
+            if tx
+                .insert_with(&self.table, row, self.on_conflict)?
+                .is_some()
+            {
+                n += 1;
+            }
             Ok(())
         };
         match &self.source {

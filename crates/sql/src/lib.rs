@@ -29,6 +29,7 @@ pub mod dml;
 pub mod dml_placement;
 pub mod limits;
 pub mod maintenance;
+pub mod on_conflict;
 pub mod output;
 pub mod placement;
 pub mod query;

@@ -386,6 +386,27 @@ impl Session {
         })
     }
 
+    /// Inserts a batch of rows through the INSERT `p` (one value per
+    /// target column, cast to the column's type as an assignment): how
+    /// COPY FROM loads, one statement per batch in the open transaction.
+    /// `on_error` gets the failing row's index in the batch.
+    pub fn insert_rows(
+        &mut self,
+        p: &Prepared,
+        rows: Vec<Vec<Value>>,
+        on_error: &dyn Fn(usize, Error) -> Error,
+    ) -> Result<u64> {
+        let PreparedKind::Insert(plan) = &p.kind else {
+            return Err(Error::new(SqlState::INTERNAL_ERROR, "not an INSERT"));
+        };
+        let mut n = 0;
+        self.in_transaction(|tx| {
+            n = plan.insert_rows(tx, rows, on_error)?;
+            Ok(Output::command(String::new()))
+        })?;
+        Ok(n)
+    }
+
     /// Runs `f` in the open transaction (a block's or the implicit one),
     /// or in a new autocommit one.
     fn in_transaction(

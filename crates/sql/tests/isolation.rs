@@ -376,3 +376,48 @@ fn adding_a_primary_key_waits_for_running_transactions() {
     assert_eq!(e.code, SqlState::UNIQUE_VIOLATION);
     assert_eq!(value(&mut b, "SELECT b FROM k WHERE a = 3"), Value::Int(3));
 }
+
+/// `INSERT … ON CONFLICT DO NOTHING` waits for a concurrent inserter of
+/// the key and then does nothing if it committed, inserts if it rolled
+/// back (READ COMMITTED); under REPEATABLE READ a conflicting row the
+/// snapshot does not see is 40001, as in PostgreSQL.
+#[test]
+fn on_conflict_do_nothing_waits_for_the_other_inserter() {
+    let (_d, db) = setup();
+    for (end, inserted) in [("COMMIT", "INSERT 0 0"), ("ROLLBACK", "INSERT 0 1")] {
+        let mut a = session(&db);
+        let mut b = session(&db);
+        a.execute("DELETE FROM acct WHERE id = 7").unwrap();
+        a.execute("BEGIN; INSERT INTO acct VALUES (7, 1)").unwrap();
+        let h = thread::spawn(move || {
+            b.execute("INSERT INTO acct VALUES (7, 2) ON CONFLICT DO NOTHING")
+                .map(|mut o| o.pop().unwrap().tag())
+        });
+        wait_for_waiter(&db);
+        a.execute(end).unwrap();
+        assert_eq!(h.join().unwrap().unwrap(), inserted, "after {end}");
+        let expect = if end == "COMMIT" { 1 } else { 2 };
+        assert_eq!(
+            value(&mut a, "SELECT v FROM acct WHERE id = 7"),
+            Value::BigInt(expect)
+        );
+    }
+
+    let mut a = session(&db);
+    let mut b = session(&db);
+    a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM acct")
+        .unwrap();
+    b.execute("INSERT INTO acct VALUES (8, 0)").unwrap();
+    let err = a
+        .execute("INSERT INTO acct VALUES (8, 1) ON CONFLICT DO NOTHING")
+        .unwrap_err();
+    assert_eq!(err.code, SqlState::SERIALIZATION_FAILURE);
+    a.execute("ROLLBACK").unwrap();
+    // A row the snapshot sees is simply left alone.
+    a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
+    let out = a
+        .execute("INSERT INTO acct VALUES (8, 1) ON CONFLICT DO NOTHING")
+        .unwrap();
+    assert_eq!(out[0].tag(), "INSERT 0 0");
+    a.execute("COMMIT").unwrap();
+}

@@ -402,7 +402,9 @@ impl Encoded {
     }
 
     pub fn push(&mut self, rec: &WalRecord) {
-        let mut w = Writer::new();
+        // Sized up front: a bulk load's redo records are a megabyte each,
+        // and growing them by doubling copies and touches twice the memory.
+        let mut w = Writer::with_capacity(FRAME_HEADER + 8 + rec.encoded_len_hint());
         w.u32(0).u32(0).u64(0);
         rec.encode(&mut w);
         let frame = w.into_inner();

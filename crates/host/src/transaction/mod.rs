@@ -18,6 +18,9 @@
 //! [`end`].
 
 mod end;
+mod insert;
+
+pub use insert::OnConflict;
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::page::{PageBuf, PAGE_SIZE};
@@ -721,52 +724,6 @@ impl Transaction {
             },
         );
         Ok(())
-    }
-
-    fn duplicate_key(ts: &TableState, row: &[Value]) -> Error {
-        let meta = ts.meta();
-        Error::new(
-            SqlState::UNIQUE_VIOLATION,
-            format!(
-                "duplicate key value violates unique constraint \"{}\"",
-                meta.pk_constraint_name()
-            ),
-        )
-        .with_detail(format!(
-            "{} already exists.",
-            meta.key_detail(&meta.schema.primary_key, row)
-        ))
-    }
-
-    /// Inserts a row (values already of the column types).
-    pub fn insert(&mut self, ts: &TableState, row: Vec<Value>) -> Result<Vid> {
-        self.check_row(ts, &row)?;
-        let Some(pk) = ts.pk.get() else {
-            let vid = ts.vids.allocate();
-            self.put(ts, vid, RecId::NULL, &row, false)?;
-            return Ok(vid);
-        };
-        let key = ts.pk_key(&row).unwrap_or_default();
-        let (vid, _) = pk.get_or_insert(key, || ts.vids.allocate())?;
-        let lock_key = (ts.id, vid);
-        if let Some(e) = self.writes.get(&lock_key) {
-            if !e.tombstone {
-                return Err(Self::duplicate_key(ts, &row));
-            }
-            let pred = e.pred;
-            self.put(ts, vid, pred, &row, false)?;
-            return Ok(vid);
-        }
-        self.lock(lock_key)?;
-        let head = self.head_of(ts, vid);
-        if !head.is_null() {
-            let bytes = self.db.inner.fetch(head)?;
-            if !RecordHeader::parse(&bytes)?.is_tombstone() {
-                return Err(Self::duplicate_key(ts, &row));
-            }
-        }
-        self.put(ts, vid, head, &row, false)?;
-        Ok(vid)
     }
 
     /// Updates the tuple read at version `seen`. `apply` gets the row the

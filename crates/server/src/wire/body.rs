@@ -118,13 +118,13 @@ impl Body {
 /// A NUL byte is invalid in text, as in PostgreSQL.
 pub fn utf8(bytes: &[u8]) -> Result<&str> {
     let valid = match std::str::from_utf8(bytes) {
-        Ok(s) => match s.bytes().position(|b| b == 0) {
+        Ok(s) => match memchr::memchr(0, bytes) {
             None => return Ok(s),
             Some(at) => at,
         },
         Err(e) => e.valid_up_to(),
     };
-    let valid = bytes[..valid].iter().position(|b| *b == 0).unwrap_or(valid);
+    let valid = memchr::memchr(0, &bytes[..valid]).unwrap_or(valid);
     Err({
         let bad = &bytes[valid..];
         let len = match bad[0] {
