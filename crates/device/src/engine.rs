@@ -185,10 +185,7 @@ impl DeviceEngine {
         for (_, page) in pages {
             PageRef::parse_verified(page)?;
         }
-        for (ppn, page) in pages {
-            self.core.store.write(*ppn, page)?;
-        }
-        Ok(())
+        self.core.store.write_many(pages)
     }
 
     /// The shared lock table, for hosts that reach it by sync-plane
