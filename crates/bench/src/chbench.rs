@@ -226,6 +226,7 @@ pub fn load_wire(client: &mut postgres::Client, rows: u64, progress: bool) -> Re
         ))
         .map_err(wire_error)?;
     let bar = progress_bar(rows, progress);
+    crate::target::write_back_dirty_pages();
     let start = Instant::now();
     let mut lines = OrderLines::new(rows)?;
     copy_rows(

@@ -193,6 +193,15 @@ pub fn copy_text(s: &str) -> String {
     out
 }
 
+/// Writes the machine's dirty page-cache pages back before a timed load:
+/// otherwise the previous target's load (a gigabyte for 1 M YCSB rows) is
+/// still being written back during the next one and slows whichever
+/// system runs second.
+pub fn write_back_dirty_pages() {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+}
+
 /// Loads rows through `COPY table FROM STDIN`, `chunk` rows per COPY (each
 /// its own transaction). `row(i, &mut line)` writes row i's fields in
 /// COPY text format, tab-separated, without the newline.

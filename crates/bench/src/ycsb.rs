@@ -20,7 +20,7 @@ use ndpdb_formats::{Column, DataType, Schema, Value};
 use ndpdb_host::{Database, Isolation, Result};
 
 use crate::report::{histogram, quantile_us, StatsDelta};
-use crate::target::{copy_rows, copy_text, wire_error, Backend, Conn};
+use crate::target::{copy_rows, copy_text, wire_error, write_back_dirty_pages, Backend, Conn};
 use crate::zipf::Zipfian;
 
 pub const TABLE: &str = "usertable";
@@ -164,6 +164,7 @@ pub fn load_wire(
         ))
         .map_err(wire_error)?;
     let bar = progress_bar(records, progress);
+    write_back_dirty_pages();
     let start = Instant::now();
     let mut rng = SmallRng::seed_from_u64(42);
     copy_rows(
