@@ -102,20 +102,12 @@ if [ -n "${inner:-}" ]; then
   exit 0
 fi
 
-command -v pg_isready >/dev/null || bash scripts/postgres-baseline.sh -- true
-cargo build --release -q --workspace --bins
+. scripts/lib/serve.sh
 port=55434
-dir=$(mktemp -d)
-./target/release/ndpdb serve --db "$dir/db" --listen "127.0.0.1:$port" >"$out/ndpdb-serve.log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -rf "$dir"' EXIT
-for _ in $(seq 100); do
-  pg_isready -q -h 127.0.0.1 -p "$port" && break
-  sleep 0.1
-done
+start_ndpdb_server "$port" "$out/ndpdb-serve.log"
 echo "go-ycsb $version: $records records, $operations operations, $threads threads" >&2
 run_one ndpdb 127.0.0.1 "$port" postgres >"$out/ndpdb.txt"
-kill $server; wait $server 2>/dev/null || true
+stop_ndpdb_server
 bash scripts/postgres-baseline.sh -- bash "$0" --inner 1 --records "$records" \
   --operations "$operations" --threads "$threads" --workloads "$workloads" --out "$out" \
   >"$out/postgres.txt"
