@@ -514,6 +514,7 @@ pub struct CopyLoader {
 impl CopyLoader {
     /// Prepares the INSERT for `spec` (checks table and columns).
     pub fn new(session: &mut Session, spec: &CopySpec) -> Result<CopyLoader> {
+        session.start_statement();
         let columns: Vec<String> = if spec.columns.is_empty() {
             let table = session
                 .database()

@@ -450,6 +450,52 @@ fn statement_timeout_and_cancel_requests_end_a_waiting_statement() {
     });
 }
 
+/// A COPY is one statement: `statement_timeout` counts from its start
+/// (not from the session's previous statement), so a COPY that waits for
+/// another inserter of its key goes on once that one rolls back.
+#[test]
+fn copy_counts_statement_timeout_from_its_own_start() {
+    use futures::SinkExt;
+    let (_dir, db) = temp_db();
+    let port = start(db);
+    runtime().block_on(async {
+        let holder = connect(port).await;
+        holder
+            .batch_execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)")
+            .await
+            .unwrap();
+        holder
+            .batch_execute("BEGIN; INSERT INTO t VALUES (5, 0)")
+            .await
+            .unwrap();
+        let loader = connect(port).await;
+        loader
+            .batch_execute("SET statement_timeout = '2s'; SELECT 1")
+            .await
+            .unwrap();
+        // The previous statement's deadline passes.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let ender = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            holder.batch_execute("ROLLBACK").await.unwrap();
+        });
+        let sink = loader.copy_in("COPY t FROM STDIN").await.unwrap();
+        let mut sink = Box::pin(sink);
+        sink.send(bytes::Bytes::from_static(b"5\t1\n6\t2\n"))
+            .await
+            .unwrap();
+        let n = sink.as_mut().finish().await.unwrap();
+        ender.await.unwrap();
+        assert_eq!(n, 2);
+        let sum: i64 = loader
+            .query_one("SELECT sum(v) FROM t", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(sum, 3);
+    });
+}
+
 /// `SELECT ndpdb_backup('dir')` through the extended protocol (as
 /// drivers send it): described with its columns, one row back.
 #[test]

@@ -386,6 +386,13 @@ impl Session {
         })
     }
 
+    /// Starts a statement that runs over several calls (COPY FROM: one
+    /// statement over all its batches): `statement_timeout` counts from
+    /// here, and a cancel that arrived between statements is forgotten.
+    pub fn start_statement(&self) {
+        self.interrupt.start_statement(self.statement_timeout);
+    }
+
     /// Inserts a batch of rows through the INSERT `p` (one value per
     /// target column, cast to the column's type as an assignment): how
     /// COPY FROM loads, one statement per batch in the open transaction.
