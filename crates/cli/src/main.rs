@@ -79,6 +79,13 @@ enum Command {
         /// The user name password authentication admits.
         #[arg(long)]
         user: Option<String>,
+        /// TLS: the server's certificate chain (PEM); with --tls-key,
+        /// clients that ask for TLS (psql's sslmode=require) get it.
+        #[arg(long, requires = "tls_key")]
+        tls_cert: Option<PathBuf>,
+        /// TLS: the certificate's private key (PEM).
+        #[arg(long, requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
         /// Buffer-pool budget in MiB.
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
@@ -257,9 +264,19 @@ fn main() -> ExitCode {
             max_connections,
             auth,
             user,
+            tls_cert,
+            tls_key,
             buffer_pool_mib,
             device,
         } => server_auth(&auth, user).and_then(|auth| {
+            let tls = match (tls_cert, tls_key) {
+                (Some(cert), Some(key)) => {
+                    Some(ndpdb_server::tls::server_config(&cert, &key).map_err(|e| {
+                        ndpdb_host::Error::new(ndpdb_formats::SqlState::INVALID_PARAMETER_VALUE, e)
+                    })?)
+                }
+                _ => None,
+            };
             device
                 .apply(ndpdb_host::Config {
                     buffer_pool_bytes: buffer_pool_mib << 20,
@@ -269,6 +286,7 @@ fn main() -> ExitCode {
                     let server = ndpdb_server::ServerConfig {
                         max_connections,
                         auth,
+                        tls,
                     };
                     serve(&db, &listen, server, config, &device)
                 })

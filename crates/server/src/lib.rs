@@ -3,7 +3,8 @@
 //! ```text
 //!  TCP accept ─► connection limit (53300 beyond it) ─► a thread of its own
 //!     (a large stack; a panic ends only this connection, rolled back)
-//!     startup.rs: SSL/GSS refused, CancelRequest, startup packet, trust,
+//!     tls.rs: SSLRequest ─► TLS handshake (with --tls-cert/--tls-key)
+//!     startup.rs: SSL (without) / GSS refused, CancelRequest, startup packet, trust,
 //!                 md5 or SCRAM-SHA-256 ─► ParameterStatus… ─► ReadyForQuery
 //!     connection.rs: framed messages (wire/) ─► simple.rs | extended.rs |
 //!                 copy_in.rs ─► the connection's own Session
@@ -12,6 +13,7 @@
 //! Modules in pipeline order:
 //! - [`wire`]: bounded framing and decoding of what clients send, and the
 //!   output buffer of what the server answers.
+//! - [`tls`]: an SSLRequest answered with a TLS handshake (rustls).
 //! - [`auth`]: the password check (md5, SCRAM-SHA-256) behind startup.
 //! - [`startup`]: the startup phase up to the first ReadyForQuery.
 //! - [`cancel`]: CancelRequest → the session's interrupt (57014).
@@ -39,6 +41,7 @@ pub mod extended;
 pub mod portal;
 pub mod simple;
 pub mod startup;
+pub mod tls;
 pub mod types;
 pub mod wire;
 
@@ -52,6 +55,7 @@ use pgwire::api::auth::DefaultServerParameterProvider;
 use pgwire::error::ErrorInfo;
 use pgwire::messages::response::ErrorResponse;
 use pgwire::messages::Message;
+use pgwire::tokio::tokio_rustls::TlsAcceptor;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -85,6 +89,9 @@ pub struct ServerConfig {
     /// Connections beyond this are refused with SQLSTATE 53300.
     pub max_connections: usize,
     pub auth: Auth,
+    /// TLS for clients that ask for it ([`tls::server_config`]); `None`
+    /// refuses every SSLRequest.
+    pub tls: Option<Arc<tls::rustls::ServerConfig>>,
 }
 
 impl Default for ServerConfig {
@@ -92,6 +99,7 @@ impl Default for ServerConfig {
         ServerConfig {
             max_connections: 256,
             auth: Auth::Trust,
+            tls: None,
         }
     }
 }
@@ -102,6 +110,7 @@ pub struct Server {
     params: Arc<DefaultServerParameterProvider>,
     passwords: Passwords,
     registry: Arc<Registry>,
+    tls: Option<TlsAcceptor>,
 }
 
 impl Server {
@@ -111,6 +120,7 @@ impl Server {
             params: Arc::new(server_parameters()),
             passwords: Passwords::new(&config.auth),
             registry: Registry::new(),
+            tls: config.tls.clone().map(TlsAcceptor::from),
         })
     }
 
@@ -120,7 +130,7 @@ impl Server {
     /// transaction.
     pub async fn run_connection<IO>(&self, io: IO, peer: SocketAddr)
     where
-        IO: AsyncRead + AsyncWrite,
+        IO: AsyncRead + AsyncWrite + Unpin,
     {
         let run = AssertUnwindSafe(self.connection(io, peer)).catch_unwind();
         if run.await.is_err() {
@@ -134,6 +144,33 @@ impl Server {
 
     async fn connection<IO>(&self, io: IO, peer: SocketAddr)
     where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        let Some(acceptor) = &self.tls else {
+            return self.session(io, peer).await;
+        };
+        // The TLS negotiation counts against the startup's time limit.
+        let start = tokio::time::Instant::now();
+        let negotiated =
+            tokio::time::timeout(AUTHENTICATION_TIMEOUT, tls::negotiate(io, acceptor)).await;
+        let left = AUTHENTICATION_TIMEOUT.saturating_sub(start.elapsed());
+        match negotiated {
+            Ok(tls::Negotiated::Tls(stream)) => self.session_within(*stream, peer, left).await,
+            Ok(tls::Negotiated::Plain(io)) => self.session_within(io, peer, left).await,
+            Ok(tls::Negotiated::Closed) | Err(_) => {}
+        }
+    }
+
+    async fn session<IO>(&self, io: IO, peer: SocketAddr)
+    where
+        IO: AsyncRead + AsyncWrite,
+    {
+        self.session_within(io, peer, AUTHENTICATION_TIMEOUT).await
+    }
+
+    /// Startup (within `limit`), then the session's messages.
+    async fn session_within<IO>(&self, io: IO, peer: SocketAddr, limit: std::time::Duration)
+    where
         IO: AsyncRead + AsyncWrite,
     {
         let (r, w) = tokio::io::split(io);
@@ -143,7 +180,7 @@ impl Server {
         let pids = Arc::new(Registrar::new(self.registry.clone(), session.interrupt()));
         let handler = Startup::new(&self.passwords, &self.params, pids);
         let started = tokio::time::timeout(
-            AUTHENTICATION_TIMEOUT,
+            limit,
             startup::run(&mut reader, &mut out, &handler, &self.registry, peer),
         )
         .await;

@@ -1,7 +1,9 @@
 //! The startup phase of a connection, as a PostgreSQL 15 server runs it.
 //!
 //! ```text
-//!  packet ─┬─ SSLRequest / GSSENCRequest ─► 'N' (no TLS, no GSS), next packet
+//!  packet ─┬─ SSLRequest / GSSENCRequest ─► 'N' (no GSS; TLS, when the server
+//!          │                                  has a certificate, was set up
+//!          │                                  before this: tls.rs), next packet
 //!          ├─ CancelRequest (16 bytes)    ─► cancel that session, close
 //!          ├─ bad length                  ─► close, no reply
 //!          └─ StartupMessage 3.x ─► layout checked (08P01), user required
@@ -46,8 +48,8 @@ use crate::wire::{Body, FrameError, FrameReader, Out};
 pub const AUTHENTICATION_TIMEOUT: Duration = Duration::from_secs(60);
 
 const CANCEL_REQUEST_CODE: i32 = 80_877_102;
-const SSL_REQUEST_CODE: i32 = 80_877_103;
-const GSSENC_REQUEST_CODE: i32 = 80_877_104;
+pub(crate) const SSL_REQUEST_CODE: i32 = 80_877_103;
+pub(crate) const GSSENC_REQUEST_CODE: i32 = 80_877_104;
 
 /// How the startup phase ended.
 pub enum Started {
