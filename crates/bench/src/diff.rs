@@ -1,13 +1,15 @@
 //! `ndpdb bench diff`: SQL conformance against PostgreSQL (DESIGN.md §12).
 //! The same random tables are loaded into ndpdb and PostgreSQL through
-//! COPY; then generated queries — filters, aggregates, GROUP BY, joins,
+//! COPY; then generated queries — filters, aggregates, GROUP BY, inner
+//! and outer joins, CHAR comparisons,
 //! ORDER BY with LIMIT — run on both over the wire and their rows are
 //! compared: exactly for text, integers and NUMERIC, within 1e-9 relative
 //! for DOUBLE PRECISION columns.
 //!
 //! ```text
 //!  seed ─► t1 (id, a INT, b BIGINT, n NUMERIC(10,2), d DOUBLE, s TEXT,
-//!              dt DATE, f BOOLEAN; ~10 % NULLs)   t2 (id, t1_id, v, label)
+//!              dt DATE, f BOOLEAN, c CHAR(6); ~10 % NULLs)
+//!          t2 (id, t1_id, v, label)
 //!       ─► query generator ─► ndpdb rows ═? PostgreSQL rows
 //! ```
 //!
@@ -74,7 +76,7 @@ pub fn load(client: &mut postgres::Client, rows: u64, seed: u64) -> Result<()> {
         .batch_execute(
             "DROP TABLE IF EXISTS t1; DROP TABLE IF EXISTS t2; \
              CREATE TABLE t1 (id INT PRIMARY KEY, a INT, b BIGINT, n NUMERIC(10,2), \
-             d DOUBLE PRECISION, s TEXT, dt DATE, f BOOLEAN); \
+             d DOUBLE PRECISION, s TEXT, dt DATE, f BOOLEAN, c CHAR(6)); \
              CREATE TABLE t2 (id INT PRIMARY KEY, t1_id INT, v INT, label VARCHAR(8))",
         )
         .map_err(wire_error)?;
@@ -106,7 +108,8 @@ pub fn load(client: &mut postgres::Client, rows: u64, seed: u64) -> Result<()> {
                 format!("2024-{:02}-{:02}", r.gen_range(1..=12), r.gen_range(1..=28))
             });
             let f = maybe_null(&mut rng, |r| if r.gen_bool(0.5) { "t" } else { "f" }.into());
-            let _ = write!(line, "{i}\t{a}\t{b}\t{n}\t{d}\t{s}\t{dt}\t{f}");
+            let c = maybe_null(&mut rng, |r| WORDS[r.gen_range(0..WORDS.len())].to_string());
+            let _ = write!(line, "{i}\t{a}\t{b}\t{n}\t{d}\t{s}\t{dt}\t{f}\t{c}");
         },
         |_| {},
     )?;
@@ -139,7 +142,8 @@ fn predicate(rng: &mut SmallRng, depth: u32) -> String {
         };
     }
     let k: i32 = rng.gen_range(-50..50);
-    match rng.gen_range(0..14) {
+    let word = WORDS[rng.gen_range(0..WORDS.len())];
+    match rng.gen_range(0..18) {
         0 => format!("t1.a > {k}"),
         1 => format!("t1.a BETWEEN {k} AND {}", k + rng.gen_range(0..40)),
         2 => format!("t1.b % 7 = {}", rng.gen_range(-6..7)),
@@ -159,6 +163,11 @@ fn predicate(rng: &mut SmallRng, depth: u32) -> String {
         10 => format!("t1.dt >= '2024-{:02}-15'", rng.gen_range(1..=12)),
         11 => format!("t1.a IN ({k}, {}, {})", k + 1, -k),
         12 => format!("t1.d < {}", rng.gen_range(-100..100)),
+        // CHAR(6): compared without its padding, LIKE sees the padding.
+        13 => format!("t1.c = '{word}'"),
+        14 => format!("t1.c LIKE '{}%'", word.chars().take(2).collect::<String>()),
+        15 => format!("length(t1.c) <= {}", rng.gen_range(0..6)),
+        16 => format!("t1.c || 'x' > '{word}'"),
         _ => format!("t1.a + t1.b % 10 <> {k}"),
     }
 }
@@ -166,9 +175,9 @@ fn predicate(rng: &mut SmallRng, depth: u32) -> String {
 /// Generates the `i`-th query.
 pub fn query(rng: &mut SmallRng) -> Query {
     let p = predicate(rng, 0);
-    match rng.gen_range(0..10) {
+    match rng.gen_range(0..13) {
         0 => Query {
-            sql: format!("SELECT t1.id, t1.a, t1.n, t1.s, t1.dt, t1.f FROM t1 WHERE {p}"),
+            sql: format!("SELECT t1.id, t1.a, t1.n, t1.s, t1.dt, t1.f, t1.c FROM t1 WHERE {p}"),
             floats: vec![],
             ordered: false,
         },
@@ -232,6 +241,31 @@ pub fn query(rng: &mut SmallRng) -> Query {
         8 => Query {
             sql: format!(
                 "SELECT DISTINCT t1.a % 3, t1.f FROM t1 WHERE {p}"
+            ),
+            floats: vec![],
+            ordered: false,
+        },
+        // Outer joins: t1's predicate in WHERE (it sees the NULL-filled
+        // rows) or in ON (it never removes rows of the preserved side).
+        10 => Query {
+            sql: format!(
+                "SELECT t1.id, t2.id, t2.v FROM t1 LEFT JOIN t2 ON t1.id = t2.t1_id AND t2.v > {} WHERE {p}",
+                rng.gen_range(0..100)
+            ),
+            floats: vec![],
+            ordered: false,
+        },
+        11 => Query {
+            sql: format!(
+                "SELECT t2.id, t2.label, t1.id, t1.a FROM t1 RIGHT JOIN t2 ON t1.id = t2.t1_id AND {p}"
+            ),
+            floats: vec![],
+            ordered: false,
+        },
+        12 => Query {
+            sql: format!(
+                "SELECT t2.label, COUNT(*), COUNT(t1.id), SUM(t2.v), MAX(t1.c) FROM t1 FULL JOIN t2 ON t1.id = t2.t1_id AND t2.v < {} WHERE t2.id IS NULL OR {p} GROUP BY t2.label",
+                rng.gen_range(0..100)
             ),
             floats: vec![],
             ordered: false,

@@ -27,6 +27,7 @@ pub mod copy_options;
 pub mod ddl;
 pub mod dml;
 pub mod dml_placement;
+pub mod join;
 pub mod limits;
 pub mod maintenance;
 pub mod on_conflict;

@@ -2,7 +2,8 @@
 //!
 //! ```text
 //!  sources (PK lookup or scan + pushed-down filter, per table)
-//!     └─► hash joins on equi-conditions (left-deep, FROM order) ─► residual WHERE
+//!     └─► hash joins on equi-conditions (left-deep, FROM order; inner,
+//!         LEFT/RIGHT/FULL OUTER: join.rs) ─► residual WHERE
 //!           └─► FOR UPDATE locks (single table) ─► GROUP BY / aggregates ─► HAVING
 //!                 └─► projection ─► DISTINCT ─► ORDER BY ─► OFFSET / LIMIT
 //! ```
@@ -10,14 +11,16 @@
 //! WHERE and ON are split into conjuncts. A conjunct that only names one
 //! table's columns filters that table's scan; `a.x = b.y` between the
 //! tables joined so far and the next one becomes a hash-join key; the rest
-//! is evaluated on the joined rows. Equality on every primary-key column
+//! is evaluated on the joined rows. With outer joins a WHERE conjunct
+//! filters a scan only if no outer join fills that table with NULLs, and
+//! an outer join's ON terms stay with it (keys and a residual; a LEFT
+//! join's terms over its own table filter that table's scan). Equality on every primary-key column
 //! with constants or parameters turns a scan into an index lookup.
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, RecId, SqlState, Value, Vid};
 use ndpdb_host::database::TableState;
@@ -35,6 +38,7 @@ use crate::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
 use crate::ddl::table_name;
+use crate::join::{key_of, JoinKind, JoinStep, Joined};
 use crate::output::{Output, ResultColumn};
 use crate::scope::{ident_name, Scope};
 use crate::{Error, Result};
@@ -63,12 +67,6 @@ pub struct Source {
     /// `filter`'s AND terms, each compiled alone (NDP pipelines compare
     /// predicates by them).
     pub conjuncts: Vec<Program>,
-}
-
-struct JoinStep {
-    /// Key programs over the rows joined so far / over the new table's row.
-    left_keys: Vec<Program>,
-    right_keys: Vec<Program>,
 }
 
 enum SortKey {
@@ -125,11 +123,6 @@ pub struct NdpPlacement {
 }
 
 /// A source row: table rows concatenated, plus (vid, version) per table.
-struct Joined {
-    values: Vec<Value>,
-    ids: Vec<(Vid, RecId)>,
-}
-
 fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::BinaryOp {
@@ -335,13 +328,20 @@ fn resolve_output_ref(
     }
 }
 
-/// Plans the FROM list: sources in order plus the combined scope.
-fn plan_from(
-    db: &Database,
-    from: &[TableWithJoins],
-    on_conds: &mut Vec<Expr>,
-) -> Result<Vec<(Arc<TableState>, String)>> {
+/// One FROM-list table: how it joins the tables before it and its ON
+/// terms (the first table: [`JoinKind::Inner`], none).
+struct FromItem {
+    kind: JoinKind,
+    on: Vec<Expr>,
+}
+
+/// The FROM list's tables in order, each with its alias.
+type FromTables = Vec<(Arc<TableState>, String)>;
+
+/// Plans the FROM list: the tables in order, and how each joins.
+fn plan_from(db: &Database, from: &[TableWithJoins]) -> Result<(FromTables, Vec<FromItem>)> {
     let mut out = Vec::new();
+    let mut items = Vec::new();
     let add = |tf: &TableFactor, out: &mut Vec<(Arc<TableState>, String)>| -> Result<()> {
         match tf {
             TableFactor::Table {
@@ -368,10 +368,17 @@ fn plan_from(
     };
     for twj in from {
         add(&twj.relation, &mut out)?;
+        items.push(FromItem {
+            kind: JoinKind::Inner,
+            on: Vec::new(),
+        });
         for j in &twj.joins {
-            let constraint = match &j.join_operator {
-                JoinOperator::Join(c) | JoinOperator::Inner(c) => c,
-                JoinOperator::CrossJoin(c) => c,
+            let (kind, constraint) = match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
+                JoinOperator::CrossJoin(c) => (JoinKind::Inner, c),
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
+                JoinOperator::FullOuter(c) => (JoinKind::Full, c),
                 other => {
                     return Err(unsupported(
                         format!("join type {other:?}")
@@ -383,16 +390,49 @@ fn plan_from(
                 }
             };
             add(&j.relation, &mut out)?;
+            let mut on = Vec::new();
             match constraint {
-                JoinConstraint::On(e) => conjuncts(e, on_conds),
+                JoinConstraint::On(e) => conjuncts(e, &mut on),
+                JoinConstraint::None if kind != JoinKind::Inner => {
+                    return Err(Error::new(
+                        SqlState::SYNTAX_ERROR,
+                        "syntax error at end of input",
+                    ))
+                }
                 JoinConstraint::None => {}
                 JoinConstraint::Using(_) | JoinConstraint::Natural => {
                     return Err(unsupported("JOIN USING / NATURAL"))
                 }
             }
+            items.push(FromItem { kind, on });
         }
     }
-    Ok(out)
+    Ok((out, items))
+}
+
+/// `a = b` with one side over the rows so far and the other over the new
+/// table: a hash-join key (left part first). A side without columns
+/// (`p.c = 'x'`) is no key: the comparison needs its types' rules.
+fn equi_key<'e>(c: &'e Expr, left: &Scope, right: &Scope) -> Option<(&'e Expr, &'e Expr)> {
+    let Expr::BinaryOp {
+        left: l,
+        op: BinaryOperator::Eq,
+        right: r,
+    } = c
+    else {
+        return None;
+    };
+    let constant = |e: &Expr| compiles(e, &Scope::default());
+    if constant(l) || constant(r) {
+        return None;
+    }
+    if compiles(l, left) && compiles(r, right) {
+        Some((l, r))
+    } else if compiles(r, left) && compiles(l, right) {
+        Some((r, l))
+    } else {
+        None
+    }
 }
 
 fn plan_select(
@@ -400,10 +440,17 @@ fn plan_select(
     s: &Select,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<SelectPlan> {
+    let (tables, from_items) = plan_from(db, &s.from)?;
     let mut conds = Vec::new();
-    let tables = plan_from(db, &s.from, &mut conds)?;
     if let Some(w) = &s.selection {
         conjuncts(w, &mut conds);
+    }
+    let outer = from_items.iter().any(|f| f.kind != JoinKind::Inner);
+    if !outer {
+        // Inner joins only: ON terms are WHERE terms.
+        for f in &from_items {
+            conds.extend(f.on.iter().cloned());
+        }
     }
     let mut scope = Scope::default();
     let mut scopes = Vec::new();
@@ -422,50 +469,111 @@ fn plan_select(
         }
         compile_predicate(c, &scope, params)?;
     }
-    // Push single-table conjuncts down; find equi-join keys.
-    let mut pushed: Vec<Vec<Expr>> = vec![Vec::new(); tables.len()];
+    // Which tables an outer join fills with NULLs: before each table is
+    // joined, and at the end.
+    let n = tables.len();
+    let mut nullable = vec![false; n];
+    let mut nullable_before = Vec::with_capacity(n);
+    for (k, f) in from_items.iter().enumerate() {
+        nullable_before.push(nullable.clone());
+        match f.kind {
+            JoinKind::Inner => {}
+            JoinKind::Left => nullable[k] = true,
+            JoinKind::Right => nullable[..k].iter_mut().for_each(|x| *x = true),
+            JoinKind::Full => nullable[..=k].iter_mut().for_each(|x| *x = true),
+        }
+    }
+    // WHERE terms of one table filter its scan, unless an outer join
+    // fills that table with NULLs (the term must see those rows).
+    let mut pushed: Vec<Vec<Expr>> = vec![Vec::new(); n];
     let mut rest = Vec::new();
     for c in conds {
-        match (0..tables.len()).find(|&i| compiles(&c, &scopes[i])) {
+        match (0..n).find(|&i| !nullable[i] && compiles(&c, &scopes[i])) {
             Some(i) => pushed[i].push(c),
             None => rest.push(c),
         }
     }
-    let mut joins = Vec::new();
-    let mut left_scope = scopes.first().cloned().unwrap_or_default();
-    for right_scope in scopes.iter().skip(1) {
-        let mut step = JoinStep {
-            left_keys: Vec::new(),
-            right_keys: Vec::new(),
-        };
-        let mut remaining = Vec::new();
-        for c in rest {
-            if let Expr::BinaryOp {
-                left,
-                op: BinaryOperator::Eq,
-                right,
-            } = &c
-            {
-                let pair = if compiles(left, &left_scope) && compiles(right, right_scope) {
-                    Some((left, right))
-                } else if compiles(right, &left_scope) && compiles(left, right_scope) {
-                    Some((right, left))
-                } else {
-                    None
+    // With outer joins, ON terms stay with their join: an inner join's
+    // may filter a table not NULL-filled by then, a LEFT join's may filter
+    // its own (null-supplying) table; the rest are keys or residuals.
+    let mut step_on: Vec<Vec<Expr>> = vec![Vec::new(); n];
+    if outer {
+        for (k, f) in from_items.iter().enumerate() {
+            for c in &f.on {
+                if contains_aggregate(c) {
+                    return Err(Error::new(
+                        SqlState::GROUPING_ERROR,
+                        "aggregate functions are not allowed in JOIN conditions",
+                    ));
+                }
+                let target = match f.kind {
+                    JoinKind::Inner => {
+                        (0..=k).find(|&j| !nullable_before[k][j] && compiles(c, &scopes[j]))
+                    }
+                    JoinKind::Left => compiles(c, &scopes[k]).then_some(k),
+                    JoinKind::Right | JoinKind::Full => None,
                 };
-                if let Some((l, r)) = pair {
-                    step.left_keys.push(compile(l, &left_scope, params)?.0);
-                    step.right_keys.push(compile(r, right_scope, params)?.0);
-                    continue;
+                match target {
+                    Some(j) => pushed[j].push(c.clone()),
+                    None => step_on[k].push(c.clone()),
                 }
             }
-            remaining.push(c);
         }
-        rest = remaining;
-        left_scope
+    }
+    // WHERE terms may be an inner join's keys unless a later RIGHT or
+    // FULL join would add NULL-filled rows they must still see.
+    let last_right_or_full = from_items
+        .iter()
+        .rposition(|f| matches!(f.kind, JoinKind::Right | JoinKind::Full))
+        .unwrap_or(0);
+    let mut joins = Vec::new();
+    let mut left_scope = scopes.first().cloned().unwrap_or_default();
+    for k in 1..n {
+        let right_scope = &scopes[k];
+        let kind = from_items[k].kind;
+        let mut left_keys = Vec::new();
+        let mut right_keys = Vec::new();
+        let mut residual = Vec::new();
+        for c in std::mem::take(&mut step_on[k]) {
+            match equi_key(&c, &left_scope, right_scope) {
+                Some((l, r)) => {
+                    left_keys.push(compile(l, &left_scope, params)?.0);
+                    right_keys.push(compile(r, right_scope, params)?.0);
+                }
+                None => residual.push(c),
+            }
+        }
+        if kind == JoinKind::Inner && k >= last_right_or_full {
+            let mut remaining = Vec::new();
+            for c in rest {
+                match equi_key(&c, &left_scope, right_scope) {
+                    Some((l, r)) => {
+                        left_keys.push(compile(l, &left_scope, params)?.0);
+                        right_keys.push(compile(r, right_scope, params)?.0);
+                    }
+                    None => remaining.push(c),
+                }
+            }
+            rest = remaining;
+        }
+        let mut joined_scope = left_scope.clone();
+        joined_scope
             .columns
             .extend(right_scope.columns.iter().cloned());
-        joins.push(step);
+        let residual = match and_all(residual) {
+            Some(e) => Some(compile_predicate(&e, &joined_scope, params)?),
+            None => None,
+        };
+        joins.push(JoinStep {
+            kind,
+            left_keys,
+            right_keys,
+            residual,
+            left_width: left_scope.columns.len(),
+            right_width: right_scope.columns.len(),
+            left_tables: k,
+        });
+        left_scope = joined_scope;
     }
     let mut sources = Vec::new();
     for (i, (ts, alias)) in tables.iter().enumerate() {
@@ -709,14 +817,6 @@ fn ast_type_of(t: DataType) -> sqlparser::ast::DataType {
     }
 }
 
-fn key_of(values: &[Value]) -> Vec<u8> {
-    let mut w = Writer::new();
-    for v in values {
-        v.key_bytes(&mut w);
-    }
-    w.into_inner()
-}
-
 impl SelectPlan {
     /// Compiles an ORDER BY expression over the projection's input.
     fn compile_post(&mut self, e: &Expr, params: &mut Vec<Option<DataType>>) -> Result<Program> {
@@ -788,52 +888,7 @@ impl SelectPlan {
         };
         for (k, step) in self.joins.iter().enumerate() {
             let right = self.read_source(tx, &self.sources[k + 1], params)?;
-            let mut next = Vec::new();
-            if step.right_keys.is_empty() {
-                for l in &rows {
-                    for (vid, rid, r) in &right {
-                        let mut values = l.values.clone();
-                        values.extend(r.iter().cloned());
-                        let mut ids = l.ids.clone();
-                        ids.push((*vid, *rid));
-                        next.push(Joined { values, ids });
-                    }
-                }
-            } else {
-                let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
-                for (i, (_, _, r)) in right.iter().enumerate() {
-                    let key: Vec<Value> = step
-                        .right_keys
-                        .iter()
-                        .map(|p| p.eval(r, params))
-                        .collect::<Result<_, _>>()?;
-                    if key.iter().any(Value::is_null) {
-                        continue;
-                    }
-                    table.entry(key_of(&key)).or_default().push(i);
-                }
-                for l in &rows {
-                    let key: Vec<Value> = step
-                        .left_keys
-                        .iter()
-                        .map(|p| p.eval(&l.values, params))
-                        .collect::<Result<_, _>>()?;
-                    if key.iter().any(Value::is_null) {
-                        continue;
-                    }
-                    if let Some(matches) = table.get(&key_of(&key)) {
-                        for &i in matches {
-                            let (vid, rid, r) = &right[i];
-                            let mut values = l.values.clone();
-                            values.extend(r.iter().cloned());
-                            let mut ids = l.ids.clone();
-                            ids.push((*vid, *rid));
-                            next.push(Joined { values, ids });
-                        }
-                    }
-                }
-            }
-            rows = next;
+            rows = step.run(rows, &right, params)?;
         }
         if let Some(f) = &self.filter {
             let mut kept = Vec::with_capacity(rows.len());
@@ -1147,7 +1202,14 @@ impl SelectPlan {
                 if having.is_some() { " having" } else { "" }
             ));
         }
-        if self.joins.iter().any(|j| !j.left_keys.is_empty()) || self.sources.len() > 1 {
+        if self.joins.iter().any(|j| j.kind != JoinKind::Inner) {
+            let kinds: Vec<&str> = self.joins.iter().map(|j| j.kind.explain()).collect();
+            lines.push(format!(
+                "{} [host] tables={}",
+                kinds.join(", "),
+                self.sources.len()
+            ));
+        } else if self.joins.iter().any(|j| !j.left_keys.is_empty()) || self.sources.len() > 1 {
             lines.push(format!("Hash Join [host] tables={}", self.sources.len()));
         }
         for (i, src) in self.sources.iter().enumerate() {
@@ -1301,7 +1363,7 @@ pub fn plan_filter(
         return Err(unsupported("joins in UPDATE / DELETE"));
     }
     let mut conds = Vec::new();
-    let tables = plan_from(db, std::slice::from_ref(table), &mut conds)?;
+    let (tables, _) = plan_from(db, std::slice::from_ref(table))?;
     let (ts, alias) = tables
         .into_iter()
         .next()
