@@ -1,4 +1,4 @@
-//! The host error: a SQLSTATE, a message and an optional detail line.
+//! The host error: a SQLSTATE, a message and optional detail and hint lines.
 
 use ndpdb_formats::SqlState;
 use ndpdb_link::LinkError;
@@ -9,6 +9,8 @@ pub struct Error {
     pub code: SqlState,
     pub message: String,
     pub detail: Option<String>,
+    /// PostgreSQL's HINT line.
+    pub hint: Option<String>,
 }
 
 impl Error {
@@ -17,11 +19,17 @@ impl Error {
             code,
             message: message.into(),
             detail: None,
+            hint: None,
         }
     }
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Error {
         self.detail = Some(detail.into());
+        self
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Error {
+        self.hint = Some(hint.into());
         self
     }
 

@@ -61,5 +61,5 @@ pub use interrupt::Interrupt;
 pub use locks::LockWait;
 pub use ndp::NdpLogging;
 pub use ndpdb_link::NvmProfile;
-pub use transaction::{Isolation, OnConflict, Transaction, WriteOutcome};
+pub use transaction::{Inserted, Isolation, OnConflict, Transaction, WriteOutcome};
 pub use txn::Snapshot;

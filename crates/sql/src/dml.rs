@@ -8,13 +8,14 @@
 //! locks and certifies each (see `ndpdb_host::transaction`) — or, placed
 //! on the device ([`crate::dml_placement`]), run as one update-NDP job.
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use ndpdb_formats::expr::Program;
-use ndpdb_formats::{DataType, SqlState, Value};
+use ndpdb_formats::{DataType, SqlState, Value, Vid};
 use ndpdb_host::database::TableState;
 use ndpdb_host::ndp::NdpReport;
-use ndpdb_host::{Database, OnConflict, Transaction, WriteOutcome};
+use ndpdb_host::{Database, Inserted, Transaction, WriteOutcome};
 use sqlparser::ast::{
     AssignmentTarget, Delete, FromTable, Insert, ObjectName, SetExpr, TableObject, Update,
 };
@@ -22,7 +23,7 @@ use sqlparser::ast::{
 use crate::compile::{compile, Ty};
 use crate::ddl::table_name;
 use crate::dml_placement::{explain_dml, place_dml, DmlPlacement};
-use crate::on_conflict::plan_on_conflict;
+use crate::on_conflict::{plan_on_conflict, ConflictAction, DoUpdatePlan};
 use crate::output::Output;
 use crate::query::{plan_filter, plan_query, NdpMode, SelectPlan};
 use crate::scope::{ident_name, Scope};
@@ -46,7 +47,7 @@ pub struct InsertPlan {
     /// Column position of each supplied value.
     targets: Vec<usize>,
     source: InsertSource,
-    on_conflict: OnConflict,
+    on_conflict: ConflictAction,
 }
 
 pub struct UpdatePlan {
@@ -140,7 +141,11 @@ pub fn plan_insert(
         _ => return Err(unsupported("INSERT into a table function")),
     };
     let table = db.table(&name)?;
-    let on_conflict = plan_on_conflict(&table, ins.on.as_ref())?;
+    let alias = ins
+        .table_alias
+        .as_ref()
+        .map_or_else(|| name.clone(), |a| ident_name(&a.alias));
+    let on_conflict = plan_on_conflict(&table, &alias, ins.on.as_ref(), params)?;
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..table.meta().schema.len()).collect()
     } else {
@@ -250,17 +255,36 @@ impl InsertPlan {
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
         let schema = &self.table.meta().schema;
         let mut n = 0u64;
+        let mut touched: HashSet<Vid> = HashSet::new();
         let mut insert_row = |tx: &mut Transaction, values: Vec<Value>| -> Result<()> {
             let mut row = vec![Value::Null; schema.len()];
             for (v, &col) in values.into_iter().zip(&self.targets) {
                 let c = &schema.columns[col];
                 row[col] = assign(v, &c.ty, &c.name)?;
             }
-            if tx
-                .insert_with(&self.table, row, self.on_conflict)?
-                .is_some()
-            {
-                n += 1;
+            let update = match &self.on_conflict {
+                ConflictAction::DoUpdate(u) => Some((u, row.clone())),
+                _ => None,
+            };
+            match tx.insert_with(&self.table, row, self.on_conflict.on_conflict())? {
+                Inserted::Row(vid) => {
+                    touched.insert(vid);
+                    n += 1;
+                }
+                Inserted::Skipped => {}
+                Inserted::Conflict { vid, head } => {
+                    let Some((u, excluded)) = update else {
+                        return Err(Error::new(SqlState::INTERNAL_ERROR, "unexpected conflict"));
+                    };
+                    if !touched.insert(vid) {
+                        return Err(affects_twice());
+                    }
+                    let mut apply =
+                        |existing: &[Value]| do_update(u, existing, &excluded, schema, params);
+                    if let WriteOutcome::Done(_) = tx.update(&self.table, vid, head, &mut apply)? {
+                        n += 1;
+                    }
+                }
             }
             Ok(())
         };
@@ -284,6 +308,42 @@ impl InsertPlan {
         }
         Ok(Output::command(format!("INSERT 0 {n}")))
     }
+}
+
+/// PostgreSQL's 21000 for a row one ON CONFLICT DO UPDATE would change
+/// twice.
+fn affects_twice() -> Error {
+    Error::new(
+        SqlState("21000"),
+        "ON CONFLICT DO UPDATE command cannot affect row a second time",
+    )
+    .with_hint(
+        "Ensure that no rows proposed for insertion within the same command have duplicate constrained values.",
+    )
+}
+
+/// The new version of `existing` under `DO UPDATE` with the proposed row
+/// `excluded`; `None` when its WHERE does not hold.
+fn do_update(
+    u: &DoUpdatePlan,
+    existing: &[Value],
+    excluded: &[Value],
+    schema: &ndpdb_formats::Schema,
+    params: &[Value],
+) -> Result<Option<Vec<Value>>> {
+    let mut input = existing.to_vec();
+    input.extend(excluded.iter().cloned());
+    if let Some(f) = &u.filter {
+        if !f.eval_predicate(&input, params)? {
+            return Ok(None);
+        }
+    }
+    let mut row = existing.to_vec();
+    for (col, p) in &u.sets {
+        let c = &schema.columns[*col];
+        row[*col] = assign(p.eval(&input, params)?, &c.ty, &c.name)?;
+    }
+    Ok(Some(row))
 }
 
 pub fn plan_update(

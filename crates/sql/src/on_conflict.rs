@@ -1,5 +1,6 @@
 //! `INSERT … ON CONFLICT`: which conflict the clause names and what the
-//! insert does about it (the doing is `ndpdb_host::transaction::insert`).
+//! insert does about it (the conflict is found by
+//! `ndpdb_host::transaction::insert`, the update runs in `dml.rs`).
 //!
 //! ```text
 //!  ON CONFLICT [ (col, …) | ON CONSTRAINT name ] DO NOTHING
@@ -7,23 +8,61 @@
 //!                         (42P10 otherwise; ndpdb's only unique index)
 //!     ON CONSTRAINT name  must name the primary key (42704 otherwise)
 //!     no target           any key conflict
-//!  ON CONFLICT … DO UPDATE  needs a target (42601); not built (0A000)
+//!  ON CONFLICT target DO UPDATE SET col = expr, … [WHERE cond]
+//!     expr and cond see the row holding the key (by the table's name or
+//!     alias) and the proposed row as EXCLUDED; a row the command already
+//!     inserted or updated is 21000; without a target 42601
 //! ```
 
 use std::collections::BTreeSet;
 
-use ndpdb_formats::SqlState;
+use ndpdb_formats::expr::Program;
+use ndpdb_formats::{DataType, SqlState};
 use ndpdb_host::database::TableState;
 use ndpdb_host::OnConflict;
-use sqlparser::ast::{ConflictTarget, OnConflictAction, OnInsert};
+use sqlparser::ast::{AssignmentTarget, ConflictTarget, DoUpdate, OnConflictAction, OnInsert};
 
-use crate::scope::ident_name;
+use crate::compile::{compile, compile_predicate, Ty};
+use crate::scope::{ident_name, Scope};
 use crate::{Error, Result};
 
-/// What an INSERT with clause `on` does when a row's key is taken.
-pub fn plan_on_conflict(table: &TableState, on: Option<&OnInsert>) -> Result<OnConflict> {
+/// What an INSERT does when a row's key is taken.
+pub enum ConflictAction {
+    /// 23505.
+    Error,
+    DoNothing,
+    DoUpdate(DoUpdatePlan),
+}
+
+/// `DO UPDATE SET … [WHERE …]`, over the row holding the key followed by
+/// the proposed row (EXCLUDED).
+pub struct DoUpdatePlan {
+    /// Column position and its new value.
+    pub sets: Vec<(usize, Program)>,
+    pub filter: Option<Program>,
+}
+
+impl ConflictAction {
+    /// What the transaction's insert does on a conflict.
+    pub fn on_conflict(&self) -> OnConflict {
+        match self {
+            ConflictAction::Error => OnConflict::Error,
+            ConflictAction::DoNothing => OnConflict::DoNothing,
+            ConflictAction::DoUpdate(_) => OnConflict::Report,
+        }
+    }
+}
+
+/// What an INSERT into `table` (named `alias` in the statement) with
+/// clause `on` does when a row's key is taken.
+pub fn plan_on_conflict(
+    table: &TableState,
+    alias: &str,
+    on: Option<&OnInsert>,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<ConflictAction> {
     let clause = match on {
-        None => return Ok(OnConflict::Error),
+        None => return Ok(ConflictAction::Error),
         Some(OnInsert::OnConflict(c)) => c,
         Some(_) => {
             return Err(Error::new(
@@ -36,16 +75,71 @@ pub fn plan_on_conflict(table: &TableState, on: Option<&OnInsert>) -> Result<OnC
         check_target(table, target)?;
     }
     match &clause.action {
-        OnConflictAction::DoNothing => Ok(OnConflict::DoNothing),
+        OnConflictAction::DoNothing => Ok(ConflictAction::DoNothing),
         OnConflictAction::DoUpdate(_) if clause.conflict_target.is_none() => Err(Error::new(
             SqlState::SYNTAX_ERROR,
             "ON CONFLICT DO UPDATE requires inference specification or constraint name",
-        )),
-        OnConflictAction::DoUpdate(_) => Err(Error::new(
-            SqlState::FEATURE_NOT_SUPPORTED,
-            "ON CONFLICT DO UPDATE is not supported",
-        )),
+        )
+        .with_hint("For example, ON CONFLICT (column_name).")),
+        OnConflictAction::DoUpdate(u) => {
+            plan_do_update(table, alias, u, params).map(ConflictAction::DoUpdate)
+        }
     }
+}
+
+fn plan_do_update(
+    table: &TableState,
+    alias: &str,
+    u: &DoUpdate,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<DoUpdatePlan> {
+    let meta = table.meta();
+    let columns = || meta.schema.columns.iter().map(|c| (c.name.clone(), c.ty));
+    let mut scope = Scope::default();
+    scope.add_table(alias, columns());
+    scope.add_table("excluded", columns());
+    let mut sets: Vec<(usize, Program)> = Vec::new();
+    for a in &u.assignments {
+        let name = match &a.target {
+            AssignmentTarget::ColumnName(n) => {
+                n.0.last()
+                    .and_then(|p| p.as_ident())
+                    .map(ident_name)
+                    .unwrap_or_default()
+            }
+            AssignmentTarget::Tuple(_) => {
+                return Err(Error::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    "tuple assignment is not supported",
+                ))
+            }
+        };
+        let col = meta.schema.column_index(&name).ok_or_else(|| {
+            Error::new(
+                SqlState::UNDEFINED_COLUMN,
+                format!(
+                    "column \"{name}\" of relation \"{}\" does not exist",
+                    meta.name
+                ),
+            )
+        })?;
+        if sets.iter().any(|(c, _)| *c == col) {
+            return Err(Error::new(
+                SqlState::SYNTAX_ERROR,
+                format!("multiple assignments to same column \"{name}\""),
+            ));
+        }
+        let (p, ty) = compile(&a.value, &scope, params)?;
+        if let Ty::Param(i) = ty {
+            params[i as usize].get_or_insert(meta.schema.columns[col].ty);
+        }
+        sets.push((col, p));
+    }
+    let filter = match &u.selection {
+        Some(w) => Some(compile_predicate(w, &scope, params)?),
+        None => None,
+    };
+    Ok(DoUpdatePlan { sets, filter })
 }
 
 fn check_target(table: &TableState, target: &ConflictTarget) -> Result<()> {

@@ -421,3 +421,39 @@ fn on_conflict_do_nothing_waits_for_the_other_inserter() {
     assert_eq!(out[0].tag(), "INSERT 0 0");
     a.execute("COMMIT").unwrap();
 }
+
+/// `ON CONFLICT DO UPDATE` waits for a concurrent inserter of the key and
+/// then updates the row it committed (READ COMMITTED): two upserts of one
+/// counter both count. Under REPEATABLE READ a row the snapshot does not
+/// see is 40001.
+#[test]
+fn on_conflict_do_update_updates_the_row_the_other_inserter_committed() {
+    let (_d, db) = setup();
+    let mut a = session(&db);
+    let mut b = session(&db);
+    a.execute(
+        "BEGIN; INSERT INTO acct VALUES (9, 1) ON CONFLICT (id) DO UPDATE SET v = acct.v + 1",
+    )
+    .unwrap();
+    let h = thread::spawn(move || {
+        b.execute("INSERT INTO acct VALUES (9, 1) ON CONFLICT (id) DO UPDATE SET v = acct.v + 1")
+            .map(|mut o| o.pop().unwrap().tag())
+    });
+    wait_for_waiter(&db);
+    a.execute("COMMIT").unwrap();
+    assert_eq!(h.join().unwrap().unwrap(), "INSERT 0 1");
+    assert_eq!(
+        value(&mut a, "SELECT v FROM acct WHERE id = 9"),
+        Value::BigInt(2)
+    );
+
+    let mut b = session(&db);
+    a.execute("BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM acct")
+        .unwrap();
+    b.execute("INSERT INTO acct VALUES (12, 0)").unwrap();
+    let err = a
+        .execute("INSERT INTO acct VALUES (12, 5) ON CONFLICT (id) DO UPDATE SET v = excluded.v")
+        .unwrap_err();
+    assert_eq!(err.code, SqlState::SERIALIZATION_FAILURE);
+    a.execute("ROLLBACK").unwrap();
+}

@@ -9,9 +9,12 @@
 //!      ─► head live?  → conflict          else put over the head
 //!
 //!  conflict:  OnConflict::Error     → 23505 with PostgreSQL's detail
-//!             OnConflict::DoNothing → no row; under REPEATABLE READ a
-//!                                     live row the snapshot does not
-//!                                     see is 40001, as in PostgreSQL
+//!             OnConflict::DoNothing → Inserted::Skipped
+//!             OnConflict::Report    → Inserted::Conflict (the key's lock
+//!                                     held: ON CONFLICT DO UPDATE then
+//!                                     updates that row)
+//!             under REPEATABLE READ a live row the snapshot does not
+//!             see is 40001 for both, as in PostgreSQL
 //! ```
 //!
 //! A table without a primary key has no conflicts: every row gets a new
@@ -31,30 +34,46 @@ pub enum OnConflict {
     Error,
     /// `ON CONFLICT DO NOTHING`: the row is not inserted.
     DoNothing,
+    /// `ON CONFLICT DO UPDATE`: the row holding the key is reported.
+    Report,
+}
+
+/// What an insert did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Inserted {
+    Row(Vid),
+    /// The key was taken ([`OnConflict::DoNothing`]).
+    Skipped,
+    /// The key is taken by the live row `vid` whose current version is
+    /// `head` (`RecId::NULL`: this transaction's own row); its lock is
+    /// held ([`OnConflict::Report`]).
+    Conflict {
+        vid: Vid,
+        head: RecId,
+    },
 }
 
 impl Transaction {
     /// Inserts a row (values already of the column types).
     pub fn insert(&mut self, ts: &TableState, row: Vec<Value>) -> Result<Vid> {
         match self.insert_with(ts, row, OnConflict::Error)? {
-            Some(vid) => Ok(vid),
-            None => Err(Error::new(SqlState::INTERNAL_ERROR, "insert skipped a row")),
+            Inserted::Row(vid) => Ok(vid),
+            _ => Err(Error::new(SqlState::INTERNAL_ERROR, "insert skipped a row")),
         }
     }
 
-    /// Inserts a row; `None` when the key is taken and `on_conflict` is
-    /// [`OnConflict::DoNothing`].
+    /// Inserts a row, or says which row holds its key (`on_conflict`).
     pub fn insert_with(
         &mut self,
         ts: &TableState,
         row: Vec<Value>,
         on_conflict: OnConflict,
-    ) -> Result<Option<Vid>> {
+    ) -> Result<Inserted> {
         self.check_row(ts, &row)?;
         let Some(pk) = ts.pk.get() else {
             let vid = ts.vids.allocate();
             self.put(ts, vid, RecId::NULL, &row, false)?;
-            return Ok(Some(vid));
+            return Ok(Inserted::Row(vid));
         };
         let key = ts.pk_key(&row).unwrap_or_default();
         let (vid, _) = pk.get_or_insert(key, || ts.vids.allocate())?;
@@ -63,12 +82,16 @@ impl Transaction {
             if !e.tombstone {
                 return match on_conflict {
                     OnConflict::Error => Err(Self::duplicate_key(ts, &row)),
-                    OnConflict::DoNothing => Ok(None),
+                    OnConflict::DoNothing => Ok(Inserted::Skipped),
+                    OnConflict::Report => Ok(Inserted::Conflict {
+                        vid,
+                        head: RecId::NULL,
+                    }),
                 };
             }
             let pred = e.pred;
             self.put(ts, vid, pred, &row, false)?;
-            return Ok(Some(vid));
+            return Ok(Inserted::Row(vid));
         }
         self.lock(lock_key)?;
         let head = self.head_of(ts, vid);
@@ -76,20 +99,20 @@ impl Transaction {
             let bytes = self.db.inner.fetch(head)?;
             let h = RecordHeader::parse(&bytes)?;
             if !h.is_tombstone() {
-                return match on_conflict {
-                    OnConflict::Error => Err(Self::duplicate_key(ts, &row)),
-                    OnConflict::DoNothing
-                        if self.isolation != Isolation::ReadCommitted
-                            && !self.snapshot.sees(h.creator) =>
-                    {
-                        Err(Error::serialization())
-                    }
-                    OnConflict::DoNothing => Ok(None),
-                };
+                if on_conflict == OnConflict::Error {
+                    return Err(Self::duplicate_key(ts, &row));
+                }
+                if self.isolation != Isolation::ReadCommitted && !self.snapshot.sees(h.creator) {
+                    return Err(Error::serialization());
+                }
+                return Ok(match on_conflict {
+                    OnConflict::Report => Inserted::Conflict { vid, head },
+                    _ => Inserted::Skipped,
+                });
             }
         }
         self.put(ts, vid, head, &row, false)?;
-        Ok(Some(vid))
+        Ok(Inserted::Row(vid))
     }
 
     fn duplicate_key(ts: &TableState, row: &[Value]) -> Error {

@@ -20,7 +20,7 @@
 mod end;
 mod insert;
 
-pub use insert::OnConflict;
+pub use insert::{Inserted, OnConflict};
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::page::{PageBuf, PAGE_SIZE};

@@ -58,6 +58,7 @@ pub fn error_info(e: &Error, severity: &str) -> ErrorInfo {
         cut(e.message.clone()),
     );
     info.detail = e.detail.clone().map(cut);
+    info.hint = e.hint.clone().map(cut);
     info
 }
 
