@@ -2,7 +2,7 @@
 //! format, as psql's `\copy … to` and pg_dump read it.
 //!
 //! ```text
-//!  Query "COPY t TO STDOUT (FORMAT csv, HEADER)"
+//!  Query (or Parse/Bind/Execute) "COPY t TO STDOUT (FORMAT csv, HEADER)"
 //!    ─► SELECT … runs in the session (its transaction rules)
 //!    ─► CopyOutResponse (text, one format code per column)
 //!    ─► CopyData: [header], one record per row, ~64 KiB per message

@@ -106,11 +106,8 @@ where
     if let Some(spec) = copy_spec(&stmt) {
         return Ok((Plan::Copy(spec?), false));
     }
-    if crate::copy::copy_out_spec(&stmt).is_some() {
-        return Err(Error::new(
-            SqlState::FEATURE_NOT_SUPPORTED,
-            "COPY … TO STDOUT is supported in the simple query protocol (psql's \\copy)",
-        ));
+    if let Some(spec) = crate::copy::copy_out_spec(&stmt) {
+        return Ok((Plan::CopyOut(spec?), false));
     }
     match &stmt {
         Ast::Deallocate { name, .. } => {
@@ -374,6 +371,7 @@ where
             conn.empty_query().await
         }
         Plan::Copy(spec) => crate::copy_in::run(conn, spec).await,
+        Plan::CopyOut(spec) => crate::copy_out::run(conn, spec).await,
         Plan::Deallocate { name, tag } => {
             conn.deallocate(name.as_deref())?;
             conn.command_complete((*tag).to_owned()).await

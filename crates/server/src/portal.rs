@@ -21,7 +21,7 @@ use ndpdb_formats::{DataType, Value};
 use ndpdb_sql::session::Prepared;
 use ndpdb_sql::ResultColumn;
 
-use crate::copy::CopySpec;
+use crate::copy::{CopyOutSpec, CopySpec};
 use crate::types::{pg_type, Format};
 
 /// What a prepared statement runs.
@@ -33,6 +33,8 @@ pub(crate) enum Plan {
         tag: &'static str,
     },
     Copy(CopySpec),
+    /// `COPY … TO STDOUT`: its rows go out as CopyData.
+    CopyOut(CopyOutSpec),
     /// DEALLOCATE name (`None`: ALL); `tag` is the command's.
     Deallocate {
         name: Option<String>,

@@ -229,3 +229,34 @@ fn copy_to_stdout_writes_postgres_text_and_csv() {
                 2,NULL\n3,0.00\n";
     assert!(out.contains(want), "{out}");
 }
+
+/// `COPY … TO STDOUT` through the extended protocol (Parse/Bind/Execute,
+/// as drivers send it): CopyOutResponse, the records as CopyData,
+/// CopyDone and CommandComplete before Sync's ReadyForQuery.
+#[test]
+fn copy_to_stdout_runs_in_the_extended_protocol() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = start(ndpdb_embedded::open(dir.path()).unwrap());
+    let mut c = common::raw::Raw::startup(port);
+    let r = c.round(&common::raw::query(
+        "CREATE TABLE t (id INT PRIMARY KEY, s TEXT); INSERT INTO t VALUES (1, 'a\tb'), (2, NULL)",
+    ));
+    assert_eq!(r.status(), Some('I'), "{r:?}");
+    let r = c.round(
+        &[
+            common::raw::extended("COPY (SELECT id, s FROM t ORDER BY id) TO STDOUT"),
+            common::raw::sync(),
+        ]
+        .concat(),
+    );
+    assert_eq!(r.types(), "12HdcCZ", "{r:?}");
+    let data: Vec<u8> = r
+        .messages
+        .iter()
+        .filter(|(t, _)| *t == b'd')
+        .flat_map(|(_, b)| b.clone())
+        .collect();
+    assert_eq!(data, b"1\ta\\tb\n2\t\\N\n");
+    let (_, tag) = r.messages.iter().find(|(t, _)| *t == b'C').unwrap();
+    assert_eq!(tag.as_slice(), b"COPY 2\0");
+}
