@@ -268,7 +268,10 @@ impl InsertPlan {
             };
             match tx.insert_with(&self.table, row, self.on_conflict.on_conflict())? {
                 Inserted::Row(vid) => {
-                    touched.insert(vid);
+                    // Only DO UPDATE must know the rows this command wrote.
+                    if update.is_some() {
+                        touched.insert(vid);
+                    }
                     n += 1;
                 }
                 Inserted::Skipped => {}
