@@ -287,53 +287,42 @@ impl PageStore {
     }
 
     pub fn write(&self, ppn: Ppn, page: &[u8]) -> Result<()> {
-        if page.len() != PAGE_SIZE {
-            return Err(LinkError::Corrupted(format!(
-                "page of {} bytes",
-                page.len()
-            )));
-        }
-        self.nvm.write_access();
-        self.set_verified(ppn, false);
-        self.file
-            .write_all_at(page, ppn.0 * PAGE_SIZE as u64)
-            .map_err(io)?;
-        self.page_count.fetch_max(ppn.0 + 1, Ordering::AcqRel);
-        Ok(())
+        self.write_many(&[(ppn, page)])
     }
 
     /// Writes pages; a run of consecutive PPNs goes down in one write (a
-    /// flush allocates its pages' PPNs in one block).
+    /// flush allocates its pages' PPNs in one block). A page of the wrong
+    /// size fails its run before anything of the run is written.
     pub fn write_many(&self, pages: &[(Ppn, &[u8])]) -> Result<()> {
-        let mut run: Vec<u8> = Vec::new();
+        let mut joined: Vec<u8> = Vec::new();
         let mut start = 0;
         while start < pages.len() {
             let mut end = start + 1;
             while end < pages.len() && pages[end].0 .0 == pages[end - 1].0 .0 + 1 {
                 end += 1;
             }
-            if end - start == 1 {
-                self.write(pages[start].0, pages[start].1)?;
-            } else {
-                run.clear();
-                for (ppn, page) in &pages[start..end] {
-                    if page.len() != PAGE_SIZE {
-                        return Err(LinkError::Corrupted(format!(
-                            "page of {} bytes",
-                            page.len()
-                        )));
-                    }
-                    self.nvm.write_access();
-                    self.set_verified(*ppn, false);
-                    run.extend_from_slice(page);
-                }
-                let first = pages[start].0;
-                self.file
-                    .write_all_at(&run, first.0 * PAGE_SIZE as u64)
-                    .map_err(io)?;
-                self.page_count
-                    .fetch_max(pages[end - 1].0 .0 + 1, Ordering::AcqRel);
+            let run = &pages[start..end];
+            if let Some((_, bad)) = run.iter().find(|(_, p)| p.len() != PAGE_SIZE) {
+                return Err(LinkError::Corrupted(format!("page of {} bytes", bad.len())));
             }
+            for (ppn, _) in run {
+                self.nvm.write_access();
+                self.set_verified(*ppn, false);
+            }
+            // One page is written from where it is; a run is joined first.
+            let bytes: &[u8] = if let [(_, page)] = run {
+                page
+            } else {
+                joined.clear();
+                run.iter()
+                    .for_each(|(_, page)| joined.extend_from_slice(page));
+                &joined
+            };
+            self.file
+                .write_all_at(bytes, run[0].0 .0 * PAGE_SIZE as u64)
+                .map_err(io)?;
+            self.page_count
+                .fetch_max(run[run.len() - 1].0 .0 + 1, Ordering::AcqRel);
             start = end;
         }
         Ok(())

@@ -147,7 +147,7 @@ impl Server {
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let Some(acceptor) = &self.tls else {
-            return self.session(io, peer).await;
+            return self.session_within(io, peer, AUTHENTICATION_TIMEOUT).await;
         };
         // The TLS negotiation counts against the startup's time limit.
         let start = tokio::time::Instant::now();
@@ -159,13 +159,6 @@ impl Server {
             Ok(tls::Negotiated::Plain(io)) => self.session_within(io, peer, left).await,
             Ok(tls::Negotiated::Closed) | Err(_) => {}
         }
-    }
-
-    async fn session<IO>(&self, io: IO, peer: SocketAddr)
-    where
-        IO: AsyncRead + AsyncWrite,
-    {
-        self.session_within(io, peer, AUTHENTICATION_TIMEOUT).await
     }
 
     /// Startup (within `limit`), then the session's messages.

@@ -16,10 +16,9 @@ use ndpdb_formats::{DataType, SqlState, Value, Vid};
 use ndpdb_host::database::TableState;
 use ndpdb_host::ndp::NdpReport;
 use ndpdb_host::{Database, Inserted, Transaction, WriteOutcome};
-use sqlparser::ast::{
-    AssignmentTarget, Delete, FromTable, Insert, ObjectName, SetExpr, TableObject, Update,
-};
+use sqlparser::ast::{Delete, FromTable, Insert, SetExpr, TableObject, Update};
 
+use crate::assignment::{column_position, plan_assignment};
 use crate::compile::{compile, Ty};
 use crate::ddl::table_name;
 use crate::dml_placement::{explain_dml, place_dml, DmlPlacement};
@@ -86,24 +85,6 @@ fn run_on_device(
         *l = Some(report);
     }
     Ok(Some(n))
-}
-
-fn column_position(ts: &TableState, name: &ObjectName) -> Result<usize> {
-    let col = name
-        .0
-        .last()
-        .and_then(|p| p.as_ident())
-        .map(ident_name)
-        .unwrap_or_default();
-    ts.meta().schema.column_index(&col).ok_or_else(|| {
-        Error::new(
-            SqlState::UNDEFINED_COLUMN,
-            format!(
-                "column \"{col}\" of relation \"{}\" does not exist",
-                ts.meta().name
-            ),
-        )
-    })
 }
 
 fn assign(v: Value, ty: &DataType, col: &str) -> Result<Value> {
@@ -370,24 +351,9 @@ pub fn plan_update(
     );
     let mut sets = Vec::new();
     for a in &up.assignments {
-        let col = match &a.target {
-            AssignmentTarget::ColumnName(n) => column_position(&ts, n)?,
-            AssignmentTarget::Tuple(_) => return Err(unsupported("tuple assignment")),
-        };
-        if sets.iter().any(|(c, _, _)| *c == col) {
-            return Err(Error::new(
-                SqlState("42601"),
-                format!(
-                    "multiple assignments to same column \"{}\"",
-                    ts.meta().schema.columns[col].name
-                ),
-            ));
-        }
-        let (p, ty) = compile(&a.value, &scope, params)?;
-        if let crate::compile::Ty::Param(i) = ty {
-            params[i as usize].get_or_insert(ts.meta().schema.columns[col].ty);
-        }
-        sets.push((col, p, ty));
+        let taken = |col: usize| sets.iter().any(|(c, _, _)| *c == col);
+        let set = plan_assignment(&ts, a, &scope, params, &taken)?;
+        sets.push(set);
     }
     Ok(UpdatePlan {
         filter,

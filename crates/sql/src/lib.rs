@@ -21,6 +21,7 @@
 //! The sqlparser AST stays at this edge: it is turned into bytecode
 //! programs and plans here and never reaches the host engine.
 
+pub mod assignment;
 pub mod backup_call;
 pub mod compile;
 pub mod copy_options;

@@ -20,10 +20,11 @@ use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, SqlState};
 use ndpdb_host::database::TableState;
 use ndpdb_host::OnConflict;
-use sqlparser::ast::{AssignmentTarget, ConflictTarget, DoUpdate, OnConflictAction, OnInsert};
+use sqlparser::ast::{ConflictTarget, DoUpdate, OnConflictAction, OnInsert};
 
-use crate::compile::{compile, compile_predicate, Ty};
-use crate::scope::{ident_name, Scope};
+use crate::assignment::plan_assignment;
+use crate::compile::compile_predicate;
+use crate::scope::{ident_name, last_ident, Scope};
 use crate::{Error, Result};
 
 /// What an INSERT does when a row's key is taken.
@@ -100,39 +101,8 @@ fn plan_do_update(
     scope.add_table("excluded", columns());
     let mut sets: Vec<(usize, Program)> = Vec::new();
     for a in &u.assignments {
-        let name = match &a.target {
-            AssignmentTarget::ColumnName(n) => {
-                n.0.last()
-                    .and_then(|p| p.as_ident())
-                    .map(ident_name)
-                    .unwrap_or_default()
-            }
-            AssignmentTarget::Tuple(_) => {
-                return Err(Error::new(
-                    SqlState::FEATURE_NOT_SUPPORTED,
-                    "tuple assignment is not supported",
-                ))
-            }
-        };
-        let col = meta.schema.column_index(&name).ok_or_else(|| {
-            Error::new(
-                SqlState::UNDEFINED_COLUMN,
-                format!(
-                    "column \"{name}\" of relation \"{}\" does not exist",
-                    meta.name
-                ),
-            )
-        })?;
-        if sets.iter().any(|(c, _)| *c == col) {
-            return Err(Error::new(
-                SqlState::SYNTAX_ERROR,
-                format!("multiple assignments to same column \"{name}\""),
-            ));
-        }
-        let (p, ty) = compile(&a.value, &scope, params)?;
-        if let Ty::Param(i) = ty {
-            params[i as usize].get_or_insert(meta.schema.columns[col].ty);
-        }
+        let taken = |col: usize| sets.iter().any(|(c, _)| *c == col);
+        let (col, p, _) = plan_assignment(table, a, &scope, params, &taken)?;
         sets.push((col, p));
     }
     let filter = match &u.selection {
@@ -166,12 +136,7 @@ fn check_target(table: &TableState, target: &ConflictTarget) -> Result<()> {
             }
         }
         ConflictTarget::OnConstraint(name) => {
-            let name = name
-                .0
-                .last()
-                .and_then(|p| p.as_ident())
-                .map(ident_name)
-                .unwrap_or_default();
+            let name = last_ident(name);
             if meta.schema.primary_key.is_empty() || name != meta.pk_constraint_name() {
                 return Err(Error::new(
                     SqlState::UNDEFINED_OBJECT,

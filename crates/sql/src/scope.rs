@@ -28,6 +28,16 @@ pub fn ident_name(id: &Ident) -> String {
     }
 }
 
+/// The last part of a possibly qualified name (`s.t.col` → `col`), folded
+/// as [`ident_name`] folds it.
+pub fn last_ident(name: &sqlparser::ast::ObjectName) -> String {
+    name.0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(ident_name)
+        .unwrap_or_default()
+}
+
 impl Scope {
     pub fn add_table(
         &mut self,
