@@ -1,7 +1,8 @@
 //! `ndpdb bench diff`: SQL conformance against PostgreSQL (DESIGN.md §12).
 //! The same random tables are loaded into ndpdb and PostgreSQL through
 //! COPY; then generated queries — filters, aggregates, GROUP BY, inner
-//! and outer joins, CHAR comparisons,
+//! and outer joins, CHAR comparisons, subqueries (IN / NOT IN, EXISTS,
+//! ANY / ALL, scalar, correlated or not, in FROM and WITH),
 //! ORDER BY with LIMIT — run on both over the wire and their rows are
 //! compared: exactly for text, integers and NUMERIC, within 1e-9 relative
 //! for DOUBLE PRECISION columns.
@@ -175,6 +176,9 @@ fn predicate(rng: &mut SmallRng, depth: u32) -> String {
 /// Generates the `i`-th query.
 pub fn query(rng: &mut SmallRng) -> Query {
     let p = predicate(rng, 0);
+    if rng.gen_range(0..20) < 7 {
+        return subquery(rng, &p);
+    }
     match rng.gen_range(0..13) {
         0 => Query {
             sql: format!("SELECT t1.id, t1.a, t1.n, t1.s, t1.dt, t1.f, t1.c FROM t1 WHERE {p}"),
@@ -277,6 +281,63 @@ pub fn query(rng: &mut SmallRng) -> Query {
             floats: vec![],
             ordered: false,
         },
+    }
+}
+
+/// A query with a subquery and the predicate `p` over t1.
+fn subquery(rng: &mut SmallRng, p: &str) -> Query {
+    let k: i32 = rng.gen_range(0..100);
+    let label = format!("L{}", rng.gen_range(0..20));
+    let not = if rng.gen_bool(0.5) { "NOT " } else { "" };
+    let unordered = |sql: String| Query {
+        sql,
+        floats: vec![],
+        ordered: false,
+    };
+    match rng.gen_range(0..9) {
+        // Uncorrelated IN / NOT IN: t2.v has NULLs, so NOT IN is often NULL.
+        0 => unordered(format!(
+            "SELECT t1.id, t1.a FROM t1 WHERE t1.a {not}IN (SELECT t2.v - 50 FROM t2 WHERE t2.label = '{label}') AND {p}"
+        )),
+        // Correlated EXISTS through t2's primary key.
+        1 => unordered(format!(
+            "SELECT t1.id, t1.s FROM t1 WHERE {not}EXISTS (SELECT 1 FROM t2 WHERE t2.id = t1.id * 2 + 1 AND t2.v > {k}) AND {p}"
+        )),
+        // Correlated scalar subqueries in the select list (by t1.a: at
+        // most 100 distinct arguments).
+        2 => unordered(format!(
+            "SELECT t1.id, (SELECT COUNT(*) FROM t2 WHERE t2.v = t1.a + 50), (SELECT MAX(t2.label) FROM t2 WHERE t2.v = t1.a + 50 AND t2.id < {}) FROM t1 WHERE {p}",
+            k * 40
+        )),
+        // An uncorrelated scalar subquery as a bound.
+        3 => unordered(format!(
+            "SELECT t1.id, t1.n FROM t1 WHERE t1.n > (SELECT AVG(t2.v) * 10 - 500 FROM t2 WHERE t2.label = '{label}') AND {p}"
+        )),
+        // ANY / ALL.
+        4 => {
+            let (op, q) = [("<", "ALL"), (">=", "ALL"), ("=", "ANY"), ("<>", "ANY"), (">", "SOME")]
+                [rng.gen_range(0..5)];
+            unordered(format!(
+                "SELECT t1.id, t1.a FROM t1 WHERE t1.a {op} {q} (SELECT t2.v - 60 FROM t2 WHERE t2.id < {k}) AND {p}"
+            ))
+        }
+        // A query in FROM, grouped, and filtered outside.
+        5 => unordered(format!(
+            "SELECT g.k, g.cnt, g.total FROM (SELECT t1.a % 5 AS k, COUNT(*) AS cnt, SUM(t1.n) AS total FROM t1 WHERE {p} GROUP BY t1.a % 5) g WHERE g.cnt > {}",
+            k % 10
+        )),
+        // WITH, joined to a table.
+        6 => unordered(format!(
+            "WITH w AS (SELECT t2.t1_id AS id, SUM(t2.v) AS total, COUNT(*) AS cnt FROM t2 WHERE t2.v > {k} GROUP BY t2.t1_id) SELECT t1.id, w.total, w.cnt FROM t1 JOIN w ON w.id = t1.id WHERE {p}"
+        )),
+        // HAVING against a subquery.
+        7 => unordered(format!(
+            "SELECT t1.a % 7, COUNT(*) FROM t1 WHERE {p} GROUP BY t1.a % 7 HAVING COUNT(*) > (SELECT COUNT(*) FROM t2 WHERE t2.label = '{label}') / 10"
+        )),
+        // A correlated subquery over grouped rows, and an IN over CHAR(6).
+        _ => unordered(format!(
+            "SELECT t1.c, COUNT(*), (SELECT COUNT(*) FROM t2 WHERE t2.label = 'L' || length(t1.c)) FROM t1 WHERE t1.c {not}IN (SELECT t1.s FROM t1 WHERE t1.id < {k}) AND {p} GROUP BY t1.c"
+        )),
     }
 }
 

@@ -232,7 +232,7 @@ fn is_char(t: Ty) -> bool {
 }
 
 /// Whether two types can be compared.
-fn comparable(a: DataType, b: DataType) -> bool {
+pub(crate) fn comparable(a: DataType, b: DataType) -> bool {
     (a.is_numeric() && b.is_numeric())
         || (a.is_textual() && b.is_textual())
         || matches!(
@@ -365,9 +365,26 @@ impl Compiler<'_> {
 
     fn group_index(&self, e: &Expr) -> Option<usize> {
         let agg = self.agg.as_ref()?;
-        agg.group_exprs
+        if let Some(i) = agg
+            .group_exprs
             .iter()
             .position(|g| g == e || strip_nested(g) == strip_nested(e))
+        {
+            return Some(i);
+        }
+        // `t.x` and `x` name the same grouped column.
+        let column = |e: &Expr| match strip_nested(e) {
+            Expr::Identifier(id) => agg.input.resolve(None, &ident_name(id)).ok(),
+            Expr::CompoundIdentifier(ids) => match ids.as_slice() {
+                [t, c] | [_, t, c] => agg.input.resolve(Some(&ident_name(t)), &ident_name(c)).ok(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let target = column(e)?;
+        agg.group_exprs
+            .iter()
+            .position(|g| column(g) == Some(target))
     }
 
     pub fn expr(&mut self, e: &Expr) -> Result<Ty> {
@@ -463,7 +480,9 @@ impl Compiler<'_> {
                 .cloned()
                 .unwrap_or_default();
             // Resolve to give the right error for unknown columns first.
-            input.resolve(table, name)?;
+            if let Err(e) = input.resolve(table, name) {
+                return self.outer_column(input, table, name, e);
+            }
             return Err(Error::new(
                 SqlState::GROUPING_ERROR,
                 format!(
@@ -472,10 +491,61 @@ impl Compiler<'_> {
                 ),
             ));
         }
-        let i = self.scope.resolve(table, name)?;
+        let i = match self.scope.resolve(table, name) {
+            Ok(i) => i,
+            Err(e) => return self.outer_column(self.scope, table, name, e),
+        };
         let ty = self.scope.columns[i].ty;
         self.emit(Op::Column(i as u32));
         Ok(Ty::Known(ty))
+    }
+
+    /// A name `scope` lacks may be an enclosing query's column (a
+    /// correlated reference: a parameter); else `not_found` stands.
+    fn outer_column(
+        &mut self,
+        scope: &Scope,
+        table: Option<&str>,
+        name: &str,
+        not_found: Error,
+    ) -> Result<Ty> {
+        if !matches!(
+            not_found.code,
+            SqlState::UNDEFINED_COLUMN | SqlState::UNDEFINED_TABLE
+        ) {
+            return Err(not_found);
+        }
+        let Some(ctx) = &scope.ctx else {
+            return Err(not_found);
+        };
+        match ctx.outer_ref(table, name)? {
+            Some((slot, ty)) => {
+                self.emit(Op::Param(slot));
+                Ok(Ty::Known(ty))
+            }
+            None => Err(not_found),
+        }
+    }
+
+    /// EXISTS, IN and scalar subqueries: a parameter slot of the query.
+    fn subquery(&mut self, e: &Expr) -> Result<Ty> {
+        let scope = match &self.agg {
+            Some(agg) => agg.input.clone(),
+            None => self.scope.clone(),
+        };
+        let Some(ctx) = scope.ctx.clone() else {
+            return Err(unsupported("a subquery here"));
+        };
+        let (slot, ty) = match self.agg.as_deref_mut() {
+            Some(agg) => ctx.subquery(e, &scope, true, self.params, &mut |x, p| {
+                compile_aggregated(x, agg, p)
+            })?,
+            None => ctx.subquery(e, &scope, false, self.params, &mut |x, p| {
+                compile(x, &scope, p)
+            })?,
+        };
+        self.emit(Op::Param(slot));
+        Ok(ty)
     }
 
     fn value(&mut self, v: &AstValue) -> Result<Ty> {
@@ -579,6 +649,11 @@ impl Compiler<'_> {
             }
         }
         let (lt, rt) = match (lt, rt) {
+            // `'L' || 5`: an untyped operand of || is text.
+            _ if *op == BinaryOperator::StringConcat => (
+                self.coerce(lt, Some(DataType::Text))?,
+                self.coerce(rt, Some(DataType::Text))?,
+            ),
             (Ty::Known(a), other) => (lt, self.coerce(other, Some(a))?),
             (other, Ty::Known(b)) => (self.coerce(other, Some(b))?, rt),
             _ => (lt, rt),
@@ -953,9 +1028,11 @@ impl Compiler<'_> {
                     }),
                 })
             }
-            Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => {
-                Err(unsupported("subqueries"))
-            }
+            Expr::Subquery(_)
+            | Expr::InSubquery { .. }
+            | Expr::Exists { .. }
+            | Expr::AnyOp { .. }
+            | Expr::AllOp { .. } => self.subquery(e),
             e => Err(unsupported(format!("expression {e}"))),
         }
     }

@@ -26,6 +26,7 @@ use crate::on_conflict::{plan_on_conflict, ConflictAction, DoUpdatePlan};
 use crate::output::Output;
 use crate::query::{plan_filter, plan_query, NdpMode, SelectPlan};
 use crate::scope::{ident_name, Scope};
+use crate::subquery::max_placeholder;
 use crate::{Error, Result};
 
 fn unsupported(what: &str) -> Error {
@@ -74,7 +75,7 @@ fn run_on_device(
     params: &[Value],
 ) -> Result<Option<u64>> {
     let Some(p) = ndp else { return Ok(None) };
-    let ts = filter.sources[0].table.clone();
+    let ts = filter.target_table()?.clone();
     // After update NDP on this table only the next step of the
     // transaction's NDP pipeline still runs on the device.
     if tx.has_writes_to(&ts) && !tx.continues_pipeline(&ts, &p.request, params) {
@@ -338,8 +339,9 @@ pub fn plan_update(
     if up.from.is_some() || up.returning.is_some() || up.limit.is_some() {
         return Err(unsupported("UPDATE … FROM / RETURNING / LIMIT"));
     }
-    let filter = plan_filter(db, &up.table, up.selection.as_ref(), params)?;
-    let ts = filter.sources[0].table.clone();
+    let base = max_placeholder(up);
+    let filter = plan_filter(db, &up.table, up.selection.as_ref(), base, params)?;
+    let ts = filter.target_table()?.clone();
     let mut scope = Scope::default();
     scope.add_table(
         &filter.sources[0].alias,
@@ -375,11 +377,12 @@ impl UpdatePlan {
     }
 
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        let params = &self.filter.bind_statement(tx, params)?;
         if let Some(n) = run_on_device(tx, &self.filter, self.ndp.as_ref(), &self.last_ndp, params)?
         {
             return Ok(Output::command(format!("UPDATE {n}")));
         }
-        let ts = self.filter.sources[0].table.clone();
+        let ts = self.filter.target_table()?.clone();
         let schema = &ts.meta().schema;
         let rows = self.filter.matching(tx, params)?;
         let mut n = 0u64;
@@ -422,7 +425,13 @@ pub fn plan_delete(
         return Err(unsupported("DELETE from several tables"));
     };
     Ok(DeletePlan {
-        filter: plan_filter(db, table, del.selection.as_ref(), params)?,
+        filter: plan_filter(
+            db,
+            table,
+            del.selection.as_ref(),
+            max_placeholder(del),
+            params,
+        )?,
         ndp: None,
         last_ndp: Mutex::new(None),
     })
@@ -440,11 +449,12 @@ impl DeletePlan {
     }
 
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        let params = &self.filter.bind_statement(tx, params)?;
         if let Some(n) = run_on_device(tx, &self.filter, self.ndp.as_ref(), &self.last_ndp, params)?
         {
             return Ok(Output::command(format!("DELETE {n}")));
         }
-        let ts = self.filter.sources[0].table.clone();
+        let ts = self.filter.target_table()?.clone();
         let rows = self.filter.matching(tx, params)?;
         let mut n = 0u64;
         for (vid, seen, row) in rows {

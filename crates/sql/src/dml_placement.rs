@@ -67,10 +67,11 @@ pub fn place_dml(
         return Ok(None);
     }
     let src = &filter.sources[0];
-    if matches!(src.access, Access::PrimaryKey(_)) {
+    // A condition with a subquery per row is evaluated on the host.
+    if matches!(src.access, Access::PrimaryKey(_)) || filter.has_row_filter() {
         return Ok(None);
     }
-    let ts: &TableState = &src.table;
+    let ts: &TableState = filter.target_table()?;
     let op = match sets {
         None => NdpOp::Delete,
         Some(sets) => {
@@ -137,16 +138,23 @@ pub fn explain_dml(what: &str, filter: &SelectPlan, ndp: Option<&DmlPlacement>) 
         Access::PrimaryKey(_) => "Index Lookup (primary key)",
         Access::Scan => "Scan",
     };
+    let name = src
+        .table()
+        .map(|t| t.meta().name.clone())
+        .unwrap_or_default();
     let mut lines = vec![
-        format!("{what} on {} [{side}]", src.table.meta().name),
+        format!("{what} on {name} [{side}]"),
         format!(
-            "  {access} on {} [{side}]{}",
-            src.table.meta().name,
+            "  {access} on {name} [{side}]{}",
             if src.filter.is_some() { " filter" } else { "" }
         ),
     ];
     if let Some(p) = ndp {
         lines.push(format!("    placement: {}", p.reason));
     }
+    if filter.has_row_filter() {
+        lines.push("  Filter [host] subquery conditions".into());
+    }
+    lines.extend(filter.subqueries.explain());
     lines
 }

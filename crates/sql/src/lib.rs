@@ -10,6 +10,8 @@
 //! - [`scope`]: name resolution of columns over one or more tables.
 //! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
 //!   with static types and literal coercion.
+//! - [`subquery`]: EXISTS / IN / scalar subqueries, correlated or not,
+//!   and queries in FROM and WITH, as parameter slots of their query.
 //! - [`query`]: SELECT planning and execution (access path, joins,
 //!   aggregation, ordering, limits, FOR UPDATE).
 //! - [`placement`]: the cost model of `SET ndp = auto`.
@@ -37,6 +39,7 @@ pub mod placement;
 pub mod query;
 pub mod scope;
 pub mod session;
+pub mod subquery;
 pub mod time_setting;
 pub mod token_text;
 

@@ -41,6 +41,7 @@ use crate::ddl::table_name;
 use crate::join::{key_of, JoinKind, JoinStep, Joined};
 use crate::output::{Output, ResultColumn};
 use crate::scope::{ident_name, Scope};
+use crate::subquery::{max_placeholder, Bindings, Cte, QueryContext};
 use crate::{Error, Result};
 use ndpdb_formats::agg::{Acc, AggSpec};
 use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
@@ -59,14 +60,31 @@ pub enum Access {
     PrimaryKey(Vec<Program>),
 }
 
+/// What a FROM item reads.
+pub enum Input {
+    Table(Arc<TableState>),
+    /// A subquery in FROM or a `WITH` query: its rows, once per execution.
+    Derived(Box<SelectPlan>),
+}
+
 pub struct Source {
-    pub table: Arc<TableState>,
+    pub input: Input,
     pub alias: String,
     pub access: Access,
     pub filter: Option<Program>,
     /// `filter`'s AND terms, each compiled alone (NDP pipelines compare
     /// predicates by them).
     pub conjuncts: Vec<Program>,
+}
+
+impl Source {
+    /// The table read, unless this is a derived table.
+    pub fn table(&self) -> Option<&Arc<TableState>> {
+        match &self.input {
+            Input::Table(t) => Some(t),
+            Input::Derived(_) => None,
+        }
+    }
 }
 
 enum SortKey {
@@ -85,6 +103,10 @@ pub struct SelectPlan {
     pub sources: Vec<Source>,
     joins: Vec<JoinStep>,
     filter: Option<Program>,
+    /// WHERE terms that need a subquery per row, after `filter`, in order.
+    row_filter: Vec<Program>,
+    /// The query's subqueries and correlated references (parameter slots).
+    pub subqueries: Bindings,
     /// The grouping context and HAVING, for aggregate queries.
     agg: Option<(AggContext, Option<Program>)>,
     /// The joined row's columns (ORDER BY of non-aggregate queries).
@@ -157,8 +179,8 @@ fn and_all(mut es: Vec<Expr>) -> Option<Expr> {
     }))
 }
 
-fn table_scope(ts: &TableState, alias: &str) -> Scope {
-    let mut s = Scope::default();
+fn table_scope(ts: &TableState, alias: &str, ctx: &Arc<QueryContext>) -> Scope {
+    let mut s = Scope::within(ctx);
     s.add_table(
         alias,
         ts.meta()
@@ -170,9 +192,32 @@ fn table_scope(ts: &TableState, alias: &str) -> Scope {
     s
 }
 
+/// The columns a FROM item gives, under its alias.
+fn input_scope(input: &Input, alias: &str, ctx: &Arc<QueryContext>) -> Scope {
+    match input {
+        Input::Table(ts) => table_scope(ts, alias, ctx),
+        Input::Derived(plan) => {
+            let mut s = Scope::within(ctx);
+            s.add_table(alias, plan.columns.iter().map(|c| (c.name.clone(), c.ty)));
+            s
+        }
+    }
+}
+
 fn compiles(e: &Expr, scope: &Scope) -> bool {
     let mut p = Vec::new();
     compile(e, scope, &mut p).is_ok()
+}
+
+/// Whether `e` compiles over `scope` without a per-row subquery (so it
+/// may filter a scan or be a join key).
+fn pushable(e: &Expr, scope: &Scope) -> bool {
+    let mut p = Vec::new();
+    match (compile(e, scope, &mut p), &scope.ctx) {
+        (Ok((prog, _)), Some(ctx)) => !ctx.row_dependent(&prog),
+        (Ok(_), None) => true,
+        (Err(_), _) => false,
+    }
 }
 
 fn output_name(e: &Expr) -> String {
@@ -208,6 +253,16 @@ fn output_name(e: &Expr) -> String {
         Expr::Nested(e) => output_name(e),
         Expr::Substring { shorthand, .. } => if *shorthand { "substr" } else { "substring" }.into(),
         Expr::Case { .. } => "case".into(),
+        Expr::Exists { .. } => "exists".into(),
+        // A scalar subquery is named after its one column.
+        Expr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.first() {
+                Some(SelectItem::UnnamedExpr(e)) => output_name(e),
+                Some(SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
         _ => "?column?".into(),
     }
 }
@@ -218,8 +273,43 @@ pub fn plan_query(
     q: &Query,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<SelectPlan> {
-    if q.with.is_some() {
-        return Err(unsupported("WITH"));
+    let ctx = QueryContext::new(db, max_placeholder(q), None, Arc::new(Vec::new()));
+    plan_query_in(q, params, &ctx)
+}
+
+/// Plans a query at one level of a statement: the top, a subquery
+/// (`ctx` knows the enclosing query) or a query in FROM / WITH.
+pub fn plan_query_in(
+    q: &Query,
+    params: &mut Vec<Option<DataType>>,
+    ctx: &Arc<QueryContext>,
+) -> Result<SelectPlan> {
+    if let Some(with) = &q.with {
+        if with.recursive {
+            return Err(unsupported("WITH RECURSIVE"));
+        }
+        let mut list: Vec<Cte> = Vec::new();
+        for cte in &with.cte_tables {
+            let name = ident_name(&cte.alias.name);
+            if list.iter().any(|c| c.name == name) {
+                return Err(Error::new(
+                    SqlState("42712"),
+                    format!("WITH query name \"{name}\" specified more than once"),
+                ));
+            }
+            list.push(Cte {
+                name,
+                visible: 0,
+                columns: cte
+                    .alias
+                    .columns
+                    .iter()
+                    .map(|c| ident_name(&c.name))
+                    .collect(),
+                query: cte.query.as_ref().clone(),
+            });
+        }
+        ctx.add_ctes(list);
     }
     if q.fetch.is_some() {
         return Err(unsupported("FETCH"));
@@ -236,7 +326,7 @@ pub fn plan_query(
         [l] if l.lock_type == LockType::Update && l.nonblock.is_none() => true,
         _ => return Err(unsupported("this locking clause")),
     };
-    let mut plan = plan_select(db, select, params)?;
+    let mut plan = plan_select(select, params, ctx)?;
     plan.for_update = for_update;
     if for_update {
         if plan.sources.len() != 1 {
@@ -280,7 +370,7 @@ pub fn plan_query(
             if !limit_by.is_empty() {
                 return Err(unsupported("LIMIT BY"));
             }
-            let empty = Scope::default();
+            let empty = Scope::within(ctx);
             if let Some(l) = limit {
                 plan.limit = Some(compile(l, &empty, params)?.0);
             }
@@ -290,6 +380,7 @@ pub fn plan_query(
         }
         Some(LimitClause::OffsetCommaLimit { .. }) => return Err(unsupported("LIMIT a, b")),
     }
+    plan.subqueries = ctx.finish();
     Ok(plan)
 }
 
@@ -335,36 +426,117 @@ struct FromItem {
     on: Vec<Expr>,
 }
 
-/// The FROM list's tables in order, each with its alias.
-type FromTables = Vec<(Arc<TableState>, String)>;
+/// The FROM list's items in order, each with its alias.
+type FromTables = Vec<(Input, String)>;
 
-/// Plans the FROM list: the tables in order, and how each joins.
-fn plan_from(db: &Database, from: &[TableWithJoins]) -> Result<(FromTables, Vec<FromItem>)> {
-    let mut out = Vec::new();
-    let mut items = Vec::new();
-    let add = |tf: &TableFactor, out: &mut Vec<(Arc<TableState>, String)>| -> Result<()> {
-        match tf {
-            TableFactor::Table {
-                name,
-                alias,
-                args: None,
-                ..
-            } => {
-                let tname = table_name(name)?;
-                let ts = db.table(&tname)?;
-                let alias = alias.as_ref().map_or(tname, |a| ident_name(&a.name));
-                if out.iter().any(|(_, a)| *a == alias) {
-                    return Err(Error::new(
-                        SqlState("42712"),
-                        format!("table name \"{alias}\" specified more than once"),
-                    ));
+/// Plans a query in FROM or a `WITH` query seeing `ctes`; `columns`
+/// renames its result columns (`AS t(a, b)`).
+fn plan_derived(
+    db: &Database,
+    q: &Query,
+    alias: &str,
+    columns: &[String],
+    ctes: Arc<Vec<Cte>>,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Input> {
+    let ctx = QueryContext::new(db, max_placeholder(q), None, ctes);
+    let mut plan = plan_query_in(q, params, &ctx)?;
+    if columns.len() > plan.columns.len() {
+        return Err(Error::new(
+            SqlState::INVALID_COLUMN_REFERENCE,
+            format!(
+                "table \"{alias}\" has {} columns available but {} columns specified",
+                plan.columns.len(),
+                columns.len()
+            ),
+        ));
+    }
+    for (c, name) in plan.columns.iter_mut().zip(columns) {
+        c.name = name.clone();
+    }
+    Ok(Input::Derived(Box::new(plan)))
+}
+
+/// One FROM item: a table, a `WITH` query or a subquery.
+fn plan_from_item(
+    tf: &TableFactor,
+    ctx: &Arc<QueryContext>,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(Input, String)> {
+    let alias_columns = |a: &Option<sqlparser::ast::TableAlias>| -> Vec<String> {
+        a.as_ref()
+            .map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect())
+            .unwrap_or_default()
+    };
+    match tf {
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } => {
+            let tname = table_name(name)?;
+            let as_name = alias
+                .as_ref()
+                .map_or(tname.clone(), |a| ident_name(&a.name));
+            let ctes = ctx.ctes();
+            if name.0.len() == 1 {
+                if let Some(cte) = ctes.iter().rev().find(|c| c.name == tname) {
+                    let mut columns = alias_columns(alias);
+                    if columns.is_empty() {
+                        columns = cte.columns.clone();
+                    }
+                    let visible = Arc::new(ctes[..cte.visible].to_vec());
+                    let input =
+                        plan_derived(ctx.db(), &cte.query, &as_name, &columns, visible, params)?;
+                    return Ok((input, as_name));
                 }
-                out.push((ts, alias));
-                Ok(())
             }
-            TableFactor::Derived { .. } => Err(unsupported("subqueries in FROM")),
-            other => Err(unsupported(format!("FROM item {other}"))),
+            Ok((Input::Table(ctx.db().table(&tname)?), as_name))
         }
+        TableFactor::Derived {
+            lateral,
+            subquery,
+            alias,
+            ..
+        } => {
+            if *lateral {
+                return Err(unsupported("LATERAL"));
+            }
+            let Some(a) = alias else {
+                return Err(Error::new(
+                    SqlState::SYNTAX_ERROR,
+                    "subquery in FROM must have an alias",
+                )
+                .with_hint("For example, FROM (SELECT ...) [AS] foo."));
+            };
+            let as_name = ident_name(&a.name);
+            let columns = alias_columns(alias);
+            let input = plan_derived(ctx.db(), subquery, &as_name, &columns, ctx.ctes(), params)?;
+            Ok((input, as_name))
+        }
+        other => Err(unsupported(format!("FROM item {other}"))),
+    }
+}
+
+/// Plans the FROM list: the items in order, and how each joins.
+fn plan_from(
+    from: &[TableWithJoins],
+    ctx: &Arc<QueryContext>,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(FromTables, Vec<FromItem>)> {
+    let mut out: FromTables = Vec::new();
+    let mut items = Vec::new();
+    let mut add = |tf: &TableFactor, out: &mut FromTables| -> Result<()> {
+        let (input, alias) = plan_from_item(tf, ctx, params)?;
+        if out.iter().any(|(_, a)| *a == alias) {
+            return Err(Error::new(
+                SqlState("42712"),
+                format!("table name \"{alias}\" specified more than once"),
+            ));
+        }
+        out.push((input, alias));
+        Ok(())
     };
     for twj in from {
         add(&twj.relation, &mut out)?;
@@ -422,13 +594,13 @@ fn equi_key<'e>(c: &'e Expr, left: &Scope, right: &Scope) -> Option<(&'e Expr, &
     else {
         return None;
     };
-    let constant = |e: &Expr| compiles(e, &Scope::default());
+    let constant = |e: &Expr| compiles(e, &left.no_columns());
     if constant(l) || constant(r) {
         return None;
     }
-    if compiles(l, left) && compiles(r, right) {
+    if pushable(l, left) && pushable(r, right) {
         Some((l, r))
-    } else if compiles(r, left) && compiles(l, right) {
+    } else if pushable(r, left) && pushable(l, right) {
         Some((r, l))
     } else {
         None
@@ -436,11 +608,11 @@ fn equi_key<'e>(c: &'e Expr, left: &Scope, right: &Scope) -> Option<(&'e Expr, &
 }
 
 fn plan_select(
-    db: &Database,
     s: &Select,
     params: &mut Vec<Option<DataType>>,
+    ctx: &Arc<QueryContext>,
 ) -> Result<SelectPlan> {
-    let (tables, from_items) = plan_from(db, &s.from)?;
+    let (tables, from_items) = plan_from(&s.from, ctx, params)?;
     let mut conds = Vec::new();
     if let Some(w) = &s.selection {
         conjuncts(w, &mut conds);
@@ -452,13 +624,14 @@ fn plan_select(
             conds.extend(f.on.iter().cloned());
         }
     }
-    let mut scope = Scope::default();
+    let mut scope = Scope::within(ctx);
     let mut scopes = Vec::new();
-    for (ts, alias) in &tables {
-        let ts_scope = table_scope(ts, alias);
+    for (input, alias) in &tables {
+        let ts_scope = input_scope(input, alias, ctx);
         scope.columns.extend(ts_scope.columns.iter().cloned());
         scopes.push(ts_scope);
     }
+    ctx.set_local(&scope);
     // Surface errors (unknown or ambiguous columns, types) against the full scope.
     for c in &conds {
         if contains_aggregate(c) {
@@ -488,7 +661,7 @@ fn plan_select(
     let mut pushed: Vec<Vec<Expr>> = vec![Vec::new(); n];
     let mut rest = Vec::new();
     for c in conds {
-        match (0..n).find(|&i| !nullable[i] && compiles(&c, &scopes[i])) {
+        match (0..n).find(|&i| !nullable[i] && pushable(&c, &scopes[i])) {
             Some(i) => pushed[i].push(c),
             None => rest.push(c),
         }
@@ -508,9 +681,9 @@ fn plan_select(
                 }
                 let target = match f.kind {
                     JoinKind::Inner => {
-                        (0..=k).find(|&j| !nullable_before[k][j] && compiles(c, &scopes[j]))
+                        (0..=k).find(|&j| !nullable_before[k][j] && pushable(c, &scopes[j]))
                     }
-                    JoinKind::Left => compiles(c, &scopes[k]).then_some(k),
+                    JoinKind::Left => pushable(c, &scopes[k]).then_some(k),
                     JoinKind::Right | JoinKind::Full => None,
                 };
                 match target {
@@ -527,7 +700,10 @@ fn plan_select(
         .rposition(|f| matches!(f.kind, JoinKind::Right | JoinKind::Full))
         .unwrap_or(0);
     let mut joins = Vec::new();
-    let mut left_scope = scopes.first().cloned().unwrap_or_default();
+    let mut left_scope = scopes
+        .first()
+        .cloned()
+        .unwrap_or_else(|| Scope::within(ctx));
     for k in 1..n {
         let right_scope = &scopes[k];
         let kind = from_items[k].kind;
@@ -576,8 +752,11 @@ fn plan_select(
         left_scope = joined_scope;
     }
     let mut sources = Vec::new();
-    for (i, (ts, alias)) in tables.iter().enumerate() {
-        let access = pk_access(ts, &pushed[i], &scopes[i], params)?;
+    for (i, (input, alias)) in tables.into_iter().enumerate() {
+        let access = match &input {
+            Input::Table(ts) => pk_access(ts, &pushed[i], &scopes[i], params)?,
+            Input::Derived(_) => Access::Scan,
+        };
         let filter = match and_all(pushed[i].clone()) {
             Some(e) => Some(compile_predicate(&e, &scopes[i], params)?),
             None => None,
@@ -587,14 +766,25 @@ fn plan_select(
             .map(|c| compile_predicate(c, &scopes[i], params))
             .collect::<Result<_>>()?;
         sources.push(Source {
-            table: ts.clone(),
-            alias: alias.clone(),
+            input,
+            alias,
             access,
             filter,
             conjuncts,
         });
     }
-    let filter = match and_all(rest) {
+    // Terms that need a subquery per row run last, each on its own.
+    let mut row_filter = Vec::new();
+    let mut plain = Vec::new();
+    for c in rest {
+        let p = compile_predicate(&c, &scope, params)?;
+        if ctx.row_dependent(&p) {
+            row_filter.push(p);
+        } else {
+            plain.push(c);
+        }
+    }
+    let filter = match and_all(plain) {
         Some(e) => Some(compile_predicate(&e, &scope, params)?),
         None => None,
     };
@@ -683,6 +873,8 @@ fn plan_select(
         sources,
         joins,
         filter,
+        row_filter,
+        subqueries: Bindings::default(),
         agg,
         input_scope: scope,
         projection,
@@ -745,7 +937,7 @@ fn pk_access(
     if pk.is_empty() {
         return Ok(Access::Scan);
     }
-    let empty = Scope::default();
+    let empty = scope.no_columns();
     let mut keys: Vec<Option<Program>> = vec![None; pk.len()];
     for c in conds {
         let Expr::BinaryOp {
@@ -828,7 +1020,7 @@ impl SelectPlan {
 
     fn read_source(
         &self,
-        tx: &Transaction,
+        tx: &mut Transaction,
         src: &Source,
         params: &[Value],
     ) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
@@ -837,6 +1029,19 @@ impl SelectPlan {
             match &src.filter {
                 Some(f) => Ok(f.eval_predicate(row, params)?),
                 None => Ok(true),
+            }
+        };
+        let table = match &src.input {
+            Input::Table(t) => t,
+            Input::Derived(plan) => {
+                let txn = params.last().cloned().unwrap_or(Value::Null);
+                let bound = plan.subqueries.bind(tx, params, &[], txn)?;
+                for row in plan.rows(tx, &bound)? {
+                    if keep(&row)? {
+                        out.push((Vid(0), RecId::NULL, row));
+                    }
+                }
+                return Ok(out);
             }
         };
         match &src.access {
@@ -848,13 +1053,13 @@ impl SelectPlan {
                 if key.iter().any(Value::is_null) {
                     return Ok(out);
                 }
-                if let Some((vid, rid, row)) = tx.get_by_key(&src.table, &key)? {
+                if let Some((vid, rid, row)) = tx.get_by_key(table, &key)? {
                     if keep(&row)? {
                         out.push((vid, rid, row));
                     }
                 }
             }
-            Access::Scan => tx.scan(&src.table, |vid, rid, row| {
+            Access::Scan => tx.scan(table, |vid, rid, row| {
                 if keep(&row)? {
                     out.push((vid, rid, row));
                 }
@@ -899,13 +1104,25 @@ impl SelectPlan {
             }
             rows = kept;
         }
+        for f in &self.row_filter {
+            let mut kept = Vec::with_capacity(rows.len());
+            for r in rows {
+                if self
+                    .subqueries
+                    .eval_predicate(Some(&mut *tx), f, &r.values, params)?
+                {
+                    kept.push(r);
+                }
+            }
+            rows = kept;
+        }
         if self.for_update && !locked_on_device {
-            let src = &self.sources[0];
+            let table = self.target_table()?.clone();
             let mut locked = Vec::with_capacity(rows.len());
             for r in rows {
                 let (vid, seen) = r.ids[0];
                 let mut recheck = |row: &[Value]| self.recheck(row, params);
-                if let WriteOutcome::Done(row) = tx.lock_row(&src.table, vid, seen, &mut recheck)? {
+                if let WriteOutcome::Done(row) = tx.lock_row(&table, vid, seen, &mut recheck)? {
                     locked.push(Joined {
                         values: row,
                         ids: r.ids,
@@ -931,24 +1148,25 @@ impl SelectPlan {
                 SortKey::Output(_) => None,
             })
             .collect();
-        let emit = |input: &[Value]| -> Result<(Vec<Value>, Vec<Value>)> {
-            let out = self
-                .projection
-                .iter()
-                .map(|p| p.eval(input, params))
-                .collect::<Result<Vec<_>, _>>()?;
-            let keys = sort_exprs
-                .iter()
-                .map(|p| p.eval(input, params))
-                .collect::<Result<Vec<_>, _>>()?;
+        let subqueries = &self.subqueries;
+        let emit = |tx: &mut Transaction, input: &[Value]| -> Result<(Vec<Value>, Vec<Value>)> {
+            let mut out = Vec::with_capacity(self.projection.len());
+            for p in &self.projection {
+                out.push(subqueries.eval(Some(&mut *tx), p, input, params)?);
+            }
+            let mut keys = Vec::with_capacity(sort_exprs.len());
+            for p in &sort_exprs {
+                keys.push(subqueries.eval(Some(&mut *tx), p, input, params)?);
+            }
             Ok((out, keys))
         };
         let Some((ctx, having)) = &self.agg else {
-            return self
-                .joined_rows(tx, params)?
-                .iter()
-                .map(|r| emit(&r.values))
-                .collect();
+            let rows = self.joined_rows(tx, params)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in &rows {
+                out.push(emit(tx, &r.values)?);
+            }
+            return Ok(out);
         };
         let aggregated = match self.device_aggregate(tx, params)? {
             Some(rows) => rows,
@@ -960,11 +1178,11 @@ impl SelectPlan {
         let mut out = Vec::with_capacity(aggregated.len());
         for row in aggregated {
             if let Some(h) = having {
-                if !h.eval_predicate(&row, params)? {
+                if !subqueries.eval_predicate(Some(&mut *tx), h, &row, params)? {
                     continue;
                 }
             }
-            out.push(emit(&row)?);
+            out.push(emit(tx, &row)?);
         }
         Ok(out)
     }
@@ -982,8 +1200,12 @@ impl SelectPlan {
         let [src] = &self.sources[..] else {
             return Ok(None);
         };
+        let Some(table) = src.table() else {
+            return Ok(None);
+        };
         if !self.joins.is_empty()
             || self.filter.is_some()
+            || !self.row_filter.is_empty()
             || self.for_update
             || !matches!(src.access, Access::Scan)
         {
@@ -991,7 +1213,7 @@ impl SelectPlan {
         }
         let aggs: Vec<AggSpec> = ctx.aggregates.iter().map(|a| a.spec.clone()).collect();
         let pipeline = Pipeline::new(
-            &src.table.types,
+            &table.types,
             params,
             src.filter.as_ref(),
             PipelineOp::Aggregate {
@@ -999,7 +1221,7 @@ impl SelectPlan {
                 aggs: aggs.clone(),
             },
         );
-        let out = tx.scan_pipeline(&src.table, &pipeline)?;
+        let out = tx.scan_pipeline(table, &pipeline)?;
         Ok(Some(merge_groups(
             out.groups,
             !ctx.group_programs.is_empty(),
@@ -1059,7 +1281,41 @@ impl SelectPlan {
     /// writes to the table keep it on the host).
     fn offload(&self, tx: &Transaction) -> Option<&NdpPlacement> {
         let placement = self.ndp.as_ref()?;
-        (!tx.has_writes_to(&self.sources[0].table)).then_some(placement)
+        let table = self.sources.first()?.table()?;
+        (!tx.has_writes_to(table)).then_some(placement)
+    }
+
+    /// The single table of a plan that reads one (UPDATE, DELETE, FOR UPDATE).
+    pub fn target_table(&self) -> Result<&Arc<TableState>> {
+        match self.sources.as_slice() {
+            [src] => src
+                .table()
+                .ok_or_else(|| unsupported("this on a subquery in FROM")),
+            _ => Err(unsupported("this with joins")),
+        }
+    }
+
+    /// Whether WHERE has terms evaluated per row with a subquery.
+    pub fn has_row_filter(&self) -> bool {
+        !self.row_filter.is_empty()
+    }
+
+    /// Forgets subquery answers memoized by an earlier execution.
+    pub fn reset_caches(&self) {
+        self.subqueries.reset();
+        for src in &self.sources {
+            if let Input::Derived(plan) = &src.input {
+                plan.reset_caches();
+            }
+        }
+    }
+
+    /// The statement's parameters extended with this query's slots (see
+    /// [`crate::subquery`]); `params` ends with the transaction time.
+    pub fn bind_statement(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Value>> {
+        self.reset_caches();
+        let txn = params.last().cloned().unwrap_or(Value::Null);
+        self.subqueries.bind(tx, params, &[], txn)
     }
 
     fn run_on_device(
@@ -1068,7 +1324,7 @@ impl SelectPlan {
         p: &NdpPlacement,
         params: &[Value],
     ) -> Result<Vec<Vec<Value>>> {
-        let ts = &self.sources[0].table;
+        let ts = self.target_table()?;
         let (rows, report) = if self.for_update {
             tx.ndp_lock_rows(ts, &p.request, params)?
         } else {
@@ -1084,7 +1340,7 @@ impl SelectPlan {
         let Some(p) = self.offload(tx).filter(|p| !p.aggregate) else {
             return Ok(None);
         };
-        let width = self.sources[0].table.types.len();
+        let width = self.target_table()?.types.len();
         let rows = self.run_on_device(tx, p, params)?;
         Ok(Some(
             rows.into_iter()
@@ -1118,13 +1374,26 @@ impl SelectPlan {
     /// also locks the rows (`NdpOp::LockRows`).
     pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &Database) {
         self.ndp = None;
+        self.subqueries.place(mode, pes, preload, db);
+        for src in &mut self.sources {
+            if let Input::Derived(plan) = &mut src.input {
+                plan.place(mode, pes, preload, db);
+            }
+        }
         if mode == NdpMode::Off || self.sources.len() != 1 {
             return;
         }
         if self.for_update && self.agg.is_some() {
             return;
         }
+        // Rows that need a subquery each are aggregated on the host.
+        if self.agg.is_some() && !self.row_filter.is_empty() {
+            return;
+        }
         let src = &self.sources[0];
+        let Some(table) = src.table().cloned() else {
+            return;
+        };
         if matches!(src.access, Access::PrimaryKey(_)) {
             return;
         }
@@ -1147,6 +1416,10 @@ impl SelectPlan {
                 if let Some(f) = &self.filter {
                     cols.extend(f.columns());
                 }
+                for f in &self.row_filter {
+                    cols.extend(f.columns());
+                }
+                cols.extend(self.subqueries.row_columns());
                 cols.sort_unstable();
                 cols.dedup();
                 let op = if self.for_update {
@@ -1164,7 +1437,7 @@ impl SelectPlan {
         let reason = match mode {
             NdpMode::On => "ndp = on".to_string(),
             _ => {
-                let est = crate::placement::estimate(db, &src.table, &op, pes);
+                let est = crate::placement::estimate(db, &table, &op, pes);
                 if !est.device_wins() {
                     return;
                 }
@@ -1212,17 +1485,30 @@ impl SelectPlan {
         } else if self.joins.iter().any(|j| !j.left_keys.is_empty()) || self.sources.len() > 1 {
             lines.push(format!("Hash Join [host] tables={}", self.sources.len()));
         }
+        if !self.row_filter.is_empty() {
+            lines.push(format!(
+                "Filter [host] subquery conditions={}",
+                self.row_filter.len()
+            ));
+        }
         for (i, src) in self.sources.iter().enumerate() {
-            let access = match &src.access {
-                Access::PrimaryKey(_) => "Index Lookup (primary key)",
-                Access::Scan => "Scan",
+            let access = match (&src.access, &src.input) {
+                (_, Input::Derived(_)) => "Subquery Scan",
+                (Access::PrimaryKey(_), _) => "Index Lookup (primary key)",
+                (Access::Scan, _) => "Scan",
             };
             let side = if on_device(i) { "device" } else { "host" };
+            let name = match &src.input {
+                Input::Table(t) => t.meta().name.clone(),
+                Input::Derived(_) => src.alias.clone(),
+            };
             lines.push(format!(
-                "  {access} on {} [{side}]{}",
-                src.table.meta().name,
+                "  {access} on {name} [{side}]{}",
                 if src.filter.is_some() { " filter" } else { "" }
             ));
+            if let Input::Derived(plan) = &src.input {
+                lines.extend(plan.explain().into_iter().map(|l| format!("    {l}")));
+            }
             if on_device(i) {
                 if let Some(p) = &self.ndp {
                     lines.push(format!("    placement: {}", p.reason));
@@ -1235,10 +1521,22 @@ impl SelectPlan {
                 }
             }
         }
+        lines.extend(self.subqueries.explain());
         lines
     }
 
+    /// Runs the query: `params` are the statement's, the transaction time last.
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+        let bound = self.bind_statement(tx, params)?;
+        let rows = self.rows(tx, &bound)?;
+        Ok(Output::Rows {
+            columns: self.columns.clone(),
+            rows,
+        })
+    }
+
+    /// The result rows, with `params` bound (see [`Bindings::bind`]).
+    pub fn rows(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         let mut rows = self.project(tx, params)?;
         if self.distinct {
             let mut seen = HashSet::new();
@@ -1311,16 +1609,12 @@ impl SelectPlan {
         };
         let offset = count(&self.offset, "OFFSET")?.unwrap_or(0);
         let limit = count(&self.limit, "LIMIT")?;
-        let rows: Vec<Vec<Value>> = rows
+        Ok(rows
             .into_iter()
             .skip(offset)
             .take(limit.unwrap_or(usize::MAX))
             .map(|(out, _)| out)
-            .collect();
-        Ok(Output::Rows {
-            columns: self.columns.clone(),
-            rows,
-        })
+            .collect())
     }
 
     /// Rows matching FROM + WHERE of a single-table plan, with their ids
@@ -1338,7 +1632,10 @@ impl SelectPlan {
             .collect())
     }
 
-    /// Re-checks WHERE on a newer version of a row (READ COMMITTED).
+    /// Re-checks WHERE on a newer version of a row (READ COMMITTED);
+    /// `params` as [`SelectPlan::bind_statement`] made them. Subqueries
+    /// answer from what they computed for the first version: the
+    /// statement's snapshot has not changed.
     pub fn recheck(&self, row: &[Value], params: &[Value]) -> Result<bool> {
         let a = match &self.sources[0].filter {
             Some(f) => f.eval_predicate(row, params)?,
@@ -1348,27 +1645,39 @@ impl SelectPlan {
             Some(f) => f.eval_predicate(row, params)?,
             None => true,
         };
-        Ok(a && b)
+        if !(a && b) {
+            return Ok(false);
+        }
+        for f in &self.row_filter {
+            if !self.subqueries.eval_predicate(None, f, row, params)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 }
 
-/// Plans `SELECT * FROM table WHERE selection` for UPDATE / DELETE.
+/// Plans `SELECT * FROM table WHERE selection` for UPDATE / DELETE;
+/// `base`: the highest `$n` of the whole statement (its SET list too).
 pub fn plan_filter(
     db: &Database,
     table: &TableWithJoins,
     selection: Option<&Expr>,
+    base: u32,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<SelectPlan> {
     if !table.joins.is_empty() {
         return Err(unsupported("joins in UPDATE / DELETE"));
     }
+    let ctx = QueryContext::new(db, base, None, Arc::new(Vec::new()));
     let mut conds = Vec::new();
-    let (tables, _) = plan_from(db, std::slice::from_ref(table))?;
-    let (ts, alias) = tables
-        .into_iter()
-        .next()
-        .ok_or_else(|| unsupported("empty FROM"))?;
-    let scope = table_scope(&ts, &alias);
+    let (tables, _) = plan_from(std::slice::from_ref(table), &ctx, params)?;
+    let (ts, alias) = match tables.into_iter().next() {
+        Some((Input::Table(ts), alias)) => (ts, alias),
+        _ => return Err(unsupported("UPDATE / DELETE of this FROM item")),
+    };
+    let scope = table_scope(&ts, &alias, &ctx);
+    ctx.set_local(&scope);
     if let Some(w) = selection {
         if contains_aggregate(w) {
             return Err(Error::new(
@@ -1378,18 +1687,30 @@ pub fn plan_filter(
         }
         conjuncts(w, &mut conds);
     }
-    let conjuncts = conds
+    // Terms with a per-row subquery (`id IN (SELECT …)`) run after the scan.
+    let mut pushed = Vec::new();
+    let mut row_filter = Vec::new();
+    for c in conds {
+        let p = compile_predicate(&c, &scope, params)?;
+        if ctx.row_dependent(&p) {
+            row_filter.push(p);
+        } else {
+            pushed.push(c);
+        }
+    }
+    let conjuncts = pushed
         .iter()
         .map(|c| compile_predicate(c, &scope, params))
         .collect::<Result<_>>()?;
-    let access = pk_access(&ts, &conds, &scope, params)?;
-    let filter = match and_all(conds) {
+    let access = pk_access(&ts, &pushed, &scope, params)?;
+    let filter = match and_all(pushed) {
         Some(e) => Some(compile_predicate(&e, &scope, params)?),
         None => None,
     };
+    let subqueries = ctx.finish();
     Ok(SelectPlan {
         sources: vec![Source {
-            table: ts,
+            input: Input::Table(ts),
             alias,
             access,
             filter,
@@ -1397,6 +1718,8 @@ pub fn plan_filter(
         }],
         joins: Vec::new(),
         filter: None,
+        row_filter,
+        subqueries,
         agg: None,
         input_scope: scope,
         projection: Vec::new(),

@@ -2,6 +2,9 @@
 
 use ndpdb_formats::{DataType, SqlState};
 use sqlparser::ast::Ident;
+use std::sync::Arc;
+
+use crate::subquery::QueryContext;
 
 use crate::{Error, Result};
 
@@ -17,6 +20,9 @@ pub struct ScopeColumn {
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     pub columns: Vec<ScopeColumn>,
+    /// The query being planned: enclosing queries' columns, subqueries
+    /// (`None`: an expression outside a query, where neither exists).
+    pub ctx: Option<Arc<QueryContext>>,
 }
 
 /// PostgreSQL folds unquoted identifiers to lower case.
@@ -39,6 +45,14 @@ pub fn last_ident(name: &sqlparser::ast::ObjectName) -> String {
 }
 
 impl Scope {
+    /// A scope with no columns in query `ctx`.
+    pub fn within(ctx: &Arc<QueryContext>) -> Scope {
+        Scope {
+            columns: Vec::new(),
+            ctx: Some(ctx.clone()),
+        }
+    }
+
     pub fn add_table(
         &mut self,
         table: &str,
@@ -50,6 +64,14 @@ impl Scope {
                 name,
                 ty,
             });
+        }
+    }
+
+    /// A scope with no columns in the same query.
+    pub fn no_columns(&self) -> Scope {
+        Scope {
+            columns: Vec::new(),
+            ctx: self.ctx.clone(),
         }
     }
 
