@@ -11,6 +11,7 @@
 //!  seed ─► t1 (id, a INT, b BIGINT, n NUMERIC(10,2), d DOUBLE, s TEXT,
 //!              dt DATE, f BOOLEAN, c CHAR(6); ~10 % NULLs)
 //!          t2 (id, t1_id, v, label)
+//!          B-tree indexes: t1 (a), (dt, s), (c), (n); t2 (t1_id), (label, v)
 //!       ─► query generator ─► ndpdb rows ═? PostgreSQL rows
 //! ```
 //!
@@ -128,6 +129,15 @@ pub fn load(client: &mut postgres::Client, rows: u64, seed: u64) -> Result<()> {
         },
         |_| {},
     )?;
+    // Indexed predicates: B-tree indexes on both systems (ndpdb uses one
+    // for equality on a key prefix and a range on the next column).
+    client
+        .batch_execute(
+            "CREATE INDEX t1_a ON t1 (a); CREATE INDEX t1_dt_s ON t1 (dt, s); \
+             CREATE INDEX t1_c ON t1 (c); CREATE INDEX t1_n ON t1 (n); \
+             CREATE INDEX t2_t1_id ON t2 (t1_id); CREATE INDEX t2_label_v ON t2 (label, v)",
+        )
+        .map_err(wire_error)?;
     Ok(())
 }
 
@@ -144,7 +154,20 @@ fn predicate(rng: &mut SmallRng, depth: u32) -> String {
     }
     let k: i32 = rng.gen_range(-50..50);
     let word = WORDS[rng.gen_range(0..WORDS.len())];
-    match rng.gen_range(0..18) {
+    match rng.gen_range(0..22) {
+        // Selective terms over indexed columns (t1_a, t1_dt_s, t1_n).
+        18 => format!("t1.a = {k}"),
+        19 => format!(
+            "t1.dt = '2024-{:02}-{:02}'",
+            rng.gen_range(1..=12),
+            rng.gen_range(1..=28)
+        ),
+        20 => format!(
+            "t1.dt = '2024-{:02}-{:02}' AND t1.s >= '{word}'",
+            rng.gen_range(1..=12),
+            rng.gen_range(1..=28)
+        ),
+        21 => format!("t1.n BETWEEN {k}.25 AND {}.75", k + rng.gen_range(0..3)),
         0 => format!("t1.a > {k}"),
         1 => format!("t1.a BETWEEN {k} AND {}", k + rng.gen_range(0..40)),
         2 => format!("t1.b % 7 = {}", rng.gen_range(-6..7)),
@@ -294,7 +317,11 @@ fn subquery(rng: &mut SmallRng, p: &str) -> Query {
         floats: vec![],
         ordered: false,
     };
-    match rng.gen_range(0..9) {
+    match rng.gen_range(0..10) {
+        // A correlated lookup through the index t2 (t1_id).
+        9 => unordered(format!(
+            "SELECT t1.id, (SELECT SUM(t2.v) FROM t2 WHERE t2.t1_id = t1.id), (SELECT COUNT(*) FROM t2 WHERE t2.t1_id = t1.id AND t2.label >= '{label}') FROM t1 WHERE {p}"
+        )),
         // Uncorrelated IN / NOT IN: t2.v has NULLs, so NOT IN is often NULL.
         0 => unordered(format!(
             "SELECT t1.id, t1.a FROM t1 WHERE t1.a {not}IN (SELECT t2.v - 50 FROM t2 WHERE t2.label = '{label}') AND {p}"

@@ -1,9 +1,18 @@
-//! The catalog: tables, their ids and schemas.
+//! The catalog: tables, their ids, schemas and secondary indexes.
 //!
 //! Persisted as `catalog.bin` (`"NDPC" | crc32 | len u64 | payload`),
 //! replaced atomically (write temporary file, fsync, rename, fsync the
 //! directory) on every DDL statement. Table ids are never reused, so a
 //! WAL record of a dropped table is recognised and skipped.
+//!
+//! ```text
+//!  payload: next_id u32 | n u32 | n × (id u32 | name str | schema)
+//!           [ m u32 | m × (table id u32 | index name str | unique u8 |
+//!                          k u32 | k × column u32) ]     secondary indexes
+//! ```
+//!
+//! The index section is absent in catalogs written before indexes
+//! existed (they read as having none).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -21,6 +30,17 @@ pub struct TableMeta {
     pub id: TableId,
     pub name: String,
     pub schema: Schema,
+    /// Secondary indexes (`CREATE [UNIQUE] INDEX`), in creation order.
+    pub indexes: Vec<IndexMeta>,
+}
+
+/// A secondary index's definition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexMeta {
+    pub name: String,
+    /// Key columns (positions in the table's schema), in key order.
+    pub columns: Vec<usize>,
+    pub unique: bool,
 }
 
 impl TableMeta {
@@ -86,8 +106,40 @@ impl Catalog {
             let id = TableId(r.u32()?);
             let name = r.str()?.to_string();
             let schema = Schema::decode(&mut r)?;
-            self.tables
-                .insert(name.clone(), Arc::new(TableMeta { id, name, schema }));
+            self.tables.insert(
+                name.clone(),
+                Arc::new(TableMeta {
+                    id,
+                    name,
+                    schema,
+                    indexes: Vec::new(),
+                }),
+            );
+        }
+        if !r.is_empty() {
+            let m = r.count(9)?;
+            for _ in 0..m {
+                let table = TableId(r.u32()?);
+                let name = r.str()?.to_string();
+                let unique = r.u8()? != 0;
+                let k = r.count(4)?;
+                let columns = (0..k)
+                    .map(|_| r.u32().map(|c| c as usize))
+                    .collect::<ndpdb_formats::Result<Vec<_>>>()?;
+                let meta = self
+                    .tables
+                    .values_mut()
+                    .find(|t| t.id == table)
+                    .ok_or_else(|| ndpdb_formats::Error::corrupted("index of an unknown table"))?;
+                if columns.is_empty() || columns.iter().any(|&c| c >= meta.schema.columns.len()) {
+                    return Err(ndpdb_formats::Error::corrupted("index column out of range"));
+                }
+                Arc::make_mut(meta).indexes.push(IndexMeta {
+                    name,
+                    columns,
+                    unique,
+                });
+            }
         }
         r.finish("catalog")
     }
@@ -98,6 +150,21 @@ impl Catalog {
         for t in self.tables.values() {
             p.u32(t.id.0).str(&t.name);
             t.schema.encode(&mut p);
+        }
+        let indexes: Vec<(TableId, &IndexMeta)> = self
+            .tables
+            .values()
+            .flat_map(|t| t.indexes.iter().map(|i| (t.id, i)))
+            .collect();
+        if !indexes.is_empty() {
+            p.u32(indexes.len() as u32);
+            for (table, i) in indexes {
+                p.u32(table.0).str(&i.name).u8(i.unique as u8);
+                p.u32(i.columns.len() as u32);
+                for &c in &i.columns {
+                    p.u32(c as u32);
+                }
+            }
         }
         let mut w = Writer::new();
         w.raw(MAGIC)
@@ -132,10 +199,17 @@ impl Catalog {
                 format!("relation \"{name}\" already exists"),
             ));
         }
+        if self.index_owner(name).is_some() {
+            return Err(Error::new(
+                SqlState::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ));
+        }
         let meta = Arc::new(TableMeta {
             id: TableId(self.next_id),
             name: name.to_string(),
             schema,
+            indexes: Vec::new(),
         });
         self.next_id += 1;
         self.tables.insert(name.to_string(), meta.clone());
@@ -159,6 +233,30 @@ impl Catalog {
             id: old.id,
             name: old.name.clone(),
             schema,
+            indexes: old.indexes.clone(),
+        });
+        self.tables.insert(name.to_string(), meta.clone());
+        if let Err(e) = self.persist() {
+            self.tables.insert(name.to_string(), old);
+            return Err(e);
+        }
+        Ok(meta)
+    }
+
+    /// The table that has the index `name`.
+    pub fn index_owner(&self, name: &str) -> Option<Arc<TableMeta>> {
+        self.tables
+            .values()
+            .find(|t| t.indexes.iter().any(|i| i.name == name))
+            .cloned()
+    }
+
+    /// Replaces table `name`'s index list, durably.
+    pub fn set_indexes(&mut self, name: &str, indexes: Vec<IndexMeta>) -> Result<Arc<TableMeta>> {
+        let old = self.get(name).ok_or_else(|| Error::undefined_table(name))?;
+        let meta = Arc::new(TableMeta {
+            indexes,
+            ..old.as_ref().clone()
         });
         self.tables.insert(name.to_string(), meta.clone());
         if let Err(e) = self.persist() {

@@ -46,6 +46,7 @@ use crate::locks::LockTable;
 use crate::maps::{L2pMap, VidMap};
 use crate::pk_index::{self, encode_key, PkIndex};
 use crate::recovery;
+use crate::secondary_index::SecondaryIndex;
 use crate::shared_state::DeltaBuffer;
 use crate::space::SpaceMap;
 use crate::stats::{get, EngineCounters};
@@ -68,6 +69,8 @@ pub struct TableState {
     device_writers: AtomicU64,
     /// Versions written since the last GC run (autovacuum's trigger).
     pub(crate) changes_since_gc: AtomicU64,
+    /// Secondary indexes, as the catalog entry lists them.
+    indexes: RwLock<Vec<Arc<SecondaryIndex>>>,
 }
 
 /// Marks a device job that locks tuples of a table as running.
@@ -99,7 +102,48 @@ impl TableState {
             vids,
             device_writers: AtomicU64::new(0),
             changes_since_gc: AtomicU64::new(0),
+            indexes: RwLock::new(Vec::new()),
         }
+    }
+
+    /// The table's secondary indexes.
+    pub fn indexes(&self) -> Vec<Arc<SecondaryIndex>> {
+        self.indexes.read().clone()
+    }
+
+    /// Whether `index` is (still) one of the table's indexes.
+    pub fn has_index(&self, index: &Arc<SecondaryIndex>) -> bool {
+        self.indexes.read().iter().any(|i| Arc::ptr_eq(i, index))
+    }
+
+    /// Whether a secondary index has column `c` in its key.
+    pub fn indexes_column(&self, c: usize) -> bool {
+        self.indexes
+            .read()
+            .iter()
+            .any(|i| i.meta.columns.contains(&c))
+    }
+
+    /// Records a version of tuple `vid` with `row` in every index.
+    pub(crate) fn index_row(&self, row: &[Value], vid: Vid) {
+        for i in self.indexes.read().iter() {
+            i.add(row, vid);
+        }
+    }
+
+    pub(crate) fn set_indexes(&self, indexes: Vec<Arc<SecondaryIndex>>) {
+        *self.indexes.write() = indexes;
+    }
+
+    /// A new index and the catalog entry listing it (no transaction runs).
+    pub(crate) fn attach_index(&self, index: Arc<SecondaryIndex>, meta: Arc<TableMeta>) {
+        self.indexes.write().push(index);
+        *self.meta.write() = meta;
+    }
+
+    pub(crate) fn detach_index(&self, name: &str, meta: Arc<TableMeta>) {
+        self.indexes.write().retain(|i| i.meta.name != name);
+        *self.meta.write() = meta;
     }
 
     /// Counts a device job that locks tuples until the guard drops; taken
@@ -414,6 +458,7 @@ impl Database {
             user: true,
         };
         db.inner.finish_pk_indexes(&pk_loaded)?;
+        db.inner.build_indexes_at_open()?;
         db.checkpoint()?;
         // The replayed jobs' pages are in the device's maps now: their logs
         // go with the next checkpoint (removing a gigabyte of them here

@@ -188,9 +188,45 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
             found,
         ));
     }
-    // 4. Indexes: the primary key (a hash index from key to VID).
+    // 4. Indexes: the primary key (a hash index from key to VID), then
+    // the secondary (B-tree) indexes by name, as psql orders them.
     if lower.contains("pg_catalog.pg_index i") && lower.contains("where c.oid =") {
         let t = table_by_oid(db, sql, "WHERE c.oid =");
+        let mut secondary: Vec<Vec<Value>> = t
+            .iter()
+            .flat_map(|t| {
+                t.indexes.iter().map(|i| {
+                    let cols: Vec<&str> = i
+                        .columns
+                        .iter()
+                        .map(|&c| t.schema.columns[c].name.as_str())
+                        .collect();
+                    let def = format!(
+                        "CREATE {}INDEX {} ON public.{} USING btree ({})",
+                        if i.unique { "UNIQUE " } else { "" },
+                        i.name,
+                        t.name,
+                        cols.join(", ")
+                    );
+                    let text = |s: &str| Value::Text(s.to_string());
+                    vec![
+                        text(&i.name),
+                        text("f"),
+                        text(if i.unique { "t" } else { "f" }),
+                        text("f"),
+                        text("t"),
+                        text(&def),
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        Value::Null,
+                        text("f"),
+                        text("0"),
+                    ]
+                })
+            })
+            .collect();
+        secondary.sort_by(|a, b| a[0].sort_cmp(&b[0]));
         let found = t
             .filter(|t| !t.schema.primary_key.is_empty())
             .map(|t| {
@@ -220,7 +256,10 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
                     "0",
                 ])]
             })
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .into_iter()
+            .chain(secondary)
+            .collect();
         return Some(rows(
             &[
                 "relname",

@@ -337,6 +337,9 @@ pub fn drop(
     if_exists: bool,
     names: &[ObjectName],
 ) -> Result<Output> {
+    if *object_type == ObjectType::Index {
+        return crate::index_ddl::drop_index(db, if_exists, names);
+    }
     if *object_type != ObjectType::Table {
         return Err(Error::new(
             SqlState::FEATURE_NOT_SUPPORTED,

@@ -22,8 +22,9 @@ use ndpdb_host::ndp::NdpRequest;
 use ndpdb_host::Database;
 use ndpdb_link::ndp::NdpOp;
 
+use crate::access::Access;
 use crate::compile::Ty;
-use crate::query::{Access, NdpMode, SelectPlan};
+use crate::query::{NdpMode, SelectPlan};
 use crate::{Error, Result};
 
 /// The device part of an UPDATE or DELETE.
@@ -68,7 +69,14 @@ pub fn place_dml(
     }
     let src = &filter.sources[0];
     // A condition with a subquery per row is evaluated on the host.
-    if matches!(src.access, Access::PrimaryKey(_)) || filter.has_row_filter() {
+    // A key lookup (primary key, or an index's equality prefix) stays on
+    // the host; a scan or an index range may go to the device.
+    let lookup = match &src.access {
+        Access::Scan => false,
+        Access::Index(ix) => !ix.prefix.is_empty(),
+        Access::PrimaryKey(_) => true,
+    };
+    if lookup || filter.has_row_filter() {
         return Ok(None);
     }
     let ts: &TableState = filter.target_table()?;
@@ -88,6 +96,12 @@ pub fn place_dml(
             }
             let cols = &ts.meta().schema.columns;
             if sets.iter().any(|(c, _, ty)| !assignable(*ty, &cols[*c].ty)) {
+                return Ok(None);
+            }
+            // Secondary indexes live on the host: a new key for an index
+            // is written there (a DELETE or another column's change adds
+            // no index entry and stays on the device).
+            if sets.iter().any(|(c, _, _)| ts.indexes_column(*c)) {
                 return Ok(None);
             }
             NdpOp::Update {
@@ -134,10 +148,7 @@ pub fn place_dml(
 pub fn explain_dml(what: &str, filter: &SelectPlan, ndp: Option<&DmlPlacement>) -> Vec<String> {
     let src = &filter.sources[0];
     let side = if ndp.is_some() { "device" } else { "host" };
-    let access = match &src.access {
-        Access::PrimaryKey(_) => "Index Lookup (primary key)",
-        Access::Scan => "Scan",
-    };
+    let access = src.access.explain();
     let name = src
         .table()
         .map(|t| t.meta().name.clone())

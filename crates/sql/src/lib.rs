@@ -7,11 +7,13 @@
 //! - [`copy_options`]: COPY's boolean option values as PostgreSQL spells them.
 //! - [`maintenance`]: VACUUM / ANALYZE in PostgreSQL's grammar.
 //! - [`ddl`]: CREATE TABLE / ALTER TABLE … ADD PRIMARY KEY / DROP TABLE and SQL type names.
+//! - [`index_ddl`]: CREATE [UNIQUE] INDEX / DROP INDEX.
 //! - [`scope`]: name resolution of columns over one or more tables.
 //! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
 //!   with static types and literal coercion.
 //! - [`subquery`]: EXISTS / IN / scalar subqueries, correlated or not,
 //!   and queries in FROM and WITH, as parameter slots of their query.
+//! - [`access`]: how a table is read (primary-key lookup, secondary-index range, scan).
 //! - [`query`]: SELECT planning and execution (access path, joins,
 //!   aggregation, ordering, limits, FOR UPDATE).
 //! - [`placement`]: the cost model of `SET ndp = auto`.
@@ -23,6 +25,7 @@
 //! The sqlparser AST stays at this edge: it is turned into bytecode
 //! programs and plans here and never reaches the host engine.
 
+pub mod access;
 pub mod assignment;
 pub mod backup_call;
 pub mod compile;
@@ -30,6 +33,7 @@ pub mod copy_options;
 pub mod ddl;
 pub mod dml;
 pub mod dml_placement;
+pub mod index_ddl;
 pub mod join;
 pub mod limits;
 pub mod maintenance;

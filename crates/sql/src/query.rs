@@ -34,6 +34,7 @@ use sqlparser::ast::{
 };
 use std::sync::Mutex;
 
+use crate::access::{plan_access, Access, IndexAccess};
 use crate::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
@@ -44,6 +45,7 @@ use crate::scope::{ident_name, Scope};
 use crate::subquery::{max_placeholder, Bindings, Cte, QueryContext};
 use crate::{Error, Result};
 use ndpdb_formats::agg::{Acc, AggSpec};
+use ndpdb_host::secondary_index::KeyRange;
 use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
@@ -51,13 +53,6 @@ fn unsupported(what: impl std::fmt::Display) -> Error {
         SqlState::FEATURE_NOT_SUPPORTED,
         format!("{what} is not supported"),
     )
-}
-
-/// How a table is read.
-pub enum Access {
-    Scan,
-    /// Equality on every primary-key column (programs over no columns).
-    PrimaryKey(Vec<Program>),
 }
 
 /// What a FROM item reads.
@@ -754,7 +749,7 @@ fn plan_select(
     let mut sources = Vec::new();
     for (i, (input, alias)) in tables.into_iter().enumerate() {
         let access = match &input {
-            Input::Table(ts) => pk_access(ts, &pushed[i], &scopes[i], params)?,
+            Input::Table(ts) => plan_access(ts, &pushed[i], &scopes[i], params)?,
             Input::Derived(_) => Access::Scan,
         };
         let filter = match and_all(pushed[i].clone()) {
@@ -927,86 +922,35 @@ fn resolve_group_ref(e: &Expr, items: &[(Expr, String)], scope: &Scope) -> Resul
     }
 }
 
-fn pk_access(
-    ts: &TableState,
-    conds: &[Expr],
-    scope: &Scope,
-    params: &mut Vec<Option<DataType>>,
-) -> Result<Access> {
-    let pk = &ts.meta().schema.primary_key;
-    if pk.is_empty() {
-        return Ok(Access::Scan);
+/// The tuples an index range names; `None` when it covers more than a
+/// quarter of the index (a scan is cheaper) or the index is gone.
+fn index_range(ix: &IndexAccess, params: &[Value]) -> Result<Option<Vec<Vid>>> {
+    let mut prefix = Vec::with_capacity(ix.prefix.len());
+    for p in &ix.prefix {
+        prefix.push(p.eval(&[], params)?);
     }
-    let empty = scope.no_columns();
-    let mut keys: Vec<Option<Program>> = vec![None; pk.len()];
-    for c in conds {
-        let Expr::BinaryOp {
-            left,
-            op: BinaryOperator::Eq,
-            right,
-        } = c
-        else {
-            continue;
-        };
-        for (col, val) in [(left, right), (right, left)] {
-            let name = match col.as_ref() {
-                Expr::Identifier(id) => ident_name(id),
-                Expr::CompoundIdentifier(ids) if ids.len() == 2 => ident_name(&ids[1]),
-                _ => continue,
-            };
-            let Ok(ci) = scope.resolve(None, &name) else {
-                continue;
-            };
-            let Some(k) = pk.iter().position(|&p| p == ci) else {
-                continue;
-            };
-            if !compiles(val, &empty) {
-                continue;
-            }
-            // Cast the key to the column's type so the index key matches.
-            let ty = ts.meta().schema.columns[ci].ty;
-            let cast = Expr::Cast {
-                kind: sqlparser::ast::CastKind::Cast,
-                expr: val.clone(),
-                data_type: ast_type_of(ty),
-                format: None,
-            };
-            keys[k] = Some(compile(&cast, &empty, params)?.0);
-            break;
+    let bound = |b: &Option<(Program, bool)>| -> Result<Option<Option<(Value, bool)>>> {
+        match b {
+            None => Ok(Some(None)),
+            Some((p, inclusive)) => match p.eval(&[], params)? {
+                // `col < NULL` holds for no row.
+                Value::Null => Ok(None),
+                v => Ok(Some(Some((v, *inclusive)))),
+            },
         }
+    };
+    let (Some(lower), Some(upper)) = (bound(&ix.lower)?, bound(&ix.upper)?) else {
+        return Ok(Some(Vec::new()));
+    };
+    if prefix.iter().any(Value::is_null) {
+        return Ok(Some(Vec::new()));
     }
-    if keys.iter().all(Option::is_some) {
-        Ok(Access::PrimaryKey(keys.into_iter().flatten().collect()))
-    } else {
-        Ok(Access::Scan)
-    }
-}
-
-fn ast_type_of(t: DataType) -> sqlparser::ast::DataType {
-    use sqlparser::ast::{CharacterLength, DataType as A, ExactNumberInfo, TimezoneInfo};
-    match t {
-        DataType::Bool => A::Boolean,
-        DataType::Int => A::Int(None),
-        DataType::BigInt => A::BigInt(None),
-        DataType::Double => A::DoublePrecision,
-        DataType::Numeric { precision: 0, .. } => A::Numeric(ExactNumberInfo::None),
-        DataType::Numeric { precision, scale } => A::Numeric(ExactNumberInfo::PrecisionAndScale(
-            precision as u64,
-            scale as i64,
-        )),
-        DataType::Date => A::Date,
-        DataType::Timestamp => A::Timestamp(None, TimezoneInfo::None),
-        DataType::Text => A::Text,
-        DataType::Varchar(n) => A::Varchar(Some(CharacterLength::IntegerLength {
-            length: n as u64,
-            unit: None,
-        })),
-        DataType::Char(n) => A::Char(Some(CharacterLength::IntegerLength {
-            length: n as u64,
-            unit: None,
-        })),
-        DataType::Bytea => A::Bytea,
-    }
+    let range = KeyRange {
+        prefix,
+        lower,
+        upper,
+    };
+    Ok(ix.index.lookup(&range, (ix.index.len() / 4).max(64)))
 }
 
 impl SelectPlan {
@@ -1059,7 +1003,26 @@ impl SelectPlan {
                     }
                 }
             }
-            Access::Scan => tx.scan(table, |vid, rid, row| {
+            Access::Index(ix) if table.has_index(&ix.index) => {
+                if let Some(vids) = index_range(ix, params)? {
+                    for vid in vids {
+                        if let Some((rid, row)) = tx.get(table, vid)? {
+                            if keep(&row)? {
+                                out.push((vid, rid, row));
+                            }
+                        }
+                    }
+                    return Ok(out);
+                }
+                // The range is too wide (or the index was dropped): scan.
+                tx.scan(table, |vid, rid, row| {
+                    if keep(&row)? {
+                        out.push((vid, rid, row));
+                    }
+                    Ok(true)
+                })?
+            }
+            Access::Scan | Access::Index(_) => tx.scan(table, |vid, rid, row| {
                 if keep(&row)? {
                     out.push((vid, rid, row));
                 }
@@ -1394,7 +1357,10 @@ impl SelectPlan {
         let Some(table) = src.table().cloned() else {
             return;
         };
-        if matches!(src.access, Access::PrimaryKey(_)) {
+        // A range over an index (no equality prefix) may still be a scan
+        // on the device, as before the index existed; a key lookup stays.
+        let index_range = matches!(&src.access, Access::Index(ix) if ix.prefix.is_empty());
+        if !matches!(src.access, Access::Scan) && !index_range {
             return;
         }
         let (op, aggregate, columns) = match &self.agg {
@@ -1444,6 +1410,10 @@ impl SelectPlan {
                 est.describe()
             }
         };
+        if index_range {
+            self.sources[0].access = Access::Scan;
+        }
+        let src = &self.sources[0];
         self.ndp = Some(NdpPlacement {
             request: NdpRequest {
                 filter: src.filter.clone(),
@@ -1492,10 +1462,9 @@ impl SelectPlan {
             ));
         }
         for (i, src) in self.sources.iter().enumerate() {
-            let access = match (&src.access, &src.input) {
-                (_, Input::Derived(_)) => "Subquery Scan",
-                (Access::PrimaryKey(_), _) => "Index Lookup (primary key)",
-                (Access::Scan, _) => "Scan",
+            let access = match &src.input {
+                Input::Derived(_) => "Subquery Scan".to_string(),
+                Input::Table(_) => src.access.explain(),
             };
             let side = if on_device(i) { "device" } else { "host" };
             let name = match &src.input {
@@ -1702,7 +1671,7 @@ pub fn plan_filter(
         .iter()
         .map(|c| compile_predicate(c, &scope, params))
         .collect::<Result<_>>()?;
-    let access = pk_access(&ts, &pushed, &scope, params)?;
+    let access = plan_access(&ts, &pushed, &scope, params)?;
     let filter = match and_all(pushed) {
         Some(e) => Some(compile_predicate(&e, &scope, params)?),
         None => None,

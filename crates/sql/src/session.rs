@@ -606,6 +606,16 @@ impl Session {
                 let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
                 ddl::alter_table(&s.db, at, wait, &s.interrupt)
             }),
+            Statement::CreateIndex(ci) => self.guarded(|s| {
+                if s.tx.is_some() || s.block != Block::None {
+                    return Err(Error::new(
+                        SqlState::ACTIVE_SQL_TRANSACTION,
+                        "CREATE INDEX cannot run inside a transaction block",
+                    ));
+                }
+                let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
+                crate::index_ddl::create_index(&s.db, ci, wait, &s.interrupt)
+            }),
             Statement::Query(_) if crate::backup_call::is_backup_call(stmt) => {
                 let in_block = self.tx.is_some() || self.block != Block::None;
                 self.guarded(|s| crate::backup_call::run(&s.db, stmt, in_block))

@@ -72,6 +72,7 @@ impl Transaction {
         self.check_row(ts, &row)?;
         let Some(pk) = ts.pk.get() else {
             let vid = ts.vids.allocate();
+            self.check_unique(ts, vid, None, &row)?;
             self.put(ts, vid, RecId::NULL, &row, false)?;
             return Ok(Inserted::Row(vid));
         };
@@ -90,6 +91,7 @@ impl Transaction {
                 };
             }
             let pred = e.pred;
+            self.check_unique(ts, vid, None, &row)?;
             self.put(ts, vid, pred, &row, false)?;
             return Ok(Inserted::Row(vid));
         }
@@ -111,6 +113,7 @@ impl Transaction {
                 });
             }
         }
+        self.check_unique(ts, vid, None, &row)?;
         self.put(ts, vid, head, &row, false)?;
         Ok(Inserted::Row(vid))
     }

@@ -19,6 +19,7 @@
 
 mod end;
 mod insert;
+mod unique;
 
 pub use insert::{Inserted, OnConflict};
 
@@ -723,6 +724,9 @@ impl Transaction {
                 record,
             },
         );
+        if !tombstone {
+            ts.index_row(row, vid);
+        }
         Ok(())
     }
 
@@ -762,6 +766,7 @@ impl Transaction {
             self.put(ts, vid, pred, &row, true)?;
             self.insert(ts, new_row.clone())?;
         } else {
+            self.check_unique(ts, vid, Some(&row), &new_row)?;
             self.put(ts, vid, pred, &new_row, false)?;
         }
         Ok(WriteOutcome::Done(new_row))

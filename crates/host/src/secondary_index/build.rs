@@ -1,0 +1,181 @@
+//! Building secondary indexes: `CREATE [UNIQUE] INDEX` (while no
+//! transaction runs), `DROP INDEX`, and the rebuild at every open.
+//!
+//! ```text
+//!  wait until no transaction runs ─► TxManager held: none can begin
+//!    every VID: latest version (all finished) ─► (key, VID)
+//!      UNIQUE and a non-NULL key seen before ─► 23505
+//!    catalog entry with the index, durable ─► table state: index attached
+//! ```
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ndpdb_formats::record::RecordView;
+use ndpdb_formats::{SqlState, TxId, Value};
+
+use super::SecondaryIndex;
+use crate::catalog::IndexMeta;
+use crate::database::{Database, DbInner, TableState};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::txn::{find_visible, Snapshot, Visible};
+
+impl Database {
+    /// `CREATE [UNIQUE] INDEX name ON table (columns)`, waiting up to
+    /// `wait` for running transactions to end (55P03 after).
+    pub fn create_index(
+        &self,
+        table: &str,
+        meta: IndexMeta,
+        wait: Duration,
+        interrupt: &Interrupt,
+    ) -> Result<()> {
+        let inner = &self.inner;
+        inner.check_ok()?;
+        let ts = self.table(table)?;
+        {
+            let catalog = inner.catalog.lock();
+            if catalog.get(&meta.name).is_some() || catalog.index_owner(&meta.name).is_some() {
+                return Err(Error::new(
+                    SqlState::DUPLICATE_TABLE,
+                    format!("relation \"{}\" already exists", meta.name),
+                ));
+            }
+        }
+        let columns = ts.meta().schema.columns.len();
+        if meta.columns.is_empty() || meta.columns.iter().any(|&c| c >= columns) {
+            return Err(Error::new(
+                SqlState::UNDEFINED_COLUMN,
+                "index column does not exist",
+            ));
+        }
+        let deadline = Instant::now().checked_add(wait);
+        loop {
+            let built = inner
+                .txm
+                .exclusive(|next| inner.attach_index(&ts, meta.clone(), next));
+            if let Some(done) = built {
+                return done;
+            }
+            interrupt.check()?;
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(Error::new(
+                    SqlState::LOCK_NOT_AVAILABLE,
+                    format!("could not obtain lock on relation \"{table}\""),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// `DROP INDEX name`: the table stops maintaining it; plans that
+    /// chose it read the table instead.
+    pub fn drop_index(&self, name: &str) -> Result<()> {
+        let inner = &self.inner;
+        inner.check_ok()?;
+        let mut catalog = inner.catalog.lock();
+        let owner = catalog.index_owner(name).ok_or_else(|| {
+            Error::new(
+                SqlState::UNDEFINED_OBJECT,
+                format!("index \"{name}\" does not exist"),
+            )
+        })?;
+        let ts = inner.table_state(owner.id)?;
+        let mut indexes = owner.indexes.clone();
+        indexes.retain(|i| i.name != name);
+        let meta = catalog.set_indexes(&owner.name, indexes)?;
+        ts.detach_index(name, meta);
+        Ok(())
+    }
+}
+
+impl DbInner {
+    /// Builds `meta`'s index with no transaction running below `next`,
+    /// records it in the catalog and attaches it to the table.
+    fn attach_index(&self, ts: &TableState, meta: IndexMeta, next: TxId) -> Result<()> {
+        let index = self.build_index(ts, meta.clone(), next)?;
+        let mut catalog = self.catalog.lock();
+        let name = ts.meta().name.clone();
+        let mut indexes = ts.meta().indexes.clone();
+        indexes.push(meta);
+        let table_meta = catalog.set_indexes(&name, indexes)?;
+        ts.attach_index(Arc::new(index), table_meta);
+        Ok(())
+    }
+
+    /// The index of every tuple's latest version, all transactions below
+    /// `next` finished (at open, or with none running).
+    pub(crate) fn build_index(
+        &self,
+        ts: &TableState,
+        meta: IndexMeta,
+        next: TxId,
+    ) -> Result<SecondaryIndex> {
+        let table = ts.meta();
+        let all_finished = Snapshot {
+            txid: next,
+            xmin: next,
+            xmax: next,
+            in_flight: Vec::new(),
+        };
+        let index = SecondaryIndex::new(meta);
+        let mut seen: HashMap<Vec<u8>, ()> = HashMap::new();
+        for (vid, head) in ts.vids.entries() {
+            let visible = find_visible(head, &all_finished, |rid| {
+                let rec = self.fetch(rid)?;
+                let header = RecordView::parse(&rec)?.header;
+                Ok::<_, Error>((header, rec))
+            })?;
+            let Visible::Version(_, rec) = visible else {
+                continue;
+            };
+            let row = RecordView::parse(&rec)?.decode(&ts.types)?;
+            let key = index.key_of(&row);
+            if index.meta.unique && !key.iter().any(Value::is_null) {
+                let mut w = ndpdb_formats::codec::Writer::new();
+                for v in &key {
+                    v.key_bytes(&mut w);
+                }
+                if seen.insert(w.into_inner(), ()).is_some() {
+                    return Err(Error::new(
+                        SqlState::UNIQUE_VIOLATION,
+                        format!("could not create unique index \"{}\"", index.meta.name),
+                    )
+                    .with_detail(format!(
+                        "{} is duplicated.",
+                        table.key_detail(&index.meta.columns, &row)
+                    )));
+                }
+            }
+            index.add(&row, vid);
+        }
+        Ok(index)
+    }
+
+    /// At open, after recovery: every table's indexes from its tuples.
+    pub(crate) fn build_indexes_at_open(&self) -> Result<()> {
+        let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
+        for ts in tables {
+            let metas = ts.meta().indexes.clone();
+            if metas.is_empty() {
+                continue;
+            }
+            let built = self.txm.exclusive(|next| -> Result<Vec<SecondaryIndex>> {
+                metas
+                    .into_iter()
+                    .map(|m| self.build_index(&ts, m, next))
+                    .collect()
+            });
+            let built = built.ok_or_else(|| {
+                Error::new(
+                    SqlState::INTERNAL_ERROR,
+                    "a transaction ran while indexes were built at open",
+                )
+            })??;
+            ts.set_indexes(built.into_iter().map(Arc::new).collect());
+        }
+        Ok(())
+    }
+}

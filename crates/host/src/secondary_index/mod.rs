@@ -1,0 +1,290 @@
+//! Secondary indexes (`CREATE [UNIQUE] INDEX name ON t (a, b, …)`): an
+//! ordered map from key values to the VIDs of tuples that have, or had,
+//! that key, on the host.
+//!
+//! ```text
+//!   entries: BTreeSet<(key parts, VID)>      ordered by the key's SQL order
+//!   write (Transaction::put, not a tombstone) ─► (key of the new row, VID)
+//!   lookup: key range ─► VIDs ─► the visible version of each (snapshot)
+//!           ─► the whole WHERE re-checked on that version
+//! ```
+//!
+//! An entry names a tuple (VID), not a version, and entries are only
+//! added: a version written with a new key adds one, a delete or rollback
+//! removes none. So every version any snapshot can see is reachable from
+//! its key, and a lookup re-checks the key on the version it reads — a
+//! stale entry costs a read, never a wrong row. An UPDATE that keeps the
+//! key adds nothing (the entry exists).
+//!
+//! The index lives in memory: `CREATE INDEX` builds it while no
+//! transaction runs (as `ALTER TABLE … ADD PRIMARY KEY` does), and every
+//! open rebuilds it from the tuples' latest versions after recovery (no
+//! snapshot older than the open exists). Versions only the device writes
+//! are those of update NDP: an UPDATE that changes an indexed column is
+//! placed on the host (`sql/src/dml_placement.rs`), a DELETE needs no
+//! entry.
+//!
+//! UNIQUE: a write of a key first takes a lock on the key (a lock-table
+//! key outside the VID space, [`key_lock`]); then every other tuple the
+//! key names is locked too (waiting out its writer, as PostgreSQL waits
+//! for a conflicting inserter) and checked: a live committed version with
+//! the key is a 23505. NULLs never conflict.
+
+mod build;
+
+use std::cmp::Ordering;
+use std::collections::BTreeSet;
+use std::hash::{Hash, Hasher};
+use std::ops::Bound;
+
+use parking_lot::RwLock;
+
+use ndpdb_formats::{TableId, Value, Vid};
+
+use crate::catalog::IndexMeta;
+use crate::locks::LockKey;
+
+/// One part of a key, or a bound above every value.
+#[derive(Clone, Debug)]
+pub enum Part {
+    V(Value),
+    High,
+}
+
+impl Part {
+    fn rank(&self) -> u8 {
+        match self {
+            Part::V(_) => 0,
+            Part::High => 1,
+        }
+    }
+}
+
+impl PartialEq for Part {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Part {}
+
+impl PartialOrd for Part {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Part {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            // NULLs sort after every value (as PostgreSQL's default).
+            (Part::V(a), Part::V(b)) => a.sort_cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+/// One side of a key range: the equality prefix and, for the next key
+/// column, a bound (`None`: unbounded on that side).
+#[derive(Clone, Debug)]
+pub struct KeyRange {
+    pub prefix: Vec<Value>,
+    pub lower: Option<(Value, bool)>,
+    pub upper: Option<(Value, bool)>,
+}
+
+/// A secondary index of one table.
+pub struct SecondaryIndex {
+    pub meta: IndexMeta,
+    entries: RwLock<BTreeSet<(Vec<Part>, Vid)>>,
+}
+
+impl SecondaryIndex {
+    pub fn new(meta: IndexMeta) -> Self {
+        SecondaryIndex {
+            meta,
+            entries: RwLock::new(BTreeSet::new()),
+        }
+    }
+
+    /// The key of `row`.
+    pub fn key_of(&self, row: &[Value]) -> Vec<Value> {
+        self.meta
+            .columns
+            .iter()
+            .map(|&c| row.get(c).cloned().unwrap_or(Value::Null))
+            .collect()
+    }
+
+    fn parts(key: Vec<Value>) -> Vec<Part> {
+        key.into_iter().map(Part::V).collect()
+    }
+
+    /// Records that tuple `vid` has a version with `row`'s key.
+    pub fn add(&self, row: &[Value], vid: Vid) {
+        let entry = (Self::parts(self.key_of(row)), vid);
+        if !self.entries.read().contains(&entry) {
+            self.entries.write().insert(entry);
+        }
+    }
+
+    /// Entries in the index (all keys, stale ones included).
+    pub fn len(&self) -> usize {
+        self.entries.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.read().is_empty()
+    }
+
+    /// The tuples whose entries fall in `range`, each once; `None` when
+    /// more than `limit` entries do (a scan is cheaper then).
+    pub fn lookup(&self, range: &KeyRange, limit: usize) -> Option<Vec<Vid>> {
+        let mut lo: Vec<Part> = range.prefix.iter().cloned().map(Part::V).collect();
+        let mut hi = lo.clone();
+        match &range.lower {
+            None => {}
+            Some((v, true)) => lo.push(Part::V(v.clone())),
+            Some((v, false)) => lo.extend([Part::V(v.clone()), Part::High]),
+        }
+        let upper = match &range.upper {
+            None => {
+                hi.push(Part::High);
+                Bound::Included((hi, Vid(u64::MAX)))
+            }
+            Some((v, true)) => {
+                hi.extend([Part::V(v.clone()), Part::High]);
+                Bound::Included((hi, Vid(u64::MAX)))
+            }
+            Some((v, false)) => {
+                hi.push(Part::V(v.clone()));
+                Bound::Excluded((hi, Vid(0)))
+            }
+        };
+        let lower = Bound::Included((lo, Vid(0)));
+        if !bounds_ordered(&lower, &upper) {
+            return Some(Vec::new());
+        }
+        let entries = self.entries.read();
+        let mut vids = Vec::new();
+        for (_, vid) in entries.range((lower, upper)) {
+            if vids.len() >= limit {
+                return None;
+            }
+            vids.push(*vid);
+        }
+        vids.sort_unstable();
+        vids.dedup();
+        Some(vids)
+    }
+
+    /// The other tuples `key` names (for a UNIQUE check).
+    pub fn holders(&self, key: &[Value], except: Vid) -> Vec<Vid> {
+        let range = KeyRange {
+            prefix: key.to_vec(),
+            lower: None,
+            upper: None,
+        };
+        let mut v = self.lookup(&range, usize::MAX).unwrap_or_default();
+        v.retain(|&x| x != except);
+        v
+    }
+}
+
+/// Whether a BTreeSet range from `lower` to `upper` is well formed.
+fn bounds_ordered(lower: &Bound<(Vec<Part>, Vid)>, upper: &Bound<(Vec<Part>, Vid)>) -> bool {
+    match (lower, upper) {
+        (Bound::Included(l), Bound::Included(u)) => l <= u,
+        (Bound::Included(l), Bound::Excluded(u)) => l < u,
+        _ => true,
+    }
+}
+
+/// The lock-table key of a UNIQUE index's key value: a VID with the top
+/// bit set (tuples' VIDs never reach it), from a hash of the index and
+/// the key. Two keys that hash alike only wait for each other.
+pub fn key_lock(table: TableId, index: &str, key: &[Value]) -> LockKey {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    index.hash(&mut h);
+    let mut w = ndpdb_formats::codec::Writer::new();
+    for v in key {
+        v.key_bytes(&mut w);
+    }
+    w.as_slice().hash(&mut h);
+    (table, Vid(h.finish() | (1 << 63)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index() -> SecondaryIndex {
+        let ix = SecondaryIndex::new(IndexMeta {
+            name: "i".into(),
+            columns: vec![0, 1],
+            unique: false,
+        });
+        let rows = [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 5)];
+        for (n, (a, b)) in rows.iter().enumerate() {
+            ix.add(&[Value::Int(*a), Value::Int(*b)], Vid(n as u64));
+        }
+        ix.add(&[Value::Int(1), Value::Null], Vid(10));
+        ix
+    }
+
+    fn vids(
+        ix: &SecondaryIndex,
+        prefix: &[i32],
+        lower: Option<(i32, bool)>,
+        upper: Option<(i32, bool)>,
+    ) -> Vec<u64> {
+        let r = KeyRange {
+            prefix: prefix.iter().map(|&v| Value::Int(v)).collect(),
+            lower: lower.map(|(v, inc)| (Value::Int(v), inc)),
+            upper: upper.map(|(v, inc)| (Value::Int(v), inc)),
+        };
+        ix.lookup(&r, usize::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|v| v.0)
+            .collect()
+    }
+
+    #[test]
+    fn ranges_over_a_prefix_and_the_next_column_match_a_model() {
+        let ix = index();
+        assert_eq!(vids(&ix, &[1], None, None), vec![0, 1, 2, 10]);
+        assert_eq!(vids(&ix, &[1, 2], None, None), vec![1]);
+        assert_eq!(vids(&ix, &[1], Some((2, true)), None), vec![1, 2, 10]);
+        assert_eq!(vids(&ix, &[1], Some((2, false)), Some((3, true))), vec![2]);
+        assert_eq!(vids(&ix, &[1], None, Some((2, false))), vec![0]);
+        assert_eq!(vids(&ix, &[], Some((2, true)), None), vec![3, 4, 5]);
+        assert_eq!(
+            vids(&ix, &[], Some((1, false)), Some((2, true))),
+            vec![3, 4]
+        );
+        assert_eq!(vids(&ix, &[], Some((3, false)), None), Vec::<u64>::new());
+        assert_eq!(
+            vids(&ix, &[], Some((3, true)), Some((1, true))),
+            Vec::<u64>::new()
+        );
+        assert_eq!(vids(&ix, &[4], None, None), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn a_lookup_past_its_limit_gives_up() {
+        let ix = index();
+        let all = KeyRange {
+            prefix: vec![],
+            lower: None,
+            upper: None,
+        };
+        assert!(ix.lookup(&all, 3).is_none());
+        assert_eq!(ix.lookup(&all, 100).unwrap().len(), 7);
+        assert_eq!(ix.holders(&[Value::Int(2), Value::Int(1)], Vid(3)), vec![]);
+        assert_eq!(
+            ix.holders(&[Value::Int(2), Value::Int(1)], Vid(9)),
+            vec![Vid(3)]
+        );
+    }
+}

@@ -1,0 +1,83 @@
+-- Secondary indexes: CREATE [UNIQUE] INDEX (PostgreSQL's default names),
+-- lookups by equality and ranges over a key prefix (ints, numerics,
+-- text, dates, CHAR), kept right by UPDATE, DELETE and ROLLBACK; UNIQUE
+-- checks on INSERT and UPDATE (NULLs never conflict); DROP INDEX. The
+-- expected answers are PostgreSQL 15's (scripts/slt-from-postgres.py
+-- over src/index.sql).
+
+CREATE TABLE it (id INT PRIMARY KEY, a INT, b TEXT, c NUMERIC(6,2), d DATE, e CHAR(4));
+INSERT INTO it VALUES (1, 10, 'x', 1.50, '2024-01-01', 'ab'), (2, 20, 'y', 2.50, '2024-02-01', 'cd'), (3, 10, 'z', NULL, '2024-03-01', 'ab'), (4, NULL, 'x', 4.00, NULL, NULL), (5, 30, 'y', 5.25, '2024-05-01', 'ef'), (6, 20, 'x', 6.00, '2024-06-01', 'cd');
+CREATE INDEX ON it (a);
+CREATE INDEX it_bc ON it (b, c);
+CREATE INDEX ON it (d);
+CREATE INDEX ON it (e);
+CREATE INDEX ON it (a);
+CREATE INDEX it_bc ON it (c);
+CREATE INDEX IF NOT EXISTS it_bc ON it (c);
+CREATE INDEX ON it (nope);
+CREATE INDEX ON nope (a);
+SELECT id FROM it WHERE a = 10 ORDER BY id;
+SELECT id FROM it WHERE a > 10 ORDER BY id;
+SELECT id FROM it WHERE a >= 20 AND a < 30 ORDER BY id;
+SELECT id FROM it WHERE a BETWEEN 11 AND 30 ORDER BY id;
+SELECT id FROM it WHERE a > 10.5 ORDER BY id;
+SELECT id FROM it WHERE a = 10.0 ORDER BY id;
+SELECT id FROM it WHERE a = '20' ORDER BY id;
+SELECT id FROM it WHERE a = NULL ORDER BY id;
+SELECT id FROM it WHERE a IS NULL ORDER BY id;
+SELECT id FROM it WHERE 20 < a ORDER BY id;
+SELECT id FROM it WHERE b = 'x' ORDER BY id;
+SELECT id FROM it WHERE b = 'x' AND c > 2 ORDER BY id;
+SELECT id FROM it WHERE b = 'y' AND c <= 2.5 ORDER BY id;
+SELECT id FROM it WHERE c > 2 ORDER BY id;
+SELECT id FROM it WHERE d >= '2024-03-01' ORDER BY id;
+SELECT id FROM it WHERE d < DATE '2024-03-01' ORDER BY id;
+SELECT id FROM it WHERE e = 'ab' ORDER BY id;
+SELECT id FROM it WHERE e = 'ab  ' ORDER BY id;
+SELECT id FROM it WHERE e > 'ab' ORDER BY id;
+SELECT id FROM it WHERE e = 'ab'::text ORDER BY id;
+UPDATE it SET a = 40 WHERE id = 1;
+SELECT id FROM it WHERE a = 10 ORDER BY id;
+SELECT id FROM it WHERE a = 40 ORDER BY id;
+UPDATE it SET a = a + 1 WHERE a >= 20;
+SELECT id, a FROM it WHERE a > 20 ORDER BY id;
+DELETE FROM it WHERE a = 21;
+SELECT id FROM it WHERE a > 0 ORDER BY id;
+INSERT INTO it VALUES (7, 10, 'q', 7, '2024-07-01', 'gh');
+SELECT id FROM it WHERE a = 10 ORDER BY id;
+BEGIN;
+UPDATE it SET a = 99 WHERE id = 3;
+SELECT id FROM it WHERE a = 99;
+SELECT id FROM it WHERE a = 10 ORDER BY id;
+ROLLBACK;
+SELECT id FROM it WHERE a = 99;
+SELECT id FROM it WHERE a = 10 ORDER BY id;
+SELECT count(*) FROM it i1 JOIN it i2 ON i1.a = i2.a WHERE i1.b = 'x';
+SELECT id FROM it t WHERE EXISTS (SELECT 1 FROM it s WHERE s.a = t.a AND s.id <> t.id) ORDER BY id;
+CREATE TABLE u (id INT PRIMARY KEY, k INT, n TEXT);
+INSERT INTO u VALUES (1, 1, 'a'), (2, 2, 'b'), (3, NULL, 'c'), (4, NULL, 'd');
+CREATE UNIQUE INDEX u_k ON u (k);
+INSERT INTO u VALUES (5, 1, 'e');
+INSERT INTO u VALUES (5, NULL, 'e');
+UPDATE u SET k = 2 WHERE id = 1;
+UPDATE u SET k = 3 WHERE id = 1;
+INSERT INTO u VALUES (6, 1, 'f');
+UPDATE u SET n = 'z' WHERE k = 3;
+SELECT * FROM u ORDER BY id;
+DELETE FROM u WHERE k = 2;
+INSERT INTO u VALUES (7, 2, 'g');
+SELECT * FROM u WHERE k = 2;
+CREATE UNIQUE INDEX u_n ON u (n);
+INSERT INTO u VALUES (8, 8, 'a');
+CREATE UNIQUE INDEX u_n2 ON u (n);
+INSERT INTO u VALUES (9, 9, 'h'), (10, 10, 'h');
+SELECT count(*) FROM u;
+DROP INDEX u_k;
+INSERT INTO u VALUES (11, 1, 'k');
+DROP INDEX u_k;
+DROP INDEX IF EXISTS u_k;
+SELECT count(*) FROM u WHERE k = 1;
+CREATE TABLE it_a_idx (x INT);
+DROP TABLE u;
+CREATE INDEX u_k ON it (a);
+DROP INDEX u_k;
