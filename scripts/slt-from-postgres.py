@@ -18,6 +18,7 @@ import sys
 import psycopg
 from psycopg.types.string import TextLoader
 
+META = set("\\.+*?()|[]{}^$")
 NUMERIC_OIDS = {20, 21, 23, 700, 701, 1700}
 INT_OIDS = {20, 21, 23}
 
@@ -51,7 +52,8 @@ def main():
         try:
             cur.execute(sql)
         except psycopg.Error as e:
-            msg = e.diag.message_primary
+            # The runner reads the expectation as a regular expression.
+            msg = "".join("\\" + c if c in META else c for c in e.diag.message_primary)
             lines += [f"statement error {e.sqlstate}: {msg}", sql, ""]
             continue
         if cur.description is None:

@@ -1,4 +1,5 @@
-//! The catalog: tables, their ids, schemas and secondary indexes.
+//! The catalog: tables, their ids, schemas, column defaults and
+//! secondary indexes.
 //!
 //! Persisted as `catalog.bin` (`"NDPC" | crc32 | len u64 | payload`),
 //! replaced atomically (write temporary file, fsync, rename, fsync the
@@ -7,12 +8,15 @@
 //!
 //! ```text
 //!  payload: next_id u32 | n u32 | n × (id u32 | name str | schema)
-//!           [ m u32 | m × (table id u32 | index name str | unique u8 |
-//!                          k u32 | k × column u32) ]     secondary indexes
+//!           then sections, each `tag u8 | m u32 | m × entry`:
+//!    1 secondary indexes: table id u32 | name str | unique u8 |
+//!                         k u32 | k × column u32
+//!    2 column defaults:   table id u32 | column u32 | SQL text str |
+//!                         identity u8 (0 none, 1 ALWAYS, 2 BY DEFAULT)
 //! ```
 //!
-//! The index section is absent in catalogs written before indexes
-//! existed (they read as having none).
+//! A section without entries is not written, so catalogs of tables with
+//! neither read as they were written before sections existed.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -32,7 +36,37 @@ pub struct TableMeta {
     pub schema: Schema,
     /// Secondary indexes (`CREATE [UNIQUE] INDEX`), in creation order.
     pub indexes: Vec<IndexMeta>,
+    /// Column defaults by column position (`DEFAULT expr`, SERIAL and
+    /// identity columns: `nextval('seq')`).
+    pub defaults: Vec<ColumnDefault>,
 }
+
+/// A column's default: the expression's SQL text, evaluated at INSERT.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnDefault {
+    pub column: usize,
+    pub expr: String,
+    pub identity: Identity,
+}
+
+/// `GENERATED … AS IDENTITY`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Identity {
+    None,
+    /// `ALWAYS`: an explicit value needs `OVERRIDING SYSTEM VALUE`.
+    Always,
+    ByDefault,
+}
+
+impl TableMeta {
+    /// The default of column `c`, if it has one.
+    pub fn default_of(&self, c: usize) -> Option<&ColumnDefault> {
+        self.defaults.iter().find(|d| d.column == c)
+    }
+}
+
+const SECTION_INDEXES: u8 = 1;
+const SECTION_DEFAULTS: u8 = 2;
 
 /// A secondary index's definition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -113,10 +147,61 @@ impl Catalog {
                     name,
                     schema,
                     indexes: Vec::new(),
+                    defaults: Vec::new(),
                 }),
             );
         }
-        if !r.is_empty() {
+        while !r.is_empty() {
+            let tag = r.u8()?;
+            match tag {
+                SECTION_INDEXES => self.decode_indexes(&mut r)?,
+                SECTION_DEFAULTS => self.decode_defaults(&mut r)?,
+                t => {
+                    return Err(ndpdb_formats::Error::corrupted(format!(
+                        "unknown catalog section {t}"
+                    )))
+                }
+            }
+        }
+        r.finish("catalog")
+    }
+
+    fn table_by_id(&mut self, id: TableId) -> ndpdb_formats::Result<&mut Arc<TableMeta>> {
+        self.tables
+            .values_mut()
+            .find(|t| t.id == id)
+            .ok_or_else(|| ndpdb_formats::Error::corrupted("catalog entry of an unknown table"))
+    }
+
+    fn decode_defaults(&mut self, r: &mut Reader<'_>) -> ndpdb_formats::Result<()> {
+        let m = r.count(13)?;
+        for _ in 0..m {
+            let table = TableId(r.u32()?);
+            let column = r.u32()? as usize;
+            let expr = r.str()?.to_string();
+            let identity = match r.u8()? {
+                0 => Identity::None,
+                1 => Identity::Always,
+                2 => Identity::ByDefault,
+                _ => return Err(ndpdb_formats::Error::corrupted("bad identity kind")),
+            };
+            let meta = self.table_by_id(table)?;
+            if column >= meta.schema.columns.len() {
+                return Err(ndpdb_formats::Error::corrupted(
+                    "default of a missing column",
+                ));
+            }
+            Arc::make_mut(meta).defaults.push(ColumnDefault {
+                column,
+                expr,
+                identity,
+            });
+        }
+        Ok(())
+    }
+
+    fn decode_indexes(&mut self, r: &mut Reader<'_>) -> ndpdb_formats::Result<()> {
+        {
             let m = r.count(9)?;
             for _ in 0..m {
                 let table = TableId(r.u32()?);
@@ -126,11 +211,7 @@ impl Catalog {
                 let columns = (0..k)
                     .map(|_| r.u32().map(|c| c as usize))
                     .collect::<ndpdb_formats::Result<Vec<_>>>()?;
-                let meta = self
-                    .tables
-                    .values_mut()
-                    .find(|t| t.id == table)
-                    .ok_or_else(|| ndpdb_formats::Error::corrupted("index of an unknown table"))?;
+                let meta = self.table_by_id(table)?;
                 if columns.is_empty() || columns.iter().any(|&c| c >= meta.schema.columns.len()) {
                     return Err(ndpdb_formats::Error::corrupted("index column out of range"));
                 }
@@ -141,7 +222,7 @@ impl Catalog {
                 });
             }
         }
-        r.finish("catalog")
+        Ok(())
     }
 
     fn persist(&self) -> Result<()> {
@@ -157,13 +238,29 @@ impl Catalog {
             .flat_map(|t| t.indexes.iter().map(|i| (t.id, i)))
             .collect();
         if !indexes.is_empty() {
-            p.u32(indexes.len() as u32);
+            p.u8(SECTION_INDEXES).u32(indexes.len() as u32);
             for (table, i) in indexes {
                 p.u32(table.0).str(&i.name).u8(i.unique as u8);
                 p.u32(i.columns.len() as u32);
                 for &c in &i.columns {
                     p.u32(c as u32);
                 }
+            }
+        }
+        let defaults: Vec<(TableId, &ColumnDefault)> = self
+            .tables
+            .values()
+            .flat_map(|t| t.defaults.iter().map(|d| (t.id, d)))
+            .collect();
+        if !defaults.is_empty() {
+            p.u8(SECTION_DEFAULTS).u32(defaults.len() as u32);
+            for (table, d) in defaults {
+                p.u32(table.0).u32(d.column as u32).str(&d.expr);
+                p.u8(match d.identity {
+                    Identity::None => 0,
+                    Identity::Always => 1,
+                    Identity::ByDefault => 2,
+                });
             }
         }
         let mut w = Writer::new();
@@ -192,7 +289,12 @@ impl Catalog {
         self.tables.values().cloned().collect()
     }
 
-    pub fn create(&mut self, name: &str, schema: Schema) -> Result<Arc<TableMeta>> {
+    pub fn create(
+        &mut self,
+        name: &str,
+        schema: Schema,
+        defaults: Vec<ColumnDefault>,
+    ) -> Result<Arc<TableMeta>> {
         if self.tables.contains_key(name) {
             return Err(Error::new(
                 SqlState::DUPLICATE_TABLE,
@@ -210,6 +312,7 @@ impl Catalog {
             name: name.to_string(),
             schema,
             indexes: Vec::new(),
+            defaults,
         });
         self.next_id += 1;
         self.tables.insert(name.to_string(), meta.clone());
@@ -234,6 +337,7 @@ impl Catalog {
             name: old.name.clone(),
             schema,
             indexes: old.indexes.clone(),
+            defaults: old.defaults.clone(),
         });
         self.tables.insert(name.to_string(), meta.clone());
         if let Err(e) = self.persist() {

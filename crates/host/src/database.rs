@@ -38,7 +38,7 @@ use ndpdb_wal::{CheckpointInfo, Wal};
 
 use crate::autovacuum::Autovacuum;
 use crate::buffer_pool::BufferPool;
-use crate::catalog::{Catalog, TableMeta};
+use crate::catalog::{Catalog, ColumnDefault, TableMeta};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gc::GcState;
@@ -47,6 +47,7 @@ use crate::maps::{L2pMap, VidMap};
 use crate::pk_index::{self, encode_key, PkIndex};
 use crate::recovery;
 use crate::secondary_index::SecondaryIndex;
+use crate::sequence::{SequenceMeta, Sequences};
 use crate::shared_state::DeltaBuffer;
 use crate::space::SpaceMap;
 use crate::stats::{get, EngineCounters};
@@ -212,6 +213,7 @@ pub(crate) struct DbInner {
     pub config: Config,
     pub device: DeviceClient,
     pub(crate) catalog: Mutex<Catalog>,
+    pub(crate) sequences: Sequences,
     pub(crate) tables: RwLock<HashMap<TableId, Arc<TableState>>>,
     pub(crate) l2p: L2pMap,
     pub(crate) delta: RwLock<DeltaBuffer>,
@@ -372,6 +374,7 @@ impl Database {
         std::fs::create_dir_all(dir)?;
         let dir_lock = lock_directory(dir)?;
         let catalog = Catalog::open(dir)?;
+        let sequences = Sequences::open(dir)?;
         let l2p = L2pMap::from_runs(&device.dump_l2p()?);
         let (wal, recovered) = Wal::open_from(&dir.join("wal"), restore_from)?;
         let horizon = crate::backup::read_horizon(dir)?;
@@ -427,6 +430,7 @@ impl Database {
             config,
             device,
             catalog: Mutex::new(catalog),
+            sequences,
             tables: RwLock::new(tables),
             l2p,
             delta: RwLock::new(replayed.delta),
@@ -516,8 +520,34 @@ impl Database {
         self.inner.catalog.lock().tables()
     }
 
-    pub fn create_table(&self, name: &str, mut schema: Schema) -> Result<Arc<TableMeta>> {
+    pub fn create_table(&self, name: &str, schema: Schema) -> Result<Arc<TableMeta>> {
+        self.create_table_with(name, schema, Vec::new(), Vec::new())
+    }
+
+    /// CREATE TABLE with column defaults and the sequences they draw
+    /// from (SERIAL and identity columns; each owned by its column).
+    pub fn create_table_with(
+        &self,
+        name: &str,
+        mut schema: Schema,
+        defaults: Vec<ColumnDefault>,
+        sequences: Vec<SequenceMeta>,
+    ) -> Result<Arc<TableMeta>> {
         self.inner.check_ok()?;
+        if self.relation_exists(name) {
+            return Err(Error::new(
+                SqlState::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ));
+        }
+        for s in &sequences {
+            if self.relation_exists(&s.name) {
+                return Err(Error::new(
+                    SqlState::DUPLICATE_TABLE,
+                    format!("relation \"{}\" already exists", s.name),
+                ));
+            }
+        }
         for &k in &schema.primary_key {
             if k >= schema.columns.len() {
                 return Err(Error::new(
@@ -536,7 +566,13 @@ impl Database {
                 ));
             }
         }
-        let meta = self.inner.catalog.lock().create(name, schema)?;
+        let meta = self.inner.catalog.lock().create(name, schema, defaults)?;
+        for mut s in sequences {
+            if let Some((_, c)) = s.owner {
+                s.owner = Some((meta.id, c));
+            }
+            self.inner.sequences.create(s)?;
+        }
         self.inner.tables.write().insert(
             meta.id,
             Arc::new(TableState::new(meta.clone(), VidMap::default())),
@@ -544,9 +580,55 @@ impl Database {
         Ok(meta)
     }
 
+    /// Whether `name` is taken by a table, an index or a sequence (one
+    /// namespace, as PostgreSQL's relations).
+    pub fn relation_exists(&self, name: &str) -> bool {
+        let catalog = self.inner.catalog.lock();
+        catalog.get(name).is_some()
+            || catalog.index_owner(name).is_some()
+            || self.inner.sequences.exists(name)
+    }
+
+    /// `CREATE SEQUENCE`.
+    pub fn create_sequence(&self, meta: SequenceMeta) -> Result<()> {
+        self.inner.check_ok()?;
+        if self.relation_exists(&meta.name) {
+            return Err(Error::new(
+                SqlState::DUPLICATE_TABLE,
+                format!("relation \"{}\" already exists", meta.name),
+            ));
+        }
+        self.inner.sequences.create(meta)
+    }
+
+    /// `DROP SEQUENCE`.
+    pub fn drop_sequence(&self, name: &str) -> Result<()> {
+        self.inner.check_ok()?;
+        self.inner.sequences.drop_sequence(name)
+    }
+
+    /// A sequence's definition.
+    pub fn sequence(&self, name: &str) -> Option<SequenceMeta> {
+        self.inner.sequences.get(name)
+    }
+
+    /// `nextval(name)`: never the same value twice, whatever the
+    /// transactions that asked do.
+    pub fn nextval(&self, name: &str) -> Result<i64> {
+        self.inner.check_ok()?;
+        self.inner.sequences.next(name)
+    }
+
+    /// `setval(name, value, called)`.
+    pub fn setval(&self, name: &str, value: i64, called: bool) -> Result<i64> {
+        self.inner.check_ok()?;
+        self.inner.sequences.set(name, value, called)
+    }
+
     pub fn drop_table(&self, name: &str) -> Result<()> {
         self.inner.check_ok()?;
         let meta = self.inner.catalog.lock().remove(name)?;
+        self.inner.sequences.drop_owned_by(meta.id)?;
         self.inner.tables.write().remove(&meta.id);
         self.inner.delta.write().forget_table(meta.id);
         self.inner.device.drop_vid_map(meta.id)?;
@@ -1164,6 +1246,7 @@ impl DbInner {
         self.flush()?;
         let next_txid = self.txm.next_txid();
         self.save_pk_indexes(next_txid);
+        self.sequences.checkpoint()?;
         let covered = std::mem::take(&mut *self.overflow_committed.lock());
         let at = match self.wal.checkpoint(CheckpointInfo { next_txid }) {
             Ok(at) => at,

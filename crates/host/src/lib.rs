@@ -9,6 +9,7 @@
 //! - [`locks`]: the integrated lock table: SLT head + host lock table (HLT) tail.
 //! - [`maps`]: the host's authoritative L2P map and per-table VID maps.
 //! - [`pk_index`]: primary-key index (key → VID).
+//! - [`sequence`]: sequences (SERIAL, identity, nextval), outside transactions.
 //! - [`secondary_index`]: `CREATE [UNIQUE] INDEX`: ordered key → VIDs, on the host.
 //! - [`shared_state`]: the delta buffer (new versions not yet on the device).
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
@@ -47,6 +48,7 @@ pub mod pk_index;
 mod reattach;
 mod recovery;
 pub mod secondary_index;
+pub mod sequence;
 pub mod shared_state;
 pub mod space;
 pub mod stats;

@@ -21,6 +21,7 @@
 //! what the matcher here understands.
 
 use ndpdb_formats::{DataType, SqlState, Value};
+use ndpdb_host::catalog::Identity;
 use ndpdb_host::{Database, TableMeta};
 use ndpdb_sql::{Error, Output, ResultColumn};
 
@@ -78,6 +79,29 @@ fn text_columns(names: &[&str]) -> Vec<ResultColumn> {
             ty: DataType::Text,
         })
         .collect()
+}
+
+/// A default as PostgreSQL's `pg_get_expr` shows it: a string literal
+/// carries its cast (`'x'::text`, `'2024-01-02'::date`).
+fn shown_default(expr: &str, ty: DataType) -> String {
+    let literal = expr.len() >= 2
+        && expr.starts_with('\'')
+        && expr.ends_with('\'')
+        && !expr[1..expr.len() - 1].replace("''", "").contains('\'');
+    if !literal {
+        return expr.to_string();
+    }
+    let cast = match ty {
+        DataType::Text => "text".to_string(),
+        DataType::Varchar(_) => "character varying".into(),
+        DataType::Char(_) => "bpchar".into(),
+        DataType::Date => "date".into(),
+        DataType::Timestamp => "timestamp without time zone".into(),
+        DataType::Bytea => "bytea".into(),
+        DataType::Bool => "boolean".into(),
+        _ => return expr.to_string(),
+    };
+    format!("{expr}::{cast}")
 }
 
 fn text_row(cells: &[&str]) -> Vec<Value> {
@@ -163,12 +187,22 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
                 t.schema
                     .columns
                     .iter()
-                    .map(|c| {
+                    .enumerate()
+                    .map(|(i, c)| {
                         let mut row = text_row(&[&c.name, &c.ty.sql_name()]);
-                        row.push(Value::Null);
+                        // An identity column shows its kind, not its nextval.
+                        let (default, identity) = match t.default_of(i) {
+                            Some(d) => match d.identity {
+                                Identity::None => (Value::Text(shown_default(&d.expr, c.ty)), ""),
+                                Identity::Always => (Value::Null, "a"),
+                                Identity::ByDefault => (Value::Null, "d"),
+                            },
+                            None => (Value::Null, ""),
+                        };
+                        row.push(default);
                         row.push(Value::Text(if c.nullable { "f" } else { "t" }.into()));
                         row.push(Value::Null);
-                        row.push(Value::Text(String::new()));
+                        row.push(Value::Text(identity.into()));
                         row.push(Value::Text(String::new()));
                         row
                     })

@@ -23,6 +23,7 @@ use sqlparser::ast::{
 
 use crate::ddl::convert_type;
 use crate::scope::{ident_name, Scope};
+use crate::subquery::{SequenceCall, SequenceFunc};
 use crate::{Error, Result};
 
 /// IN lists of this many constants or more are searched, not scanned.
@@ -525,6 +526,98 @@ impl Compiler<'_> {
             }
             None => Err(not_found),
         }
+    }
+
+    /// `nextval('s')`, `currval('s')`, `setval('s', v [, called])`: a
+    /// per-row slot of the query (the sequence named when planned, as
+    /// PostgreSQL resolves the `regclass` argument).
+    fn sequence_function(&mut self, func: SequenceFunc, args: &[&Expr]) -> Result<Ty> {
+        let arity_ok = match func {
+            SequenceFunc::Set => matches!(args.len(), 2 | 3),
+            _ => args.len() == 1,
+        };
+        let fname = match func {
+            SequenceFunc::Next => "nextval",
+            SequenceFunc::Curr => "currval",
+            SequenceFunc::Set => "setval",
+        };
+        if !arity_ok {
+            return Err(Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!(
+                    "function {fname} with {} arguments does not exist",
+                    args.len()
+                ),
+            ));
+        }
+        let literal = |e: &Expr| -> Option<String> {
+            match e {
+                Expr::Value(v) => match &v.value {
+                    AstValue::SingleQuotedString(s) => Some(s.clone()),
+                    _ => None,
+                },
+                Expr::Cast { expr, .. } | Expr::Nested(expr) => {
+                    let Expr::Value(v) = expr.as_ref() else {
+                        return None;
+                    };
+                    match &v.value {
+                        AstValue::SingleQuotedString(s) => Some(s.clone()),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        };
+        let Some(text) = literal(args[0]) else {
+            return Err(unsupported(format!(
+                "{fname} with a sequence name that is not a literal"
+            )));
+        };
+        // 'public.s' / 'S' / '"S"' as a regclass names them.
+        let name = {
+            let last = text.rsplit('.').next().unwrap_or(&text);
+            match last.strip_prefix('"').and_then(|l| l.strip_suffix('"')) {
+                Some(quoted) => quoted.to_string(),
+                None => last.to_lowercase(),
+            }
+        };
+        let scope = match &self.agg {
+            Some(agg) => agg.input.clone(),
+            None => self.scope.clone(),
+        };
+        let Some(ctx) = scope.ctx.clone() else {
+            return Err(unsupported(format!("{fname} here")));
+        };
+        if ctx.db().sequence(&name).is_none() {
+            return Err(Error::new(
+                SqlState::UNDEFINED_TABLE,
+                format!("relation \"{name}\" does not exist"),
+            ));
+        }
+        let mut rest = Vec::new();
+        for (k, a) in args.iter().enumerate().skip(1) {
+            let mut c = Compiler {
+                scope: self.scope,
+                program: Program::default(),
+                params: self.params,
+                agg: self.agg.as_deref_mut(),
+            };
+            let ty = c.expr(a)?;
+            let want = if k == 1 {
+                DataType::BigInt
+            } else {
+                DataType::Bool
+            };
+            c.coerce(ty, Some(want))?;
+            rest.push(c.program);
+        }
+        let slot = ctx.sequence_call(SequenceCall {
+            func,
+            sequence: name,
+            args: rest,
+        });
+        self.emit(Op::Param(slot));
+        Ok(Ty::Known(DataType::BigInt))
     }
 
     /// EXISTS, IN and scalar subqueries: a parameter slot of the query.
@@ -1069,6 +1162,15 @@ impl Compiler<'_> {
             return Err(unsupported("window functions and FILTER"));
         }
         let (args, distinct, star) = self.function_args(f)?;
+        let func = match name.trim_start_matches("pg_catalog.") {
+            "nextval" => Some(SequenceFunc::Next),
+            "currval" => Some(SequenceFunc::Curr),
+            "setval" => Some(SequenceFunc::Set),
+            _ => None,
+        };
+        if let Some(func) = func {
+            return self.sequence_function(func, &args);
+        }
         let agg_func = match name.as_str() {
             "count" if star => Some(AggFunc::CountStar),
             "count" => Some(AggFunc::Count),

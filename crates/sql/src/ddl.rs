@@ -1,5 +1,5 @@
-//! CREATE TABLE / ALTER TABLE … ADD PRIMARY KEY / DROP TABLE and SQL
-//! type names.
+//! CREATE TABLE (column defaults, SERIAL and identity columns) / ALTER
+//! TABLE … ADD PRIMARY KEY / DROP TABLE and SQL type names.
 //!
 //! DDL takes effect immediately and durably (the catalog file is replaced
 //! atomically), also inside a transaction block; it is not rolled back by
@@ -9,12 +9,17 @@ use ndpdb_formats::types::MAX_NUMERIC_PRECISION;
 use ndpdb_formats::{Column, DataType, Schema, SqlState};
 use sqlparser::ast::{
     CharacterLength, ColumnOption, CreateTable, DataType as AstType, ExactNumberInfo, Expr,
-    ObjectName, ObjectType, TableConstraint, TimezoneInfo,
+    GeneratedAs, ObjectName, ObjectType, TableConstraint, TimezoneInfo,
 };
 
+use crate::compile::compile;
 use crate::output::Output;
-use crate::scope::ident_name;
+use crate::scope::{ident_name, Scope};
+use crate::sequence_ddl::{column_sequence, serial_type, SerialColumn};
+use crate::subquery::QueryContext;
 use crate::{Error, Result};
+use ndpdb_host::catalog::{ColumnDefault, Identity};
+use ndpdb_host::sequence::SequenceMeta;
 use ndpdb_host::Database;
 
 fn unsupported_type(t: &AstType) -> Error {
@@ -170,11 +175,64 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
     }
     let mut columns = Vec::new();
     let mut pk_names: Vec<String> = Vec::new();
-    for c in &ct.columns {
-        let ty = convert_type(&c.data_type)?;
-        let mut nullable = true;
+    let mut defaults: Vec<ColumnDefault> = Vec::new();
+    let mut sequences: Vec<SequenceMeta> = Vec::new();
+    for (pos, c) in ct.columns.iter().enumerate() {
+        let column = ident_name(&c.name);
+        let serial = serial_type(&c.data_type);
+        let ty = match serial {
+            Some(t) => t,
+            None => convert_type(&c.data_type)?,
+        };
+        let mut nullable = serial.is_none();
+        let column_of = |identity| SerialColumn {
+            table: &name,
+            column: &column,
+            pos,
+            ty,
+            identity,
+        };
+        if serial.is_some() {
+            let (seq, default) = column_sequence(db, column_of(Identity::None), &[], &sequences)?;
+            sequences.push(seq);
+            defaults.push(default);
+        }
         for o in &c.options {
             match &o.option {
+                ColumnOption::Default(e) => {
+                    if defaults.iter().any(|d| d.column == pos) {
+                        return Err(Error::new(
+                            SqlState::SYNTAX_ERROR,
+                            format!(
+                                "multiple default values specified for column \"{column}\" of table \"{name}\""
+                            ),
+                        ));
+                    }
+                    check_default(db, e)?;
+                    defaults.push(ColumnDefault {
+                        column: pos,
+                        expr: e.to_string(),
+                        identity: Identity::None,
+                    });
+                }
+                ColumnOption::Generated {
+                    generated_as,
+                    sequence_options,
+                    generation_expr: None,
+                    ..
+                } => {
+                    let identity = match generated_as {
+                        GeneratedAs::Always => Identity::Always,
+                        _ => Identity::ByDefault,
+                    };
+                    let options = sequence_options.as_deref().unwrap_or(&[]);
+                    let (seq, default) =
+                        column_sequence(db, column_of(identity), options, &sequences)?;
+                    sequences.push(seq);
+                    defaults.retain(|d| d.column != pos);
+                    defaults.push(default);
+                    nullable = false;
+                }
                 ColumnOption::NotNull => nullable = false,
                 ColumnOption::Null => nullable = true,
                 ColumnOption::PrimaryKey(_) => {
@@ -236,8 +294,34 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
             "a table needs at least one column",
         ));
     }
-    db.create_table(&name, Schema::new(columns, primary_key))?;
+    db.create_table_with(
+        &name,
+        Schema::new(columns, primary_key),
+        defaults,
+        sequences,
+    )?;
     Ok(Output::command("CREATE TABLE"))
+}
+
+/// A `DEFAULT` expression: no column may appear in it; it must compile
+/// (sequence functions and subqueries included).
+fn check_default(db: &Database, e: &Expr) -> Result<()> {
+    let ctx = QueryContext::new(db, 0, None, std::sync::Arc::new(Vec::new()));
+    let mut params = Vec::new();
+    match compile(e, &Scope::within(&ctx), &mut params) {
+        Err(err) if err.code == SqlState::UNDEFINED_COLUMN => Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            "cannot use column reference in DEFAULT expression",
+        )),
+        Err(err) => Err(err),
+        Ok(_) if !params.is_empty() => {
+            Err(Error::new(SqlState("42P02"), "there is no parameter $1"))
+        }
+        Ok(_) => {
+            ctx.finish();
+            Ok(())
+        }
+    }
 }
 
 /// `WITH (…)` storage parameters, checked as PostgreSQL checks them.
@@ -337,6 +421,9 @@ pub fn drop(
     if_exists: bool,
     names: &[ObjectName],
 ) -> Result<Output> {
+    if *object_type == ObjectType::Sequence {
+        return crate::sequence_ddl::drop_sequence(db, if_exists, names);
+    }
     if *object_type == ObjectType::Index {
         return crate::index_ddl::drop_index(db, if_exists, names);
     }

@@ -19,6 +19,7 @@ use ndpdb_host::{Database, Inserted, Transaction, WriteOutcome};
 use sqlparser::ast::{Delete, FromTable, Insert, SetExpr, TableObject, Update};
 
 use crate::assignment::{column_position, plan_assignment};
+use crate::column_default::{check_explicit_value, default_program, is_default_keyword};
 use crate::compile::{compile, Ty};
 use crate::ddl::table_name;
 use crate::dml_placement::{explain_dml, place_dml, DmlPlacement};
@@ -26,7 +27,7 @@ use crate::on_conflict::{plan_on_conflict, ConflictAction, DoUpdatePlan};
 use crate::output::Output;
 use crate::query::{plan_filter, plan_query, NdpMode, SelectPlan};
 use crate::scope::{ident_name, Scope};
-use crate::subquery::max_placeholder;
+use crate::subquery::{max_placeholder, Bindings, QueryContext};
 use crate::{Error, Result};
 
 fn unsupported(what: &str) -> Error {
@@ -48,6 +49,13 @@ pub struct InsertPlan {
     targets: Vec<usize>,
     source: InsertSource,
     on_conflict: ConflictAction,
+    /// The defaults of the columns no value names (SERIAL, DEFAULT …).
+    fill: Vec<(usize, Program)>,
+    /// Subqueries and sequence calls of VALUES and the defaults.
+    bindings: Bindings,
+    /// A `GENERATED ALWAYS` identity column given a value: INSERT
+    /// refuses it (428C9), COPY writes it (as PostgreSQL's COPY does).
+    explicit_always: Option<usize>,
 }
 
 pub struct UpdatePlan {
@@ -128,6 +136,10 @@ pub fn plan_insert(
         .as_ref()
         .map_or_else(|| name.clone(), |a| ident_name(&a.alias));
     let on_conflict = plan_on_conflict(&table, &alias, ins.on.as_ref(), params)?;
+    let ctx = QueryContext::new(db, max_placeholder(ins), None, Arc::new(Vec::new()));
+    let scope = Scope::within(&ctx);
+    let meta = table.meta();
+    let mut explicit_always = None;
     let targets: Vec<usize> = if ins.columns.is_empty() {
         (0..table.meta().schema.len()).collect()
     } else {
@@ -136,13 +148,21 @@ pub fn plan_insert(
             .map(|c| column_position(&table, c))
             .collect::<Result<_>>()?
     };
-    let source = ins
-        .source
-        .as_ref()
-        .ok_or_else(|| unsupported("INSERT without VALUES or SELECT"))?;
+    // `INSERT INTO t DEFAULT VALUES`: one row of defaults.
+    let Some(source) = ins.source.as_ref() else {
+        let fill = defaults_of_others(&meta, &[], &scope, params)?;
+        return Ok(InsertPlan {
+            table,
+            targets: Vec::new(),
+            source: InsertSource::Values(vec![Vec::new()]),
+            on_conflict,
+            fill,
+            bindings: ctx.finish(),
+            explicit_always: None,
+        });
+    };
     let source = match source.body.as_ref() {
         SetExpr::Values(values) => {
-            let empty = Scope::default();
             let mut rows = Vec::new();
             // Without a column list, VALUES may name fewer columns than the
             // table has (PostgreSQL fills the rest with NULL).
@@ -171,19 +191,30 @@ pub fn plan_insert(
                 }
                 let mut progs = Vec::new();
                 for (e, &col) in row.content.iter().zip(&targets) {
-                    let (p, ty) = compile(e, &empty, params)?;
+                    if is_default_keyword(e) {
+                        progs.push(default_program(&meta, col, &scope, params)?);
+                        continue;
+                    }
+                    if check_explicit_value(&meta, col).is_err() {
+                        explicit_always.get_or_insert(col);
+                    }
+                    let (p, ty) = compile(e, &scope, params)?;
                     if let crate::compile::Ty::Param(i) = ty {
-                        params[i as usize].get_or_insert(table.meta().schema.columns[col].ty);
+                        params[i as usize].get_or_insert(meta.schema.columns[col].ty);
                     }
                     progs.push(p);
                 }
                 rows.push(progs);
             }
+            let fill = defaults_of_others(&meta, &targets, &scope, params)?;
             return Ok(InsertPlan {
                 table,
                 targets,
                 source: InsertSource::Values(rows),
                 on_conflict,
+                fill,
+                bindings: ctx.finish(),
+                explicit_always,
             });
         }
         _ => {
@@ -194,15 +225,38 @@ pub fn plan_insert(
                     "INSERT has a different number of target columns than the SELECT returns",
                 ));
             }
+            for &col in &targets {
+                if check_explicit_value(&meta, col).is_err() {
+                    explicit_always.get_or_insert(col);
+                }
+            }
             InsertSource::Query(Box::new(plan))
         }
     };
+    let fill = defaults_of_others(&meta, &targets, &scope, params)?;
     Ok(InsertPlan {
         table,
         targets,
         source,
         on_conflict,
+        fill,
+        bindings: ctx.finish(),
+        explicit_always,
     })
+}
+
+/// The defaults of the columns `targets` does not name.
+fn defaults_of_others(
+    meta: &ndpdb_host::TableMeta,
+    targets: &[usize],
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Vec<(usize, Program)>> {
+    meta.defaults
+        .iter()
+        .filter(|d| !targets.contains(&d.column))
+        .map(|d| Ok((d.column, default_program(meta, d.column, scope, params)?)))
+        .collect()
 }
 
 impl InsertPlan {
@@ -218,9 +272,18 @@ impl InsertPlan {
     ) -> Result<u64> {
         let schema = &self.table.meta().schema;
         let mut n = 0u64;
+        let params = match self.fill.is_empty() {
+            true => Vec::new(),
+            false => self.bindings.bind(tx, &[], &[], Value::Null)?,
+        };
         for (i, values) in rows.into_iter().enumerate() {
             let mut row = vec![Value::Null; schema.len()];
             let fill = || -> Result<()> {
+                for (col, p) in &self.fill {
+                    let c = &schema.columns[*col];
+                    let v = self.bindings.eval(Some(&mut *tx), p, &[], &params)?;
+                    row[*col] = assign(v, &c.ty, &c.name)?;
+                }
                 for (v, &col) in values.into_iter().zip(&self.targets) {
                     let c = &schema.columns[col];
                     row[col] = assign(v, &c.ty, &c.name)?;
@@ -234,12 +297,23 @@ impl InsertPlan {
         Ok(n)
     }
 
-    pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
+    pub fn execute(&self, tx: &mut Transaction, statement: &[Value]) -> Result<Output> {
+        if let Some(col) = self.explicit_always {
+            check_explicit_value(&self.table.meta(), col)?;
+        }
         let schema = &self.table.meta().schema;
         let mut n = 0u64;
         let mut touched: HashSet<Vid> = HashSet::new();
+        let txn = statement.last().cloned().unwrap_or(Value::Null);
+        let bound = self.bindings.bind(tx, statement, &[], txn)?;
+        let params = bound.as_slice();
         let mut insert_row = |tx: &mut Transaction, values: Vec<Value>| -> Result<()> {
             let mut row = vec![Value::Null; schema.len()];
+            for (col, p) in &self.fill {
+                let c = &schema.columns[*col];
+                let v = self.bindings.eval(Some(&mut *tx), p, &[], params)?;
+                row[*col] = assign(v, &c.ty, &c.name)?;
+            }
             for (v, &col) in values.into_iter().zip(&self.targets) {
                 let c = &schema.columns[col];
                 row[col] = assign(v, &c.ty, &c.name)?;
@@ -276,15 +350,15 @@ impl InsertPlan {
         match &self.source {
             InsertSource::Values(rows) => {
                 for progs in rows {
-                    let values = progs
-                        .iter()
-                        .map(|p| p.eval(&[], params))
-                        .collect::<Result<Vec<_>, _>>()?;
+                    let mut values = Vec::with_capacity(progs.len());
+                    for p in progs {
+                        values.push(self.bindings.eval(Some(&mut *tx), p, &[], params)?);
+                    }
                     insert_row(tx, values)?;
                 }
             }
             InsertSource::Query(plan) => {
-                if let Output::Rows { rows, .. } = plan.execute(tx, params)? {
+                if let Output::Rows { rows, .. } = plan.execute(tx, statement)? {
                     for r in rows {
                         insert_row(tx, r)?;
                     }

@@ -25,13 +25,8 @@ fn unsupported(what: &str) -> Error {
     )
 }
 
-/// Whether `name` is taken by a table or an index.
 fn relation_exists(db: &Database, name: &str) -> bool {
-    db.table(name).is_ok()
-        || db
-            .tables()
-            .iter()
-            .any(|t| t.indexes.iter().any(|i| i.name == name))
+    db.relation_exists(name)
 }
 
 /// PostgreSQL's name for an unnamed index: `table_col…_idx[N]`.

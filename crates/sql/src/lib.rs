@@ -7,6 +7,7 @@
 //! - [`copy_options`]: COPY's boolean option values as PostgreSQL spells them.
 //! - [`maintenance`]: VACUUM / ANALYZE in PostgreSQL's grammar.
 //! - [`ddl`]: CREATE TABLE / ALTER TABLE … ADD PRIMARY KEY / DROP TABLE and SQL type names.
+//! - [`sequence_ddl`]: CREATE / DROP SEQUENCE, SERIAL and identity columns.
 //! - [`index_ddl`]: CREATE [UNIQUE] INDEX / DROP INDEX.
 //! - [`scope`]: name resolution of columns over one or more tables.
 //! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
@@ -17,6 +18,7 @@
 //! - [`query`]: SELECT planning and execution (access path, joins,
 //!   aggregation, ordering, limits, FOR UPDATE).
 //! - [`placement`]: the cost model of `SET ndp = auto`.
+//! - [`column_default`]: column defaults (DEFAULT, SERIAL, identity) at INSERT.
 //! - [`dml`]: INSERT / UPDATE / DELETE.
 //! - [`dml_placement`]: UPDATE / DELETE on the device (update NDP) or the host.
 //! - [`output`]: result sets, command tags and their text renderings.
@@ -28,6 +30,7 @@
 pub mod access;
 pub mod assignment;
 pub mod backup_call;
+pub mod column_default;
 pub mod compile;
 pub mod copy_options;
 pub mod ddl;
@@ -42,6 +45,7 @@ pub mod output;
 pub mod placement;
 pub mod query;
 pub mod scope;
+pub mod sequence_ddl;
 pub mod session;
 pub mod subquery;
 pub mod time_setting;

@@ -76,6 +76,8 @@ impl Prepared {
 pub struct Session {
     db: Database,
     tx: Option<Transaction>,
+    /// `currval`'s memory: this session's last value per sequence.
+    sequences: ndpdb_host::transaction::SessionSequences,
     block: Block,
     default_isolation: Isolation,
     ndp: NdpMode,
@@ -171,6 +173,7 @@ impl Session {
     pub fn new(db: Database) -> Session {
         Session {
             tx: None,
+            sequences: Default::default(),
             block: Block::None,
             default_isolation: Isolation::ReadCommitted,
             ndp: NdpMode::Auto,
@@ -201,6 +204,7 @@ impl Session {
     fn begin_tx(&self, isolation: Isolation) -> Result<Transaction> {
         let mut tx = self.db.begin(isolation)?;
         tx.set_interrupt(self.interrupt.clone());
+        tx.set_session_sequences(self.sequences.clone());
         Ok(tx)
     }
 
@@ -605,6 +609,21 @@ impl Session {
                 // lock_timeout is set; so does the build here.
                 let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
                 ddl::alter_table(&s.db, at, wait, &s.interrupt)
+            }),
+            Statement::CreateSequence {
+                if_not_exists,
+                name,
+                data_type,
+                sequence_options,
+                ..
+            } => self.guarded(|s| {
+                crate::sequence_ddl::create_sequence(
+                    &s.db,
+                    name,
+                    *if_not_exists,
+                    data_type.as_ref(),
+                    sequence_options,
+                )
             }),
             Statement::CreateIndex(ci) => self.guarded(|s| {
                 if s.tx.is_some() || s.block != Block::None {

@@ -35,14 +35,11 @@ impl Database {
         let inner = &self.inner;
         inner.check_ok()?;
         let ts = self.table(table)?;
-        {
-            let catalog = inner.catalog.lock();
-            if catalog.get(&meta.name).is_some() || catalog.index_owner(&meta.name).is_some() {
-                return Err(Error::new(
-                    SqlState::DUPLICATE_TABLE,
-                    format!("relation \"{}\" already exists", meta.name),
-                ));
-            }
+        if self.relation_exists(&meta.name) {
+            return Err(Error::new(
+                SqlState::DUPLICATE_TABLE,
+                format!("relation \"{}\" already exists", meta.name),
+            ));
         }
         let columns = ts.meta().schema.columns.len();
         if meta.columns.is_empty() || meta.columns.iter().any(|&c| c >= columns) {

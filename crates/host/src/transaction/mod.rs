@@ -38,6 +38,10 @@ use crate::ndp::{own_heads, NdpPart};
 use crate::stats::EngineCounters;
 use crate::txn::{Snapshot, Visible};
 
+/// A session's last value per sequence, shared with its transactions.
+pub type SessionSequences =
+    std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<String, i64>>>;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isolation {
     /// One snapshot for the whole transaction (REPEATABLE READ is the same).
@@ -81,6 +85,8 @@ enum Current {
 
 pub struct Transaction {
     db: Database,
+    /// The session's last `nextval` per sequence (`currval`).
+    session_sequences: Option<SessionSequences>,
     id: TxId,
     /// When it began, in µs since 1970-01-01 00:00:00 UTC
     /// (`current_timestamp`).
@@ -133,6 +139,7 @@ impl Database {
             .map_or(0, |d| d.as_micros() as i64);
         Ok(Transaction {
             db: self.clone(),
+            session_sequences: None,
             id,
             started_micros,
             isolation,
@@ -404,6 +411,48 @@ impl Transaction {
             .timeout
             .unwrap_or(self.db.inner.config.ndp_lock_wait)
             .as_millis() as u64
+    }
+
+    /// The session's sequence values, kept across its transactions.
+    pub fn set_session_sequences(&mut self, values: SessionSequences) {
+        self.session_sequences = Some(values);
+    }
+
+    /// `nextval(name)`, remembered for `currval` in the session.
+    pub fn nextval(&mut self, name: &str) -> Result<i64> {
+        let v = self.db.nextval(name)?;
+        if let Some(s) = &self.session_sequences {
+            s.lock().insert(name.to_string(), v);
+        }
+        Ok(v)
+    }
+
+    /// `setval(name, value, called)`; a called value is `currval` too.
+    pub fn setval(&mut self, name: &str, value: i64, called: bool) -> Result<i64> {
+        let v = self.db.setval(name, value, called)?;
+        if let (true, Some(s)) = (called, &self.session_sequences) {
+            s.lock().insert(name.to_string(), v);
+        }
+        Ok(v)
+    }
+
+    /// `currval(name)`: this session's last value of the sequence.
+    pub fn currval(&self, name: &str) -> Result<i64> {
+        if self.db.sequence(name).is_none() {
+            return Err(Error::new(
+                SqlState::UNDEFINED_TABLE,
+                format!("relation \"{name}\" does not exist"),
+            ));
+        }
+        self.session_sequences
+            .as_ref()
+            .and_then(|s| s.lock().get(name).copied())
+            .ok_or_else(|| {
+                Error::new(
+                    SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
+                    format!("currval of sequence \"{name}\" is not yet defined in this session"),
+                )
+            })
     }
 
     /// Lets `interrupt` cancel or time out this transaction's statements.

@@ -41,6 +41,7 @@
 //! middle query too, which passes it down.
 
 mod subplan;
+mod volatile;
 
 use std::sync::{Arc, Mutex};
 
@@ -53,7 +54,8 @@ use crate::compile::{comparable, compile, Ty};
 use crate::scope::Scope;
 use crate::{Error, Result};
 
-pub use subplan::{Bindings, Comparison, SubKind, SubPlan};
+pub use subplan::{Binding, Bindings, Comparison, SubKind, SubPlan};
+pub use volatile::{SequenceCall, SequenceFunc};
 
 /// A `WITH` query visible by name, with its column aliases.
 #[derive(Clone, Debug)]
@@ -71,6 +73,8 @@ enum Slot {
     Outer { expr: Box<Expr> },
     /// A subquery (index into `State::subplans`).
     Subquery(usize),
+    /// A sequence function, evaluated per row.
+    Call(SequenceCall),
 }
 
 /// A subquery expression compiled over a scope layout: its slot and type.
@@ -416,6 +420,11 @@ impl QueryContext {
         Ok((slot, ty))
     }
 
+    /// A sequence function call: its slot (evaluated per row).
+    pub fn sequence_call(&self, call: SequenceCall) -> u32 {
+        self.push_slot(Slot::Call(call))
+    }
+
     /// Whether `p` names a subquery slot evaluated per row (such a
     /// condition cannot filter a scan: it runs after the joins, on the host).
     pub fn row_dependent(&self, p: &Program) -> bool {
@@ -427,6 +436,7 @@ impl QueryContext {
                     .get(*j)
                     .and_then(Option::as_ref)
                     .is_some_and(|s| s.per_row),
+                Some(Slot::Call(_)) => true,
                 _ => false,
             },
             _ => false,
@@ -447,15 +457,19 @@ impl QueryContext {
             .iter()
             .filter_map(|s| match s {
                 Slot::Outer { expr } => Some(expr.as_ref().clone()),
-                Slot::Subquery(_) => None,
+                Slot::Subquery(_) | Slot::Call(_) => None,
             })
             .collect();
         let mut subplans = std::mem::take(&mut st.subplans);
         let slots = std::mem::take(&mut st.slots)
             .into_iter()
             .map(|s| match s {
-                Slot::Outer { .. } => None,
-                Slot::Subquery(i) => subplans.get_mut(i).and_then(Option::take),
+                Slot::Outer { .. } => Binding::Outer,
+                Slot::Subquery(i) => subplans
+                    .get_mut(i)
+                    .and_then(Option::take)
+                    .map_or(Binding::Outer, |s| Binding::Sub(Box::new(s))),
+                Slot::Call(c) => Binding::Call(c),
             })
             .collect();
         st.memo.clear();

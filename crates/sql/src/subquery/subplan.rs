@@ -11,6 +11,7 @@ use ndpdb_host::{Database, Transaction};
 
 use crate::join::key_of;
 use crate::query::{NdpMode, SelectPlan};
+use crate::subquery::SequenceCall;
 use crate::{Error, Result};
 
 /// What a subquery expression asks of the subquery's rows.
@@ -294,22 +295,40 @@ fn unpad(v: Value, blank_padded: bool) -> Value {
     }
 }
 
-/// The extra parameters of one query: per slot, `None` for an Outer slot
-/// (a value of the caller's row) or the subquery.
+/// What fills one extra parameter of a query.
+pub enum Binding {
+    /// A value of the caller's row (a correlated reference).
+    Outer,
+    Sub(Box<SubPlan>),
+    /// A sequence function, per row.
+    Call(SequenceCall),
+}
+
+impl Binding {
+    fn per_row(&self) -> bool {
+        match self {
+            Binding::Outer => false,
+            Binding::Sub(s) => s.per_row,
+            Binding::Call(_) => true,
+        }
+    }
+}
+
+/// The extra parameters of one query.
 #[derive(Default)]
 pub struct Bindings {
     base: u32,
-    slots: Vec<Option<SubPlan>>,
+    slots: Vec<Binding>,
     /// Parameter indexes of the per-row slots.
     per_row: Vec<u32>,
 }
 
 impl Bindings {
-    pub fn new(base: u32, slots: Vec<Option<SubPlan>>) -> Self {
+    pub fn new(base: u32, slots: Vec<Binding>) -> Self {
         let per_row = slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.as_ref().is_some_and(|s| s.per_row))
+            .filter(|(_, s)| s.per_row())
             .map(|(i, _)| base + i as u32)
             .collect();
         Bindings {
@@ -362,13 +381,16 @@ impl Bindings {
         let mut outer = outer.iter();
         for s in &self.slots {
             params.push(match s {
-                None => outer.next().cloned().unwrap_or(Value::Null),
-                Some(_) => Value::Null,
+                Binding::Outer => outer.next().cloned().unwrap_or(Value::Null),
+                _ => Value::Null,
             });
         }
         params.push(txn);
         for (i, s) in self.slots.iter().enumerate() {
-            if let Some(sub) = s.as_ref().filter(|s| !s.per_row) {
+            if let Binding::Sub(sub) = s {
+                if sub.per_row {
+                    continue;
+                }
                 let v = sub.value(Some(tx), &[], &params)?;
                 params[self.base as usize + i] = v;
             }
@@ -392,9 +414,11 @@ impl Bindings {
             if !p.ops.contains(&Op::Param(i)) {
                 continue;
             }
-            if let Some(Some(sub)) = self.slots.get((i - self.base) as usize) {
-                local[i as usize] = sub.value(tx.as_deref_mut(), row, params)?;
-            }
+            local[i as usize] = match self.slots.get((i - self.base) as usize) {
+                Some(Binding::Sub(sub)) => sub.value(tx.as_deref_mut(), row, params)?,
+                Some(Binding::Call(call)) => call.call(tx.as_deref_mut(), row, params)?,
+                _ => continue,
+            };
         }
         Ok(p.eval(row, &local)?)
     }
@@ -418,10 +442,10 @@ impl Bindings {
     }
 
     fn subplans(&self) -> impl Iterator<Item = (usize, &SubPlan)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_ref().map(|s| (i, s)))
+        self.slots.iter().enumerate().filter_map(|(i, s)| match s {
+            Binding::Sub(s) => Some((i, s.as_ref())),
+            _ => None,
+        })
     }
 
     /// Forgets memoized answers (a new execution: new parameters, snapshot).
@@ -434,8 +458,10 @@ impl Bindings {
 
     /// Places the subqueries' scans (`SET ndp`).
     pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &Database) {
-        for s in self.slots.iter_mut().flatten() {
-            s.plan.place(mode, pes, preload, db);
+        for s in &mut self.slots {
+            if let Binding::Sub(s) = s {
+                s.plan.place(mode, pes, preload, db);
+            }
         }
     }
 
