@@ -370,6 +370,33 @@ impl Catalog {
         Ok(meta)
     }
 
+    /// Table `temp` takes the place of table `name` (which goes), with
+    /// `name`, `indexes` and `defaults`, in one durable write.
+    pub fn replace(
+        &mut self,
+        name: &str,
+        temp: &str,
+        indexes: Vec<IndexMeta>,
+        defaults: Vec<ColumnDefault>,
+    ) -> Result<(Arc<TableMeta>, Arc<TableMeta>)> {
+        let old = self.get(name).ok_or_else(|| Error::undefined_table(name))?;
+        let tmp = self.get(temp).ok_or_else(|| Error::undefined_table(temp))?;
+        let meta = Arc::new(TableMeta {
+            name: name.to_string(),
+            indexes,
+            defaults,
+            ..tmp.as_ref().clone()
+        });
+        self.tables.remove(temp);
+        self.tables.insert(name.to_string(), meta.clone());
+        if let Err(e) = self.persist() {
+            self.tables.insert(name.to_string(), old);
+            self.tables.insert(temp.to_string(), tmp);
+            return Err(e);
+        }
+        Ok((old, meta))
+    }
+
     pub fn remove(&mut self, name: &str) -> Result<Arc<TableMeta>> {
         let meta = self
             .tables

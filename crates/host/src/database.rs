@@ -132,6 +132,11 @@ impl TableState {
         }
     }
 
+    /// The catalog entry after a rewrite renamed the table.
+    pub(crate) fn replace_meta(&self, meta: Arc<TableMeta>) {
+        *self.meta.write() = meta;
+    }
+
     pub(crate) fn set_indexes(&self, indexes: Vec<Arc<SecondaryIndex>>) {
         *self.indexes.write() = indexes;
     }
@@ -463,6 +468,7 @@ impl Database {
         };
         db.inner.finish_pk_indexes(&pk_loaded)?;
         db.inner.build_indexes_at_open()?;
+        db.drop_rewrite_leftovers()?;
         db.checkpoint()?;
         // The replayed jobs' pages are in the device's maps now: their logs
         // go with the next checkpoint (removing a gigabyte of them here

@@ -15,6 +15,7 @@
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
 //! - [`database`]: opening (on any connected device), commit, flush & append, checkpoints.
 //! - [`attach`]: a device in another process, reached through the socket link.
+//! - [`rewrite`]: a table rewritten into a new column layout (ADD / DROP COLUMN).
 //! - `reattach`: a restarted device process joined again without a host restart.
 //! - `recovery`: the WAL replayed at open (after a crash, or onto a device rebuilt from a backup).
 //! - [`backup`]: online base backups and the restore of a lost device store.
@@ -47,6 +48,7 @@ pub mod page_scan;
 pub mod pk_index;
 mod reattach;
 mod recovery;
+pub mod rewrite;
 pub mod secondary_index;
 pub mod sequence;
 pub mod shared_state;

@@ -143,6 +143,40 @@ impl Sequences {
         Ok(())
     }
 
+    /// A rewritten table's sequences: owner `from` becomes `to`, column
+    /// positions as `moved` maps them (`None`: the column went, and so
+    /// does its sequence).
+    pub fn move_owned(
+        &self,
+        from: TableId,
+        to: TableId,
+        moved: &[(usize, Option<usize>)],
+    ) -> Result<()> {
+        let mut seqs = self.seqs.lock();
+        let mut changed = false;
+        seqs.retain(|_, s| match s.meta.owner {
+            Some((t, c)) if t == from => {
+                changed = true;
+                match moved
+                    .iter()
+                    .find(|(old, _)| *old == c)
+                    .and_then(|(_, n)| *n)
+                {
+                    Some(n) => {
+                        s.meta.owner = Some((to, n));
+                        true
+                    }
+                    None => false,
+                }
+            }
+            _ => true,
+        });
+        if changed {
+            self.store(&mut seqs, false)?;
+        }
+        Ok(())
+    }
+
     /// `nextval(name)`.
     pub fn next(&self, name: &str) -> Result<i64> {
         let mut seqs = self.seqs.lock();

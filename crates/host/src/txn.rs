@@ -51,6 +51,23 @@ impl TxManager {
         }
     }
 
+    /// Like [`TxManager::exclusive`], with `f` given a way to begin
+    /// transactions of its own (no other can begin meanwhile).
+    pub fn exclusive_begin<R>(&self, f: impl FnOnce(&dyn Fn() -> TxId) -> R) -> Option<R> {
+        let _no_admission = self.admission.write();
+        if !self.inner.lock().active.is_empty() {
+            return None;
+        }
+        let begin = || {
+            let mut g = self.inner.lock();
+            let id = TxId(g.next);
+            g.next += 1;
+            g.active.insert(id, id);
+            id
+        };
+        Some(f(&begin))
+    }
+
     pub fn begin(&self) -> TxId {
         let _admitted = self.admission.read();
         let mut g = self.inner.lock();

@@ -305,7 +305,13 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
 
 /// A `DEFAULT` expression: no column may appear in it; it must compile
 /// (sequence functions and subqueries included).
-fn check_default(db: &Database, e: &Expr) -> Result<()> {
+pub fn check_default(db: &Database, e: &Expr) -> Result<()> {
+    if has_subquery(e) {
+        return Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            "cannot use subquery in DEFAULT expression",
+        ));
+    }
     let ctx = QueryContext::new(db, 0, None, std::sync::Arc::new(Vec::new()));
     let mut params = Vec::new();
     match compile(e, &Scope::within(&ctx), &mut params) {
@@ -322,6 +328,26 @@ fn check_default(db: &Database, e: &Expr) -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn has_subquery(e: &Expr) -> bool {
+    use sqlparser::ast::{Visit, Visitor};
+    struct Find(bool);
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+            if matches!(
+                e,
+                Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
+            ) {
+                self.0 = true;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut f = Find(false);
+    let _ = e.visit(&mut f);
+    f.0
 }
 
 /// `WITH (…)` storage parameters, checked as PostgreSQL checks them.
@@ -384,15 +410,50 @@ pub fn alter_table(
         r => r?,
     };
     for op in &at.operations {
-        let AlterTableOperation::AddConstraint {
-            constraint: TableConstraint::PrimaryKey(pk),
-            ..
-        } = op
-        else {
-            return Err(Error::new(
-                SqlState::FEATURE_NOT_SUPPORTED,
-                format!("ALTER TABLE … {op} is not supported (ADD PRIMARY KEY is)"),
-            ));
+        let pk = match op {
+            AlterTableOperation::AddConstraint {
+                constraint: TableConstraint::PrimaryKey(pk),
+                ..
+            } => pk,
+            AlterTableOperation::AddColumn {
+                if_not_exists,
+                column_def,
+                column_position: None,
+                ..
+            } => {
+                crate::alter_column::add_column(
+                    db,
+                    &name,
+                    column_def,
+                    *if_not_exists,
+                    wait,
+                    interrupt,
+                )?;
+                continue;
+            }
+            AlterTableOperation::DropColumn {
+                column_names,
+                if_exists,
+                ..
+            } => {
+                crate::alter_column::drop_columns(
+                    db,
+                    &name,
+                    column_names,
+                    *if_exists,
+                    wait,
+                    interrupt,
+                )?;
+                continue;
+            }
+            _ => {
+                return Err(Error::new(
+                    SqlState::FEATURE_NOT_SUPPORTED,
+                    format!(
+                        "ALTER TABLE … {op} is not supported (ADD PRIMARY KEY, ADD COLUMN and DROP COLUMN are)"
+                    ),
+                ))
+            }
         };
         let meta = ts.meta();
         let key = pk_columns(&pk.columns)?

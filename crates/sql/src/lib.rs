@@ -8,6 +8,7 @@
 //! - [`maintenance`]: VACUUM / ANALYZE in PostgreSQL's grammar.
 //! - [`ddl`]: CREATE TABLE / ALTER TABLE … ADD PRIMARY KEY / DROP TABLE and SQL type names.
 //! - [`sequence_ddl`]: CREATE / DROP SEQUENCE, SERIAL and identity columns.
+//! - [`alter_column`]: ALTER TABLE … ADD / DROP COLUMN (a table rewrite).
 //! - [`index_ddl`]: CREATE [UNIQUE] INDEX / DROP INDEX.
 //! - [`scope`]: name resolution of columns over one or more tables.
 //! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
@@ -28,6 +29,7 @@
 //! programs and plans here and never reaches the host engine.
 
 pub mod access;
+pub mod alter_column;
 pub mod assignment;
 pub mod backup_call;
 pub mod column_default;

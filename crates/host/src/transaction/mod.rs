@@ -133,6 +133,11 @@ impl Database {
     pub fn begin(&self, isolation: Isolation) -> Result<Transaction> {
         self.inner.check_ok()?;
         let id = self.inner.txm.begin();
+        self.begin_as(id, isolation)
+    }
+
+    /// A transaction with the TxId `id` (begun by the caller).
+    pub(crate) fn begin_as(&self, id: TxId, isolation: Isolation) -> Result<Transaction> {
         let snapshot = self.inner.txm.snapshot(id);
         let started_micros = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -346,6 +346,11 @@ impl Bindings {
                 .any(|op| matches!(op, Op::Param(i) if self.per_row.contains(i)))
     }
 
+    /// No slot at all (no subquery, correlated value or sequence call).
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
     pub fn has_per_row(&self) -> bool {
         !self.per_row.is_empty()
     }
