@@ -70,21 +70,37 @@ impl Database {
                 ));
             }
         }
-        // No deadline when `wait` reaches beyond what an Instant holds.
-        let deadline = Instant::now().checked_add(wait);
-        loop {
-            if let Some(done) = inner.txm.exclusive(|next| inner.build_key(&ts, key, next)) {
-                return done;
-            }
-            interrupt.check()?;
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Error::new(
-                    SqlState::LOCK_NOT_AVAILABLE,
-                    format!("could not obtain lock on relation \"{name}\""),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(1));
+        when_alone(name, wait, interrupt, || {
+            inner.txm.exclusive(|next| inner.build_key(&ts, key, next))
+        })
+    }
+}
+
+/// Retries `attempt` (an exclusive section: `None` while a transaction
+/// runs) until it runs, for up to `wait` (55P03 naming `relation` after);
+/// `interrupt` (cancel, statement_timeout) ends the wait too. DDL that
+/// needs the table to itself waits here, as PostgreSQL's waits for its
+/// lock.
+pub(crate) fn when_alone<R>(
+    relation: &str,
+    wait: Duration,
+    interrupt: &Interrupt,
+    mut attempt: impl FnMut() -> Option<Result<R>>,
+) -> Result<R> {
+    // No deadline when `wait` reaches beyond what an Instant holds.
+    let deadline = Instant::now().checked_add(wait);
+    loop {
+        if let Some(done) = attempt() {
+            return done;
         }
+        interrupt.check()?;
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::new(
+                SqlState::LOCK_NOT_AVAILABLE,
+                format!("could not obtain lock on relation \"{relation}\""),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 

@@ -19,8 +19,7 @@
 //! neither read as they were written before sections existed.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -123,17 +122,7 @@ impl Catalog {
     }
 
     fn decode(&mut self, bytes: &[u8]) -> ndpdb_formats::Result<()> {
-        let mut r = Reader::new(bytes);
-        if r.take(4)? != MAGIC {
-            return Err(ndpdb_formats::Error::corrupted("bad catalog magic"));
-        }
-        let crc = r.u32()?;
-        let len = r.u64()? as usize;
-        let payload = r.take(len)?;
-        if crc32fast::hash(payload) != crc {
-            return Err(ndpdb_formats::Error::corrupted("catalog checksum mismatch"));
-        }
-        let mut r = Reader::new(payload);
+        let mut r = Reader::new(crate::framed_file::payload(bytes, MAGIC, "catalog")?);
         self.next_id = r.u32()?;
         let n = r.count(8)?;
         for _ in 0..n {
@@ -263,22 +252,7 @@ impl Catalog {
                 });
             }
         }
-        let mut w = Writer::new();
-        w.raw(MAGIC)
-            .u32(crc32fast::hash(p.as_slice()))
-            .u64(p.len() as u64)
-            .raw(p.as_slice());
-        let tmp = self.path.with_extension("tmp");
-        {
-            let mut f = File::create(&tmp)?;
-            f.write_all(w.as_slice())?;
-            f.sync_all()?;
-        }
-        fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            File::open(dir)?.sync_all()?;
-        }
-        Ok(())
+        crate::framed_file::write(&self.path, MAGIC, p.as_slice())
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<TableMeta>> {

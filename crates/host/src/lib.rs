@@ -39,6 +39,7 @@ mod commit;
 pub mod config;
 pub mod database;
 pub mod error;
+mod framed_file;
 pub mod gc;
 pub mod interrupt;
 pub mod locks;

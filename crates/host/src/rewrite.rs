@@ -18,10 +18,11 @@
 //! table that no longer changes.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ndpdb_formats::{Schema, SqlState, Value};
 
+use crate::alter_table::when_alone;
 use crate::catalog::{ColumnDefault, IndexMeta};
 use crate::database::Database;
 use crate::error::{Error, Result};
@@ -62,27 +63,15 @@ impl Database {
         interrupt: &Interrupt,
     ) -> Result<()> {
         self.inner.check_ok()?;
-        let deadline = Instant::now().checked_add(wait);
         let mut rewrite = Some(rewrite);
-        loop {
-            let done = self.inner.txm.exclusive_begin(|begin| {
+        when_alone(name, wait, interrupt, || {
+            self.inner.txm.exclusive_begin(|begin| {
                 let r = rewrite
                     .take()
                     .ok_or_else(|| Error::new(SqlState::INTERNAL_ERROR, "rewrite ran twice"))?;
                 self.rewrite_alone(name, r, begin)
-            });
-            if let Some(done) = done {
-                return done;
-            }
-            interrupt.check()?;
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Error::new(
-                    SqlState::LOCK_NOT_AVAILABLE,
-                    format!("could not obtain lock on relation \"{name}\""),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+            })
+        })
     }
 
     /// The rewrite, with no other transaction running or beginning.

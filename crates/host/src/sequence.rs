@@ -19,8 +19,7 @@
 //! and DDL store the exact position.
 
 use std::collections::BTreeMap;
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use parking_lot::Mutex;
@@ -278,39 +277,12 @@ impl Sequences {
                 .i64(s.stored)
                 .u8((s.called || s.stored != s.last) as u8);
         }
-        let mut w = Writer::new();
-        w.raw(MAGIC)
-            .u32(crc32fast::hash(p.as_slice()))
-            .u64(p.len() as u64)
-            .raw(p.as_slice());
-        let tmp = self.path.with_extension("tmp");
-        {
-            let mut f = File::create(&tmp)?;
-            f.write_all(w.as_slice())?;
-            f.sync_all()?;
-        }
-        fs::rename(&tmp, &self.path)?;
-        if let Some(dir) = self.path.parent() {
-            File::open(dir)?.sync_all()?;
-        }
-        Ok(())
+        crate::framed_file::write(&self.path, MAGIC, p.as_slice())
     }
 }
 
 fn decode(bytes: &[u8], out: &mut BTreeMap<String, Seq>) -> ndpdb_formats::Result<()> {
-    let mut r = Reader::new(bytes);
-    if r.take(4)? != MAGIC {
-        return Err(ndpdb_formats::Error::corrupted("bad sequences magic"));
-    }
-    let crc = r.u32()?;
-    let len = r.u64()? as usize;
-    let payload = r.take(len)?;
-    if crc32fast::hash(payload) != crc {
-        return Err(ndpdb_formats::Error::corrupted(
-            "sequences checksum mismatch",
-        ));
-    }
-    let mut r = Reader::new(payload);
+    let mut r = Reader::new(crate::framed_file::payload(bytes, MAGIC, "sequences")?);
     let n = r.count(50)?;
     for _ in 0..n {
         let name = r.str()?.to_string();

@@ -10,12 +10,13 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ndpdb_formats::record::RecordView;
 use ndpdb_formats::{SqlState, TxId, Value};
 
 use super::SecondaryIndex;
+use crate::alter_table::when_alone;
 use crate::catalog::IndexMeta;
 use crate::database::{Database, DbInner, TableState};
 use crate::error::{Error, Result};
@@ -48,23 +49,11 @@ impl Database {
                 "index column does not exist",
             ));
         }
-        let deadline = Instant::now().checked_add(wait);
-        loop {
-            let built = inner
+        when_alone(table, wait, interrupt, || {
+            inner
                 .txm
-                .exclusive(|next| inner.attach_index(&ts, meta.clone(), next));
-            if let Some(done) = built {
-                return done;
-            }
-            interrupt.check()?;
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Err(Error::new(
-                    SqlState::LOCK_NOT_AVAILABLE,
-                    format!("could not obtain lock on relation \"{table}\""),
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
+                .exclusive(|next| inner.attach_index(&ts, meta.clone(), next))
+        })
     }
 
     /// `DROP INDEX name`: the table stops maintaining it; plans that
