@@ -105,26 +105,38 @@ pub(crate) fn when_alone<R>(
 }
 
 impl DbInner {
-    /// The build, with no transaction running below `next`.
-    fn build_key(&self, ts: &TableState, key: &[usize], next: TxId) -> Result<()> {
-        let meta = ts.meta();
+    /// Visits every tuple's latest version, all transactions below `next`
+    /// finished (none runs: DDL builds, and the index build at open).
+    pub(crate) fn latest_rows(
+        &self,
+        ts: &TableState,
+        next: TxId,
+        mut visit: impl FnMut(Vid, Vec<ndpdb_formats::Value>) -> Result<()>,
+    ) -> Result<()> {
         let all_finished = Snapshot {
             txid: next,
             xmin: next,
             xmax: next,
             in_flight: Vec::new(),
         };
-        let mut keys: HashMap<Vec<u8>, Vid> = HashMap::new();
         for (vid, head) in ts.vids.entries() {
             let visible = find_visible(head, &all_finished, |rid| {
                 let rec = self.fetch(rid)?;
                 let header = RecordView::parse(&rec)?.header;
                 Ok::<_, Error>((header, rec))
             })?;
-            let Visible::Version(_, rec) = visible else {
-                continue;
-            };
-            let row = RecordView::parse(&rec)?.decode(&ts.types)?;
+            if let Visible::Version(_, rec) = visible {
+                visit(vid, RecordView::parse(&rec)?.decode(&ts.types)?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The build, with no transaction running below `next`.
+    fn build_key(&self, ts: &TableState, key: &[usize], next: TxId) -> Result<()> {
+        let meta = ts.meta();
+        let mut keys: HashMap<Vec<u8>, Vid> = HashMap::new();
+        self.latest_rows(ts, next, |vid, row| {
             if let Some(&k) = key.iter().find(|&&k| row[k].is_null()) {
                 return Err(Error::new(
                     SqlState::NOT_NULL_VIOLATION,
@@ -145,7 +157,8 @@ impl DbInner {
                 )
                 .with_detail(format!("{} is duplicated.", meta.key_detail(key, &row))));
             }
-        }
+            Ok(())
+        })?;
         let index = PkIndex::default();
         for (k, vid) in keys {
             index.insert(k, vid)?;

@@ -769,16 +769,7 @@ fn plan_select(
         });
     }
     // Terms that need a subquery per row run last, each on its own.
-    let mut row_filter = Vec::new();
-    let mut plain = Vec::new();
-    for c in rest {
-        let p = compile_predicate(&c, &scope, params)?;
-        if ctx.row_dependent(&p) {
-            row_filter.push(p);
-        } else {
-            plain.push(c);
-        }
-    }
+    let (plain, row_filter) = split_row_dependent(rest, &scope, ctx, params)?;
     let filter = match and_all(plain) {
         Some(e) => Some(compile_predicate(&e, &scope, params)?),
         None => None,
@@ -882,6 +873,27 @@ fn plan_select(
         ndp: None,
         last_ndp: Mutex::new(None),
     })
+}
+
+/// WHERE terms as (those a scan or the residual filter may evaluate,
+/// the compiled ones that need a subquery per row).
+fn split_row_dependent(
+    terms: Vec<Expr>,
+    scope: &Scope,
+    ctx: &QueryContext,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(Vec<Expr>, Vec<Program>)> {
+    let mut plain = Vec::new();
+    let mut row_filter = Vec::new();
+    for c in terms {
+        let p = compile_predicate(&c, scope, params)?;
+        if ctx.row_dependent(&p) {
+            row_filter.push(p);
+        } else {
+            plain.push(c);
+        }
+    }
+    Ok((plain, row_filter))
 }
 
 fn column_expr(table: &str, name: &str) -> Expr {
@@ -1657,16 +1669,7 @@ pub fn plan_filter(
         conjuncts(w, &mut conds);
     }
     // Terms with a per-row subquery (`id IN (SELECT …)`) run after the scan.
-    let mut pushed = Vec::new();
-    let mut row_filter = Vec::new();
-    for c in conds {
-        let p = compile_predicate(&c, &scope, params)?;
-        if ctx.row_dependent(&p) {
-            row_filter.push(p);
-        } else {
-            pushed.push(c);
-        }
-    }
+    let (pushed, row_filter) = split_row_dependent(conds, &scope, &ctx, params)?;
     let conjuncts = pushed
         .iter()
         .map(|c| compile_predicate(c, &scope, params))

@@ -12,7 +12,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ndpdb_formats::record::RecordView;
 use ndpdb_formats::{SqlState, TxId, Value};
 
 use super::SecondaryIndex;
@@ -21,7 +20,6 @@ use crate::catalog::IndexMeta;
 use crate::database::{Database, DbInner, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::txn::{find_visible, Snapshot, Visible};
 
 impl Database {
     /// `CREATE [UNIQUE] INDEX name ON table (columns)`, waiting up to
@@ -100,24 +98,9 @@ impl DbInner {
         next: TxId,
     ) -> Result<SecondaryIndex> {
         let table = ts.meta();
-        let all_finished = Snapshot {
-            txid: next,
-            xmin: next,
-            xmax: next,
-            in_flight: Vec::new(),
-        };
         let index = SecondaryIndex::new(meta);
         let mut seen: HashMap<Vec<u8>, ()> = HashMap::new();
-        for (vid, head) in ts.vids.entries() {
-            let visible = find_visible(head, &all_finished, |rid| {
-                let rec = self.fetch(rid)?;
-                let header = RecordView::parse(&rec)?.header;
-                Ok::<_, Error>((header, rec))
-            })?;
-            let Visible::Version(_, rec) = visible else {
-                continue;
-            };
-            let row = RecordView::parse(&rec)?.decode(&ts.types)?;
+        self.latest_rows(ts, next, |vid, row| {
             let key = index.key_of(&row);
             if index.meta.unique && !key.iter().any(Value::is_null) {
                 let mut w = ndpdb_formats::codec::Writer::new();
@@ -136,7 +119,8 @@ impl DbInner {
                 }
             }
             index.add(&row, vid);
-        }
+            Ok(())
+        })?;
         Ok(index)
     }
 
