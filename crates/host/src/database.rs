@@ -225,6 +225,8 @@ pub(crate) struct DbInner {
     pub pool: BufferPool,
     pub wal: Wal,
     pub txm: TxManager,
+    /// SERIALIZABLE transactions' reads, writes and rw-antidependencies.
+    pub(crate) ssi: crate::ssi::Ssi,
     pub locks: LockTable,
     next_lpn: AtomicU64,
     /// Free and released device pages.
@@ -441,6 +443,7 @@ impl Database {
             delta: RwLock::new(replayed.delta),
             wal,
             txm: TxManager::new(replayed.next_txid),
+            ssi: Default::default(),
             locks,
             next_lpn: AtomicU64::new(replayed.max_lpn.map_or(0, |l| l.0 + 1)),
             space,
@@ -811,6 +814,7 @@ impl Database {
             ),
             ("locks.held".into(), i.locks.locked_keys() as i64),
             ("locks.waiting".into(), i.locks.waiting() as i64),
+            ("ssi.tracked".into(), i.ssi.tracked() as i64),
         ]);
         rows
     }

@@ -6,6 +6,7 @@
 //! - [`error`]: the host error, always carrying a PostgreSQL SQLSTATE.
 //! - [`catalog`]: tables and schemas, persisted on the host.
 //! - [`txn`]: TxIds, snapshots and the visibility rule.
+//! - [`ssi`]: SERIALIZABLE: SIREAD locks, rw-antidependencies, dangerous structures.
 //! - [`locks`]: the integrated lock table: SLT head + host lock table (HLT) tail.
 //! - [`maps`]: the host's authoritative L2P map and per-table VID maps.
 //! - [`pk_index`]: primary-key index (key → VID).
@@ -54,6 +55,7 @@ pub mod secondary_index;
 pub mod sequence;
 pub mod shared_state;
 pub mod space;
+pub mod ssi;
 pub mod stats;
 pub mod transaction;
 pub mod txn;
@@ -68,5 +70,5 @@ pub use interrupt::Interrupt;
 pub use locks::LockWait;
 pub use ndp::NdpLogging;
 pub use ndpdb_link::NvmProfile;
-pub use transaction::{Inserted, Isolation, OnConflict, Transaction, WriteOutcome};
+pub use transaction::{Inserted, Isolation, OnConflict, SavepointId, Transaction, WriteOutcome};
 pub use txn::Snapshot;

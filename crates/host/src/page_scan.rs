@@ -192,6 +192,7 @@ impl Transaction {
     /// Runs `pipeline` over every tuple of `ts` this transaction sees —
     /// its own writes included — on [`Transaction::host_workers`] threads.
     pub fn scan_pipeline(&self, ts: &TableState, pipeline: &Pipeline) -> Result<ScanOutput> {
+        self.ssi_read(crate::ssi::Target::Table(ts.id))?;
         let n = ts.vids.vid_count();
         let chunks = n.div_ceil(CHUNK);
         let workers = self.host_workers().min(chunks.max(1) as usize).max(1);

@@ -2,6 +2,7 @@
 //!
 //! - [`limits`]: statement size and nesting limits (54000 / 54001).
 //! - [`session`]: statement dispatch and PostgreSQL transaction-block rules.
+//! - [`read_only`]: READ ONLY transactions and the statements they refuse.
 //! - [`time_setting`]: time-valued settings (timeouts) as PostgreSQL reads and shows them.
 //! - [`token_text`]: tokens with their byte offsets in the source text.
 //! - [`copy_options`]: COPY's boolean option values as PostgreSQL spells them.
@@ -46,6 +47,7 @@ pub mod on_conflict;
 pub mod output;
 pub mod placement;
 pub mod query;
+pub mod read_only;
 pub mod scope;
 pub mod sequence_ddl;
 pub mod session;

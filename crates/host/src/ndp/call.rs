@@ -120,6 +120,8 @@ impl Transaction {
         report: &mut NdpReport,
         written: &mut PagesWritten<'_>,
     ) -> Result<JobOutcome> {
+        // SSI: a device scan reports no rows, so it reads the table.
+        self.ssi_read(crate::ssi::Target::Table(ts.id))?;
         let inner = &self.database().inner;
         let start = Instant::now();
         let shared: SharedState = inner.capture_shared(ts.id)?;

@@ -77,8 +77,9 @@ impl Transaction {
     /// Ends the transaction: `committed` says whether its update-NDP
     /// pages are now referenced (else they go back to the free list).
     fn end(&mut self, committed: bool) {
+        self.db.inner.txm.finish(self.id);
+        self.ssi_end(committed);
         let inner = &self.db.inner;
-        inner.txm.finish(self.id);
         inner.locks.release_all(self.id, &self.locks);
         // Every job of this transaction locked with its tag: release the
         // union of their tuples once (buckets may repeat across jobs).
@@ -131,7 +132,10 @@ impl Transaction {
 
     /// Commits: returns once the commit is durable.
     pub fn commit(mut self) -> Result<()> {
-        if let Err(e) = self.check_device_work() {
+        if let Err(e) = self
+            .check_device_work()
+            .and_then(|()| self.ssi_pre_commit())
+        {
             self.abort_in_place();
             return Err(e);
         }

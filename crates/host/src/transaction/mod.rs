@@ -19,9 +19,12 @@
 
 mod end;
 mod insert;
+mod savepoint;
+mod serializable;
 mod unique;
 
 pub use insert::{Inserted, OnConflict};
+pub use savepoint::SavepointId;
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::page::{PageBuf, PAGE_SIZE};
@@ -48,6 +51,17 @@ pub enum Isolation {
     Snapshot,
     /// A fresh snapshot for every statement.
     ReadCommitted,
+    /// Snapshot isolation plus SSI's rw-antidependency tracking
+    /// (`crate::ssi`): every execution is serializable.
+    Serializable,
+}
+
+impl Isolation {
+    /// One snapshot for the whole transaction (REPEATABLE READ and
+    /// SERIALIZABLE).
+    pub fn one_snapshot(self) -> bool {
+        self != Isolation::ReadCommitted
+    }
 }
 
 /// Computes an UPDATE's new row from the row it applies to; `None` skips it.
@@ -64,6 +78,7 @@ pub enum WriteOutcome {
 
 /// A tuple this transaction wrote: the new version's record (its row is
 /// decoded from there when the transaction reads it back).
+#[derive(Clone)]
 struct WriteEntry {
     pred: RecId,
     tombstone: bool,
@@ -92,11 +107,19 @@ pub struct Transaction {
     /// (`current_timestamp`).
     started_micros: i64,
     isolation: Isolation,
+    /// `READ ONLY` (SSI: a read-only transaction can appear to run first).
+    read_only: bool,
+    /// Registered with SSI (SERIALIZABLE, from its first statement).
+    serializable: bool,
     snapshot: Snapshot,
     writes: FxHashMap<(TableId, Vid), WriteEntry>,
     order: Vec<(TableId, Vid)>,
     /// Tuple locks held in the HLT/SLT (released at commit or abort).
     locks: FxHashSet<LockKey>,
+    /// Savepoints, oldest first, and what undoes the work since them.
+    savepoints: Vec<savepoint::Mark>,
+    undo: Vec<savepoint::Undo>,
+    lock_log: Vec<LockKey>,
     statements: u64,
     finished: bool,
     /// Update-NDP statements waiting for commit.
@@ -148,10 +171,15 @@ impl Database {
             id,
             started_micros,
             isolation,
+            read_only: false,
+            serializable: false,
             snapshot,
             writes: FxHashMap::default(),
             order: Vec::new(),
             locks: FxHashSet::default(),
+            savepoints: Vec::new(),
+            undo: Vec::new(),
+            lock_log: Vec::new(),
             statements: 0,
             finished: false,
             ndp_parts: Vec::new(),
@@ -331,7 +359,9 @@ impl Transaction {
     /// snapshot is taken by the first statement (not at BEGIN); READ
     /// COMMITTED takes a new one for every statement.
     pub fn begin_statement(&mut self) {
-        if self.statements == 0 || self.isolation == Isolation::ReadCommitted {
+        if self.statements == 0 && self.isolation == Isolation::Serializable {
+            self.ssi_register();
+        } else if self.statements == 0 || self.isolation == Isolation::ReadCommitted {
             self.snapshot = self.db.inner.txm.snapshot(self.id);
         }
         self.statements += 1;
@@ -346,6 +376,15 @@ impl Transaction {
     /// first statement, which the caller enforces.
     pub fn set_isolation(&mut self, isolation: Isolation) {
         self.isolation = isolation;
+    }
+
+    /// `READ ONLY`: set before the first statement, like the isolation.
+    pub fn set_read_only(&mut self, read_only: bool) {
+        self.read_only = read_only;
+    }
+
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     fn decode(ts: &TableState, bytes: &[u8]) -> Result<(RecordHeader, Vec<Value>)> {
@@ -393,7 +432,9 @@ impl Transaction {
             ));
         };
         let refs: Vec<&Value> = key.iter().collect();
-        let Some(vid) = pk.get(&crate::pk_index::encode_key(&refs))? else {
+        let encoded = crate::pk_index::encode_key(&refs);
+        self.ssi_read_key(ts.id, &encoded)?;
+        let Some(vid) = pk.get(&encoded)? else {
             return Ok(None);
         };
         Ok(self.get(ts, vid)?.map(|(rid, row)| (vid, rid, row)))
@@ -522,6 +563,7 @@ impl Transaction {
         ts: &TableState,
         mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
+        self.ssi_read(crate::ssi::Target::Table(ts.id))?;
         let n = ts.vids.vid_count();
         let table = ts.id;
         let inner = &self.db.inner;
@@ -618,7 +660,9 @@ impl Transaction {
                 return Err(e);
             }
         }
-        self.locks.insert(key);
+        if self.locks.insert(key) {
+            self.note_lock(key);
+        }
         Ok(())
     }
 
@@ -652,7 +696,7 @@ impl Transaction {
         }
         if head.is_null() {
             return match self.isolation {
-                Isolation::Snapshot => {
+                Isolation::Snapshot | Isolation::Serializable => {
                     EngineCounters::inc(&self.db.inner.counters.serialization_failures);
                     Err(Error::serialization())
                 }
@@ -664,7 +708,7 @@ impl Transaction {
         // A transaction committing with lock violation wrote the head.
         let violable = self.db.inner.violable_eot(h.creator);
         match self.isolation {
-            Isolation::Snapshot => {
+            Isolation::Snapshot | Isolation::Serializable => {
                 // Garbage collection may have moved the version read: a
                 // head this snapshot sees has no newer committed version.
                 if self.snapshot.sees(h.creator) && !h.is_tombstone() {
@@ -742,6 +786,7 @@ impl Transaction {
         let pred = self.writes.get(&key).map_or(pred, |e| e.pred);
         if tombstone && pred.is_null() {
             // Inserted and deleted by this transaction: nothing to write.
+            self.note_undo(key);
             self.writes.remove(&key);
             return Ok(());
         }
@@ -768,8 +813,10 @@ impl Transaction {
             ));
         }
         if !self.writes.contains_key(&key) {
+            self.ssi_write_row(ts, vid, row)?;
             self.order.push(key);
         }
+        self.note_undo(key);
         self.writes.insert(
             key,
             WriteEntry {

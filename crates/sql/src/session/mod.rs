@@ -28,6 +28,8 @@ use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_host::{Database, Interrupt, Isolation, LockWait, NdpLogging, Transaction};
 use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, TransactionMode};
 
+mod savepoint;
+
 use crate::ddl;
 use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
 use crate::limits::with_statement_stack;
@@ -76,10 +78,14 @@ impl Prepared {
 pub struct Session {
     db: Database,
     tx: Option<Transaction>,
+    /// Names of the open transaction's savepoints (`savepoint.rs`).
+    savepoint_names: Vec<String>,
     /// `currval`'s memory: this session's last value per sequence.
     sequences: ndpdb_host::transaction::SessionSequences,
     block: Block,
     default_isolation: Isolation,
+    /// `default_transaction_read_only`.
+    default_read_only: bool,
     ndp: NdpMode,
     ndp_pes: u16,
     ndp_preload: bool,
@@ -120,16 +126,12 @@ fn isolation_of(modes: &[TransactionMode]) -> Result<Option<Isolation>> {
     for m in modes {
         if let TransactionMode::IsolationLevel(l) = m {
             out = Some(match l {
-                TransactionIsolationLevel::ReadCommitted | TransactionIsolationLevel::ReadUncommitted => {
-                    Isolation::ReadCommitted
+                TransactionIsolationLevel::ReadCommitted
+                | TransactionIsolationLevel::ReadUncommitted => Isolation::ReadCommitted,
+                TransactionIsolationLevel::RepeatableRead | TransactionIsolationLevel::Snapshot => {
+                    Isolation::Snapshot
                 }
-                TransactionIsolationLevel::RepeatableRead | TransactionIsolationLevel::Snapshot => Isolation::Snapshot,
-                TransactionIsolationLevel::Serializable => {
-                    return Err(Error::new(
-                        SqlState::FEATURE_NOT_SUPPORTED,
-                        "SERIALIZABLE isolation is not supported yet; use REPEATABLE READ (snapshot isolation)",
-                    ))
-                }
+                TransactionIsolationLevel::Serializable => Isolation::Serializable,
             });
         }
     }
@@ -140,6 +142,7 @@ fn isolation_name(i: Isolation) -> &'static str {
     match i {
         Isolation::Snapshot => "repeatable read",
         Isolation::ReadCommitted => "read committed",
+        Isolation::Serializable => "serializable",
     }
 }
 
@@ -147,15 +150,16 @@ fn parse_isolation_name(s: &str) -> Result<Isolation> {
     match s.trim().to_lowercase().as_str() {
         "read committed" | "read uncommitted" => Ok(Isolation::ReadCommitted),
         "repeatable read" | "snapshot" => Ok(Isolation::Snapshot),
-        "serializable" => isolation_of(&[TransactionMode::IsolationLevel(
-            TransactionIsolationLevel::Serializable,
-        )])
-        .map(|i| i.unwrap_or(Isolation::Snapshot)),
+        "serializable" => Ok(Isolation::Serializable),
         other => Err(Error::new(
             SqlState::INVALID_PARAMETER_VALUE,
             format!("invalid value for parameter \"default_transaction_isolation\": \"{other}\""),
         )),
     }
+}
+
+fn on_off(b: bool) -> String {
+    if b { "on" } else { "off" }.to_string()
 }
 
 fn expr_text(e: &Expr) -> String {
@@ -173,9 +177,11 @@ impl Session {
     pub fn new(db: Database) -> Session {
         Session {
             tx: None,
+            savepoint_names: Vec::new(),
             sequences: Default::default(),
             block: Block::None,
             default_isolation: Isolation::ReadCommitted,
+            default_read_only: false,
             ndp: NdpMode::Auto,
             ndp_pes: 0,
             ndp_preload: true,
@@ -203,6 +209,7 @@ impl Session {
 
     fn begin_tx(&self, isolation: Isolation) -> Result<Transaction> {
         let mut tx = self.db.begin(isolation)?;
+        tx.set_read_only(self.default_read_only);
         tx.set_interrupt(self.interrupt.clone());
         tx.set_session_sequences(self.sequences.clone());
         Ok(tx)
@@ -358,6 +365,16 @@ impl Session {
         if let PreparedKind::Other(stmt) = &p.kind {
             return self.execute_statement(stmt, params);
         }
+        let command = match &p.kind {
+            PreparedKind::Insert(_) => Some("INSERT"),
+            PreparedKind::Update(_) => Some("UPDATE"),
+            PreparedKind::Delete(_) => Some("DELETE"),
+            PreparedKind::Select(plan) if plan.for_update => Some("SELECT FOR UPDATE"),
+            _ => None,
+        };
+        if let (Some(command), true) = (command, self.read_only_now()) {
+            return self.guarded(|_| Err(crate::read_only::refused(command)));
+        }
         let params: Vec<Value> = params
             .iter()
             .enumerate()
@@ -451,14 +468,23 @@ impl Session {
                 Ok(out)
             }
             Err(e) => {
-                // Abort now: releases the locks; a block stays failed.
-                self.tx = None;
-                if !autocommit {
+                // Abort now: releases the locks; a block stays failed
+                // (until ROLLBACK TO, if it has savepoints).
+                if autocommit {
+                    self.tx = None;
+                } else {
                     self.fail_transaction();
                 }
                 Err(e)
             }
         }
+    }
+
+    /// Whether the statement about to run is in a read-only transaction.
+    fn read_only_now(&self) -> bool {
+        self.tx
+            .as_ref()
+            .map_or(self.default_read_only, |t| t.read_only())
     }
 
     fn check_not_failed(&self) -> Result<()> {
@@ -486,7 +512,11 @@ impl Session {
     pub fn fail_transaction(&mut self) {
         match self.block {
             Block::Active => {
-                self.tx = None;
+                // With savepoints the transaction waits for ROLLBACK TO;
+                // its locks stay, as in PostgreSQL.
+                if self.tx.as_ref().is_none_or(|t| t.savepoint_count() == 0) {
+                    self.tx = None;
+                }
                 self.block = Block::Failed;
             }
             Block::Implicit => {
@@ -512,9 +542,15 @@ impl Session {
 
     fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Output> {
         self.interrupt.start_statement(self.statement_timeout);
+        if let Some(command) = crate::read_only::writing_command(stmt) {
+            if self.read_only_now() {
+                return self.guarded(|_| Err(crate::read_only::refused(command)));
+            }
+        }
         match stmt {
             Statement::StartTransaction { modes, .. } => {
                 let iso = isolation_of(modes)?;
+                let read_only = crate::read_only::access_of(modes);
                 match self.block {
                     Block::Active | Block::Failed => {
                         self.notices.push(Notice::warning(
@@ -541,6 +577,9 @@ impl Session {
                         self.tx = Some(self.begin_tx(iso.unwrap_or(self.default_isolation))?);
                     }
                 }
+                if let (Some(tx), Some(ro)) = (&mut self.tx, read_only) {
+                    tx.set_read_only(ro);
+                }
                 self.block = Block::Active;
                 Ok(Output::command("BEGIN"))
             }
@@ -558,6 +597,10 @@ impl Session {
                 };
                 self.block = Block::None;
                 match self.tx.take() {
+                    Some(tx) if tag == "ROLLBACK" => {
+                        tx.rollback();
+                        Ok(Output::command(tag))
+                    }
                     Some(tx) => tx.commit().map(|_| Output::command(tag)),
                     None => Ok(Output::command(tag)),
                 }
@@ -577,6 +620,12 @@ impl Session {
                 }
                 Ok(Output::command("ROLLBACK"))
             }
+            Statement::Savepoint { name } => self.savepoint(name),
+            Statement::ReleaseSavepoint { name } => self.release_savepoint(name),
+            Statement::Rollback {
+                savepoint: Some(name),
+                ..
+            } => self.rollback_to_savepoint(name),
             Statement::Set(set) => self.guarded(|s| s.set(set)),
             Statement::ShowVariable { variable } => self.guarded(|s| {
                 let name = variable
@@ -840,11 +889,27 @@ impl Session {
         match set {
             Set::SetTransaction { modes, session, .. } => {
                 let iso = isolation_of(modes)?;
+                let read_only = crate::read_only::access_of(modes);
                 if *session {
                     if let Some(i) = iso {
                         self.default_isolation = i;
                     }
+                    if let Some(ro) = read_only {
+                        self.default_read_only = ro;
+                    }
                     return Ok(Output::command("SET"));
+                }
+                if let (Some(tx), Some(ro), Block::Active) = (&mut self.tx, read_only, self.block) {
+                    if !ro && tx.read_only() && tx.statements() > 0 {
+                        return Err(Error::new(
+                            SqlState::ACTIVE_SQL_TRANSACTION,
+                            "transaction read-write mode must be set before any query",
+                        ));
+                    }
+                    tx.set_read_only(ro);
+                    if iso.is_none() {
+                        return Ok(Output::command("SET"));
+                    }
                 }
                 match (&mut self.tx, iso) {
                     (Some(tx), Some(i)) if self.block == Block::Active => {
@@ -966,7 +1031,22 @@ impl Session {
             if name == "default_transaction_isolation" {
                 self.default_isolation = iso;
             } else if let Some(tx) = &mut self.tx {
+                if tx.isolation() != iso && tx.statements() > 0 {
+                    return Err(Error::new(
+                        SqlState::ACTIVE_SQL_TRANSACTION,
+                        "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                    ));
+                }
                 tx.set_isolation(iso);
+            }
+        }
+        if name == "default_transaction_read_only" {
+            self.default_read_only = crate::read_only::parse_flag(&name, &value)?;
+        }
+        if name == "transaction_read_only" {
+            let ro = crate::read_only::parse_flag(&name, &value)?;
+            if let Some(tx) = &mut self.tx {
+                tx.set_read_only(ro);
             }
         }
         self.settings.insert(name, value);
@@ -983,6 +1063,12 @@ impl Session {
             )
             .to_string(),
             "default_transaction_isolation" => isolation_name(self.default_isolation).to_string(),
+            "transaction_read_only" => on_off(
+                self.tx
+                    .as_ref()
+                    .map_or(self.default_read_only, |t| t.read_only()),
+            ),
+            "default_transaction_read_only" => on_off(self.default_read_only),
             "ndp" => match self.ndp {
                 NdpMode::On => "on",
                 NdpMode::Off => "off",

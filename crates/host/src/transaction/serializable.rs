@@ -1,0 +1,103 @@
+//! A SERIALIZABLE transaction's part in SSI (`crate::ssi`): what its
+//! reads and writes report, and its pre-commit check.
+//!
+//! ```text
+//!   scan, device scan, index range ─► read  Table(t)
+//!   primary-key lookup             ─► read  Key(t, hash(key))
+//!   row written on the host        ─► write Key(t, hash(key))
+//!   device UPDATE/DELETE           ─► write Table(t)
+//!   COMMIT                         ─► pre-commit check ─► commit ─► committed
+//! ```
+//!
+//! Transactions at other levels report nothing.
+
+use ndpdb_formats::TableId;
+
+use super::Transaction;
+use crate::database::TableState;
+use crate::error::Result;
+use crate::ssi::{key_hash, Target};
+use crate::stats::EngineCounters;
+
+impl Transaction {
+    fn counted(&self, r: Result<()>) -> Result<()> {
+        if r.is_err() {
+            EngineCounters::inc(&self.db.inner.counters.serialization_failures);
+        }
+        r
+    }
+
+    /// Reports a read of `target` (a no-op below SERIALIZABLE).
+    pub(crate) fn ssi_read(&self, target: Target) -> Result<()> {
+        if !self.serializable {
+            return Ok(());
+        }
+        self.counted(self.db.inner.ssi.read(self.id, target))
+    }
+
+    /// Reports a write of `target` (a no-op below SERIALIZABLE).
+    pub(crate) fn ssi_write(&self, target: Target) -> Result<()> {
+        if !self.serializable {
+            return Ok(());
+        }
+        self.counted(self.db.inner.ssi.write(self.id, target))
+    }
+
+    /// A read of rows a predicate chose in a way SSI cannot name row by
+    /// row (an index range): the whole table counts as read.
+    pub fn read_predicate(&self, ts: &TableState) -> Result<()> {
+        self.ssi_read(Target::Table(ts.id))
+    }
+
+    /// A primary-key lookup of `encoded` (found or not).
+    pub(crate) fn ssi_read_key(&self, table: TableId, encoded: &[u8]) -> Result<()> {
+        self.ssi_read(Target::Key(table, key_hash(encoded)))
+    }
+
+    /// A row written on the host: its primary key, or for a table without
+    /// one its VID (such a table is only ever read whole).
+    pub(crate) fn ssi_write_row(
+        &self,
+        ts: &TableState,
+        vid: ndpdb_formats::Vid,
+        row: &[ndpdb_formats::Value],
+    ) -> Result<()> {
+        if !self.serializable {
+            return Ok(());
+        }
+        let hash = match ts.pk_key(row) {
+            Some(k) => key_hash(&k),
+            None => key_hash(&vid.0.to_le_bytes()),
+        };
+        self.ssi_write(Target::Key(ts.id, hash))
+    }
+
+    /// The pre-commit check of SSI.
+    pub(super) fn ssi_pre_commit(&self) -> Result<()> {
+        if !self.serializable {
+            return Ok(());
+        }
+        self.counted(self.db.inner.ssi.pre_commit(self.id))
+    }
+
+    /// Registers with SSI at the first statement; returns the snapshot.
+    pub(super) fn ssi_register(&mut self) {
+        let inner = &self.db.inner;
+        let id = self.id;
+        self.snapshot = inner
+            .ssi
+            .register(id, self.read_only, || inner.txm.snapshot(id));
+        self.serializable = true;
+    }
+
+    /// Tells SSI how the transaction ended.
+    pub(super) fn ssi_end(&mut self, committed: bool) {
+        if !std::mem::take(&mut self.serializable) {
+            return;
+        }
+        match committed {
+            true => self.db.inner.ssi.committed(self.id),
+            false => self.db.inner.ssi.aborted(self.id),
+        }
+    }
+}
