@@ -7,7 +7,9 @@
 //!
 //! Every measured query runs on a freshly reopened database, so the host
 //! buffer pool starts cold for both sides (the OS page cache, which backs
-//! the device's store, stays warm for both).
+//! the device's store, stays warm for both). The queries run at READ
+//! COMMITTED on every target ([`ISOLATION`]); the embedded load commits
+//! `Isolation::Snapshot` (REPEATABLE READ) transactions.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -25,11 +27,23 @@ use ndpdb_host::{Config, Database, Isolation, NvmProfile, Result};
 use ndpdb_link::LinkModel;
 use ndpdb_sql::{Output, Session};
 
+use crate::isolation::Level;
 use crate::memory_rate::{page_spans_read_rate, query_sum_spans, sequential_read_rate};
 use crate::report::{get, StatsDelta};
 use crate::target::{copy_rows, copy_text, endpoint, text_rows, wire_error, Target};
 
 pub const TABLE: &str = "order_line";
+
+/// The isolation level of every query session.
+pub const ISOLATION: Level = Level::ReadCommitted;
+
+/// The report's isolation line.
+pub fn isolation_line() -> String {
+    crate::isolation::line(&format!(
+        "{ISOLATION} (the queries, on every target); {} (the embedded load)",
+        Level::RepeatableRead
+    ))
+}
 
 /// Delivery dates are uniform over [2000-01-01, 2020-01-01).
 const FIRST_DAY: &str = "2000-01-01";
@@ -433,6 +447,7 @@ fn measure_on(
     ndp: bool,
 ) -> Result<Measurement> {
     let mut s = Session::new(db.clone());
+    s.execute(&ISOLATION.set_sql())?;
     s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
     for set in settings {
         s.execute(set)?;
@@ -634,6 +649,9 @@ fn server_query_sum(dir: &Path, config: &Config, log: &mut impl FnMut(&str)) -> 
         Some(dir.to_path_buf()),
     )?;
     let mut client = server.connect()?;
+    client
+        .batch_execute(&ISOLATION.set_sql())
+        .map_err(wire_error)?;
     for ndp in ["off", "on"] {
         client
             .batch_execute(&format!("SET ndp = {ndp}"))
@@ -658,6 +676,9 @@ fn postgres_query_sum(
     log: &mut impl FnMut(&str),
 ) -> Result<(Duration, String)> {
     let mut client = postgres::Client::connect(conninfo, postgres::NoTls).map_err(wire_error)?;
+    client
+        .batch_execute(&ISOLATION.set_sql())
+        .map_err(wire_error)?;
     let t = load_wire(&mut client, rows, true)?;
     client
         .batch_execute(&format!("VACUUM ANALYZE {TABLE}"))

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 
 use ndpdb_host::Result;
 
-use crate::clients::{thread_panic, Clients};
+use crate::clients::{thread_panic, Clients, ISOLATION};
 use crate::target::Backend;
 use crate::ycsb::{Workload, TABLE};
 
@@ -125,7 +125,7 @@ pub fn run(
     let done = Arc::new(AtomicU32::new(0));
     let updater = {
         let mut s = backend.connect()?;
-        s.batch("SET default_transaction_isolation = 'read committed'")?;
+        ISOLATION.apply(&mut s)?;
         let postgres = backend.is_postgres();
         let (updating, done) = (updating.clone(), done.clone());
         let (rounds, pause) = (opts.rounds, opts.pause);

@@ -1,6 +1,6 @@
 //! YCSB client threads that run in the background of a longer experiment
 //! (`mixed-update`, `churn`): reads and single-row updates on Zipfian
-//! keys, at PostgreSQL's default isolation, until stopped.
+//! keys, at PostgreSQL's default isolation ([`ISOLATION`]), until stopped.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -12,9 +12,14 @@ use rand::{Rng, SeedableRng};
 use ndpdb_formats::Value;
 use ndpdb_host::Result;
 
+use crate::isolation::Level;
 use crate::target::Backend;
 use crate::ycsb::{random_field, Workload, TABLE};
 use crate::zipf::Zipfian;
+
+/// The clients' isolation level: READ COMMITTED, so that a hot-key
+/// update waits and re-checks instead of failing.
+pub const ISOLATION: Level = Level::ReadCommitted;
 
 /// Running clients and what they have done so far.
 pub struct Clients {
@@ -41,7 +46,7 @@ impl Clients {
         let mut handles = Vec::new();
         for t in 0..threads {
             let mut s = backend.connect()?;
-            s.batch("SET default_transaction_isolation = 'read committed'")?;
+            ISOLATION.apply(&mut s)?;
             let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
             let update = s.prepare(&format!(
                 "UPDATE {TABLE} SET field0 = $1 WHERE ycsb_key = $2"

@@ -1,7 +1,8 @@
 //! `htap-read`: YCSB-C on the host while an analytic query is injected
 //! periodically, once with the query on the host and once offloaded —
 //! host throughput over time (update-aware NDP §5: host-only OLTP drops
-//! during analytics, NDP stays flat).
+//! during analytics, NDP stays flat). Every session runs at READ
+//! COMMITTED ([`ISOLATION`]).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -15,9 +16,13 @@ use rand::SeedableRng;
 use ndpdb_formats::Value;
 use ndpdb_host::Result;
 
+use crate::isolation::Level;
 use crate::target::Backend;
 use crate::ycsb::TABLE;
 use crate::zipf::Zipfian;
+
+/// The isolation level of the YCSB-C clients and the analytic query.
+pub const ISOLATION: Level = Level::ReadCommitted;
 
 pub const ANALYTIC_QUERY: &str =
     "SELECT count(*), sum(length(field0)) FROM usertable WHERE field1 LIKE 'a%' OR field2 LIKE 'b%'";
@@ -76,6 +81,7 @@ pub fn run(backend: &Backend, opts: &HtapOptions, ndp: bool) -> Result<HtapRun> 
     let mut clients = Vec::new();
     for t in 0..opts.threads {
         let mut s = backend.connect()?;
+        ISOLATION.apply(&mut s)?;
         let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
         let (ops, stop, zipf) = (ops.clone(), stop.clone(), zipf.clone());
         clients.push(std::thread::spawn(move || -> Result<()> {
@@ -91,6 +97,7 @@ pub fn run(backend: &Backend, opts: &HtapOptions, ndp: bool) -> Result<HtapRun> 
     }
     let analytic = {
         let mut s = backend.connect()?;
+        ISOLATION.apply(&mut s)?;
         if !backend.is_postgres() {
             s.batch(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
         }

@@ -6,6 +6,7 @@
 //! - [`diff`]: SQL conformance: generated queries on ndpdb and PostgreSQL, rows compared.
 //! - [`hostile`]: YCSB-C over the wire beside clients sending malformed traffic.
 //! - [`htap`]: YCSB-C with periodic analytic queries, host vs NDP.
+//! - [`isolation`]: the isolation level of the benchmarks' sessions; retries of 40001/40P01.
 //! - [`mixed`]: YCSB with an injected bulk UPDATE, host vs update NDP.
 //! - [`pin`]: pinning host threads to CPUs.
 //! - [`recovery`]: a full-table update, a crash, the time to recover (NDP logging modes, PostgreSQL).
@@ -23,6 +24,7 @@ pub mod clients;
 pub mod diff;
 pub mod hostile;
 pub mod htap;
+pub mod isolation;
 pub mod lock_violation;
 pub mod memory_rate;
 pub mod mixed;

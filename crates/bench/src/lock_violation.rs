@@ -31,8 +31,12 @@ use ndpdb_formats::Value;
 use ndpdb_host::Result;
 
 use crate::clients::thread_panic;
+use crate::isolation::Level;
 use crate::target::Backend;
 use crate::ycsb::{random_field, TABLE};
+
+/// The isolation level of the host transactions and the bulk one.
+pub const ISOLATION: Level = Level::ReadCommitted;
 
 pub struct LvOptions {
     pub records: u64,
@@ -184,7 +188,7 @@ pub fn run(backend: &Backend, opts: &LvOptions, mode: Mode) -> Result<LvRun> {
     let mut workers = Vec::new();
     for w in 0..opts.workers {
         let mut s = backend.connect()?;
-        s.batch("SET default_transaction_isolation = 'read committed'")?;
+        ISOLATION.apply(&mut s)?;
         let update = s.prepare(&format!(
             "UPDATE {TABLE} SET field0 = $1 WHERE ycsb_key = $2"
         ))?;
@@ -212,7 +216,7 @@ pub fn run(backend: &Backend, opts: &LvOptions, mode: Mode) -> Result<LvRun> {
     }
     let bulk = {
         let mut s = backend.connect()?;
-        s.batch("SET default_transaction_isolation = 'read committed'")?;
+        ISOLATION.apply(&mut s)?;
         for set in mode.settings() {
             s.batch(set)?;
         }

@@ -20,10 +20,23 @@ use std::time::{Duration, Instant};
 use ndpdb_host::{Config, Database, Result};
 use ndpdb_sql::{Output, Session};
 
-use crate::clients::{thread_panic, Clients};
+use crate::clients::{thread_panic, Clients, ISOLATION};
+use crate::isolation::Level;
 use crate::report::{get, StatsDelta};
 use crate::target::Backend;
 use crate::ycsb::{Workload, TABLE};
+
+/// What runs at which isolation level, for a report's header: the YCSB
+/// clients, the injected update and the sweep at [`ISOLATION`]; SELECT …
+/// FOR UPDATE + UPDATE, the pipelines (`crate::pipeline`) and the abort
+/// experiment in REPEATABLE READ transactions, as is the embedded load
+/// (`Isolation::Snapshot`).
+pub fn isolation_line() -> String {
+    crate::isolation::line(&format!(
+        "{ISOLATION} (YCSB clients, the bulk UPDATE, the selectivity sweep); {} (the embedded load, SELECT FOR UPDATE + UPDATE, the pipelines, the abort experiment)",
+        Level::RepeatableRead
+    ))
+}
 
 pub struct MixedOptions {
     pub records: u64,
@@ -103,7 +116,7 @@ pub fn run(backend: &Backend, opts: &MixedOptions, ndp: bool) -> Result<MixedRun
     let updater = {
         let mut s = backend.connect()?;
         // PostgreSQL's default: conflicts are re-checked, not errors.
-        s.batch("SET default_transaction_isolation = 'read committed'")?;
+        ISOLATION.apply(&mut s)?;
         if !backend.is_postgres() {
             s.batch(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
         }
@@ -185,7 +198,7 @@ pub fn sweep(
     for &pct in selectivities {
         for ndp in [false, true] {
             let mut s = Session::new(db.clone());
-            s.execute("SET default_transaction_isolation = 'read committed'")?;
+            s.execute(&ISOLATION.set_sql())?;
             s.execute(if ndp { "SET ndp = on" } else { "SET ndp = off" })?;
             let t = Instant::now();
             let rows = rows_changed(s.execute(&update_sql(pct))?.pop());

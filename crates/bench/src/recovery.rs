@@ -10,7 +10,8 @@
 //! ```
 //!
 //! ndpdb's recovery re-applies the update's ΔMaps from End-NDP (the pages
-//! are on the device); PostgreSQL replays a heap tuple per row.
+//! are on the device); PostgreSQL replays a heap tuple per row. The update
+//! runs at READ COMMITTED on both ([`ISOLATION`]).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,8 +21,20 @@ use ndpdb_formats::SqlState;
 use ndpdb_host::{Config, Error, NdpLogging, Result};
 use ndpdb_sql::Session;
 
+use crate::isolation::Level;
 use crate::target::Backend;
 use crate::ycsb;
+
+/// The isolation level of the update.
+pub const ISOLATION: Level = Level::ReadCommitted;
+
+/// The report's isolation line.
+pub fn isolation_line() -> String {
+    crate::isolation::line(&format!(
+        "{ISOLATION} (the UPDATE, on every target); {} (the ndpdb load)",
+        Level::RepeatableRead
+    ))
+}
 
 /// One measured run.
 #[derive(Clone, Debug)]
@@ -79,6 +92,7 @@ pub fn ndpdb(
     let load = ycsb::load(&db, records, 10, 100, true)?;
     db.checkpoint()?;
     let mut s = Session::new(db.clone());
+    s.execute(&ISOLATION.set_sql())?;
     s.execute("SET ndp = on")?;
     s.execute(&format!("SET ndp_logging = {}", logging.name()))?;
     let (wal0, ovf0) = (db.stat("wal.bytes"), db.stat("ndp.overflow_bytes"));
@@ -167,6 +181,7 @@ pub fn postgres(backend: &Backend, ctl: &PgCtl, records: u64) -> Result<Recovery
     let lsn = |c: &mut crate::target::Conn| {
         c.query_i64("SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint")
     };
+    ISOLATION.apply(&mut conn)?;
     let wal0 = lsn(&mut conn)?;
     let t = Instant::now();
     conn.batch(&update_sql("postgres"))?;

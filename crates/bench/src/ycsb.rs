@@ -2,8 +2,14 @@
 //! and the core workloads A (50 % reads / 50 % updates), B (95 / 5) and
 //! C (read only), with Zipfian key choice. Every operation is one
 //! autocommit statement through a prepared SQL statement, as a client
-//! would issue it; sessions run at READ COMMITTED (PostgreSQL's default,
-//! so a hot-key update waits and re-checks instead of failing).
+//! would issue it. Sessions run at the configured isolation level
+//! ([`RunConfig::isolation`]; READ COMMITTED, PostgreSQL's default, where
+//! a hot-key update waits and re-checks instead of failing). Under
+//! REPEATABLE READ and SERIALIZABLE an update of a row another session
+//! changed fails with 40001: the operation is run again with the same
+//! key and value until it succeeds ([`crate::isolation::retryable`]),
+//! its latency counting from the first attempt, and the retries are
+//! reported beside the throughput.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,14 +25,24 @@ use rand::{Rng, SeedableRng};
 use ndpdb_formats::{Column, DataType, Schema, Value};
 use ndpdb_host::{Database, Isolation, Result};
 
+use crate::isolation::{self, Level};
 use crate::report::{histogram, quantile_us, StatsDelta};
 use crate::target::{copy_rows, copy_text, wire_error, write_back_dirty_pages, Backend, Conn};
 use crate::zipf::Zipfian;
 
 pub const TABLE: &str = "usertable";
 
-/// Read and update latencies and errors by SQLSTATE of one client thread.
-type ThreadResult = (Histogram<u64>, Histogram<u64>, BTreeMap<String, u64>);
+/// What one client thread did.
+struct ThreadResult {
+    reads: Histogram<u64>,
+    updates: Histogram<u64>,
+    /// Failed operations by SQLSTATE.
+    errors: BTreeMap<String, u64>,
+    /// Attempts run again, by the SQLSTATE they failed with.
+    retries: BTreeMap<String, u64>,
+    /// Operations that needed at least one retry.
+    retried_ops: u64,
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {
@@ -64,6 +80,8 @@ pub struct RunConfig {
     pub field_count: usize,
     pub field_len: usize,
     pub seed: u64,
+    /// Every session's `default_transaction_isolation`.
+    pub isolation: Level,
 }
 
 pub struct RunReport {
@@ -73,6 +91,11 @@ pub struct RunReport {
     pub errors: u64,
     /// Errors by SQLSTATE.
     pub error_codes: BTreeMap<String, u64>,
+    /// Attempts that failed with 40001 or 40P01 and were run again, by
+    /// SQLSTATE.
+    pub retry_codes: BTreeMap<String, u64>,
+    /// Operations (counted in `ops`) that succeeded after a retry.
+    pub retried_ops: u64,
     pub engine: Vec<(String, i64)>,
 }
 
@@ -83,6 +106,11 @@ impl RunReport {
 
     pub fn throughput(&self) -> f64 {
         self.ops() as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Attempts run again.
+    pub fn retries(&self) -> u64 {
+        self.retry_codes.values().sum()
     }
 }
 
@@ -198,7 +226,10 @@ fn progress_bar(records: u64, progress: bool) -> ProgressBar {
 }
 
 /// Runs a workload for the configured time on `threads` sessions of the
-/// target, each with its own connection and prepared statements.
+/// target, each with its own connection and prepared statements, at
+/// `cfg.isolation`. An operation that fails with 40001 or 40P01 is run
+/// again until it succeeds; one still failing when the time is up is
+/// dropped, as an operation cut off by the end.
 pub fn run(backend: &Backend, cfg: &RunConfig) -> Result<RunReport> {
     let zipf = Arc::new(Zipfian::new(cfg.records, cfg.theta));
     let stop = Arc::new(AtomicBool::new(false));
@@ -207,7 +238,7 @@ pub fn run(backend: &Backend, cfg: &RunConfig) -> Result<RunReport> {
     let mut sessions = Vec::new();
     for _ in 0..cfg.threads {
         let mut conn = backend.connect()?;
-        conn.batch("SET default_transaction_isolation = 'read committed'")?;
+        cfg.isolation.apply(&mut conn)?;
         let read = conn.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
         let updates: Vec<_> = (0..cfg.field_count)
             .map(|f| {
@@ -225,45 +256,70 @@ pub fn run(backend: &Backend, cfg: &RunConfig) -> Result<RunReport> {
         handles.push(std::thread::spawn(move || -> Result<ThreadResult> {
             crate::pin::pin_host_thread(t);
             let mut rng = SmallRng::seed_from_u64(cfg.seed.wrapping_add(t as u64 * 7919));
-            let (mut rh, mut uh) = (histogram(), histogram());
-            let mut errors = BTreeMap::new();
+            let mut out = ThreadResult {
+                reads: histogram(),
+                updates: histogram(),
+                errors: BTreeMap::new(),
+                retries: BTreeMap::new(),
+                retried_ops: 0,
+            };
             while !stop.load(Ordering::Relaxed) {
                 let key = Value::BigInt(zipf.next_key(&mut rng) as i64);
                 let is_read = rng.gen::<f64>() < cfg.workload.read_fraction();
-                let t0 = Instant::now();
-                let r = if is_read {
-                    conn.execute(&read, &[key])
+                let (stmt, params) = if is_read {
+                    (&read, vec![key])
                 } else {
                     let f = rng.gen_range(0..updates.len());
                     let v = Value::Text(random_field(&mut rng, cfg.field_len));
-                    conn.execute(&updates[f], &[v, key])
+                    (&updates[f], vec![v, key])
+                };
+                let t0 = Instant::now();
+                let mut retried = false;
+                let r = loop {
+                    match conn.execute(stmt, &params) {
+                        Err(code) if isolation::retryable(&code) => {
+                            if stop.load(Ordering::Relaxed) {
+                                break None;
+                            }
+                            *out.retries.entry(code).or_insert(0) += 1;
+                            retried = true;
+                        }
+                        r => break Some(r),
+                    }
                 };
                 let us = (t0.elapsed().as_micros() as u64).max(1);
                 match r {
-                    Ok(_) if is_read => rh.saturating_record(us),
-                    Ok(_) => uh.saturating_record(us),
-                    Err(code) => *errors.entry(code).or_insert(0) += 1,
+                    None => continue,
+                    Some(Ok(_)) if is_read => out.reads.saturating_record(us),
+                    Some(Ok(_)) => out.updates.saturating_record(us),
+                    Some(Err(code)) => *out.errors.entry(code).or_insert(0) += 1,
                 }
+                out.retried_ops += retried as u64;
             }
-            Ok((rh, uh, errors))
+            Ok(out)
         }));
     }
     std::thread::sleep(cfg.duration);
     stop.store(true, Ordering::Relaxed);
     let (mut reads, mut updates) = (histogram(), histogram());
-    let mut error_codes = BTreeMap::new();
+    let (mut error_codes, mut retry_codes) = (BTreeMap::new(), BTreeMap::new());
+    let mut retried_ops = 0;
     for h in handles {
-        let (r, u, e) = h.join().map_err(|_| {
+        let t = h.join().map_err(|_| {
             ndpdb_host::Error::new(
                 ndpdb_formats::SqlState::INTERNAL_ERROR,
                 "benchmark thread panicked",
             )
         })??;
-        reads.add(&r).ok();
-        updates.add(&u).ok();
-        for (k, v) in e {
+        reads.add(&t.reads).ok();
+        updates.add(&t.updates).ok();
+        for (k, v) in t.errors {
             *error_codes.entry(k).or_insert(0) += v;
         }
+        for (k, v) in t.retries {
+            *retry_codes.entry(k).or_insert(0) += v;
+        }
+        retried_ops += t.retried_ops;
     }
     let errors = error_codes.values().sum();
     Ok(RunReport {
@@ -272,6 +328,8 @@ pub fn run(backend: &Backend, cfg: &RunConfig) -> Result<RunReport> {
         updates,
         errors,
         error_codes,
+        retry_codes,
+        retried_ops,
         engine: match (delta, backend.database()) {
             (Some(d), Some(db)) => d.finish(db),
             _ => Vec::new(),
@@ -283,7 +341,7 @@ pub fn run(backend: &Backend, cfg: &RunConfig) -> Result<RunReport> {
 pub fn describe(name: &str, r: &RunReport) -> Vec<String> {
     let q = quantile_us;
     let mut lines = vec![format!(
-        "{name}: {:.0} ops/s ({} ops in {:.1} s, {} errors{})",
+        "{name}: {:.0} ops/s ({} ops in {:.1} s, {} errors{}, {} retries{})",
         r.throughput(),
         r.ops(),
         r.elapsed.as_secs_f64(),
@@ -292,6 +350,12 @@ pub fn describe(name: &str, r: &RunReport) -> Vec<String> {
             String::new()
         } else {
             format!(": {:?}", r.error_codes)
+        },
+        r.retries(),
+        if r.retry_codes.is_empty() {
+            String::new()
+        } else {
+            format!(" of {} ops: {:?}", r.retried_ops, r.retry_codes)
         }
     )];
     lines.push(format!(

@@ -7,10 +7,14 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
+use ndpdb_bench::isolation::Level;
 use ndpdb_bench::mixed::update_sql;
 use ndpdb_bench::ycsb;
 use ndpdb_host::{Config, Result};
 use ndpdb_sql::Session;
+
+/// The isolation level of the timed transaction.
+const ISOLATION: Level = Level::ReadCommitted;
 
 #[derive(clap::Args, Clone, Debug)]
 pub struct BulkUpdateArgs {
@@ -26,6 +30,13 @@ pub fn run(a: BulkUpdateArgs) -> Result<ExitCode> {
         "settings: YCSB tables of {:?} rows × 10 fields × 100 B, each loaded fresh; one full-table UPDATE of field9 on the host (ndp = off) in one transaction, statement and commit timed; {} rounds, sizes alternating",
         a.records, a.rounds
     );
+    println!(
+        "{}",
+        ndpdb_bench::isolation::line(&format!(
+            "{ISOLATION} (the UPDATE's transaction); {} (the load)",
+            Level::RepeatableRead
+        ))
+    );
     let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); a.records.len()];
     for round in 1..=a.rounds {
         let mut times = Vec::new();
@@ -35,6 +46,7 @@ pub fn run(a: BulkUpdateArgs) -> Result<ExitCode> {
             ycsb::load(&db, n, 10, 100, true)?;
             db.checkpoint()?;
             let mut s = Session::new(db.clone());
+            s.execute(&ISOLATION.set_sql())?;
             s.execute("SET ndp = off")?;
             let t = Instant::now();
             s.execute("BEGIN")?;

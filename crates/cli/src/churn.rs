@@ -78,6 +78,11 @@ pub fn run(a: ChurnArgs) -> Result<ExitCode> {
         config.autovacuum_threshold,
         config.autovacuum_scale_factor
     ));
+    say(ndpdb_bench::isolation::line(&format!(
+        "{} (YCSB-A clients and the UPDATE rounds, on every target); {} (the embedded load)",
+        ndpdb_bench::clients::ISOLATION,
+        ndpdb_bench::isolation::Level::RepeatableRead
+    )));
     let opts = ChurnOptions {
         records: a.records,
         threads: a.threads,

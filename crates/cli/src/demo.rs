@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use clap::Subcommand;
 
+use ndpdb_bench::isolation::{self, Level};
 use ndpdb_bench::report::{engine_lines, StatsDelta};
 use ndpdb_bench::target::{Backend, Target};
 
@@ -131,6 +132,11 @@ pub enum Bench {
         /// (default $NDPDB_POSTGRES, see scripts/postgres-baseline.sh).
         #[arg(long, default_value = "ndpdb")]
         target: Vec<String>,
+        /// Isolation level of every session on every target (SET
+        /// default_transaction_isolation); operations failing with 40001
+        /// or 40P01 are retried and the retries reported.
+        #[arg(long, default_value = "read-committed", value_parser = isolation_level())]
+        isolation: Level,
         #[command(flatten)]
         device: DeviceArgs,
     },
@@ -304,6 +310,13 @@ pub enum Bench {
     },
 }
 
+/// `--isolation`'s parser: one of [`Level::OPTION_VALUES`].
+fn isolation_level() -> impl clap::builder::TypedValueParser<Value = Level> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(Level::OPTION_VALUES)
+        .map(|v| Level::parse(&v).unwrap_or_default())
+}
+
 fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
@@ -348,6 +361,14 @@ pub fn demo(records: u64, seconds: u64, threads: usize, device: &DeviceArgs) -> 
         db.config().buffer_pool_bytes >> 20,
         db.config().delta_buffer_bytes >> 10
     );
+    println!(
+        "{}",
+        isolation::line(&format!(
+            "{} (YCSB, the read-NDP query, the update-NDP phase); {} (the load)",
+            Level::ReadCommitted,
+            Level::RepeatableRead
+        ))
+    );
     let delta = StatsDelta::start(&db);
     let load = ycsb::load(&db, records, 10, 100, true)?;
     println!(
@@ -368,6 +389,7 @@ pub fn demo(records: u64, seconds: u64, threads: usize, device: &DeviceArgs) -> 
             field_count: 10,
             field_len: 100,
             seed: 7,
+            isolation: Level::ReadCommitted,
         };
         let r = ycsb::run(&Backend::Embedded(db.clone()), &cfg)?;
         for l in ycsb::describe(&format!("{name} ({threads} threads, zipf 0.99)"), &r) {
@@ -518,6 +540,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 workload.to_uppercase(),
                 ndpdb_bench::mixed::update_sql(selectivity)
             ));
+            say(ndpdb_bench::mixed::isolation_line());
             let opts = ndpdb_bench::mixed::MixedOptions {
                 records,
                 threads,
@@ -789,6 +812,14 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 config.link,
                 ndpdb_bench::htap::ANALYTIC_QUERY
             );
+            let iso = isolation::line(&format!(
+                "{} (YCSB-C clients and the analytic query, on every target); {} (the embedded load)",
+                ndpdb_bench::htap::ISOLATION,
+                Level::RepeatableRead
+            ));
+            println!("{iso}");
+            summary.push_str(&iso);
+            summary.push('\n');
             let mut runs = Vec::new();
             for t in &targets {
                 let wire = match t {
@@ -921,6 +952,10 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             println!("{header}");
             summary.push_str(&header);
             summary.push('\n');
+            let iso = ndpdb_bench::chbench::isolation_line();
+            println!("{iso}");
+            summary.push_str(&iso);
+            summary.push('\n');
             ndpdb_bench::chbench::run(&opts, |line| {
                 println!("{line}");
                 summary.push_str(line);
@@ -938,6 +973,10 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             println!(
                 "settings: {} records, YCSB-C, {} well-formed clients, {} attackers, {} s per run, seed {}, IN list of {} keys",
                 run.records, run.threads, run.attackers, run.seconds, run.seed, run.in_list
+            );
+            println!(
+                "{}",
+                isolation::line(&format!("{} (the YCSB-C clients)", Level::ReadCommitted))
             );
             crate::targets::hostile(&run)
         }
@@ -959,6 +998,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             delta_buffer_kib,
             db,
             target,
+            isolation,
             device,
         } => {
             let config = device.apply(Config {
@@ -974,6 +1014,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 zipf,
                 db,
                 targets: target,
+                isolation,
             };
             println!(
                 "settings: buffer pool {buffer_pool_mib} MiB, delta buffer {delta_buffer_kib} KiB, {records} records, workload {}, {threads} threads, {seconds} s, zipf {zipf}",

@@ -75,6 +75,11 @@ pub fn run(a: LockViolationArgs) -> Result<ExitCode> {
         "settings: {} YCSB rows × 10 fields × 100 B; single-row UPDATEs (READ COMMITTED, uniform keys) admitted at {} tx/s to {} sessions; after 2 s one transaction runs SELECT ycsb_key FROM usertable FOR UPDATE, then UPDATE usertable SET field9 (ndpdb: on the device; basic logging / overflow log / overflow log + lock violation), then COMMIT; 2 s after it; {} rounds, modes and targets alternating",
         a.records, a.rate, a.workers, a.rounds
     ));
+    say(ndpdb_bench::isolation::line(&format!(
+        "{} (the host transactions and the bulk one, on every target); {} (the ndpdb load)",
+        lock_violation::ISOLATION,
+        ndpdb_bench::isolation::Level::RepeatableRead
+    )));
     let postgres = targets
         .iter()
         .find(|t| matches!(t, Target::Postgres(_)))

@@ -63,6 +63,7 @@ pub fn run(a: RecoveryArgs) -> Result<ExitCode> {
         "settings: {} YCSB rows × 10 fields × 100 B, loaded and checkpointed; one full-table UPDATE of field1 (ndpdb: on the device, ndp_logging off / basic / extended), a crash (ndpdb: no flush, no checkpoint; PostgreSQL: pg_ctl stop -m immediate), then the time to open (PostgreSQL: pg_ctl start -w); {} rounds, targets alternating",
         a.records, a.rounds
     ));
+    say(recovery::isolation_line());
     let postgres = targets
         .iter()
         .find(|t| matches!(t, Target::Postgres(_)))

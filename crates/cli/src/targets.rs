@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use ndpdb_bench::isolation::Level;
 use ndpdb_bench::report::quantile_us;
 use ndpdb_bench::target::{endpoint, Backend, Target};
 use ndpdb_bench::ycsb::{self, RunConfig, RunReport, Workload};
@@ -19,6 +20,8 @@ pub struct YcsbRun {
     pub zipf: f64,
     pub db: Option<PathBuf>,
     pub targets: Vec<String>,
+    /// Every session's isolation level, on every target.
+    pub isolation: Level,
 }
 
 /// Opens embedded ndpdb in `dir` (or a fresh temporary one).
@@ -49,6 +52,28 @@ pub fn ycsb_wire(
     Ok((backend, took))
 }
 
+/// Checks before anything is loaded that a session of every target
+/// accepts `level`, so that a target refusing it fails the run at once
+/// (ndpdb in this process on a throwaway database; the sessions of the
+/// run check it again).
+fn check_isolation(targets: &[Target], config: &Config, level: Level) -> Result<()> {
+    for target in targets {
+        let tmp;
+        let backend = match target {
+            Target::Ndpdb | Target::NdpdbServer(None) => {
+                tmp = tempfile::tempdir()?;
+                Backend::Embedded(ndpdb_embedded::open_with(tmp.path(), config.clone())?)
+            }
+            t => Backend::Wire(endpoint(t, config.clone(), None)?),
+        };
+        level.apply(&mut backend.connect()?).map_err(|mut e| {
+            e.message = format!("{}: {}", target.label(), e.message);
+            e
+        })?;
+    }
+    Ok(())
+}
+
 /// The runs a target gets: ndp off and on for ndpdb, one for PostgreSQL.
 pub fn ndp_modes(wire: Option<&Backend>) -> &'static [bool] {
     if wire.is_some_and(Backend::is_postgres) {
@@ -70,6 +95,19 @@ pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
         .iter()
         .map(|t| Target::parse(t))
         .collect::<Result<_>>()?;
+    println!(
+        "{}",
+        ndpdb_bench::isolation::line(&format!(
+            "{} (every session of every target; statements failing with 40001 or 40P01 retried{})",
+            run.isolation,
+            if targets.contains(&Target::Ndpdb) {
+                "; the embedded load: repeatable read"
+            } else {
+                ""
+            }
+        ))
+    );
+    check_isolation(&targets, &config, run.isolation)?;
     let mut results: Vec<(Target, RunReport, Duration)> = Vec::new();
     for (i, target) in targets.iter().enumerate() {
         let (backend, _tmp, wire_load) = match target {
@@ -109,6 +147,7 @@ pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
             field_count: 10,
             field_len: 100,
             seed: 11,
+            isolation: run.isolation,
         };
         let r = ycsb::run(&backend, &cfg)?;
         for l in ycsb::describe(&format!("YCSB-{}", run.workload.to_uppercase()), &r) {
@@ -118,12 +157,12 @@ pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
     }
     if results.len() > 1 {
         println!();
-        println!("| target | load s | ops/s | read p50 µs | read p99 µs | update p50 µs | update p99 µs | errors |");
-        println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+        println!("| target | load s | ops/s | read p50 µs | read p99 µs | update p50 µs | update p99 µs | errors | retries |");
+        println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
         for (t, r, load) in &results {
             let q = quantile_us;
             println!(
-                "| {} | {:.1} | {:.0} | {} | {} | {} | {} | {} |",
+                "| {} | {:.1} | {:.0} | {} | {} | {} | {} | {} | {} |",
                 t.label(),
                 load.as_secs_f64(),
                 r.throughput(),
@@ -131,12 +170,16 @@ pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
                 q(&r.reads, 0.99),
                 q(&r.updates, 0.5),
                 q(&r.updates, 0.99),
-                r.errors
+                r.errors,
+                r.retries()
             );
         }
     }
     Ok(())
 }
+
+/// The isolation level of `bench diff`'s sessions.
+const DIFF_ISOLATION: Level = Level::ReadCommitted;
 
 /// `ndpdb bench diff`: loads the same tables into ndpdb and PostgreSQL,
 /// compares generated queries; exit status 1 on any mismatch.
@@ -148,6 +191,8 @@ fn churn_in_background(
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 ) -> Result<std::thread::JoinHandle<Result<u64>>> {
     let mut c = mine.connect()?;
+    c.batch_execute(&DIFF_ISOLATION.set_sql())
+        .map_err(ndpdb_bench::target::wire_error)?;
     Ok(std::thread::spawn(move || -> Result<u64> {
         let mut round = 0u64;
         while !stop.load(std::sync::atomic::Ordering::SeqCst) {
@@ -195,6 +240,17 @@ pub fn diff(
     let mine = endpoint(&server, Config::default(), None)?;
     let theirs = endpoint(&postgres, Config::default(), None)?;
     let (mut a, mut b) = (mine.connect()?, theirs.connect()?);
+    for c in [&mut a, &mut b] {
+        c.batch_execute(&DIFF_ISOLATION.set_sql())
+            .map_err(ndpdb_bench::target::wire_error)?;
+    }
+    println!(
+        "{}",
+        ndpdb_bench::isolation::line(&format!(
+            "{DIFF_ISOLATION} (the queries on both{})",
+            if gc { "; the rewrites beside them" } else { "" }
+        ))
+    );
     ndpdb_bench::diff::load(&mut a, rows, seed)?;
     ndpdb_bench::diff::load(&mut b, rows, seed)?;
     a.batch_execute(&format!("SET ndp = {ndp}"))
@@ -291,6 +347,7 @@ pub fn hostile(run: &HostileRun) -> Result<std::process::ExitCode> {
             field_count: 10,
             field_len: 100,
             seed: 11,
+            isolation: Level::ReadCommitted,
         };
         let large = match &backend {
             ndpdb_bench::target::Backend::Wire(e) if run.in_list > 0 => {

@@ -1016,6 +1016,8 @@ impl SelectPlan {
                 }
             }
             Access::Index(ix) if table.has_index(&ix.index) => {
+                // SERIALIZABLE: an index range reads the whole table.
+                tx.read_predicate(table)?;
                 if let Some(vids) = index_range(ix, params)? {
                     for vid in vids {
                         if let Some((rid, row)) = tx.get(table, vid)? {
