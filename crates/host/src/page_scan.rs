@@ -193,6 +193,23 @@ impl Transaction {
     /// its own writes included — on [`Transaction::host_workers`] threads.
     pub fn scan_pipeline(&self, ts: &TableState, pipeline: &Pipeline) -> Result<ScanOutput> {
         self.ssi_read(crate::ssi::Target::Table(ts.id))?;
+        self.run_pipeline(ts, pipeline)
+    }
+
+    /// [`Transaction::scan_pipeline`] whose filter keeps only rows whose
+    /// first primary-key columns equal `prefix` (SERIALIZABLE locks that
+    /// prefix instead of the table).
+    pub fn scan_pipeline_key_prefix(
+        &self,
+        ts: &TableState,
+        prefix: &[ndpdb_formats::Value],
+        pipeline: &Pipeline,
+    ) -> Result<ScanOutput> {
+        self.read_key_prefix(ts, prefix)?;
+        self.run_pipeline(ts, pipeline)
+    }
+
+    fn run_pipeline(&self, ts: &TableState, pipeline: &Pipeline) -> Result<ScanOutput> {
         let n = ts.vids.vid_count();
         let chunks = n.div_ceil(CHUNK);
         let workers = self.host_workers().min(chunks.max(1) as usize).max(1);

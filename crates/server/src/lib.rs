@@ -190,6 +190,10 @@ impl Server {
                 session.set_setting(setting, v);
             }
         }
+        // PostgreSQL's default database is the user's name.
+        if let Some(db) = parameters.get("database").or(parameters.get("user")) {
+            session.set_database_name(db);
+        }
         if let Some(options) = parameters.get("options") {
             for (name, value) in startup_options(options) {
                 session.set_setting(&name, &value);

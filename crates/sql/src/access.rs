@@ -250,9 +250,41 @@ fn pk_access(
     scope: &Scope,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<Access> {
+    let keys = pk_terms(ts, conds, scope, params)?;
+    if !keys.is_empty() && keys.iter().all(Option::is_some) {
+        Ok(Access::PrimaryKey(keys.into_iter().flatten().collect()))
+    } else {
+        Ok(Access::Scan)
+    }
+}
+
+/// The values `col = v` terms give the leading primary-key columns (of
+/// their types), when they do not give all of them: the rows a scan
+/// keeps share that key prefix, which is what SERIALIZABLE locks
+/// (`Transaction::scan_key_prefix`).
+pub fn key_prefix(
+    ts: &TableState,
+    conds: &[Expr],
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Vec<Program>> {
+    let keys = pk_terms(ts, conds, scope, params)?;
+    if keys.iter().all(Option::is_some) {
+        return Ok(Vec::new());
+    }
+    Ok(keys.into_iter().map_while(|k| k).collect())
+}
+
+/// The value each primary-key column gets from a `col = v` term.
+fn pk_terms(
+    ts: &TableState,
+    conds: &[Expr],
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Vec<Option<Program>>> {
     let pk = &ts.meta().schema.primary_key;
     if pk.is_empty() {
-        return Ok(Access::Scan);
+        return Ok(Vec::new());
     }
     let empty = scope.no_columns();
     let mut keys: Vec<Option<Program>> = vec![None; pk.len()];
@@ -292,11 +324,7 @@ fn pk_access(
             break;
         }
     }
-    if keys.iter().all(Option::is_some) {
-        Ok(Access::PrimaryKey(keys.into_iter().flatten().collect()))
-    } else {
-        Ok(Access::Scan)
-    }
+    Ok(keys)
 }
 
 pub fn ast_type_of(t: DataType) -> sqlparser::ast::DataType {

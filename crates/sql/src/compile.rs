@@ -1162,6 +1162,9 @@ impl Compiler<'_> {
             return Err(unsupported("window functions and FILTER"));
         }
         let (args, distinct, star) = self.function_args(f)?;
+        if let Some(value) = session_value(f, &args) {
+            return Ok(self.push_const(Value::Text(value)));
+        }
         let func = match name.trim_start_matches("pg_catalog.") {
             "nextval" => Some(SequenceFunc::Next),
             "currval" => Some(SequenceFunc::Curr),
@@ -1403,4 +1406,23 @@ fn no_such_function(name: &str, tys: &[Ty]) -> Error {
 /// Converts a sqlparser type name; re-exported for CAST.
 pub fn sql_type(t: &AstType) -> Result<DataType> {
     convert_type(t)
+}
+
+/// A session value the session resolved at plan time
+/// (`session::session_values`): `"\0session".name('value')`.
+fn session_value(f: &sqlparser::ast::Function, args: &[&Expr]) -> Option<String> {
+    let first = match f.name.0.first()? {
+        sqlparser::ast::ObjectNamePart::Identifier(id) => id,
+        _ => return None,
+    };
+    if f.name.0.len() != 2 || first.value != crate::session::SESSION_VALUE {
+        return None;
+    }
+    match args {
+        [Expr::Value(v)] => match &v.value {
+            sqlparser::ast::Value::SingleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
 }

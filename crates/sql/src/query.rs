@@ -34,7 +34,7 @@ use sqlparser::ast::{
 };
 use std::sync::Mutex;
 
-use crate::access::{plan_access, Access, IndexAccess};
+use crate::access::{key_prefix, plan_access, Access, IndexAccess};
 use crate::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
@@ -66,6 +66,9 @@ pub struct Source {
     pub input: Input,
     pub alias: String,
     pub access: Access,
+    /// Values of the leading primary-key columns every row kept has
+    /// (`access::key_prefix`): what a scan locks under SERIALIZABLE.
+    pub key_prefix: Vec<Program>,
     pub filter: Option<Program>,
     /// `filter`'s AND terms, each compiled alone (NDP pipelines compare
     /// predicates by them).
@@ -748,9 +751,12 @@ fn plan_select(
     }
     let mut sources = Vec::new();
     for (i, (input, alias)) in tables.into_iter().enumerate() {
-        let access = match &input {
-            Input::Table(ts) => plan_access(ts, &pushed[i], &scopes[i], params)?,
-            Input::Derived(_) => Access::Scan,
+        let (access, key_prefix) = match &input {
+            Input::Table(ts) => (
+                plan_access(ts, &pushed[i], &scopes[i], params)?,
+                key_prefix(ts, &pushed[i], &scopes[i], params)?,
+            ),
+            Input::Derived(_) => (Access::Scan, Vec::new()),
         };
         let filter = match and_all(pushed[i].clone()) {
             Some(e) => Some(compile_predicate(&e, &scopes[i], params)?),
@@ -764,6 +770,7 @@ fn plan_select(
             input,
             alias,
             access,
+            key_prefix,
             filter,
             conjuncts,
         });
@@ -936,6 +943,19 @@ fn resolve_group_ref(e: &Expr, items: &[(Expr, String)], scope: &Scope) -> Resul
 
 /// The tuples an index range names; `None` when it covers more than a
 /// quarter of the index (a scan is cheaper) or the index is gone.
+/// The key prefix a source's rows share, evaluated (`None`: none, or a
+/// NULL in it — then no row matches, and the table counts as read).
+fn key_prefix_values(prefix: &[Program], params: &[Value]) -> Result<Option<Vec<Value>>> {
+    if prefix.is_empty() {
+        return Ok(None);
+    }
+    let values: Vec<Value> = prefix
+        .iter()
+        .map(|p| p.eval(&[], params))
+        .collect::<Result<_, _>>()?;
+    Ok((!values.iter().any(Value::is_null)).then_some(values))
+}
+
 fn index_range(ix: &IndexAccess, params: &[Value]) -> Result<Option<Vec<Vid>>> {
     let mut prefix = Vec::with_capacity(ix.prefix.len());
     for p in &ix.prefix {
@@ -1016,8 +1036,12 @@ impl SelectPlan {
                 }
             }
             Access::Index(ix) if table.has_index(&ix.index) => {
-                // SERIALIZABLE: an index range reads the whole table.
-                tx.read_predicate(table)?;
+                // SERIALIZABLE: an index range reads the whole table, or
+                // the primary-key prefix its terms fix.
+                match key_prefix_values(&src.key_prefix, params)? {
+                    Some(prefix) => tx.read_key_prefix(table, &prefix)?,
+                    None => tx.read_predicate(table)?,
+                }
                 if let Some(vids) = index_range(ix, params)? {
                     for vid in vids {
                         if let Some((rid, row)) = tx.get(table, vid)? {
@@ -1036,12 +1060,18 @@ impl SelectPlan {
                     Ok(true)
                 })?
             }
-            Access::Scan | Access::Index(_) => tx.scan(table, |vid, rid, row| {
-                if keep(&row)? {
-                    out.push((vid, rid, row));
+            Access::Scan | Access::Index(_) => {
+                let visit = |vid, rid, row: Vec<Value>| {
+                    if keep(&row)? {
+                        out.push((vid, rid, row));
+                    }
+                    Ok(true)
+                };
+                match key_prefix_values(&src.key_prefix, params)? {
+                    Some(prefix) => tx.scan_key_prefix(table, &prefix, visit)?,
+                    None => tx.scan(table, visit)?,
                 }
-                Ok(true)
-            })?,
+            }
         }
         Ok(out)
     }
@@ -1198,7 +1228,10 @@ impl SelectPlan {
                 aggs: aggs.clone(),
             },
         );
-        let out = tx.scan_pipeline(table, &pipeline)?;
+        let out = match key_prefix_values(&src.key_prefix, params)? {
+            Some(prefix) => tx.scan_pipeline_key_prefix(table, &prefix, &pipeline)?,
+            None => tx.scan_pipeline(table, &pipeline)?,
+        };
         Ok(Some(merge_groups(
             out.groups,
             !ctx.group_programs.is_empty(),
@@ -1677,6 +1710,7 @@ pub fn plan_filter(
         .map(|c| compile_predicate(c, &scope, params))
         .collect::<Result<_>>()?;
     let access = plan_access(&ts, &pushed, &scope, params)?;
+    let key_prefix = key_prefix(&ts, &pushed, &scope, params)?;
     let filter = match and_all(pushed) {
         Some(e) => Some(compile_predicate(&e, &scope, params)?),
         None => None,
@@ -1687,6 +1721,7 @@ pub fn plan_filter(
             input: Input::Table(ts),
             alias,
             access,
+            key_prefix,
             filter,
             conjuncts,
         }],

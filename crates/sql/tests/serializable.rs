@@ -199,3 +199,52 @@ fn serial_and_read_only_transactions_commit() {
     a.execute("COMMIT").unwrap();
     assert_eq!(db.stat("ssi.tracked"), 0, "nothing stays tracked");
 }
+
+/// A scan whose terms fix the leading columns of a composite primary key
+/// conflicts only with writes of rows with that key prefix, as
+/// PostgreSQL's index-range predicate locks do.
+#[test]
+fn key_prefix_reads_conflict_only_within_their_prefix() {
+    let (_d, db) = open();
+    let mut s = Session::new(db.clone());
+    s.execute("CREATE TABLE duty (shift INT, name TEXT, on_call BOOLEAN NOT NULL, PRIMARY KEY (shift, name))")
+        .unwrap();
+    s.execute(
+        "INSERT INTO duty VALUES (1, 'a', true), (1, 'b', true), (2, 'c', true), (2, 'd', true)",
+    )
+    .unwrap();
+    let run = |shift_a: i32, shift_b: i32| {
+        let mut a = session(&db, "off");
+        let mut b = session(&db, "off");
+        a.execute("BEGIN ISOLATION LEVEL SERIALIZABLE").unwrap();
+        b.execute("BEGIN ISOLATION LEVEL SERIALIZABLE").unwrap();
+        for (s, shift) in [(&mut a, shift_a), (&mut b, shift_b)] {
+            let n = int(
+                s,
+                &format!("SELECT count(*) FROM duty WHERE shift = {shift} AND on_call"),
+            );
+            assert!(n >= 1);
+        }
+        let victim = |shift: i32, first: bool| match (shift, first) {
+            (1, true) => "a",
+            (1, false) => "b",
+            (_, true) => "c",
+            _ => "d",
+        };
+        a.execute(&format!(
+            "UPDATE duty SET on_call = NOT on_call WHERE shift = {shift_a} AND name = '{}'",
+            victim(shift_a, true)
+        ))
+        .unwrap();
+        b.execute(&format!(
+            "UPDATE duty SET on_call = NOT on_call WHERE shift = {shift_b} AND name = '{}'",
+            victim(shift_b, false)
+        ))
+        .unwrap();
+        a.execute("COMMIT").unwrap();
+        b.execute("COMMIT").map(|_| ())
+    };
+    run(1, 2).expect("different shifts do not conflict");
+    let e = run(1, 1).expect_err("the same shift is write skew");
+    assert_eq!(e.code, SqlState::SERIALIZATION_FAILURE);
+}

@@ -27,7 +27,9 @@
 //! scan — on the host or on the device, where the scan never reports
 //! single rows — locks the whole table, which stays correct for any
 //! predicate; a primary-key lookup locks its key (found or not, so a later
-//! insert of the key conflicts), and more than [`KEYS_PER_TABLE`] key
+//! insert of the key conflicts) and a scan with `col = v` terms on the
+//! first columns of a composite primary key locks that key prefix (rows
+//! written mark every prefix of their key); more than [`KEYS_PER_TABLE`] key
 //! locks of one transaction in one table are promoted to a table lock, as
 //! PostgreSQL promotes predicate locks. Writes leave *write marks* at the
 //! same granularities, so that a reader finds the concurrent writers of
@@ -118,15 +120,20 @@ pub struct Ssi {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Target {
     Table(TableId),
-    /// One primary-key value (its hash) of a table.
+    /// One value of the primary key or of a prefix of its columns (its
+    /// [`key_hash`]).
     Key(TableId, u64),
 }
 
-/// The hash a primary-key value is locked and marked under.
-pub fn key_hash(encoded_key: &[u8]) -> u64 {
+/// The hash the first `columns` primary-key columns' values (encoded
+/// as the primary-key index encodes keys) are locked and marked under: a
+/// row written marks every prefix of its key, so a reader of `k1 = v`
+/// on a key (k1, k2) conflicts with writers of rows with k1 = v only.
+pub fn key_hash(columns: usize, encoded: &[u8]) -> u64 {
     use std::hash::Hasher;
     let mut h = rustc_hash::FxHasher::default();
-    h.write(encoded_key);
+    h.write_usize(columns);
+    h.write(encoded);
     h.finish()
 }
 

@@ -50,7 +50,7 @@ impl Txm {
 const T: TableId = TableId(7);
 
 fn key(k: u64) -> Target {
-    Target::Key(T, key_hash(&k.to_le_bytes()))
+    Target::Key(T, key_hash(1, &k.to_le_bytes()))
 }
 
 #[test]

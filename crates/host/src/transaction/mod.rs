@@ -433,7 +433,7 @@ impl Transaction {
         };
         let refs: Vec<&Value> = key.iter().collect();
         let encoded = crate::pk_index::encode_key(&refs);
-        self.ssi_read_key(ts.id, &encoded)?;
+        self.ssi_read_key(ts.id, key.len(), &encoded)?;
         let Some(vid) = pk.get(&encoded)? else {
             return Ok(None);
         };
@@ -561,9 +561,30 @@ impl Transaction {
     pub fn scan(
         &self,
         ts: &TableState,
-        mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
+        visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
         self.ssi_read(crate::ssi::Target::Table(ts.id))?;
+        self.scan_rows(ts, visit)
+    }
+
+    /// [`Transaction::scan`] of a caller that only uses the rows whose
+    /// first primary-key columns equal `prefix` (SERIALIZABLE locks that
+    /// prefix instead of the table).
+    pub fn scan_key_prefix(
+        &self,
+        ts: &TableState,
+        prefix: &[Value],
+        visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
+    ) -> Result<()> {
+        self.read_key_prefix(ts, prefix)?;
+        self.scan_rows(ts, visit)
+    }
+
+    fn scan_rows(
+        &self,
+        ts: &TableState,
+        mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
+    ) -> Result<()> {
         let n = ts.vids.vid_count();
         let table = ts.id;
         let inner = &self.db.inner;

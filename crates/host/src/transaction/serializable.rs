@@ -11,11 +11,12 @@
 //!
 //! Transactions at other levels report nothing.
 
-use ndpdb_formats::TableId;
+use ndpdb_formats::{TableId, Value, Vid};
 
 use super::Transaction;
 use crate::database::TableState;
 use crate::error::Result;
+use crate::pk_index::encode_key;
 use crate::ssi::{key_hash, Target};
 use crate::stats::EngineCounters;
 
@@ -49,27 +50,44 @@ impl Transaction {
         self.ssi_read(Target::Table(ts.id))
     }
 
-    /// A primary-key lookup of `encoded` (found or not).
-    pub(crate) fn ssi_read_key(&self, table: TableId, encoded: &[u8]) -> Result<()> {
-        self.ssi_read(Target::Key(table, key_hash(encoded)))
+    /// A primary-key lookup of `encoded`, a key of `columns` columns
+    /// (found or not).
+    pub(crate) fn ssi_read_key(
+        &self,
+        table: TableId,
+        columns: usize,
+        encoded: &[u8],
+    ) -> Result<()> {
+        self.ssi_read(Target::Key(table, key_hash(columns, encoded)))
     }
 
-    /// A row written on the host: its primary key, or for a table without
-    /// one its VID (such a table is only ever read whole).
-    pub(crate) fn ssi_write_row(
-        &self,
-        ts: &TableState,
-        vid: ndpdb_formats::Vid,
-        row: &[ndpdb_formats::Value],
-    ) -> Result<()> {
+    /// A read of the rows whose first primary-key columns equal `prefix`
+    /// (values of the columns' types): a scan filtered by `k1 = v, …`.
+    pub fn read_key_prefix(&self, ts: &TableState, prefix: &[Value]) -> Result<()> {
         if !self.serializable {
             return Ok(());
         }
-        let hash = match ts.pk_key(row) {
-            Some(k) => key_hash(&k),
-            None => key_hash(&vid.0.to_le_bytes()),
-        };
-        self.ssi_write(Target::Key(ts.id, hash))
+        let refs: Vec<&Value> = prefix.iter().collect();
+        self.ssi_read_key(ts.id, prefix.len(), &encode_key(&refs))
+    }
+
+    /// A row written on the host: every prefix of its primary key, or for
+    /// a table without one its VID (such a table is only read whole).
+    pub(crate) fn ssi_write_row(&self, ts: &TableState, vid: Vid, row: &[Value]) -> Result<()> {
+        if !self.serializable {
+            return Ok(());
+        }
+        let pk = ts.meta().schema.primary_key.clone();
+        if pk.is_empty() {
+            let hash = key_hash(0, &vid.0.to_le_bytes());
+            return self.ssi_write(Target::Key(ts.id, hash));
+        }
+        let values: Vec<&Value> = pk.iter().map(|&c| &row[c]).collect();
+        for p in 1..=values.len() {
+            let hash = key_hash(p, &encode_key(&values[..p]));
+            self.ssi_write(Target::Key(ts.id, hash))?;
+        }
+        Ok(())
     }
 
     /// The pre-commit check of SSI.

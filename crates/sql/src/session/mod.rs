@@ -29,6 +29,9 @@ use ndpdb_host::{Database, Interrupt, Isolation, LockWait, NdpLogging, Transacti
 use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, TransactionMode};
 
 mod savepoint;
+mod session_values;
+
+pub use session_values::SESSION_VALUE;
 
 use crate::ddl;
 use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
@@ -78,6 +81,8 @@ impl Prepared {
 pub struct Session {
     db: Database,
     tx: Option<Transaction>,
+    /// The database the client named (`current_database()`).
+    database_name: String,
     /// Names of the open transaction's savepoints (`savepoint.rs`).
     savepoint_names: Vec<String>,
     /// `currval`'s memory: this session's last value per sequence.
@@ -177,6 +182,7 @@ impl Session {
     pub fn new(db: Database) -> Session {
         Session {
             tx: None,
+            database_name: "postgres".into(),
             savepoint_names: Vec::new(),
             sequences: Default::default(),
             block: Block::None,
@@ -299,7 +305,7 @@ impl Session {
     }
 
     fn plan_statement(&mut self, stmt: Statement) -> Result<Prepared> {
-        let stmt = self.resolve_settings(stmt)?;
+        let stmt = self.resolve_session_values(stmt)?;
         let mut param_types = Vec::new();
         let kind = if crate::backup_call::is_backup_call(&stmt) {
             PreparedKind::Other(Box::new(stmt))
@@ -313,13 +319,14 @@ impl Session {
     }
 
     /// Plans a SELECT, INSERT, UPDATE or DELETE from a borrowed statement:
-    /// the tree is copied only when `current_setting()` must be resolved in
+    /// the tree is copied only when session values (`current_setting()`,
+    /// `current_user`, …) must be resolved in
     /// it (copying a tree recurses as deep as it is nested).
     fn prepare_borrowed(&mut self, stmt: &Statement) -> Result<Prepared> {
         with_statement_stack(|| {
             let resolved;
-            let stmt = if mentions_current_setting(stmt) {
-                resolved = self.resolve_settings(stmt.clone())?;
+            let stmt = if session_values::mentioned(stmt) {
+                resolved = self.resolve_session_values(stmt.clone())?;
                 &resolved
             } else {
                 stmt
@@ -1122,61 +1129,6 @@ impl Session {
         })
     }
 
-    /// Replaces `current_setting('name' [, missing_ok])` by the setting's
-    /// value when the statement is planned (the function is stable within
-    /// a statement, as in PostgreSQL).
-    fn resolve_settings(&self, mut stmt: Statement) -> Result<Statement> {
-        if !mentions_current_setting(&stmt) {
-            return Ok(stmt);
-        }
-        use std::ops::ControlFlow;
-        let mut error = None;
-        let _ = sqlparser::ast::visit_expressions_mut(&mut stmt, |e| {
-            let Expr::Function(f) = e else {
-                return ControlFlow::Continue(());
-            };
-            let fname = f.name.to_string().to_ascii_lowercase();
-            if fname != "current_setting" && fname != "pg_catalog.current_setting" {
-                return ControlFlow::Continue(());
-            }
-            let args = crate::backup_call::unnamed_args(f);
-            let literal = |e: &Expr| match e {
-                Expr::Value(v) => match &v.value {
-                    sqlparser::ast::Value::SingleQuotedString(s) => Some(s.clone()),
-                    sqlparser::ast::Value::Boolean(b) => Some(b.to_string()),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let name = args.first().and_then(|a| literal(a));
-            let missing_ok = args
-                .get(1)
-                .and_then(|a| literal(a))
-                .is_some_and(|b| b == "true");
-            let Some(name) = name.filter(|_| args.len() <= 2) else {
-                error = Some(Error::new(
-                    SqlState::FEATURE_NOT_SUPPORTED,
-                    "current_setting() takes a setting name as a string literal",
-                ));
-                return ControlFlow::Break(());
-            };
-            let value = match self.setting_value(&name.to_lowercase()) {
-                Ok(v) => sqlparser::ast::Value::SingleQuotedString(v),
-                Err(_) if missing_ok => sqlparser::ast::Value::Null,
-                Err(err) => {
-                    error = Some(err);
-                    return ControlFlow::Break(());
-                }
-            };
-            *e = Expr::Value(value.into());
-            ControlFlow::Continue(())
-        });
-        match error {
-            Some(e) => Err(e),
-            None => Ok(stmt),
-        }
-    }
-
     fn show(&mut self, name: &str) -> Result<Output> {
         if name == "stats" {
             let rows = self
@@ -1241,20 +1193,4 @@ fn bool_setting(name: &str, value: &str) -> Result<bool> {
             format!("parameter \"{name}\" requires a Boolean value"),
         )
     })
-}
-
-/// Whether `stmt` calls `current_setting()` (resolved at plan time).
-fn mentions_current_setting(stmt: &Statement) -> bool {
-    sqlparser::ast::visit_expressions(stmt, |e| match e {
-        Expr::Function(f) => {
-            let name = f.name.to_string().to_ascii_lowercase();
-            if name == "current_setting" || name == "pg_catalog.current_setting" {
-                std::ops::ControlFlow::Break(())
-            } else {
-                std::ops::ControlFlow::Continue(())
-            }
-        }
-        _ => std::ops::ControlFlow::Continue(()),
-    })
-    .is_break()
 }

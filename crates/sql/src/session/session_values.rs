@@ -1,0 +1,181 @@
+//! Functions whose value is the session's, fixed when a statement is
+//! planned (stable within it, as in PostgreSQL): `current_setting(name
+//! [, missing_ok])`, `current_user`, `session_user`, `user`,
+//! `current_schema[()]`, `current_database()`, `current_catalog`.
+//!
+//! ```text
+//!   current_setting('x')  ─► 'value'                (a literal)
+//!   current_user          ─► "\0session".current_user('postgres')
+//! ```
+//!
+//! The second form keeps the function's name for the result column
+//! (`SELECT current_user` is named `current_user`); the compiler turns
+//! it into the constant (`compile.rs`, [`SESSION_VALUE`]). No identifier
+//! a client sends can contain the NUL that marks it.
+
+use std::ops::ControlFlow;
+
+use ndpdb_formats::SqlState;
+use sqlparser::ast::{
+    Expr, Function, FunctionArg, FunctionArgExpr, FunctionArgumentList, FunctionArguments, Ident,
+    ObjectName, ObjectNamePart, Statement, Value as SqlValue,
+};
+
+use super::Session;
+use crate::{Error, Result};
+
+/// The first name part of a resolved session value.
+pub const SESSION_VALUE: &str = "\0session";
+
+/// The session value a bare keyword or an argument-less call names.
+fn value_function(name: &str) -> Option<&'static str> {
+    Some(match name.trim_start_matches("pg_catalog.") {
+        "current_user" => "current_user",
+        "session_user" => "session_user",
+        "user" => "user",
+        "current_schema" => "current_schema",
+        "current_database" => "current_database",
+        "current_catalog" => "current_catalog",
+        _ => return None,
+    })
+}
+
+fn no_args(f: &Function) -> bool {
+    match &f.args {
+        FunctionArguments::None => true,
+        FunctionArguments::List(l) => l.args.is_empty(),
+        FunctionArguments::Subquery(_) => false,
+    }
+}
+
+/// What `e` resolves, if anything.
+fn session_function(e: &Expr) -> Option<&'static str> {
+    match e {
+        Expr::Function(f) => {
+            let name = f.name.to_string().to_ascii_lowercase();
+            if name == "current_setting" || name == "pg_catalog.current_setting" {
+                return Some("current_setting");
+            }
+            value_function(&name).filter(|_| no_args(f))
+        }
+        // Keywords PostgreSQL also accepts without parentheses.
+        Expr::Identifier(id) if id.quote_style.is_none() => {
+            let name = id.value.to_ascii_lowercase();
+            value_function(&name).filter(|n| *n != "current_database")
+        }
+        _ => None,
+    }
+}
+
+/// Whether `stmt` uses a session value (resolved at plan time).
+pub(super) fn mentioned(stmt: &Statement) -> bool {
+    sqlparser::ast::visit_expressions(stmt, |e| match session_function(e) {
+        Some(_) => ControlFlow::Break(()),
+        None => ControlFlow::Continue(()),
+    })
+    .is_break()
+}
+
+fn string_literal(e: &Expr) -> Option<String> {
+    match e {
+        Expr::Value(v) => match &v.value {
+            SqlValue::SingleQuotedString(s) => Some(s.clone()),
+            SqlValue::Boolean(b) => Some(b.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// `"\0session".name('value')`.
+fn resolved(name: &str, value: String) -> Expr {
+    let arg = FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(
+        SqlValue::SingleQuotedString(value).into(),
+    )));
+    Expr::Function(Function {
+        name: ObjectName(vec![
+            ObjectNamePart::Identifier(Ident::new(SESSION_VALUE)),
+            ObjectNamePart::Identifier(Ident::new(name)),
+        ]),
+        uses_odbc_syntax: false,
+        parameters: FunctionArguments::None,
+        args: FunctionArguments::List(FunctionArgumentList {
+            duplicate_treatment: None,
+            args: vec![arg],
+            clauses: Vec::new(),
+        }),
+        filter: None,
+        null_treatment: None,
+        over: None,
+        within_group: Vec::new(),
+    })
+}
+
+impl Session {
+    /// The client's database (the startup packet's `database`).
+    pub fn set_database_name(&mut self, name: &str) {
+        self.database_name = name.to_string();
+    }
+
+    fn session_value(&self, name: &str) -> String {
+        match name {
+            "current_schema" => "public".into(),
+            "current_database" | "current_catalog" => self.database_name.clone(),
+            _ => self
+                .settings
+                .get("session_authorization")
+                .cloned()
+                .unwrap_or_else(|| "postgres".into()),
+        }
+    }
+
+    /// Replaces the session values in `stmt` (see the module docs).
+    pub(super) fn resolve_session_values(&self, mut stmt: Statement) -> Result<Statement> {
+        if !mentioned(&stmt) {
+            return Ok(stmt);
+        }
+        let mut error = None;
+        let _ = sqlparser::ast::visit_expressions_mut(&mut stmt, |e| {
+            match session_function(e) {
+                None => {}
+                Some("current_setting") => match self.current_setting(e) {
+                    Ok(v) => *e = Expr::Value(v.into()),
+                    Err(err) => {
+                        error = Some(err);
+                        return ControlFlow::Break(());
+                    }
+                },
+                Some(name) => *e = resolved(name, self.session_value(name)),
+            }
+            ControlFlow::Continue(())
+        });
+        match error {
+            Some(e) => Err(e),
+            None => Ok(stmt),
+        }
+    }
+
+    /// `current_setting('name' [, missing_ok])`'s value.
+    fn current_setting(&self, e: &Expr) -> Result<SqlValue> {
+        let Expr::Function(f) = e else {
+            return Err(Error::new(SqlState::INTERNAL_ERROR, "not a function call"));
+        };
+        let args = crate::backup_call::unnamed_args(f);
+        let name = args.first().and_then(|a| string_literal(a));
+        let missing_ok = args
+            .get(1)
+            .and_then(|a| string_literal(a))
+            .is_some_and(|b| b == "true");
+        let Some(name) = name.filter(|_| args.len() <= 2) else {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "current_setting() takes a setting name as a string literal",
+            ));
+        };
+        match self.setting_value(&name.to_lowercase()) {
+            Ok(v) => Ok(SqlValue::SingleQuotedString(v)),
+            Err(_) if missing_ok => Ok(SqlValue::Null),
+            Err(err) => Err(err),
+        }
+    }
+}
