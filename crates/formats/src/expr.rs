@@ -41,10 +41,14 @@ pub enum Func {
     /// Trailing blanks removed (also how a `CHAR(n)` value becomes text).
     Rtrim,
     Ltrim,
+    /// `EXTRACT(field FROM v)`: NUMERIC (see [`crate::datetime_part`]).
+    Extract,
+    /// `date_part('field', v)`: DOUBLE PRECISION.
+    DatePart,
 }
 
 impl Func {
-    const ALL: [Func; 16] = [
+    const ALL: [Func; 18] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -61,6 +65,8 @@ impl Func {
         Func::SpnScore,
         Func::Rtrim,
         Func::Ltrim,
+        Func::Extract,
+        Func::DatePart,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -71,7 +77,7 @@ impl Func {
             Func::Coalesce | Func::Greatest | Func::Least => 1..=u8::MAX as usize,
             Func::Round => 1..=2,
             Func::Substr => 2..=3,
-            Func::NullIf => 2..=2,
+            Func::NullIf | Func::Extract | Func::DatePart => 2..=2,
             Func::Abs
             | Func::Lower
             | Func::Upper
@@ -103,6 +109,7 @@ impl Func {
             "rtrim" => Func::Rtrim,
             "ltrim" => Func::Ltrim,
             "spn_score" => Func::SpnScore,
+            "date_part" => Func::DatePart,
             _ => return None,
         })
     }
@@ -909,6 +916,10 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
                 }
                 v => return Err(bad(v)),
             })
+        }
+        Func::Extract | Func::DatePart => {
+            arity(2)?;
+            crate::datetime_part::part(&args[0], &args[1], func == Func::Extract)
         }
         Func::SpnScore => {
             arity(1)?;

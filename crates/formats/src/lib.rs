@@ -21,6 +21,7 @@
 
 pub mod agg;
 pub mod codec;
+pub mod datetime_part;
 pub mod delta_maps;
 pub mod error;
 pub mod expr;

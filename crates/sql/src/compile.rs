@@ -1049,6 +1049,10 @@ impl Compiler<'_> {
                 }
                 Ok(Ty::Known(target))
             }
+            Expr::Extract { field, expr, .. } => {
+                let unit = field.to_string();
+                self.date_part(Func::Extract, Value::Text(unit), expr)
+            }
             Expr::Substring {
                 expr,
                 substring_from,
@@ -1156,6 +1160,43 @@ impl Compiler<'_> {
         }
     }
 
+    /// `EXTRACT(unit FROM v)`.
+    fn date_part(&mut self, func: Func, unit: Value, v: &Expr) -> Result<Ty> {
+        self.push_const(unit);
+        self.date_part_of(func, v)
+    }
+
+    /// The value argument of EXTRACT / date_part (the unit is pushed):
+    /// a DATE or TIMESTAMP, an untyped literal read as a timestamp.
+    fn date_part_of(&mut self, func: Func, v: &Expr) -> Result<Ty> {
+        let t = self.expr(v)?;
+        let t = match t {
+            Ty::Known(DataType::Date | DataType::Timestamp) => t,
+            Ty::Known(other) => {
+                let name = if func == Func::Extract {
+                    "pg_catalog.extract"
+                } else {
+                    "date_part"
+                };
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!("function {name}(unknown, {other}) does not exist"),
+                )
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            }
+            t => self.coerce(t, Some(DataType::Timestamp))?,
+        };
+        let _ = t;
+        self.emit(Op::Call { func, nargs: 2 });
+        Ok(Ty::Known(match func {
+            Func::Extract => DataType::Numeric {
+                precision: 0,
+                scale: 0,
+            },
+            _ => DataType::Double,
+        }))
+    }
+
     fn function(&mut self, whole: &Expr, f: &sqlparser::ast::Function) -> Result<Ty> {
         let name = f.name.to_string().to_lowercase();
         if f.over.is_some() || f.filter.is_some() {
@@ -1206,6 +1247,11 @@ impl Compiler<'_> {
             // What clients read to learn the server (PostgreSQL-compatible
             // prefix, as drivers parse it).
             return Ok(self.push_const(Value::Text(crate::SERVER_VERSION.to_string())));
+        }
+        if let (Some(Func::DatePart), [unit, v]) = (Func::by_name(&name), args.as_slice()) {
+            let t = self.expr(unit)?;
+            self.coerce(t, Some(DataType::Text))?;
+            return self.date_part_of(Func::DatePart, v);
         }
         let func = Func::by_name(&name).ok_or_else(|| {
             Error::new(

@@ -251,6 +251,7 @@ fn output_name(e: &Expr) -> String {
         Expr::Nested(e) => output_name(e),
         Expr::Substring { shorthand, .. } => if *shorthand { "substr" } else { "substring" }.into(),
         Expr::Case { .. } => "case".into(),
+        Expr::Extract { .. } => "extract".into(),
         Expr::Exists { .. } => "exists".into(),
         // A scalar subquery is named after its one column.
         Expr::Subquery(q) => match q.body.as_ref() {
