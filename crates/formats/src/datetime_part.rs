@@ -139,6 +139,29 @@ fn timestamp_part(field: &str, micros: i64) -> Result<Part> {
     })
 }
 
+/// `timestamp + interval` of (months, days, µs), as PostgreSQL adds
+/// them: months first (the day of month clamped to the month's end),
+/// then days, then time.
+pub fn add_interval(micros: i64, months: i64, days: i64, time: i64) -> Result<i64> {
+    let overflow = || Error::sql(SqlState::DATETIME_FIELD_OVERFLOW, "timestamp out of range");
+    let t = timestamp_of(micros)?;
+    let t = match months {
+        0 => Some(t),
+        m if m > 0 => {
+            t.checked_add_months(chrono::Months::new(m.try_into().map_err(|_| overflow())?))
+        }
+        m => t.checked_sub_months(chrono::Months::new(
+            m.unsigned_abs().try_into().map_err(|_| overflow())?,
+        )),
+    }
+    .ok_or_else(overflow)?;
+    let base = t.and_utc().timestamp_micros();
+    days.checked_mul(MICROS_PER_DAY)
+        .and_then(|d| base.checked_add(d))
+        .and_then(|b| b.checked_add(time))
+        .ok_or_else(overflow)
+}
+
 /// `EXTRACT` (`numeric`) or `date_part` of `v` (a DATE or TIMESTAMP).
 pub fn part(field: &Value, v: &Value, numeric: bool) -> Result<Value> {
     let Value::Text(field) = field else {

@@ -45,10 +45,13 @@ pub enum Func {
     Extract,
     /// `date_part('field', v)`: DOUBLE PRECISION.
     DatePart,
+    /// `timestamp ± interval` (timestamp, months, days, µs): months
+    /// first, the day clamped to the month's end, then days, then time.
+    AddInterval,
 }
 
 impl Func {
-    const ALL: [Func; 18] = [
+    const ALL: [Func; 19] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -67,6 +70,7 @@ impl Func {
         Func::Ltrim,
         Func::Extract,
         Func::DatePart,
+        Func::AddInterval,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -77,6 +81,7 @@ impl Func {
             Func::Coalesce | Func::Greatest | Func::Least => 1..=u8::MAX as usize,
             Func::Round => 1..=2,
             Func::Substr => 2..=3,
+            Func::AddInterval => 4..=4,
             Func::NullIf | Func::Extract | Func::DatePart => 2..=2,
             Func::Abs
             | Func::Lower
@@ -916,6 +921,18 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
                 }
                 v => return Err(bad(v)),
             })
+        }
+        Func::AddInterval => {
+            arity(4)?;
+            let (Value::Timestamp(t), Some(months), Some(days), Some(micros)) = (
+                &args[0],
+                args[1].as_i64(),
+                args[2].as_i64(),
+                args[3].as_i64(),
+            ) else {
+                return Err(bad(&args[0]));
+            };
+            crate::datetime_part::add_interval(*t, months, days, micros).map(Value::Timestamp)
         }
         Func::Extract | Func::DatePart => {
             arity(2)?;

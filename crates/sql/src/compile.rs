@@ -724,6 +724,9 @@ impl Compiler<'_> {
                 | BinaryOperator::GtEq
                 | BinaryOperator::StringConcat
         );
+        if let Some(ty) = self.interval_arithmetic(left, op, right)? {
+            return Ok(ty);
+        }
         let lt = self.expr(left)?;
         let l_char = is_char(lt);
         let lt = if textual { self.text_operand(lt) } else { lt };
@@ -1158,6 +1161,52 @@ impl Compiler<'_> {
             }
             FunctionArguments::Subquery(_) => Err(unsupported("subqueries")),
         }
+    }
+
+    /// `date|timestamp ± INTERVAL '…'` and `INTERVAL '…' + date|timestamp`
+    /// (`crate::interval`); `None` if neither side is an interval.
+    fn interval_arithmetic(
+        &mut self,
+        left: &Expr,
+        op: &BinaryOperator,
+        right: &Expr,
+    ) -> Result<Option<Ty>> {
+        let (base, iv, minus) = match (left, op, right) {
+            (b, BinaryOperator::Plus, Expr::Interval(iv)) => (b, iv, false),
+            (b, BinaryOperator::Minus, Expr::Interval(iv)) => (b, iv, true),
+            (Expr::Interval(iv), BinaryOperator::Plus, b) => (b, iv, false),
+            _ => return Ok(None),
+        };
+        let mut parts = crate::interval::of_expr(iv)?;
+        if minus {
+            parts = parts.negated();
+        }
+        match self.expr(base)? {
+            Ty::Known(DataType::Timestamp) => {}
+            Ty::Known(DataType::Date) => {
+                self.emit(Op::Cast(DataType::Timestamp));
+            }
+            t @ (Ty::Literal(_) | Ty::Param(_)) => {
+                self.coerce(t, Some(DataType::Timestamp))?;
+            }
+            t => {
+                let name = t.data_type().map_or("unknown".into(), |d| d.to_string());
+                let sign = if minus { "-" } else { "+" };
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!("operator does not exist: {name} {sign} interval"),
+                )
+                .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
+            }
+        }
+        for v in [parts.months, parts.days, parts.micros] {
+            self.push_const(Value::BigInt(v));
+        }
+        self.emit(Op::Call {
+            func: Func::AddInterval,
+            nargs: 4,
+        });
+        Ok(Some(Ty::Known(DataType::Timestamp)))
     }
 
     /// `EXTRACT(unit FROM v)`.

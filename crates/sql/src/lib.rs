@@ -11,6 +11,7 @@
 //! - [`sequence_ddl`]: CREATE / DROP SEQUENCE, SERIAL and identity columns.
 //! - [`alter_column`]: ALTER TABLE … ADD / DROP COLUMN (a table rewrite).
 //! - [`index_ddl`]: CREATE [UNIQUE] INDEX / DROP INDEX.
+//! - [`interval`]: interval literals in date and timestamp arithmetic.
 //! - [`scope`]: name resolution of columns over one or more tables.
 //! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
 //!   with static types and literal coercion.
@@ -40,6 +41,7 @@ pub mod ddl;
 pub mod dml;
 pub mod dml_placement;
 pub mod index_ddl;
+pub mod interval;
 pub mod join;
 pub mod limits;
 pub mod maintenance;

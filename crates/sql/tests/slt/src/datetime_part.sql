@@ -21,3 +21,12 @@ SELECT extract(hour from d) FROM ev;
 SELECT extract(foo from t) FROM ev;
 SELECT date_part('foo', d) FROM ev;
 SELECT extract(year from id) FROM ev;
+-- Interval literals in date and timestamp arithmetic.
+SELECT date '2024-01-31' + interval '1 day', date '2024-01-31' + interval '1 month', timestamp '2024-03-31 10:00' - interval '1 month';
+SELECT timestamp '2024-01-31 23:30' + interval '1 year 2 mons 3 days 04:05:06.5', interval '2 hours' + timestamp '2024-01-01 23:00';
+SELECT '2024-01-01'::date - interval '1 week', timestamp '2024-01-01' + interval '2' hour, date '2024-01-01' + interval '@ 1 day ago';
+SELECT id, t + interval '1 month', d - interval '1 year' FROM ev ORDER BY id;
+SELECT count(*) FROM ev WHERE t >= timestamp '2024-01-01' - interval '1 day';
+SELECT count(*) FROM ev WHERE d + interval '30 days' > date '2024-03-01';
+SELECT 5 + interval '1 day';
+SELECT date '2024-01-01' + interval '1 fortnight';
