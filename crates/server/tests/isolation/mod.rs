@@ -72,6 +72,17 @@ impl Target {
         }
     }
 
+    /// [`Target::new`] whose ndpdb sessions run every statement they can
+    /// on the device (`ndp = on` from the startup packet); PostgreSQL has
+    /// no such setting and runs as usual.
+    pub async fn on_device(name: &str) -> Target {
+        let mut t = Target::new(name).await;
+        if !t.postgres {
+            t.conninfo.push_str(" options='-c ndp=on'");
+        }
+        t
+    }
+
     pub fn is_postgres(&self) -> bool {
         self.postgres
     }
