@@ -14,6 +14,7 @@
 //! - [`target`]: embedded ndpdb, an ndpdb server or PostgreSQL as the target.
 //! - [`lock_violation`]: host transactions at a fixed rate beside a bulk FOR UPDATE + UPDATE (lock violation).
 //! - [`sltbench`]: shared-lock-table latency, host and device side.
+//! - [`tpcc`]: TPC-C: schema, loader, the five transactions, consistency conditions 1–4.
 //! - [`zipf`]: YCSB's scrambled Zipfian key chooser.
 //! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
 //! - [`report`]: latency histograms and the figures every run prints.
@@ -35,5 +36,6 @@ pub mod recovery;
 pub mod report;
 pub mod sltbench;
 pub mod target;
+pub mod tpcc;
 pub mod ycsb;
 pub mod zipf;

@@ -157,6 +157,9 @@ pub enum Bench {
     /// Host-only full-table UPDATEs of tables of several sizes, sizes
     /// alternating: does the time grow linearly with the rows?
     BulkUpdate(crate::bulk_update::BulkUpdateArgs),
+    /// TPC-C: load, the standard mix for a fixed time, consistency
+    /// conditions 1–4; targets side by side.
+    Tpcc(crate::tpcc::TpccArgs),
     /// YCSB-C on the host with an analytic query every few seconds, the
     /// query on the host and then on the device; throughput over time.
     HtapRead {
@@ -969,6 +972,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
         Bench::Recovery(args) => crate::recovery::run(args),
         Bench::LockViolation(args) => crate::lock_violation::run(args),
         Bench::BulkUpdate(args) => crate::bulk_update::run(args),
+        Bench::Tpcc(args) => crate::tpcc::run(args),
         Bench::Hostile(run) => {
             println!(
                 "settings: {} records, YCSB-C, {} well-formed clients, {} attackers, {} s per run, seed {}, IN list of {} keys",

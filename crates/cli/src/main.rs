@@ -11,6 +11,7 @@ mod recovery;
 mod slt_links;
 mod sql;
 mod targets;
+mod tpcc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
