@@ -112,3 +112,28 @@ fn a_failed_block_with_a_savepoint_recovers_with_rollback_to() {
     s.execute("INSERT INTO t VALUES (12, 12); COMMIT").unwrap();
     assert_eq!(sum_count(&mut s), ("28".into(), "5".into()));
 }
+
+#[test]
+fn read_only_transactions_refuse_writes_and_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config()).unwrap();
+    let mut s = load(&db, 3);
+    s.execute("BEGIN READ ONLY").unwrap();
+    let p = s.prepare("INSERT INTO t (k, v) VALUES ($1, $2)").unwrap();
+    let e = s
+        .insert_rows(&p, vec![vec![Value::Int(9), Value::BigInt(9)]], &|_, e| e)
+        .unwrap_err();
+    assert_eq!(e.code, SqlState("25006"));
+    assert_eq!(
+        e.message,
+        "cannot execute COPY FROM in a read-only transaction"
+    );
+    s.execute("ROLLBACK").unwrap();
+    s.execute("SET default_transaction_read_only = on").unwrap();
+    let e = s.execute("UPDATE t SET v = 0").unwrap_err();
+    assert_eq!(
+        e.message,
+        "cannot execute UPDATE in a read-only transaction"
+    );
+    assert_eq!(sum_count(&mut s), ("6".into(), "3".into()));
+}

@@ -434,6 +434,9 @@ impl Session {
         let PreparedKind::Insert(plan) = &p.kind else {
             return Err(Error::new(SqlState::INTERNAL_ERROR, "not an INSERT"));
         };
+        if self.read_only_now() {
+            self.guarded(|_| Err(crate::read_only::refused("COPY FROM")))?;
+        }
         let mut n = 0;
         self.in_transaction(|tx| {
             n = plan.insert_rows(tx, rows, on_error)?;
