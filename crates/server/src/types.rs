@@ -259,7 +259,7 @@ fn put_binary(buf: &mut BytesMut, v: &Value) {
 
 /// NUMERIC in PostgreSQL's binary form: base-10000 digits around the
 /// decimal point, leading and trailing zero groups stripped.
-fn put_numeric(buf: &mut BytesMut, d: Decimal) {
+pub fn put_numeric(buf: &mut BytesMut, d: Decimal) {
     let sign = if d.mantissa < 0 {
         NUMERIC_NEG
     } else {
@@ -307,7 +307,8 @@ fn put_numeric(buf: &mut BytesMut, d: Decimal) {
     }
 }
 
-fn decode_numeric(bytes: &[u8]) -> Result<Decimal, Error> {
+/// NUMERIC from PostgreSQL's binary form, bounds-checked.
+pub fn decode_numeric(bytes: &[u8]) -> Result<Decimal, Error> {
     let word = |i: usize| -> Result<u16, Error> {
         bytes
             .get(i * 2..i * 2 + 2)

@@ -198,7 +198,7 @@ impl ToSql for Arg<'_> {
                     Value::BigInt(i) => Decimal::from_i64(*i),
                     _ => return Err(mismatch(v, ty)),
                 };
-                encode_numeric(d, out);
+                ndpdb_server::types::put_numeric(out, d);
                 Ok(IsNull::No)
             }
             Type::TIMESTAMP | Type::TIMESTAMPTZ => match v {
@@ -242,85 +242,6 @@ fn mismatch(v: &Value, ty: &Type) -> BoxError {
     format!("cannot send {v:?} as {ty}").into()
 }
 
-/// NUMERIC's binary form: ndigits, weight, sign, dscale (each 16 bits),
-/// then base-10000 digits from the most significant.
-fn encode_numeric(d: Decimal, out: &mut BytesMut) {
-    let negative = d.mantissa < 0;
-    let digits = d.mantissa.unsigned_abs().to_string();
-    let scale = d.scale as usize;
-    let digits = if digits.len() <= scale {
-        format!("{}{digits}", "0".repeat(scale + 1 - digits.len()))
-    } else {
-        digits
-    };
-    let (int_part, frac_part) = digits.split_at(digits.len() - scale);
-    let int_pad = (4 - int_part.len() % 4) % 4;
-    let int_part = format!("{}{int_part}", "0".repeat(int_pad));
-    let frac_pad = (4 - frac_part.len() % 4) % 4;
-    let frac_part = format!("{frac_part}{}", "0".repeat(frac_pad));
-    let group = |s: &str| -> Vec<i16> {
-        s.as_bytes()
-            .chunks(4)
-            .map(|c| std::str::from_utf8(c).unwrap_or("0").parse().unwrap_or(0))
-            .collect()
-    };
-    let mut groups = group(&int_part);
-    let mut weight = groups.len() as i16 - 1;
-    groups.extend(group(&frac_part));
-    // Leading and trailing zero groups are implied by the weight and count.
-    while groups.first() == Some(&0) {
-        groups.remove(0);
-        weight -= 1;
-    }
-    while groups.last() == Some(&0) {
-        groups.pop();
-    }
-    if groups.is_empty() {
-        weight = 0;
-    }
-    out.put_i16(groups.len() as i16);
-    out.put_i16(weight);
-    out.put_u16(if negative && !groups.is_empty() {
-        0x4000
-    } else {
-        0
-    });
-    out.put_u16(d.scale as u16);
-    for g in groups {
-        out.put_i16(g);
-    }
-}
-
-fn decode_numeric(raw: &[u8]) -> Result<Decimal, BoxError> {
-    let field = |i: usize| -> Result<u16, BoxError> {
-        raw.get(i * 2..i * 2 + 2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]))
-            .ok_or_else(|| "short NUMERIC".into())
-    };
-    let ndigits = field(0)? as usize;
-    let weight = field(1)? as i16 as i32;
-    let sign = field(2)?;
-    let dscale = field(3)? as i32;
-    if sign == 0xC000 {
-        return Err("NUMERIC NaN".into());
-    }
-    let mut acc: i128 = 0;
-    for i in 0..ndigits {
-        acc = acc * 10_000 + field(4 + i)? as i128;
-    }
-    // acc is the value times 10^(4 · (ndigits − 1 − weight)).
-    let acc_scale = 4 * (ndigits as i32 - 1 - weight);
-    let mantissa = if ndigits == 0 {
-        0
-    } else if acc_scale >= dscale {
-        acc / 10i128.pow((acc_scale - dscale) as u32)
-    } else {
-        acc * 10i128.pow((dscale - acc_scale) as u32)
-    };
-    let mantissa = if sign == 0x4000 { -mantissa } else { mantissa };
-    Ok(Decimal::new(mantissa, dscale as u8))
-}
-
 /// A result cell decoded from its binary form.
 struct Cell(Value);
 
@@ -333,7 +254,7 @@ impl<'a> FromSql<'a> for Cell {
             Type::INT8 => Value::BigInt(i64::from_sql(ty, raw)?),
             Type::FLOAT4 => Value::Double(f32::from_sql(ty, raw)? as f64),
             Type::FLOAT8 => Value::Double(f64::from_sql(ty, raw)?),
-            Type::NUMERIC => Value::Numeric(decode_numeric(raw)?),
+            Type::NUMERIC => Value::Numeric(ndpdb_server::types::decode_numeric(raw)?),
             Type::TIMESTAMP | Type::TIMESTAMPTZ => {
                 Value::Timestamp(i64::from_sql(&Type::INT8, raw)? + PG_EPOCH_MICROS)
             }
@@ -358,8 +279,8 @@ mod tests {
 
     fn round_trip(m: i128, scale: u8) {
         let mut out = BytesMut::new();
-        encode_numeric(Decimal::new(m, scale), &mut out);
-        let back = decode_numeric(&out).unwrap();
+        ndpdb_server::types::put_numeric(&mut out, Decimal::new(m, scale));
+        let back = ndpdb_server::types::decode_numeric(&out).unwrap();
         assert_eq!((back.mantissa, back.scale), (m, scale), "{m} scale {scale}");
     }
 
@@ -383,7 +304,7 @@ mod tests {
         }
         // 300000.00 as PostgreSQL sends it: one digit 30, weight 1, dscale 2.
         let mut out = BytesMut::new();
-        encode_numeric(Decimal::new(30_000_000, 2), &mut out);
+        ndpdb_server::types::put_numeric(&mut out, Decimal::new(30_000_000, 2));
         assert_eq!(&out[..], &[0, 1, 0, 1, 0, 0, 0, 2, 0, 30]);
     }
 }
