@@ -112,9 +112,32 @@ impl TableState {
         self.indexes.read().clone()
     }
 
-    /// Whether `index` is (still) one of the table's indexes.
+    /// Whether `index` is (still) one of the table's indexes, or the
+    /// primary key's ordered index.
     pub fn has_index(&self, index: &Arc<SecondaryIndex>) -> bool {
         self.indexes.read().iter().any(|i| Arc::ptr_eq(i, index))
+            || self
+                .pk
+                .get()
+                .and_then(PkIndex::ordered_if_built)
+                .is_some_and(|o| Arc::ptr_eq(o, index))
+    }
+
+    /// The primary key in SQL order, as an index named `<table>_pkey`
+    /// (`pk_index/order.rs`): built on the first call; `None` for a
+    /// table without a key.
+    pub fn key_order(&self) -> Result<Option<Arc<SecondaryIndex>>> {
+        let meta = self.meta();
+        let columns = &meta.schema.primary_key;
+        let Some(pk) = self.pk.get().filter(|_| !columns.is_empty()) else {
+            return Ok(None);
+        };
+        let types: Vec<DataType> = columns.iter().map(|&c| self.types[c]).collect();
+        Ok(Some(pk.ordered(
+            &meta.pk_constraint_name(),
+            columns,
+            &types,
+        )?))
     }
 
     /// Whether a secondary index has column `c` in its key.

@@ -5,6 +5,7 @@
 //!  terms `col = v` on every primary-key column       ─► PrimaryKey
 //!  else the index with the longest prefix of `col = v` terms, then a
 //!  range (`<`, `<=`, `>`, `>=`, BETWEEN) on its next column ─► Index
+//!  (the primary key in order counts as one when terms fix a prefix of it)
 //!  else                                               ─► Scan
 //! ```
 //!
@@ -75,7 +76,7 @@ pub fn plan_access(
 }
 
 /// The column a term side names, if it is a column of `scope`.
-fn column_of(e: &Expr, scope: &Scope) -> Option<usize> {
+pub(crate) fn column_of(e: &Expr, scope: &Scope) -> Option<usize> {
     match e {
         Expr::Identifier(id) => scope.resolve(None, &ident_name(id)).ok(),
         Expr::CompoundIdentifier(ids) if ids.len() == 2 => scope
@@ -180,16 +181,19 @@ fn index_access(
     }
     let empty = scope.no_columns();
     let meta = ts.meta();
+    let has = |c: usize, eq: bool| {
+        terms.iter().any(|(col, op, v)| {
+            *col == c && (*op == BinaryOperator::Eq) == eq && compiles(v, &empty)
+        })
+    };
+    // (equality prefix, range on the next column) over `cols`.
+    let fit = |cols: &[usize]| {
+        let prefix = cols.iter().take_while(|&&c| has(c, true)).count();
+        (prefix, cols.get(prefix).is_some_and(|&c| has(c, false)))
+    };
     let mut best: Option<(usize, bool, Arc<SecondaryIndex>)> = None;
     for index in ts.indexes() {
-        let cols = &index.meta.columns;
-        let has = |c: usize, eq: bool| {
-            terms.iter().any(|(col, op, v)| {
-                *col == c && (*op == BinaryOperator::Eq) == eq && compiles(v, &empty)
-            })
-        };
-        let prefix = cols.iter().take_while(|&&c| has(c, true)).count();
-        let range = cols.get(prefix).is_some_and(|&c| has(c, false));
+        let (prefix, range) = fit(&index.meta.columns);
         if prefix == 0 && !range {
             continue;
         }
@@ -198,6 +202,19 @@ fn index_access(
             .is_none_or(|(p, r, _)| (prefix, range) > (*p, *r))
         {
             best = Some((prefix, range, index));
+        }
+    }
+    // The primary key in order serves terms fixing a proper prefix of it
+    // (all of it is a key lookup), when no index serves them better; it
+    // is built on first use (`TableState::key_order`).
+    let (prefix, range) = fit(&meta.schema.primary_key);
+    if prefix > 0
+        && best
+            .as_ref()
+            .is_none_or(|(p, r, _)| (prefix, range) > (*p, *r))
+    {
+        if let Some(order) = ts.key_order()? {
+            best = Some((prefix, range, order));
         }
     }
     let Some((prefix_len, _, index)) = best else {
@@ -276,7 +293,7 @@ pub fn key_prefix(
 }
 
 /// The value each primary-key column gets from a `col = v` term.
-fn pk_terms(
+pub(crate) fn pk_terms(
     ts: &TableState,
     conds: &[Expr],
     scope: &Scope,

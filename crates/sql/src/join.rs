@@ -21,6 +21,7 @@ use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{RecId, Value, Vid};
 
+use crate::join_lookup::KeyLookup;
 use crate::Result;
 
 /// How one table joins the rows before it.
@@ -66,6 +67,9 @@ pub struct JoinStep {
     pub right_width: usize,
     /// Tables joined before this one (the ids a row carries).
     pub left_tables: usize,
+    /// Per-row key lookups instead of the hash join, when the left side
+    /// is small (`join_lookup.rs`).
+    pub lookup: Option<KeyLookup>,
 }
 
 /// A row of the join: its values and the version each table's part came

@@ -40,12 +40,13 @@ use crate::compile::{
 };
 use crate::ddl::table_name;
 use crate::join::{key_of, JoinKind, JoinStep, Joined};
+use crate::join_lookup;
+use crate::ordered_read::{self, KeyOrderRead, TupleRows};
 use crate::output::{Output, ResultColumn};
 use crate::scope::{ident_name, Scope};
 use crate::subquery::{max_placeholder, Bindings, Cte, QueryContext};
 use crate::{Error, Result};
 use ndpdb_formats::agg::{Acc, AggSpec};
-use ndpdb_host::secondary_index::KeyRange;
 use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
@@ -116,6 +117,9 @@ pub struct SelectPlan {
     limit: Option<Program>,
     offset: Option<Program>,
     pub for_update: bool,
+    /// The first rows come in primary-key order: the read stops at
+    /// OFFSET + LIMIT rows (`ordered_read.rs`).
+    key_order_read: Option<KeyOrderRead>,
     /// Where the first source's scan runs, when it goes to the device.
     pub ndp: Option<NdpPlacement>,
     /// Figures of the last offloaded execution (for EXPLAIN ANALYZE).
@@ -339,6 +343,7 @@ pub fn plan_query_in(
         }
     }
     // ORDER BY
+    let mut order_by: Vec<(Expr, bool)> = Vec::new();
     if let Some(ob) = &q.order_by {
         let exprs = match &ob.kind {
             OrderByKind::Expressions(e) => e,
@@ -348,6 +353,14 @@ pub fn plan_query_in(
             let desc = matches!(o.options.sort, Some(sqlparser::ast::OrderBySort::Desc));
             let nulls_first = o.options.nulls_first.unwrap_or(desc);
             let key = resolve_output_ref(&o.expr, &plan.columns, select)?;
+            let sorted_by = match key.and_then(|i| select.projection.get(i)) {
+                Some(SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) => {
+                    Some(e.clone())
+                }
+                Some(_) => None,
+                None => Some(o.expr.clone()),
+            };
+            order_by.extend(sorted_by.map(|e| (e, desc)));
             let key = match key {
                 Some(i) => SortKey::Output(i),
                 None => SortKey::Expr(plan.compile_post(&o.expr, params)?),
@@ -379,6 +392,7 @@ pub fn plan_query_in(
         }
         Some(LimitClause::OffsetCommaLimit { .. }) => return Err(unsupported("LIMIT a, b")),
     }
+    plan.key_order_read = plan.plan_key_order_read(&order_by)?;
     plan.subqueries = ctx.finish();
     Ok(plan)
 }
@@ -708,12 +722,14 @@ fn plan_select(
         let kind = from_items[k].kind;
         let mut left_keys = Vec::new();
         let mut right_keys = Vec::new();
+        let mut pairs = Vec::new();
         let mut residual = Vec::new();
         for c in std::mem::take(&mut step_on[k]) {
             match equi_key(&c, &left_scope, right_scope) {
                 Some((l, r)) => {
                     left_keys.push(compile(l, &left_scope, params)?.0);
                     right_keys.push(compile(r, right_scope, params)?.0);
+                    pairs.push((l.clone(), r.clone()));
                 }
                 None => residual.push(c),
             }
@@ -725,12 +741,25 @@ fn plan_select(
                     Some((l, r)) => {
                         left_keys.push(compile(l, &left_scope, params)?.0);
                         right_keys.push(compile(r, right_scope, params)?.0);
+                        pairs.push((l.clone(), r.clone()));
                     }
                     None => remaining.push(c),
                 }
             }
             rest = remaining;
         }
+        let lookup = match &tables[k].0 {
+            Input::Table(ts) => join_lookup::plan(
+                ts,
+                kind,
+                &pairs,
+                &pushed[k],
+                &left_scope,
+                right_scope,
+                params,
+            )?,
+            Input::Derived(_) => None,
+        };
         let mut joined_scope = left_scope.clone();
         joined_scope
             .columns
@@ -747,6 +776,7 @@ fn plan_select(
             left_width: left_scope.columns.len(),
             right_width: right_scope.columns.len(),
             left_tables: k,
+            lookup,
         });
         left_scope = joined_scope;
     }
@@ -876,6 +906,7 @@ fn plan_select(
         order: Vec::new(),
         distinct,
         limit: None,
+        key_order_read: None,
         offset: None,
         for_update: false,
         ndp: None,
@@ -958,35 +989,95 @@ fn key_prefix_values(prefix: &[Program], params: &[Value]) -> Result<Option<Vec<
 }
 
 fn index_range(ix: &IndexAccess, params: &[Value]) -> Result<Option<Vec<Vid>>> {
-    let mut prefix = Vec::with_capacity(ix.prefix.len());
-    for p in &ix.prefix {
-        prefix.push(p.eval(&[], params)?);
+    match ordered_read::key_range(ix, params)? {
+        Some(range) => Ok(ix.index.lookup(&range, (ix.index.len() / 4).max(64))),
+        None => Ok(Some(Vec::new())),
     }
-    let bound = |b: &Option<(Program, bool)>| -> Result<Option<Option<(Value, bool)>>> {
-        match b {
-            None => Ok(Some(None)),
-            Some((p, inclusive)) => match p.eval(&[], params)? {
-                // `col < NULL` holds for no row.
-                Value::Null => Ok(None),
-                v => Ok(Some(Some((v, *inclusive)))),
-            },
-        }
-    };
-    let (Some(lower), Some(upper)) = (bound(&ix.lower)?, bound(&ix.upper)?) else {
-        return Ok(Some(Vec::new()));
-    };
-    if prefix.iter().any(Value::is_null) {
-        return Ok(Some(Vec::new()));
-    }
-    let range = KeyRange {
-        prefix,
-        lower,
-        upper,
-    };
-    Ok(ix.index.lookup(&range, (ix.index.len() / 4).max(64)))
 }
 
 impl SelectPlan {
+    /// Whether the first rows may be read in primary-key order, stopping
+    /// at the LIMIT (`ordered_read.rs`).
+    fn plan_key_order_read(&self, order_by: &[(Expr, bool)]) -> Result<Option<KeyOrderRead>> {
+        let [src] = &self.sources[..] else {
+            return Ok(None);
+        };
+        let Some(table) = src.table() else {
+            return Ok(None);
+        };
+        if self.limit.is_none()
+            || self.agg.is_some()
+            || self.distinct
+            || self.filter.is_some()
+            || !self.row_filter.is_empty()
+            || order_by.len() != self.order.len()
+        {
+            return Ok(None);
+        }
+        let is_key_order = match (&src.access, table.key_order()?) {
+            (Access::Index(ix), Some(order)) => Arc::ptr_eq(&ix.index, &order),
+            _ => false,
+        };
+        Ok(ordered_read::plan(
+            &src.access,
+            is_key_order,
+            order_by,
+            &self.input_scope,
+        ))
+    }
+
+    /// OFFSET + LIMIT with `params`, when the plan reads in key order.
+    fn key_order_take(&self, params: &[Value]) -> Result<Option<(KeyOrderRead, usize)>> {
+        let Some(read) = self.key_order_read else {
+            return Ok(None);
+        };
+        let count = |p: &Option<Program>| -> Result<Option<usize>> {
+            match p {
+                None => Ok(Some(0)),
+                Some(p) => Ok(p
+                    .eval(&[], params)?
+                    .as_i64()
+                    .and_then(|n| usize::try_from(n).ok())),
+            }
+        };
+        // A NULL or bad LIMIT reads everything (and fails where it did).
+        match (count(&self.limit)?, count(&self.offset)?) {
+            (Some(l), Some(o)) => Ok(Some((read, l.saturating_add(o)))),
+            _ => Ok(None),
+        }
+    }
+
+    /// The first source's first `take` rows in key order, when the plan
+    /// reads so.
+    fn read_in_key_order(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+    ) -> Result<Option<(TupleRows, usize)>> {
+        let Some((read, take)) = self.key_order_take(params)? else {
+            return Ok(None);
+        };
+        let src = &self.sources[0];
+        let (Some(table), Access::Index(ix)) = (src.table(), &src.access) else {
+            return Ok(None);
+        };
+        if !table.has_index(&ix.index) {
+            return Ok(None);
+        }
+        match key_prefix_values(&src.key_prefix, params)? {
+            Some(prefix) => tx.read_key_prefix(table, &prefix)?,
+            None => tx.read_predicate(table)?,
+        }
+        let keep = |row: &[Value]| -> Result<bool> {
+            match &src.filter {
+                Some(f) => Ok(f.eval_predicate(row, params)?),
+                None => Ok(true),
+            }
+        };
+        let rows = ordered_read::read(tx, table, ix, read, take, params, keep)?;
+        Ok(Some((rows, take)))
+    }
+
     /// Compiles an ORDER BY expression over the projection's input.
     fn compile_post(&mut self, e: &Expr, params: &mut Vec<Option<DataType>>) -> Result<Program> {
         match &mut self.agg {
@@ -1079,6 +1170,17 @@ impl SelectPlan {
 
     /// Rows after FROM, WHERE and FOR UPDATE.
     fn joined_rows(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Joined>> {
+        self.joined_rows_reading(tx, params, true)
+    }
+
+    /// [`Self::joined_rows`]; `in_key_order`: the first rows may come from
+    /// a key-order read that stops at the LIMIT.
+    fn joined_rows_reading(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+        in_key_order: bool,
+    ) -> Result<Vec<Joined>> {
         let Some(first) = self.sources.first() else {
             return Ok(vec![Joined {
                 values: Vec::new(),
@@ -1088,10 +1190,23 @@ impl SelectPlan {
         let device = self.device_scan(tx, params)?;
         // Rows an in-storage SELECT … FOR UPDATE returned are locked already.
         let locked_on_device = device.is_some() && self.for_update;
+        let ordered = match device.is_none() && in_key_order {
+            true => self.read_in_key_order(tx, params)?,
+            false => None,
+        };
+        // FOR UPDATE after a read that stopped early: how many it needs.
+        let needed = ordered
+            .as_ref()
+            .filter(|(rows, take)| rows.len() == *take)
+            .map(|(_, take)| *take);
+        let first_rows = match ordered {
+            Some((rows, _)) => rows,
+            None if device.is_some() => Vec::new(),
+            None => self.read_source(tx, first, params)?,
+        };
         let mut rows: Vec<Joined> = match device {
             Some(rows) => rows,
-            None => self
-                .read_source(tx, first, params)?
+            None => first_rows
                 .into_iter()
                 .map(|(vid, rid, values)| Joined {
                     values,
@@ -1100,7 +1215,15 @@ impl SelectPlan {
                 .collect(),
         };
         for (k, step) in self.joins.iter().enumerate() {
-            let right = self.read_source(tx, &self.sources[k + 1], params)?;
+            let src = &self.sources[k + 1];
+            if let (Some(lookup), Some(table)) = (&step.lookup, src.table()) {
+                if lookup.worthwhile(table, rows.len()) {
+                    let filter = src.filter.as_ref();
+                    rows = lookup.run(tx, step, table, filter, rows, params)?;
+                    continue;
+                }
+            }
+            let right = self.read_source(tx, src, params)?;
             rows = step.run(rows, &right, params)?;
         }
         if let Some(f) = &self.filter {
@@ -1136,6 +1259,10 @@ impl SelectPlan {
                         ids: r.ids,
                     });
                 }
+            }
+            // Rows changed under a read that stopped early: read them all.
+            if needed.is_some_and(|n| locked.len() < n) {
+                return self.joined_rows_reading(tx, params, false);
             }
             rows = locked;
         }
@@ -1523,6 +1650,15 @@ impl SelectPlan {
                 "  {access} on {name} [{side}]{}",
                 if src.filter.is_some() { " filter" } else { "" }
             ));
+            if i == 0 && self.key_order_read.is_some() {
+                lines.push("    in key order, stopping at the LIMIT".into());
+            }
+            if let Some(lookup) = i.checked_sub(1).and_then(|k| self.joins[k].lookup.as_ref()) {
+                lines.push(format!(
+                    "    or a lookup in {} per joined row, when they are few",
+                    lookup.index
+                ));
+            }
             if let Input::Derived(plan) = &src.input {
                 lines.extend(plan.explain().into_iter().map(|l| format!("    {l}")));
             }
@@ -1737,6 +1873,7 @@ pub fn plan_filter(
         order: Vec::new(),
         distinct: false,
         limit: None,
+        key_order_read: None,
         offset: None,
         for_update: false,
         ndp: None,

@@ -36,19 +36,25 @@
 mod files;
 mod keys;
 mod mapped;
+mod order;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
 
 use ndpdb_formats::codec::Writer;
-use ndpdb_formats::{Error, Result, TableId, Value, Vid};
+use ndpdb_formats::{DataType, Error, Result, TableId, Value, Vid};
+
+use crate::catalog::IndexMeta;
+use crate::secondary_index::SecondaryIndex;
 
 pub use files::{read_manifest, write_manifest};
 use keys::Keys;
 use mapped::MappedIndex;
+pub use order::decode_key;
+use order::KeyOrder;
 
 /// The index of one table.
 #[derive(Default)]
@@ -59,6 +65,9 @@ pub struct PkIndex {
     /// A lookup found the base file damaged: checkpoints write no manifest
     /// until the next open rebuilds the index from the heads.
     broken: AtomicBool,
+    /// The keys in SQL order, once a key-prefix lookup asked for them
+    /// ([`PkIndex::ordered`]); every key added later goes there too.
+    order: OnceLock<KeyOrder>,
 }
 
 #[derive(Default)]
@@ -111,7 +120,7 @@ pub fn encode_key(values: &[&Value]) -> Vec<u8> {
 }
 
 /// Not a tag [`Value::key_bytes`] writes.
-const INTEGRAL_TAG: u8 = 0x49;
+pub(crate) const INTEGRAL_TAG: u8 = 0x49;
 
 impl PkIndex {
     pub fn get(&self, key: &[u8]) -> Result<Option<Vid>> {
@@ -140,6 +149,7 @@ impl PkIndex {
         let v = alloc();
         p.delta.set(&key, v);
         self.dirty.store(true, Ordering::Release);
+        self.order_add(&key, v)?;
         Ok((v, true))
     }
 
@@ -148,8 +158,69 @@ impl PkIndex {
         if self.noting_damage(p.find(&key))? != Some(vid) {
             p.delta.set(&key, vid);
             self.dirty.store(true, Ordering::Release);
+            self.order_add(&key, vid)?;
         }
         Ok(())
+    }
+
+    /// Adds a key to the ordered index, if built (called under the write
+    /// lock of `inner`, so a build sees a key either in the index or here).
+    fn order_add(&self, key: &[u8], vid: Vid) -> Result<()> {
+        match self.order.get() {
+            Some(o) => o.add(key, vid),
+            None => Ok(()),
+        }
+    }
+
+    /// The keys in SQL order as an index named `name` over the key
+    /// columns `columns` (of types `types`): built from every key on the
+    /// first call, while no key is added.
+    pub fn ordered(
+        &self,
+        name: &str,
+        columns: &[usize],
+        types: &[DataType],
+    ) -> Result<Arc<SecondaryIndex>> {
+        if let Some(o) = self.order.get() {
+            return Ok(o.index.clone());
+        }
+        let p = self.inner.write();
+        if let Some(o) = self.order.get() {
+            return Ok(o.index.clone());
+        }
+        let meta = IndexMeta {
+            name: name.to_string(),
+            columns: columns.to_vec(),
+            unique: false,
+        };
+        let order = KeyOrder::new(meta, types.to_vec());
+        let mut keys = Vec::with_capacity(p.delta.len());
+        let mut failed = None;
+        let mut push = |k: &[u8], v: Vid| match order.decode(k) {
+            Ok(key) => keys.push((key, v)),
+            Err(e) => failed = Some(e),
+        };
+        if let Some(b) = &p.base {
+            self.noting_damage(b.for_each(|k, v| {
+                if p.delta.find(k).is_none() {
+                    push(k, v)
+                }
+            }))?;
+        }
+        p.delta.iter().for_each(|(k, v)| push(k, v));
+        if let Some(e) = failed {
+            return self.noting_damage(Err(e));
+        }
+        order.extend(keys);
+        let index = order.index.clone();
+        // Only this call sets it: the write lock is held.
+        let _ = self.order.set(order);
+        Ok(index)
+    }
+
+    /// The ordered index, if a lookup has built it.
+    pub fn ordered_if_built(&self) -> Option<&Arc<SecondaryIndex>> {
+        self.order.get().map(|o| &o.index)
     }
 
     /// One past the largest VID the index names: the VID allocator of its
@@ -158,6 +229,16 @@ impl PkIndex {
         let p = self.inner.read();
         let base = p.base.as_ref().map_or(0, |b| b.vid_bound());
         base.max(p.delta.vid_bound())
+    }
+
+    /// Keys in the index (a key the delta gave another VID counts twice).
+    pub fn len(&self) -> u64 {
+        let p = self.inner.read();
+        p.base.as_ref().map_or(0, |b| b.len()) + p.delta.len() as u64
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Keys in the mapped base file (the rest are in memory).

@@ -93,10 +93,13 @@ pub struct KeyRange {
     pub upper: Option<(Value, bool)>,
 }
 
+/// An entry: a key and the tuple with it.
+type Entry = (Vec<Part>, Vid);
+
 /// A secondary index of one table.
 pub struct SecondaryIndex {
     pub meta: IndexMeta,
-    entries: RwLock<BTreeSet<(Vec<Part>, Vid)>>,
+    entries: RwLock<BTreeSet<Entry>>,
 }
 
 impl SecondaryIndex {
@@ -128,6 +131,26 @@ impl SecondaryIndex {
         }
     }
 
+    /// Records that tuple `vid` has key `key` (the index's key columns).
+    pub fn add_key(&self, key: Vec<Value>, vid: Vid) {
+        let entry = (Self::parts(key), vid);
+        if !self.entries.read().contains(&entry) {
+            self.entries.write().insert(entry);
+        }
+    }
+
+    /// Records many keys at once.
+    pub fn extend_keys(&self, keys: Vec<(Vec<Value>, Vid)>) {
+        let new = keys.into_iter().map(|(k, v)| (Self::parts(k), v));
+        let mut entries = self.entries.write();
+        if entries.is_empty() {
+            // Built in bulk from sorted entries.
+            *entries = new.collect();
+        } else {
+            entries.extend(new);
+        }
+    }
+
     /// Entries in the index (all keys, stale ones included).
     pub fn len(&self) -> usize {
         self.entries.read().len()
@@ -140,6 +163,39 @@ impl SecondaryIndex {
     /// The tuples whose entries fall in `range`, each once; `None` when
     /// more than `limit` entries do (a scan is cheaper then).
     pub fn lookup(&self, range: &KeyRange, limit: usize) -> Option<Vec<Vid>> {
+        let Some(bounds) = Self::bounds(range) else {
+            return Some(Vec::new());
+        };
+        let entries = self.entries.read();
+        let mut vids = Vec::new();
+        for (_, vid) in entries.range(bounds) {
+            if vids.len() >= limit {
+                return None;
+            }
+            vids.push(*vid);
+        }
+        vids.sort_unstable();
+        vids.dedup();
+        Some(vids)
+    }
+
+    /// The entries' tuples in `range` in key order (backwards when
+    /// `descending`), a tuple once per entry.
+    pub fn lookup_in_order(&self, range: &KeyRange, descending: bool) -> Vec<Vid> {
+        let Some(bounds) = Self::bounds(range) else {
+            return Vec::new();
+        };
+        let entries = self.entries.read();
+        let found = entries.range(bounds).map(|(_, vid)| *vid);
+        if descending {
+            found.rev().collect()
+        } else {
+            found.collect()
+        }
+    }
+
+    /// The BTreeSet bounds of `range`; `None` when it is empty.
+    fn bounds(range: &KeyRange) -> Option<(Bound<Entry>, Bound<Entry>)> {
         let mut lo: Vec<Part> = range.prefix.iter().cloned().map(Part::V).collect();
         let mut hi = lo.clone();
         match &range.lower {
@@ -162,20 +218,7 @@ impl SecondaryIndex {
             }
         };
         let lower = Bound::Included((lo, Vid(0)));
-        if !bounds_ordered(&lower, &upper) {
-            return Some(Vec::new());
-        }
-        let entries = self.entries.read();
-        let mut vids = Vec::new();
-        for (_, vid) in entries.range((lower, upper)) {
-            if vids.len() >= limit {
-                return None;
-            }
-            vids.push(*vid);
-        }
-        vids.sort_unstable();
-        vids.dedup();
-        Some(vids)
+        bounds_ordered(&lower, &upper).then_some((lower, upper))
     }
 
     /// The other tuples `key` names (for a UNIQUE check).
@@ -192,7 +235,7 @@ impl SecondaryIndex {
 }
 
 /// Whether a BTreeSet range from `lower` to `upper` is well formed.
-fn bounds_ordered(lower: &Bound<(Vec<Part>, Vid)>, upper: &Bound<(Vec<Part>, Vid)>) -> bool {
+fn bounds_ordered(lower: &Bound<Entry>, upper: &Bound<Entry>) -> bool {
     match (lower, upper) {
         (Bound::Included(l), Bound::Included(u)) => l <= u,
         (Bound::Included(l), Bound::Excluded(u)) => l < u,
@@ -269,6 +312,27 @@ mod tests {
             Vec::<u64>::new()
         );
         assert_eq!(vids(&ix, &[4], None, None), Vec::<u64>::new());
+    }
+
+    #[test]
+    fn ordered_lookups_follow_the_key_both_ways() {
+        let ix = index();
+        let r = |lower: Option<i32>| KeyRange {
+            prefix: vec![Value::Int(1)],
+            lower: lower.map(|v| (Value::Int(v), true)),
+            upper: None,
+        };
+        let ids = |v: Vec<Vid>| v.into_iter().map(|v| v.0).collect::<Vec<_>>();
+        // (1,1)=0, (1,2)=1, (1,3)=2, (1,NULL)=10: NULL sorts last.
+        assert_eq!(ids(ix.lookup_in_order(&r(None), false)), vec![0, 1, 2, 10]);
+        assert_eq!(ids(ix.lookup_in_order(&r(None), true)), vec![10, 2, 1, 0]);
+        assert_eq!(ids(ix.lookup_in_order(&r(Some(2)), false)), vec![1, 2, 10]);
+        let empty = KeyRange {
+            prefix: vec![],
+            lower: Some((Value::Int(3), false)),
+            upper: Some((Value::Int(1), true)),
+        };
+        assert!(ix.lookup_in_order(&empty, false).is_empty());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 pub mod bank;
 pub mod hermitage;
+pub mod queue;
 pub mod savepoints;
 pub mod write_skew;
 

@@ -1,0 +1,73 @@
+-- The primary key in order: terms that fix a prefix of a composite key
+-- (and a range on its next column) read the rows of that prefix through
+-- the key's ordered index (`<table>_pkey`), also after deletes, inserts,
+-- key-changing updates and rollbacks. The expected answers are
+-- PostgreSQL 15's (scripts/slt-from-postgres.py over src/key_order.sql).
+
+CREATE TABLE k_digits (v INT);
+INSERT INTO k_digits VALUES (0), (1), (2), (3), (4), (5), (6), (7), (8), (9);
+CREATE TABLE k_ol (w INT, d INT, o INT, n INT, amt NUMERIC(6,2), note TEXT, PRIMARY KEY (w, d, o, n));
+INSERT INTO k_ol SELECT 1 + a.v % 2, 1 + b.v, 1 + c.v * 10 + a.v, 1 + e.v % 5, (a.v * 7 + b.v * 3 + c.v + e.v) / 4.0, 'r' || a.v || b.v || c.v || e.v FROM k_digits a, k_digits b, k_digits c, k_digits e WHERE e.v < 5;
+SELECT count(*) FROM k_ol;
+SELECT sum(amt), count(*) FROM k_ol WHERE w = 1 AND d = 3 AND o = 7;
+SELECT o, n, amt FROM k_ol WHERE w = 2 AND d = 4 AND o = 22 ORDER BY n;
+SELECT count(*), min(o), max(o) FROM k_ol WHERE w = 2 AND d = 3;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3 AND o >= 10 AND o < 30;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3 AND o > 10 AND o <= 30;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3 AND o BETWEEN 10 AND 30;
+SELECT count(*) FROM k_ol WHERE 3 = d AND w = 2 AND 30 >= o AND 10 < o;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3 AND o = 1.5;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3 AND o < 2.5;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = '3' AND o < 12.5;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3::bigint AND o < 12;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3.0 AND o < 12;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = NULL;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3 AND o < NULL;
+SELECT count(*) FROM k_ol WHERE w = 3;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o DESC, n DESC LIMIT 3;
+SELECT min(o) FROM k_ol WHERE w = 1 AND d = 5;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o, n LIMIT 4;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o DESC LIMIT 2 OFFSET 3;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 AND n = 3 ORDER BY o LIMIT 3;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 AND amt > 3 ORDER BY w, d, o DESC, n DESC LIMIT 3;
+SELECT o AS x, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY x DESC, 2 DESC LIMIT 2;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o, n DESC LIMIT 3;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY n, o LIMIT 3;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o LIMIT 0;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o LIMIT NULL OFFSET 48;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o LIMIT -1;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 AND o > 80 ORDER BY o, n LIMIT 100;
+SELECT o FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o LIMIT 1 FOR UPDATE;
+DELETE FROM k_ol WHERE w = 1 AND d = 2 AND o < 30;
+SELECT o FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o LIMIT 1 FOR UPDATE;
+SELECT o, n FROM k_ol WHERE w = 1 AND d = 2 ORDER BY o DESC, n DESC LIMIT 3;
+DELETE FROM k_ol WHERE w = 2 AND d = 3 AND o = 12;
+SELECT count(*) FROM k_ol WHERE w = 2 AND d = 3 AND o >= 10 AND o < 30;
+INSERT INTO k_ol VALUES (2, 3, 12, 9, 1, 'back'), (2, 3, 500, 1, 2, 'new');
+INSERT INTO k_ol VALUES (2, 3, 12, 9, 1, 'again');
+SELECT o, n, note FROM k_ol WHERE w = 2 AND d = 3 AND o >= 12 AND o < 14 ORDER BY o, n;
+SELECT o, n, note FROM k_ol WHERE w = 2 AND d = 3 AND o > 100;
+UPDATE k_ol SET o = 600 WHERE w = 2 AND d = 3 AND o = 500;
+SELECT o, n, note FROM k_ol WHERE w = 2 AND d = 3 AND o > 100;
+UPDATE k_ol SET amt = amt + 1 WHERE w = 1 AND d = 1 AND o = 1;
+SELECT n, amt FROM k_ol WHERE w = 1 AND d = 1 AND o = 1 ORDER BY n;
+BEGIN;
+INSERT INTO k_ol VALUES (1, 9, 700, 1, 0, 'gone');
+DELETE FROM k_ol WHERE w = 1 AND d = 9 AND o < 5;
+SELECT count(*), max(o) FROM k_ol WHERE w = 1 AND d = 9;
+ROLLBACK;
+SELECT count(*), max(o) FROM k_ol WHERE w = 1 AND d = 9;
+SELECT w, d, count(*) FROM k_ol WHERE w = 1 AND d IN (2, 4) GROUP BY w, d ORDER BY d;
+SELECT a.o, a.n, b.v FROM k_ol a JOIN k_digits b ON b.v = a.n WHERE a.w = 1 AND a.d = 7 AND a.o = 51 ORDER BY a.n;
+SELECT (SELECT count(*) FROM k_ol x WHERE x.w = 1 AND x.d = b.v + 1) FROM k_digits b WHERE b.v < 3 ORDER BY b.v;
+CREATE TABLE k_text (a TEXT, b DATE, c INT, PRIMARY KEY (a, b, c));
+INSERT INTO k_text VALUES ('x', '2024-01-01', 1), ('x', '2024-01-02', 2), ('x', '2024-02-01', 3), ('y', '2024-01-01', 4), ('xx', '2024-01-01', 5);
+SELECT c FROM k_text WHERE a = 'x' ORDER BY c;
+SELECT c FROM k_text WHERE a = 'x' AND b >= '2024-01-02' ORDER BY c;
+SELECT c FROM k_text WHERE a = 'x' AND b < DATE '2024-01-02' ORDER BY c;
+SELECT c FROM k_text WHERE a = 'x' AND b = '2024-02-01';
+DELETE FROM k_text WHERE a = 'x' AND b > '2024-01-01';
+SELECT c FROM k_text WHERE a = 'x' ORDER BY c;
+DROP TABLE k_text;
+DROP TABLE k_ol;
+DROP TABLE k_digits;
