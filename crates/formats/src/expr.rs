@@ -48,10 +48,16 @@ pub enum Func {
     /// `timestamp ± interval` (timestamp, months, days, µs): months
     /// first, the day clamped to the month's end, then days, then time.
     AddInterval,
+    /// `ascii(text)`: the first character's code point (0 for '').
+    Ascii,
+    /// `chr(int)`: the character of a code point.
+    Chr,
+    /// `strpos(text, text)` / `position(a IN b)`: 1-based, 0 if absent.
+    Strpos,
 }
 
 impl Func {
-    const ALL: [Func; 19] = [
+    const ALL: [Func; 22] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -71,6 +77,9 @@ impl Func {
         Func::Extract,
         Func::DatePart,
         Func::AddInterval,
+        Func::Ascii,
+        Func::Chr,
+        Func::Strpos,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -82,7 +91,7 @@ impl Func {
             Func::Round => 1..=2,
             Func::Substr => 2..=3,
             Func::AddInterval => 4..=4,
-            Func::NullIf | Func::Extract | Func::DatePart => 2..=2,
+            Func::NullIf | Func::Extract | Func::DatePart | Func::Strpos => 2..=2,
             Func::Abs
             | Func::Lower
             | Func::Upper
@@ -92,6 +101,8 @@ impl Func {
             | Func::Trim
             | Func::Rtrim
             | Func::Ltrim
+            | Func::Ascii
+            | Func::Chr
             | Func::SpnScore => 1..=1,
         }
     }
@@ -115,6 +126,9 @@ impl Func {
             "ltrim" => Func::Ltrim,
             "spn_score" => Func::SpnScore,
             "date_part" => Func::DatePart,
+            "ascii" => Func::Ascii,
+            "chr" => Func::Chr,
+            "strpos" => Func::Strpos,
             _ => return None,
         })
     }
@@ -944,6 +958,47 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
                 Value::Bytea(b) => Ok(Value::Double(crate::udf::spn_score(b)?)),
                 v => Err(bad(v)),
             }
+        }
+        Func::Ascii => {
+            arity(1)?;
+            match &args[0] {
+                Value::Text(s) => Ok(Value::Int(s.chars().next().map_or(0, |c| c as i32))),
+                v => Err(bad(v)),
+            }
+        }
+        Func::Chr => {
+            arity(1)?;
+            let code = args[0].as_i64().ok_or_else(|| bad(&args[0]))?;
+            match code {
+                0 => Err(Error::sql(
+                    SqlState::PROGRAM_LIMIT_EXCEEDED,
+                    "null character not permitted",
+                )),
+                c if c < 0 => Err(Error::sql(
+                    SqlState::INVALID_PARAMETER_VALUE,
+                    "character number must be positive",
+                )),
+                c => u32::try_from(c)
+                    .ok()
+                    .and_then(char::from_u32)
+                    .map(|ch| Value::Text(ch.to_string()))
+                    .ok_or_else(|| {
+                        Error::sql(
+                            SqlState::PROGRAM_LIMIT_EXCEEDED,
+                            format!("requested character too large for encoding: {c}"),
+                        )
+                    }),
+            }
+        }
+        Func::Strpos => {
+            arity(2)?;
+            let (Value::Text(s), Value::Text(sub)) = (&args[0], &args[1]) else {
+                return Err(bad(&args[0]));
+            };
+            Ok(Value::Int(match s.find(sub.as_str()) {
+                Some(at) => s[..at].chars().count() as i32 + 1,
+                None => 0,
+            }))
         }
         Func::Substr => {
             if !(2..=3).contains(&args.len()) {

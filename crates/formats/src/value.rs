@@ -506,7 +506,7 @@ impl Value {
         })
     }
 
-    fn as_decimal(&self) -> Option<Decimal> {
+    pub fn as_decimal(&self) -> Option<Decimal> {
         match self {
             Value::Int(v) => Some(Decimal::from_i64(*v as i64)),
             Value::BigInt(v) => Some(Decimal::from_i64(*v)),

@@ -640,6 +640,11 @@ impl Database {
     }
 
     /// A sequence's definition.
+    /// The names of every sequence, in order.
+    pub fn sequence_names(&self) -> Vec<String> {
+        self.inner.sequences.names()
+    }
+
     pub fn sequence(&self, name: &str) -> Option<SequenceMeta> {
         self.inner.sequences.get(name)
     }

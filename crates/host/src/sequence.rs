@@ -91,6 +91,11 @@ impl Sequences {
         self.seqs.lock().contains_key(name)
     }
 
+    /// The sequences' names, in order.
+    pub fn names(&self) -> Vec<String> {
+        self.seqs.lock().keys().cloned().collect()
+    }
+
     pub fn get(&self, name: &str) -> Option<SequenceMeta> {
         self.seqs.lock().get(name).map(|s| s.meta.clone())
     }

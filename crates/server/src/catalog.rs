@@ -1,8 +1,10 @@
 //! The catalog questions psql asks (DESIGN.md §11): `\dt` and `\d` list
 //! the tables, `\d NAME` describes one (columns, types, NOT NULL, the
-//! primary key). ndpdb has no `pg_catalog` schema: it recognises psql's
-//! (PostgreSQL 15) queries by what they select, and answers any other
-//! catalog query with a clear 0A000 instead of a confusing parse error.
+//! primary key). psql's (PostgreSQL 15) queries use functions and
+//! operators ndpdb's SQL lacks, so they are recognised by what they
+//! select and answered here; any other catalog query goes to the engine,
+//! which answers the `pg_catalog` and `information_schema` relations
+//! from its catalog (`ndpdb_sql::row_source::system`).
 //!
 //! ```text
 //!  \dt [pattern]  ─► SELECT n.nspname as "Schema", c.relname as "Name", …
@@ -20,7 +22,7 @@
 //! became `.*` and `?` became `.`; those two and literal characters are
 //! what the matcher here understands.
 
-use ndpdb_formats::{DataType, SqlState, Value};
+use ndpdb_formats::{DataType, Value};
 use ndpdb_host::catalog::Identity;
 use ndpdb_host::{Database, TableMeta};
 use ndpdb_sql::{Error, Output, ResultColumn};
@@ -37,13 +39,9 @@ pub fn answer(db: &Database, sql: &str) -> Option<Result<Output, Error>> {
         && lower.contains("as \"name\"")
         && lower.contains("c.relkind in (");
     if !lists_relations {
-        if let Some(answer) = describe(db, sql, &lower) {
-            return Some(Ok(answer));
-        }
-        return Some(Err(Error::new(
-            SqlState::FEATURE_NOT_SUPPORTED,
-            "this catalog query is not supported: ndpdb answers psql's \\d, \\dt and \\d NAME",
-        )));
+        // Anything else goes to the engine, which has the catalog's
+        // relations (sql/src/row_source/system.rs).
+        return describe(db, sql, &lower).map(Ok);
     }
     let kinds = lower
         .split_once("c.relkind in (")

@@ -208,7 +208,7 @@ pub fn contains_aggregate(e: &Expr) -> bool {
 }
 
 /// The result type of a numeric operation on two known types.
-fn numeric_result(a: DataType, b: DataType) -> Option<DataType> {
+pub(crate) fn numeric_result(a: DataType, b: DataType) -> Option<DataType> {
     use DataType::*;
     let rank = |t: DataType| match t {
         Int => Some(0),
@@ -373,6 +373,21 @@ impl Compiler<'_> {
         {
             return Some(i);
         }
+        // The same expression written another way (`substring(x, 1, 1)`
+        // and `substring(x from 1 for 1)`, `LOWER(x)` and `lower(x)`)
+        // compiles to the same program.
+        if !matches!(
+            strip_nested(e),
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Value(_)
+        ) && !crate::ddl::has_subquery(e)
+        {
+            let mut probe = self.params.clone();
+            if let Ok((p, _)) = compile(e, &agg.input, &mut probe) {
+                if let Some(i) = agg.group_programs.iter().position(|g| *g == p) {
+                    return Some(i);
+                }
+            }
+        }
         // `t.x` and `x` name the same grouped column.
         let column = |e: &Expr| match strip_nested(e) {
             Expr::Identifier(id) => agg.input.resolve(None, &ident_name(id)).ok(),
@@ -481,14 +496,21 @@ impl Compiler<'_> {
                 .cloned()
                 .unwrap_or_default();
             // Resolve to give the right error for unknown columns first.
-            if let Err(e) = input.resolve(table, name) {
-                return self.outer_column(input, table, name, e);
-            }
+            let i = match input.resolve(table, name) {
+                Ok(i) => i,
+                Err(e) => return self.outer_column(input, table, name, e),
+            };
+            // Named with its table, as PostgreSQL names it.
+            let owner = &input.columns[i].table;
+            let shown = match table {
+                Some(t) => format!("{t}.{name}"),
+                None if !owner.is_empty() => format!("{owner}.{name}"),
+                None => name.to_string(),
+            };
             return Err(Error::new(
                 SqlState::GROUPING_ERROR,
                 format!(
-                    "column \"{}\" must appear in the GROUP BY clause or be used in an aggregate function",
-                    table.map_or(name.to_string(), |t| format!("{t}.{name}"))
+                    "column \"{shown}\" must appear in the GROUP BY clause or be used in an aggregate function"
                 ),
             ));
         }
@@ -1052,6 +1074,19 @@ impl Compiler<'_> {
                 }
                 Ok(Ty::Known(target))
             }
+            Expr::Position { expr, r#in } => {
+                // position(a IN b) is strpos(b, a).
+                for e in [r#in, expr] {
+                    let t = self.expr(e)?;
+                    let t = self.text_operand(t);
+                    self.coerce(t, Some(DataType::Text))?;
+                }
+                self.emit(Op::Call {
+                    func: Func::Strpos,
+                    nargs: 2,
+                });
+                Ok(Ty::Known(DataType::Int))
+            }
             Expr::Extract { field, expr, .. } => {
                 let unit = field.to_string();
                 self.date_part(Func::Extract, Value::Text(unit), expr)
@@ -1064,7 +1099,9 @@ impl Compiler<'_> {
                 ..
             } => {
                 let name = if *shorthand { "substr" } else { "substring" };
+                // A CHAR(n) value is text without its trailing blanks.
                 let t = self.expr(expr)?;
+                let t = self.text_operand(t);
                 if substring_from.is_none() && substring_for.is_none()
                     || matches!(t, Ty::Known(d) if !matches!(d, DataType::Text | DataType::Varchar(_)))
                 {
@@ -1302,6 +1339,10 @@ impl Compiler<'_> {
             self.coerce(t, Some(DataType::Text))?;
             return self.date_part_of(Func::DatePart, v);
         }
+        if let ("mod", [a, b]) = (name.as_str(), args.as_slice()) {
+            // mod(a, b) is a % b, of the same types.
+            return self.binary(a, &BinaryOperator::Modulo, b);
+        }
         let func = Func::by_name(&name).ok_or_else(|| {
             Error::new(
                 SqlState::UNDEFINED_FUNCTION,
@@ -1313,7 +1354,14 @@ impl Compiler<'_> {
             let t = self.expr(a)?;
             let textual = matches!(
                 func,
-                Func::Lower | Func::Upper | Func::Trim | Func::Rtrim | Func::Ltrim | Func::Length
+                Func::Lower
+                    | Func::Upper
+                    | Func::Trim
+                    | Func::Rtrim
+                    | Func::Ltrim
+                    | Func::Length
+                    | Func::Ascii
+                    | Func::Strpos
             ) || (func == Func::Substr && i == 0);
             tys.push(if textual { self.text_operand(t) } else { t });
         }
@@ -1326,11 +1374,23 @@ impl Compiler<'_> {
                 }
                 DataType::Text
             }
-            Func::Length => {
+            Func::Length | Func::Ascii => {
                 if let Some(t) = tys.first() {
                     self.coerce(*t, Some(DataType::Text))?;
                 }
                 DataType::Int
+            }
+            Func::Strpos => {
+                for t in &tys {
+                    self.coerce(*t, Some(DataType::Text))?;
+                }
+                DataType::Int
+            }
+            Func::Chr => {
+                if let Some(t) = tys.first() {
+                    self.coerce(*t, Some(DataType::Int))?;
+                }
+                DataType::Text
             }
             Func::SpnScore => {
                 if let Some(t) = tys.first() {

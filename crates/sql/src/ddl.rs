@@ -330,7 +330,7 @@ pub fn check_default(db: &Database, e: &Expr) -> Result<()> {
     }
 }
 
-fn has_subquery(e: &Expr) -> bool {
+pub(crate) fn has_subquery(e: &Expr) -> bool {
     use sqlparser::ast::{Visit, Visitor};
     struct Find(bool);
     impl Visitor for Find {

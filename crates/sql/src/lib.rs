@@ -52,6 +52,7 @@ pub mod output;
 pub mod placement;
 pub mod query;
 pub mod read_only;
+pub mod row_source;
 pub mod scope;
 pub mod sequence_ddl;
 pub mod session;

@@ -43,6 +43,7 @@ use crate::join::{key_of, JoinKind, JoinStep, Joined};
 use crate::join_lookup;
 use crate::ordered_read::{self, KeyOrderRead, TupleRows};
 use crate::output::{Output, ResultColumn};
+use crate::row_source::{self, RowSource};
 use crate::scope::{ident_name, Scope};
 use crate::subquery::{max_placeholder, Bindings, Cte, QueryContext};
 use crate::{Error, Result};
@@ -61,6 +62,9 @@ pub enum Input {
     Table(Arc<TableState>),
     /// A subquery in FROM or a `WITH` query: its rows, once per execution.
     Derived(Box<SelectPlan>),
+    /// VALUES, a set-returning function or a catalog relation
+    /// (`row_source/`): rows made when the statement runs.
+    Rows(Box<RowSource>),
 }
 
 pub struct Source {
@@ -81,7 +85,7 @@ impl Source {
     pub fn table(&self) -> Option<&Arc<TableState>> {
         match &self.input {
             Input::Table(t) => Some(t),
-            Input::Derived(_) => None,
+            Input::Derived(_) | Input::Rows(_) => None,
         }
     }
 }
@@ -203,6 +207,11 @@ fn input_scope(input: &Input, alias: &str, ctx: &Arc<QueryContext>) -> Scope {
             s.add_table(alias, plan.columns.iter().map(|c| (c.name.clone(), c.ty)));
             s
         }
+        Input::Rows(r) => {
+            let mut s = Scope::within(ctx);
+            s.add_table(alias, r.columns.iter().map(|c| (c.name.clone(), c.ty)));
+            s
+        }
     }
 }
 
@@ -319,7 +328,7 @@ pub fn plan_query_in(
     }
     let select = match q.body.as_ref() {
         SetExpr::Select(s) => s.as_ref(),
-        SetExpr::Values(_) => return Err(unsupported("VALUES as a query")),
+        SetExpr::Values(_) => return plan_values_query(q, params, ctx),
         SetExpr::SetOperation { .. } => return Err(unsupported("UNION / INTERSECT / EXCEPT")),
         SetExpr::Query(_) => return Err(unsupported("parenthesized queries")),
         _ => return Err(unsupported("this query form")),
@@ -395,6 +404,46 @@ pub fn plan_query_in(
     plan.key_order_read = plan.plan_key_order_read(&order_by)?;
     plan.subqueries = ctx.finish();
     Ok(plan)
+}
+
+/// A VALUES list as a query: `SELECT * FROM (VALUES …) AS "*VALUES*"`
+/// with the query's ORDER BY, LIMIT and OFFSET.
+fn plan_values_query(
+    q: &Query,
+    params: &mut Vec<Option<DataType>>,
+    ctx: &Arc<QueryContext>,
+) -> Result<SelectPlan> {
+    let template = "SELECT * FROM (VALUES (1)) AS \"*VALUES*\"";
+    let parsed =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, template)
+            .map_err(|e| Error::new(SqlState::INTERNAL_ERROR, e.to_string()))?;
+    let Some(sqlparser::ast::Statement::Query(mut outer)) = parsed.into_iter().next() else {
+        return Err(Error::new(SqlState::INTERNAL_ERROR, "VALUES template"));
+    };
+    let inner = Query {
+        order_by: None,
+        limit_clause: None,
+        ..q.clone()
+    };
+    if let SetExpr::Select(select) = outer.body.as_mut() {
+        if let Some(TableFactor::Derived { subquery, .. }) =
+            select.from.first_mut().map(|f| &mut f.relation)
+        {
+            **subquery = inner;
+        }
+    }
+    outer.order_by = q.order_by.clone();
+    outer.limit_clause = q.limit_clause.clone();
+    plan_query_in(&outer, params, ctx)
+}
+
+/// A name part as written, without its quotes (an unquoted one folds to
+/// lower case).
+fn unquoted(part: &str) -> String {
+    match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+        Some(q) => q.replace("\"\"", "\""),
+        None => part.to_ascii_lowercase(),
+    }
 }
 
 /// `ORDER BY 2` or `ORDER BY alias` → output column index.
@@ -485,9 +534,55 @@ fn plan_from_item(
         TableFactor::Table {
             name,
             alias,
+            args: Some(args),
+            ..
+        } => {
+            let fname = name.to_string().to_ascii_lowercase();
+            let as_name = alias.as_ref().map_or_else(
+                || fname.trim_start_matches("pg_catalog.").to_string(),
+                |a| ident_name(&a.name),
+            );
+            let scope = Scope::within(ctx);
+            let rows = row_source::plan_function(
+                &fname,
+                args,
+                &as_name,
+                &alias_columns(alias),
+                &scope,
+                params,
+            )?;
+            Ok((Input::Rows(Box::new(rows)), as_name))
+        }
+        TableFactor::Table {
+            name,
+            alias,
             args: None,
             ..
         } => {
+            let parts: Vec<String> = name.0.iter().map(|p| p.to_string()).collect();
+            let system = match parts.as_slice() {
+                [schema, rel] => {
+                    row_source::system_relation(Some(&unquoted(schema)), &unquoted(rel))
+                }
+                [rel] if ctx.ctes().iter().all(|c| c.name != unquoted(rel)) => {
+                    row_source::system_relation(None, &unquoted(rel))
+                }
+                _ => None,
+            };
+            if let Some(rows) = system {
+                let rel = parts.last().map(|p| unquoted(p)).unwrap_or_default();
+                let as_name = alias.as_ref().map_or(rel, |a| ident_name(&a.name));
+                return Ok((Input::Rows(Box::new(rows)), as_name));
+            }
+            if let [schema, rel] = parts.as_slice() {
+                let schema = unquoted(schema);
+                if schema == "information_schema" || schema == "pg_catalog" {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_TABLE,
+                        format!("relation \"{schema}.{}\" does not exist", unquoted(rel)),
+                    ));
+                }
+            }
             let tname = table_name(name)?;
             let as_name = alias
                 .as_ref()
@@ -525,6 +620,20 @@ fn plan_from_item(
             };
             let as_name = ident_name(&a.name);
             let columns = alias_columns(alias);
+            if let (SetExpr::Values(values), None, None) = (
+                subquery.body.as_ref(),
+                &subquery.order_by,
+                &subquery.limit_clause,
+            ) {
+                let rows = row_source::plan_values(
+                    values,
+                    &as_name,
+                    &columns,
+                    &Scope::within(ctx),
+                    params,
+                )?;
+                return Ok((Input::Rows(Box::new(rows)), as_name));
+            }
             let input = plan_derived(ctx.db(), subquery, &as_name, &columns, ctx.ctes(), params)?;
             Ok((input, as_name))
         }
@@ -758,7 +867,7 @@ fn plan_select(
                 right_scope,
                 params,
             )?,
-            Input::Derived(_) => None,
+            Input::Derived(_) | Input::Rows(_) => None,
         };
         let mut joined_scope = left_scope.clone();
         joined_scope
@@ -787,7 +896,7 @@ fn plan_select(
                 plan_access(ts, &pushed[i], &scopes[i], params)?,
                 key_prefix(ts, &pushed[i], &scopes[i], params)?,
             ),
-            Input::Derived(_) => (Access::Scan, Vec::new()),
+            Input::Derived(_) | Input::Rows(_) => (Access::Scan, Vec::new()),
         };
         let filter = match and_all(pushed[i].clone()) {
             Some(e) => Some(compile_predicate(&e, &scopes[i], params)?),
@@ -1105,6 +1214,14 @@ impl SelectPlan {
                 let txn = params.last().cloned().unwrap_or(Value::Null);
                 let bound = plan.subqueries.bind(tx, params, &[], txn)?;
                 for row in plan.rows(tx, &bound)? {
+                    if keep(&row)? {
+                        out.push((Vid(0), RecId::NULL, row));
+                    }
+                }
+                return Ok(out);
+            }
+            Input::Rows(r) => {
+                for row in r.rows(tx.database(), params)? {
                     if keep(&row)? {
                         out.push((Vid(0), RecId::NULL, row));
                     }
@@ -1639,12 +1756,13 @@ impl SelectPlan {
         for (i, src) in self.sources.iter().enumerate() {
             let access = match &src.input {
                 Input::Derived(_) => "Subquery Scan".to_string(),
+                Input::Rows(r) => r.explain().to_string(),
                 Input::Table(_) => src.access.explain(),
             };
             let side = if on_device(i) { "device" } else { "host" };
             let name = match &src.input {
                 Input::Table(t) => t.meta().name.clone(),
-                Input::Derived(_) => src.alias.clone(),
+                Input::Derived(_) | Input::Rows(_) => src.alias.clone(),
             };
             lines.push(format!(
                 "  {access} on {name} [{side}]{}",

@@ -344,6 +344,16 @@ impl Session {
         stmt: &Statement,
         param_types: &mut Vec<Option<DataType>>,
     ) -> Result<Option<PreparedKind>> {
+        // The catalog relations name the database the client connected to.
+        let database = self.database_name.clone();
+        crate::row_source::with_catalog_name(&database, || self.plan_dml_named(stmt, param_types))
+    }
+
+    fn plan_dml_named(
+        &mut self,
+        stmt: &Statement,
+        param_types: &mut Vec<Option<DataType>>,
+    ) -> Result<Option<PreparedKind>> {
         Ok(Some(match stmt {
             Statement::Query(q) => {
                 let mut plan = plan_query(&self.db, q, param_types)?;

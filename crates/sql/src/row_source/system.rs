@@ -1,0 +1,981 @@
+//! The system catalog as relations, answered from ndpdb's own catalog
+//! when a statement runs: the `information_schema` views tools read
+//! (tables, columns, table_constraints, key_column_usage, schemata) and
+//! the `pg_catalog` tables drivers join (pg_namespace, pg_class,
+//! pg_attribute, pg_type, pg_index, pg_constraint, pg_database, and the
+//! views pg_tables and pg_indexes).
+//!
+//! ```text
+//!  schema public (OID 2200)           tables: OID 16384 + table id
+//!  schema pg_catalog (OID 11)         a table's key index: OID 1,016,384 + 1000 × id
+//!  types: PostgreSQL's OIDs (int4 23, varchar 1043, numeric 1700, …)
+//! ```
+//!
+//! Columns and values follow PostgreSQL 15 for what ndpdb has (user
+//! tables in `public`, primary keys, NOT NULL, defaults, secondary
+//! indexes); relations list ndpdb's own tables, not the catalog's, and
+//! the `pg_catalog` tables carry the columns drivers read, not all of
+//! PostgreSQL's. The NOT NULL columns show as CHECK constraints in
+//! `table_constraints`, as in PostgreSQL 15.
+
+use std::sync::Arc;
+
+use ndpdb_formats::{DataType, Value};
+use ndpdb_host::catalog::{Identity, TableMeta};
+use ndpdb_host::Database;
+
+use crate::output::ResultColumn;
+
+/// The OID of a user table (as psql's `\d` shows it too).
+pub const FIRST_OID: i64 = 16_384;
+const PUBLIC_OID: i64 = 2200;
+const PG_CATALOG_OID: i64 = 11;
+const OWNER_OID: i64 = 10;
+
+/// A catalog relation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SystemTable {
+    Tables,
+    Columns,
+    TableConstraints,
+    KeyColumnUsage,
+    Schemata,
+    PgNamespace,
+    PgClass,
+    PgAttribute,
+    PgType,
+    PgIndex,
+    PgConstraint,
+    PgDatabase,
+    PgTables,
+    PgIndexes,
+}
+
+use DataType::{BigInt, Bool, Double, Int, Text};
+
+impl SystemTable {
+    /// The relation `schema.name` names (no schema: `pg_catalog`'s).
+    pub fn find(schema: Option<&str>, name: &str) -> Option<SystemTable> {
+        use SystemTable::*;
+        let info = match name {
+            "tables" => Tables,
+            "columns" => Columns,
+            "table_constraints" => TableConstraints,
+            "key_column_usage" => KeyColumnUsage,
+            "schemata" => Schemata,
+            _ => PgNamespace,
+        };
+        let pg = match name {
+            "pg_namespace" => Some(PgNamespace),
+            "pg_class" => Some(PgClass),
+            "pg_attribute" => Some(PgAttribute),
+            "pg_type" => Some(PgType),
+            "pg_index" => Some(PgIndex),
+            "pg_constraint" => Some(PgConstraint),
+            "pg_database" => Some(PgDatabase),
+            "pg_tables" => Some(PgTables),
+            "pg_indexes" => Some(PgIndexes),
+            _ => None,
+        };
+        match schema {
+            Some("information_schema") if info != PgNamespace => Some(info),
+            Some("pg_catalog") | None => pg,
+            _ => None,
+        }
+    }
+
+    fn column_list(self) -> &'static [(&'static str, DataType)] {
+        use SystemTable::*;
+        match self {
+            Tables => &[
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("table_type", Text),
+                ("self_referencing_column_name", Text),
+                ("reference_generation", Text),
+                ("user_defined_type_catalog", Text),
+                ("user_defined_type_schema", Text),
+                ("user_defined_type_name", Text),
+                ("is_insertable_into", Text),
+                ("is_typed", Text),
+                ("commit_action", Text),
+            ],
+            Columns => &[
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("column_name", Text),
+                ("ordinal_position", Int),
+                ("column_default", Text),
+                ("is_nullable", Text),
+                ("data_type", Text),
+                ("character_maximum_length", Int),
+                ("character_octet_length", Int),
+                ("numeric_precision", Int),
+                ("numeric_precision_radix", Int),
+                ("numeric_scale", Int),
+                ("datetime_precision", Int),
+                ("interval_type", Text),
+                ("interval_precision", Int),
+                ("character_set_catalog", Text),
+                ("character_set_schema", Text),
+                ("character_set_name", Text),
+                ("collation_catalog", Text),
+                ("collation_schema", Text),
+                ("collation_name", Text),
+                ("domain_catalog", Text),
+                ("domain_schema", Text),
+                ("domain_name", Text),
+                ("udt_catalog", Text),
+                ("udt_schema", Text),
+                ("udt_name", Text),
+                ("scope_catalog", Text),
+                ("scope_schema", Text),
+                ("scope_name", Text),
+                ("maximum_cardinality", Int),
+                ("dtd_identifier", Text),
+                ("is_self_referencing", Text),
+                ("is_identity", Text),
+                ("identity_generation", Text),
+                ("identity_start", Text),
+                ("identity_increment", Text),
+                ("identity_maximum", Text),
+                ("identity_minimum", Text),
+                ("identity_cycle", Text),
+                ("is_generated", Text),
+                ("generation_expression", Text),
+                ("is_updatable", Text),
+            ],
+            TableConstraints => &[
+                ("constraint_catalog", Text),
+                ("constraint_schema", Text),
+                ("constraint_name", Text),
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("constraint_type", Text),
+                ("is_deferrable", Text),
+                ("initially_deferred", Text),
+                ("enforced", Text),
+                ("nulls_distinct", Text),
+            ],
+            KeyColumnUsage => &[
+                ("constraint_catalog", Text),
+                ("constraint_schema", Text),
+                ("constraint_name", Text),
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("column_name", Text),
+                ("ordinal_position", Int),
+                ("position_in_unique_constraint", Int),
+            ],
+            Schemata => &[
+                ("catalog_name", Text),
+                ("schema_name", Text),
+                ("schema_owner", Text),
+                ("default_character_set_catalog", Text),
+                ("default_character_set_schema", Text),
+                ("default_character_set_name", Text),
+                ("sql_path", Text),
+            ],
+            PgNamespace => &[
+                ("oid", BigInt),
+                ("nspname", Text),
+                ("nspowner", BigInt),
+                ("nspacl", Text),
+            ],
+            PgClass => &[
+                ("oid", BigInt),
+                ("relname", Text),
+                ("relnamespace", BigInt),
+                ("reltype", BigInt),
+                ("reloftype", BigInt),
+                ("relowner", BigInt),
+                ("relam", BigInt),
+                ("relfilenode", BigInt),
+                ("reltablespace", BigInt),
+                ("relpages", Int),
+                ("reltuples", Double),
+                ("relallvisible", Int),
+                ("reltoastrelid", BigInt),
+                ("relhasindex", Bool),
+                ("relisshared", Bool),
+                ("relpersistence", Text),
+                ("relkind", Text),
+                ("relnatts", Int),
+                ("relchecks", Int),
+                ("relhasrules", Bool),
+                ("relhastriggers", Bool),
+                ("relhassubclass", Bool),
+                ("relrowsecurity", Bool),
+                ("relforcerowsecurity", Bool),
+                ("relispopulated", Bool),
+                ("relreplident", Text),
+                ("relispartition", Bool),
+                ("relrewrite", BigInt),
+            ],
+            PgAttribute => &[
+                ("attrelid", BigInt),
+                ("attname", Text),
+                ("atttypid", BigInt),
+                ("attlen", Int),
+                ("attnum", Int),
+                ("attndims", Int),
+                ("atttypmod", Int),
+                ("attbyval", Bool),
+                ("attnotnull", Bool),
+                ("atthasdef", Bool),
+                ("attidentity", Text),
+                ("attgenerated", Text),
+                ("attisdropped", Bool),
+                ("attislocal", Bool),
+                ("attinhcount", Int),
+                ("attcollation", BigInt),
+            ],
+            PgType => &[
+                ("oid", BigInt),
+                ("typname", Text),
+                ("typnamespace", BigInt),
+                ("typowner", BigInt),
+                ("typlen", Int),
+                ("typbyval", Bool),
+                ("typtype", Text),
+                ("typcategory", Text),
+                ("typispreferred", Bool),
+                ("typisdefined", Bool),
+                ("typdelim", Text),
+                ("typrelid", BigInt),
+                ("typelem", BigInt),
+                ("typarray", BigInt),
+                ("typnotnull", Bool),
+                ("typbasetype", BigInt),
+                ("typtypmod", Int),
+                ("typndims", Int),
+                ("typcollation", BigInt),
+            ],
+            PgIndex => &[
+                ("indexrelid", BigInt),
+                ("indrelid", BigInt),
+                ("indnatts", Int),
+                ("indnkeyatts", Int),
+                ("indisunique", Bool),
+                ("indisprimary", Bool),
+                ("indisexclusion", Bool),
+                ("indimmediate", Bool),
+                ("indisclustered", Bool),
+                ("indisvalid", Bool),
+                ("indisready", Bool),
+                ("indislive", Bool),
+                ("indkey", Text),
+            ],
+            PgConstraint => &[
+                ("oid", BigInt),
+                ("conname", Text),
+                ("connamespace", BigInt),
+                ("contype", Text),
+                ("condeferrable", Bool),
+                ("condeferred", Bool),
+                ("convalidated", Bool),
+                ("conrelid", BigInt),
+                ("contypid", BigInt),
+                ("conindid", BigInt),
+                ("conparentid", BigInt),
+                ("confrelid", BigInt),
+                ("conkey", Text),
+            ],
+            PgDatabase => &[
+                ("oid", BigInt),
+                ("datname", Text),
+                ("datdba", BigInt),
+                ("encoding", Int),
+                ("datistemplate", Bool),
+                ("datallowconn", Bool),
+                ("datconnlimit", Int),
+            ],
+            PgTables => &[
+                ("schemaname", Text),
+                ("tablename", Text),
+                ("tableowner", Text),
+                ("tablespace", Text),
+                ("hasindexes", Bool),
+                ("hasrules", Bool),
+                ("hastriggers", Bool),
+                ("rowsecurity", Bool),
+            ],
+            PgIndexes => &[
+                ("schemaname", Text),
+                ("tablename", Text),
+                ("indexname", Text),
+                ("tablespace", Text),
+                ("indexdef", Text),
+            ],
+        }
+    }
+
+    pub fn columns(self) -> Vec<ResultColumn> {
+        self.column_list()
+            .iter()
+            .map(|(name, ty)| ResultColumn {
+                name: name.to_string(),
+                ty: *ty,
+            })
+            .collect()
+    }
+
+    /// The rows as of now; `catalog` is the database name.
+    pub fn rows(self, db: &Database, catalog: &str) -> Vec<Vec<Value>> {
+        let mut tables = db.tables();
+        tables.sort_by_key(|t| t.id.0);
+        let rows = match self {
+            SystemTable::Tables => tables.iter().map(|t| table_row(t, catalog)).collect(),
+            SystemTable::Columns => tables
+                .iter()
+                .flat_map(|t| (0..t.schema.columns.len()).map(move |c| column_row(t, c, catalog)))
+                .collect(),
+            SystemTable::TableConstraints => constraint_rows(&tables, catalog),
+            SystemTable::KeyColumnUsage => key_column_rows(&tables, catalog),
+            SystemTable::Schemata => ["information_schema", "pg_catalog", "pg_toast", "public"]
+                .iter()
+                .map(|s| {
+                    let owner = if *s == "public" {
+                        "pg_database_owner"
+                    } else {
+                        "postgres"
+                    };
+                    vec![t(catalog), t(s), t(owner), N, N, N, N]
+                })
+                .collect(),
+            SystemTable::PgNamespace => vec![
+                vec![i(PG_CATALOG_OID), t("pg_catalog"), i(OWNER_OID), N],
+                vec![i(PUBLIC_OID), t("public"), i(6171), N],
+            ],
+            SystemTable::PgClass => pg_class_rows(&tables, &db.sequence_names()),
+            SystemTable::PgAttribute => tables
+                .iter()
+                .flat_map(|t| (0..t.schema.columns.len()).map(move |c| attribute_row(t, c)))
+                .collect(),
+            SystemTable::PgType => TYPES.iter().map(type_row).collect(),
+            SystemTable::PgIndex => indexes(&tables).map(index_row).collect(),
+            SystemTable::PgConstraint => tables
+                .iter()
+                .filter(|tb| !tb.schema.primary_key.is_empty())
+                .map(|tb| {
+                    vec![
+                        i(FIRST_OID + 2_000_000 + tb.id.0 as i64),
+                        t(&tb.pk_constraint_name()),
+                        i(PUBLIC_OID),
+                        t("p"),
+                        b(false),
+                        b(false),
+                        b(true),
+                        i(table_oid(tb)),
+                        i(0),
+                        i(index_oid(tb, 0)),
+                        i(0),
+                        i(0),
+                        t(&format!("{{{}}}", attnums(&tb.schema.primary_key, ","))),
+                    ]
+                })
+                .collect(),
+            SystemTable::PgDatabase => vec![vec![
+                i(5),
+                t(catalog),
+                i(OWNER_OID),
+                Value::Int(6),
+                b(false),
+                b(true),
+                Value::Int(-1),
+            ]],
+            SystemTable::PgTables => tables
+                .iter()
+                .map(|tb| {
+                    let indexed = !tb.schema.primary_key.is_empty() || !tb.indexes.is_empty();
+                    vec![
+                        t("public"),
+                        t(&tb.name),
+                        t("postgres"),
+                        N,
+                        b(indexed),
+                        b(false),
+                        b(false),
+                        b(false),
+                    ]
+                })
+                .collect(),
+            SystemTable::PgIndexes => indexes(&tables)
+                .map(|ix| {
+                    let names: Vec<&str> = ix
+                        .columns
+                        .iter()
+                        .map(|&c| ix.table.schema.columns[c].name.as_str())
+                        .collect();
+                    let def = format!(
+                        "CREATE {}INDEX {} ON public.{} USING btree ({})",
+                        if ix.unique { "UNIQUE " } else { "" },
+                        ix.name,
+                        ix.table.name,
+                        names.join(", ")
+                    );
+                    vec![t("public"), t(&ix.table.name), t(&ix.name), N, t(&def)]
+                })
+                .collect(),
+        };
+        rows
+    }
+}
+
+const N: Value = Value::Null;
+
+fn t(s: &str) -> Value {
+    Value::Text(s.to_string())
+}
+
+fn i(v: i64) -> Value {
+    Value::BigInt(v)
+}
+
+fn int(v: Option<i64>) -> Value {
+    v.map_or(Value::Null, |v| Value::Int(v as i32))
+}
+
+fn b(v: bool) -> Value {
+    Value::Bool(v)
+}
+
+fn yes(v: bool) -> Value {
+    t(if v { "YES" } else { "NO" })
+}
+
+fn table_oid(t: &TableMeta) -> i64 {
+    FIRST_OID + t.id.0 as i64
+}
+
+/// The OID of a table's index: `k` 0 is the primary key's, then the
+/// secondary indexes in creation order.
+fn index_oid(t: &TableMeta, k: usize) -> i64 {
+    FIRST_OID + 1_000_000 + 1000 * t.id.0 as i64 + k as i64
+}
+
+/// 1-based column numbers joined by `sep`.
+fn attnums(columns: &[usize], sep: &str) -> String {
+    columns
+        .iter()
+        .map(|c| (c + 1).to_string())
+        .collect::<Vec<_>>()
+        .join(sep)
+}
+
+/// What PostgreSQL's catalog says of a type: OID, name, length, the
+/// information_schema name, category.
+struct TypeInfo {
+    oid: i64,
+    name: &'static str,
+    len: i32,
+    sql: &'static str,
+    category: &'static str,
+}
+
+const TYPES: [TypeInfo; 11] = [
+    TypeInfo {
+        oid: 16,
+        name: "bool",
+        len: 1,
+        sql: "boolean",
+        category: "B",
+    },
+    TypeInfo {
+        oid: 17,
+        name: "bytea",
+        len: -1,
+        sql: "bytea",
+        category: "U",
+    },
+    TypeInfo {
+        oid: 20,
+        name: "int8",
+        len: 8,
+        sql: "bigint",
+        category: "N",
+    },
+    TypeInfo {
+        oid: 23,
+        name: "int4",
+        len: 4,
+        sql: "integer",
+        category: "N",
+    },
+    TypeInfo {
+        oid: 25,
+        name: "text",
+        len: -1,
+        sql: "text",
+        category: "S",
+    },
+    TypeInfo {
+        oid: 701,
+        name: "float8",
+        len: 8,
+        sql: "double precision",
+        category: "N",
+    },
+    TypeInfo {
+        oid: 1042,
+        name: "bpchar",
+        len: -1,
+        sql: "character",
+        category: "S",
+    },
+    TypeInfo {
+        oid: 1043,
+        name: "varchar",
+        len: -1,
+        sql: "character varying",
+        category: "S",
+    },
+    TypeInfo {
+        oid: 1082,
+        name: "date",
+        len: 4,
+        sql: "date",
+        category: "D",
+    },
+    TypeInfo {
+        oid: 1114,
+        name: "timestamp",
+        len: 8,
+        sql: "timestamp without time zone",
+        category: "D",
+    },
+    TypeInfo {
+        oid: 1700,
+        name: "numeric",
+        len: -1,
+        sql: "numeric",
+        category: "N",
+    },
+];
+
+fn type_info(ty: DataType) -> &'static TypeInfo {
+    let name = match ty {
+        DataType::Bool => "bool",
+        DataType::Bytea => "bytea",
+        DataType::BigInt => "int8",
+        DataType::Int => "int4",
+        DataType::Text => "text",
+        DataType::Double => "float8",
+        DataType::Char(_) => "bpchar",
+        DataType::Varchar(_) => "varchar",
+        DataType::Date => "date",
+        DataType::Timestamp => "timestamp",
+        DataType::Numeric { .. } => "numeric",
+    };
+    TYPES.iter().find(|t| t.name == name).unwrap_or(&TYPES[4])
+}
+
+/// PostgreSQL's type modifier of a column type (-1: none).
+fn typmod(ty: DataType) -> i64 {
+    match ty {
+        DataType::Varchar(n) | DataType::Char(n) => n as i64 + 4,
+        DataType::Numeric { precision, scale } if precision > 0 => {
+            ((precision as i64) << 16 | scale as i64) + 4
+        }
+        _ => -1,
+    }
+}
+
+fn type_row(ty: &TypeInfo) -> Vec<Value> {
+    let preferred = matches!(ty.name, "bool" | "text" | "float8");
+    let collation = if ty.category == "S" { 100 } else { 0 };
+    vec![
+        i(ty.oid),
+        t(ty.name),
+        i(PG_CATALOG_OID),
+        i(OWNER_OID),
+        Value::Int(ty.len),
+        b(ty.len > 0),
+        t("b"),
+        t(ty.category),
+        b(preferred),
+        b(true),
+        t(","),
+        i(0),
+        i(0),
+        i(0),
+        b(false),
+        i(0),
+        Value::Int(-1),
+        Value::Int(0),
+        i(collation),
+    ]
+}
+
+fn table_row(tb: &TableMeta, catalog: &str) -> Vec<Value> {
+    vec![
+        t(catalog),
+        t("public"),
+        t(&tb.name),
+        t("BASE TABLE"),
+        N,
+        N,
+        N,
+        N,
+        N,
+        t("YES"),
+        t("NO"),
+        N,
+    ]
+}
+
+/// A default as PostgreSQL shows it: a sequence call names its sequence
+/// as a `regclass`, a string literal carries its cast.
+fn shown_default(expr: &str, ty: DataType) -> String {
+    if let Some(seq) = expr
+        .strip_prefix("nextval('")
+        .and_then(|r| r.strip_suffix("')"))
+    {
+        return format!("nextval('{seq}'::regclass)");
+    }
+    let literal = expr.len() >= 2
+        && expr.starts_with('\'')
+        && expr.ends_with('\'')
+        && !expr[1..expr.len() - 1].replace("''", "").contains('\'');
+    let cast = match ty {
+        DataType::Text => "text",
+        DataType::Varchar(_) => "character varying",
+        DataType::Char(_) => "bpchar",
+        DataType::Date => "date",
+        DataType::Timestamp => "timestamp without time zone",
+        DataType::Bytea => "bytea",
+        _ => return expr.to_string(),
+    };
+    if literal {
+        format!("{expr}::{cast}")
+    } else {
+        expr.to_string()
+    }
+}
+
+fn column_row(tb: &TableMeta, c: usize, catalog: &str) -> Vec<Value> {
+    let col = &tb.schema.columns[c];
+    let info = type_info(col.ty);
+    let default = tb.default_of(c);
+    let identity = default.map_or(Identity::None, |d| d.identity);
+    let shown = match (default, identity) {
+        (Some(d), Identity::None) => t(&shown_default(&d.expr, col.ty)),
+        _ => N,
+    };
+    let (char_max, octets) = match col.ty {
+        DataType::Varchar(n) | DataType::Char(n) => (Some(n as i64), Some(n as i64 * 4)),
+        DataType::Text => (None, Some(1_073_741_824)),
+        _ => (None, None),
+    };
+    let (precision, radix, scale) = match col.ty {
+        DataType::Int => (Some(32), Some(2), Some(0)),
+        DataType::BigInt => (Some(64), Some(2), Some(0)),
+        DataType::Double => (Some(53), Some(2), None),
+        DataType::Numeric { precision: 0, .. } => (None, Some(10), None),
+        DataType::Numeric { precision, scale } => {
+            (Some(precision as i64), Some(10), Some(scale as i64))
+        }
+        _ => (None, None, None),
+    };
+    let datetime = match col.ty {
+        DataType::Date => Some(0),
+        DataType::Timestamp => Some(6),
+        _ => None,
+    };
+    let (is_identity, generation) = match identity {
+        Identity::None => ("NO", N),
+        Identity::Always => ("YES", t("ALWAYS")),
+        Identity::ByDefault => ("YES", t("BY DEFAULT")),
+    };
+    let identity_part = |v: &str| if identity == Identity::None { N } else { t(v) };
+    let nullable = col.nullable && !tb.schema.primary_key.contains(&c);
+    vec![
+        t(catalog),
+        t("public"),
+        t(&tb.name),
+        t(&col.name),
+        Value::Int(c as i32 + 1),
+        shown,
+        yes(nullable),
+        t(info.sql),
+        int(char_max),
+        int(octets),
+        int(precision),
+        int(radix),
+        int(scale),
+        int(datetime),
+        N,
+        N,
+        N,
+        N,
+        N,
+        N,
+        N,
+        N,
+        N,
+        N,
+        N,
+        t(catalog),
+        t("pg_catalog"),
+        t(info.name),
+        N,
+        N,
+        N,
+        N,
+        t(&(c + 1).to_string()),
+        t("NO"),
+        t(is_identity),
+        generation,
+        identity_part("1"),
+        identity_part("1"),
+        identity_part(if col.ty == DataType::BigInt {
+            "9223372036854775807"
+        } else {
+            "2147483647"
+        }),
+        identity_part("1"),
+        t("NO"),
+        t("NEVER"),
+        N,
+        t("YES"),
+    ]
+}
+
+fn constraint_rows(tables: &[Arc<TableMeta>], catalog: &str) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    let row = |tb: &TableMeta, name: &str, kind: &str, nulls: Value| {
+        vec![
+            t(catalog),
+            t("public"),
+            t(name),
+            t(catalog),
+            t("public"),
+            t(&tb.name),
+            t(kind),
+            t("NO"),
+            t("NO"),
+            t("YES"),
+            nulls,
+        ]
+    };
+    for tb in tables {
+        if !tb.schema.primary_key.is_empty() {
+            rows.push(row(tb, &tb.pk_constraint_name(), "PRIMARY KEY", N));
+        }
+        for (c, col) in tb.schema.columns.iter().enumerate() {
+            if !col.nullable || tb.schema.primary_key.contains(&c) {
+                let name = format!("{PUBLIC_OID}_{}_{}_not_null", table_oid(tb), c + 1);
+                rows.push(row(tb, &name, "CHECK", N));
+            }
+        }
+    }
+    rows
+}
+
+fn key_column_rows(tables: &[Arc<TableMeta>], catalog: &str) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    for tb in tables {
+        for (k, &c) in tb.schema.primary_key.iter().enumerate() {
+            rows.push(vec![
+                t(catalog),
+                t("public"),
+                t(&tb.pk_constraint_name()),
+                t(catalog),
+                t("public"),
+                t(&tb.name),
+                t(&tb.schema.columns[c].name),
+                Value::Int(k as i32 + 1),
+                N,
+            ]);
+        }
+    }
+    rows
+}
+
+/// An index of a table: the primary key's or a secondary one.
+struct IndexView<'a> {
+    table: &'a TableMeta,
+    oid: i64,
+    name: String,
+    columns: Vec<usize>,
+    unique: bool,
+    primary: bool,
+}
+
+fn indexes(tables: &[Arc<TableMeta>]) -> impl Iterator<Item = IndexView<'_>> {
+    tables.iter().flat_map(|tb| {
+        let pk = (!tb.schema.primary_key.is_empty()).then(|| IndexView {
+            table: tb,
+            oid: index_oid(tb, 0),
+            name: tb.pk_constraint_name(),
+            columns: tb.schema.primary_key.clone(),
+            unique: true,
+            primary: true,
+        });
+        pk.into_iter()
+            .chain(tb.indexes.iter().enumerate().map(move |(k, ix)| IndexView {
+                table: tb,
+                oid: index_oid(tb, k + 1),
+                name: ix.name.clone(),
+                columns: ix.columns.clone(),
+                unique: ix.unique,
+                primary: false,
+            }))
+    })
+}
+
+fn index_row(ix: IndexView<'_>) -> Vec<Value> {
+    let n = Value::Int(ix.columns.len() as i32);
+    vec![
+        i(ix.oid),
+        i(table_oid(ix.table)),
+        n.clone(),
+        n,
+        b(ix.unique),
+        b(ix.primary),
+        b(false),
+        b(true),
+        b(false),
+        b(true),
+        b(true),
+        b(true),
+        t(&attnums(&ix.columns, " ")),
+    ]
+}
+
+fn pg_class_row(oid: i64, name: &str, kind: &str, natts: usize, has_index: bool) -> Vec<Value> {
+    vec![
+        i(oid),
+        t(name),
+        i(PUBLIC_OID),
+        i(0),
+        i(0),
+        i(OWNER_OID),
+        i(match kind {
+            "i" => 403,
+            "r" => 2,
+            _ => 0,
+        }),
+        i(oid),
+        i(0),
+        Value::Int(0),
+        Value::Double(-1.0),
+        Value::Int(0),
+        i(0),
+        b(has_index),
+        b(false),
+        t("p"),
+        t(kind),
+        Value::Int(natts as i32),
+        Value::Int(0),
+        b(false),
+        b(false),
+        b(false),
+        b(false),
+        b(false),
+        b(true),
+        t(if kind == "r" { "d" } else { "n" }),
+        b(false),
+        i(0),
+    ]
+}
+
+fn pg_class_rows(tables: &[Arc<TableMeta>], sequences: &[String]) -> Vec<Vec<Value>> {
+    let mut rows = Vec::new();
+    for (k, name) in sequences.iter().enumerate() {
+        rows.push(pg_class_row(
+            FIRST_OID + 3_000_000 + k as i64,
+            name,
+            "S",
+            3,
+            false,
+        ));
+    }
+    for tb in tables {
+        let indexed = !tb.schema.primary_key.is_empty() || !tb.indexes.is_empty();
+        rows.push(pg_class_row(
+            table_oid(tb),
+            &tb.name,
+            "r",
+            tb.schema.columns.len(),
+            indexed,
+        ));
+    }
+    for ix in indexes(tables) {
+        rows.push(pg_class_row(ix.oid, &ix.name, "i", ix.columns.len(), false));
+    }
+    rows
+}
+
+fn attribute_row(tb: &TableMeta, c: usize) -> Vec<Value> {
+    let col = &tb.schema.columns[c];
+    let info = type_info(col.ty);
+    let default = tb.default_of(c);
+    let identity = match default.map(|d| d.identity) {
+        Some(Identity::Always) => "a",
+        Some(Identity::ByDefault) => "i",
+        _ => "",
+    };
+    let collation = if info.category == "S" { 100 } else { 0 };
+    vec![
+        i(table_oid(tb)),
+        t(&col.name),
+        i(info.oid),
+        Value::Int(info.len),
+        Value::Int(c as i32 + 1),
+        Value::Int(0),
+        Value::Int(typmod(col.ty) as i32),
+        b(info.len > 0),
+        b(!col.nullable || tb.schema.primary_key.contains(&c)),
+        b(default.is_some_and(|d| d.identity == Identity::None)),
+        t(identity),
+        t(""),
+        b(false),
+        b(true),
+        Value::Int(0),
+        i(collation),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relations_resolve_by_schema() {
+        assert_eq!(
+            SystemTable::find(Some("information_schema"), "columns"),
+            Some(SystemTable::Columns)
+        );
+        assert_eq!(
+            SystemTable::find(None, "pg_class"),
+            Some(SystemTable::PgClass)
+        );
+        assert_eq!(
+            SystemTable::find(Some("pg_catalog"), "pg_index"),
+            Some(SystemTable::PgIndex)
+        );
+        // information_schema is not on the search path.
+        assert_eq!(SystemTable::find(None, "columns"), None);
+        assert_eq!(
+            SystemTable::find(Some("information_schema"), "pg_class"),
+            None
+        );
+        assert_eq!(SystemTable::find(Some("public"), "pg_class"), None);
+    }
+
+    #[test]
+    fn every_row_has_its_relations_columns() {
+        for ty in TYPES.iter() {
+            assert_eq!(type_row(ty).len(), SystemTable::PgType.column_list().len());
+        }
+        assert_eq!(
+            pg_class_row(1, "x", "r", 2, true).len(),
+            SystemTable::PgClass.column_list().len()
+        );
+    }
+}
