@@ -21,8 +21,27 @@ use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{RecId, Value, Vid};
 
+use ndpdb_formats::SqlState;
+
 use crate::join_lookup::KeyLookup;
-use crate::Result;
+use crate::{Error, Result};
+
+/// The most values (rows × columns) one join may hold in memory: joins
+/// are not spilled to disk, so a larger result (a cross product of the
+/// FROM order) fails with 53200 instead of exhausting the server's memory.
+pub const MAX_JOIN_VALUES: usize = 100_000_000;
+
+/// 53200 for a join whose result outgrew [`MAX_JOIN_VALUES`].
+pub fn too_large(rows: usize, width: usize) -> Error {
+    Error::new(
+        SqlState("53200"),
+        "out of memory",
+    )
+    .with_detail(format!(
+        "A join produced more than {rows} rows of {width} columns, more than ndpdb holds in memory ({MAX_JOIN_VALUES} values)."
+    ))
+    .with_hint("Joins run in FROM order: list the tables so that each one joins those before it.")
+}
 
 /// How one table joins the rows before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,6 +168,10 @@ impl JoinStep {
                 let mut ids = l.ids.clone();
                 ids.push((*vid, *rid));
                 out.push(Joined { values, ids });
+                let width = self.left_width + self.right_width;
+                if out.len().saturating_mul(width.max(1)) > MAX_JOIN_VALUES {
+                    return Err(too_large(out.len(), width));
+                }
             }
             if !any && self.kind.keeps_left() {
                 let mut values = l.values;
