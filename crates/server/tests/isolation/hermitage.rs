@@ -365,47 +365,6 @@ fn g2_two_edges(l: Level) -> Vec<Step> {
     ]
 }
 
-/// One test per scenario and level: `hermitage::g0::read_committed`, …,
-/// and `…::serializable_on_the_device`.
-macro_rules! at_every_level {
-    ($($scenario:ident),* $(,)?) => {$(
-        mod $scenario {
-            use super::super::{Level, Target};
-
-            async fn replay_at(level: Level) {
-                let name = format!("{} at {}", stringify!($scenario), level.name());
-                let target = Target::new(&name).await;
-                super::super::replay(&target, &name, super::SETUP, super::$scenario(level)).await;
-            }
-
-            /// The same script with ndpdb at `ndp = on`: scans and UPDATE/DELETE
-            /// without a full primary key run on the device.
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn serializable_on_the_device() {
-                let level = Level::Serializable;
-                let name = format!("{} at {} on the device", stringify!($scenario), level.name());
-                let target = Target::on_device(&name).await;
-                super::super::replay(&target, &name, super::SETUP, super::$scenario(level)).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn read_committed() {
-                replay_at(Level::ReadCommitted).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn repeatable_read() {
-                replay_at(Level::RepeatableRead).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn serializable() {
-                replay_at(Level::Serializable).await;
-            }
-        }
-    )*};
-}
-
 at_every_level!(
     g0,
     g1a,

@@ -61,33 +61,4 @@ fn newest_updated(l: Level) -> Vec<Step> {
     ]
 }
 
-macro_rules! at_every_level {
-    ($($scenario:ident),* $(,)?) => {$(
-        mod $scenario {
-            use super::super::{Level, Target};
-
-            async fn replay_at(level: Level) {
-                let name = format!("queue {} at {}", stringify!($scenario), level.name());
-                let target = Target::new(&name).await;
-                super::super::replay(&target, &name, super::SETUP, super::$scenario(level)).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn read_committed() {
-                replay_at(Level::ReadCommitted).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn repeatable_read() {
-                replay_at(Level::RepeatableRead).await;
-            }
-
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn serializable() {
-                replay_at(Level::Serializable).await;
-            }
-        }
-    )*};
-}
-
 at_every_level!(two_takers, newest_updated);
