@@ -369,6 +369,8 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     let n = inv.vid_count;
     let wanted = wanted_columns(&inv);
     let tag = DeviceTag::new(inv.lock_tag);
+    let mut host_buckets: Vec<usize> = inv.host_buckets.iter().map(|&b| b as usize).collect();
+    host_buckets.sort_unstable();
     let modify = match (inv.op.locks(), env.slt, tag) {
         (false, _, _) => None,
         (true, Some(slt), Some(tag)) => Some(ModifyCtx {
@@ -377,6 +379,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
             space: &job.space,
             lock_timeout: Duration::from_millis(inv.lock_timeout_ms.max(1)),
             read_committed: inv.read_committed,
+            host_buckets: &host_buckets,
         }),
         (true, slt, _) => {
             let mut st = job.status.lock();
@@ -465,6 +468,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
         modified.rows += part.rows;
         modified.delta.vids.extend(part.delta_vids);
         modified.locked.extend(part.locked);
+        modified.host_locks.extend(part.host_locks);
         modified.stale.extend(part.stale);
         modified.locked_versions.extend(part.locked_versions);
         lock_nanos += part.lock_nanos;
@@ -537,6 +541,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
                 // and releases the locks the job holds.
                 modified.rows = 0;
                 modified.delta.vids.clear();
+                modified.host_locks.clear();
                 modified.stale.clear();
                 modified.locked_versions.clear();
                 modified.unused.extend(written);

@@ -4,6 +4,9 @@
 //! ```text
 //!  PE, per visible row that passes the filter:
 //!    SLT lock (table, VID) ── poll with backoff; job failed elsewhere → stop
+//!      (not in a bucket the invoking transaction's host locks hold: the
+//!       job would wait for itself; the host locks such a tuple after the
+//!       job, before it validates)
 //!    certify: head (overlay, else device VID map) == version read?
 //!        no → a newer committed version exists: 40001, the whole job stops
 //!    new version (creator = invoking TxId, pred = version read) → PE page
@@ -140,6 +143,9 @@ pub(crate) struct ModifyCtx<'a> {
     pub space: &'a SpacePool,
     pub lock_timeout: Duration,
     pub read_committed: bool,
+    /// SLT buckets the invoking transaction holds through its host locks
+    /// (sorted, `Invocation::host_buckets`): not queued for.
+    pub host_buckets: &'a [usize],
 }
 
 /// One PE's share of an update job: locks taken, versions written.
@@ -149,6 +155,9 @@ pub(crate) struct ModifyPart {
     pub delta_vids: Vec<DeltaVid>,
     pub written: Vec<(Lpn, Ppn)>,
     pub locked: Vec<Vid>,
+    /// Tuples in buckets of the transaction's host locks, left to the
+    /// host to lock.
+    pub host_locks: Vec<Vid>,
     pub stale: Vec<Vid>,
     /// SELECT … FOR UPDATE: the versions locked.
     pub locked_versions: Vec<(Vid, RecId)>,
@@ -274,7 +283,9 @@ pub(crate) struct HeadCheck<'r> {
     pub visible: &'r dyn Fn(RecId) -> Result<bool, Error>,
 }
 
-/// Locks `vid` for the job and certifies that the version `read` is
+/// Locks `vid` for the job — in the SLT, unless its bucket is one the
+/// invoking transaction holds through its host locks (then the host
+/// locks it, [`ModifyPart::host_locks`]) — and certifies that the version `read` is
 /// still the newest: the head is `read`, or a copy of it that garbage
 /// collection moved (a head the job's snapshot sees has no newer
 /// committed version). Returns the head the new version replaces;
@@ -290,6 +301,40 @@ pub(crate) fn lock_current(
     cancel: &AtomicBool,
 ) -> Result<Option<RecId>, Error> {
     let key = (table, vid);
+    if ctx.host_buckets.binary_search(&ctx.slt.index(key)).is_ok() {
+        // The bucket is the invoking transaction's own through its host
+        // locks: queued behind them the job would wait for itself. The
+        // host locks the tuple in its lock table before it validates
+        // (a member of its host group may hold this very tuple).
+        part.host_locks.push(vid);
+    } else {
+        lock_in_slt(ctx, part, key, cancel)?;
+    }
+    // First-updater-wins: a newer committed version than the one this
+    // snapshot sees means the job lost — under READ COMMITTED the host
+    // redoes the tuple on its newest version instead.
+    let head = (check.head)();
+    if head == read || (!head.is_null() && (check.visible)(head)?) {
+        return Ok(Some(head));
+    }
+    if ctx.read_committed {
+        part.stale.push(vid);
+        return Ok(None);
+    }
+    Err(Error::sql(
+        SqlState::SERIALIZATION_FAILURE,
+        "could not serialize access due to concurrent update (detected on the device)",
+    ))
+}
+
+/// Takes the job's SLT lock on `key` (polling with backoff).
+fn lock_in_slt(
+    ctx: &ModifyCtx<'_>,
+    part: &mut ModifyPart,
+    key: (TableId, Vid),
+    cancel: &AtomicBool,
+) -> Result<(), Error> {
+    let (table, vid) = key;
     let stop = || cancel.load(Ordering::Relaxed);
     let t = std::time::Instant::now();
     let acquired = ctx
@@ -312,21 +357,7 @@ pub(crate) fn lock_current(
         Err(e) => return Err(Error::sql(e.sqlstate(), e.to_string())),
     }
     part.locked.push(vid);
-    // First-updater-wins: a newer committed version than the one this
-    // snapshot sees means the job lost — under READ COMMITTED the host
-    // redoes the tuple on its newest version instead.
-    let head = (check.head)();
-    if head == read || (!head.is_null() && (check.visible)(head)?) {
-        return Ok(Some(head));
-    }
-    if ctx.read_committed {
-        part.stale.push(vid);
-        return Ok(None);
-    }
-    Err(Error::sql(
-        SqlState::SERIALIZATION_FAILURE,
-        "could not serialize access due to concurrent update (detected on the device)",
-    ))
+    Ok(())
 }
 
 /// Lock → certify → new version (see the module docs).

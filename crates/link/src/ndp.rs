@@ -182,6 +182,14 @@ pub struct Invocation {
     /// (`JobStatus::unloaded`), so that the host can move them to an
     /// overflow log while the job runs (extended NDP logging).
     pub report_pages: bool,
+    /// Update and lock jobs: the SLT buckets (sorted indexes) the invoking
+    /// transaction holds through host-shared entries — the tuple locks
+    /// it took on the host. A job queued there would wait for its own
+    /// transaction, so it does not queue: it certifies and changes such a
+    /// tuple as any other and reports it in `ModifyResult::host_locks`,
+    /// and the host takes the tuple's lock in its own lock table before
+    /// it validates the job's ΔVID.
+    pub host_buckets: Vec<u32>,
 }
 
 impl Invocation {
@@ -264,6 +272,10 @@ impl Invocation {
             .bool(self.report_pages);
         encode_versions(&self.targets, w);
         w.u64(self.stage).bool(self.keep);
+        w.u32(self.host_buckets.len() as u32);
+        for b in &self.host_buckets {
+            w.u32(*b);
+        }
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Invocation> {
@@ -376,6 +388,18 @@ impl Invocation {
             targets: decode_versions(r)?,
             stage: r.u64()?,
             keep: r.bool()?,
+            // Absent in Start-NDP records written before the field (an
+            // invocation is the last thing in its bytes).
+            host_buckets: if r.is_empty() {
+                Vec::new()
+            } else {
+                let n = r.count(4)?;
+                let mut v = Vec::with_capacity(n);
+                for _ in 0..n {
+                    v.push(r.u32()?);
+                }
+                v
+            },
         })
     }
 }
@@ -427,6 +451,11 @@ pub struct ModifyResult {
     /// NDP pipelines: the handle of the stage the job left on the device
     /// (`Invocation::keep`), 0 if it kept none.
     pub stage: u64,
+    /// Tuples the job changed (or, SELECT … FOR UPDATE, chose to lock)
+    /// in buckets of `Invocation::host_buckets`, without an SLT lock of
+    /// its own: the host locks them for the invoking transaction (which
+    /// already shares their buckets) before it validates.
+    pub host_locks: Vec<Vid>,
 }
 
 impl ModifyResult {
@@ -445,12 +474,16 @@ impl ModifyResult {
         w.u64(self.garbage_versions)
             .u64(self.live_bytes)
             .u64(self.stage);
+        w.u32(self.host_locks.len() as u32);
+        for v in &self.host_locks {
+            w.u64(v.0);
+        }
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<ModifyResult> {
         let rows = r.u64()?;
         let delta = DeltaMaps::decode(r)?;
-        let mut vid_list = || -> Result<Vec<Vid>> {
+        let vid_list = |r: &mut Reader<'_>| -> Result<Vec<Vid>> {
             let n = r.count(8)?;
             let mut v = Vec::with_capacity(n);
             for _ in 0..n {
@@ -458,8 +491,8 @@ impl ModifyResult {
             }
             Ok(v)
         };
-        let locked = vid_list()?;
-        let stale = vid_list()?;
+        let locked = vid_list(r)?;
+        let stale = vid_list(r)?;
         Ok(ModifyResult {
             rows,
             delta,
@@ -471,6 +504,7 @@ impl ModifyResult {
             garbage_versions: r.u64()?,
             live_bytes: r.u64()?,
             stage: r.u64()?,
+            host_locks: vid_list(r)?,
         })
     }
 }
@@ -682,12 +716,24 @@ mod tests {
             targets: vec![(Vid(5), RecId::new(Lpn(9), 1))],
             stage: 12,
             keep: true,
+            host_buckets: vec![4, 9000],
         };
         let mut w = Writer::new();
         inv.encode(&mut w);
         let bytes = w.into_inner();
         assert_eq!(Invocation::decode(&mut Reader::new(&bytes)).unwrap(), inv);
-        for cut in 0..bytes.len() {
+        // A Start-NDP record written before host buckets existed ends
+        // before them and decodes without any.
+        let legacy = bytes.len() - 4 - 4 * inv.host_buckets.len();
+        let old = Invocation::decode(&mut Reader::new(&bytes[..legacy])).unwrap();
+        assert_eq!(
+            old,
+            Invocation {
+                host_buckets: Vec::new(),
+                ..inv.clone()
+            }
+        );
+        for cut in (0..bytes.len()).filter(|&c| c != legacy) {
             assert!(Invocation::decode(&mut Reader::new(&bytes[..cut])).is_err());
         }
         let st = JobStatus {
@@ -737,6 +783,7 @@ mod tests {
             garbage_versions: 40,
             live_bytes: 8192,
             stage: 3,
+            host_locks: vec![Vid(8)],
         };
         let mut w = Writer::new();
         m.encode(&mut w);

@@ -58,7 +58,7 @@ pub const MAX_FRAME: usize = 1 << 30;
 /// Idle connections a host keeps to its device.
 const MAX_IDLE: usize = 16;
 /// Protocol version of the socket link.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 const MAGIC: &[u8; 8] = b"NDPDBLNK";
 /// Longest token and SLT name a handshake carries.
 const MAX_HANDSHAKE_FIELD: usize = 4096;

@@ -251,6 +251,7 @@ impl Transaction {
             keep: false,
             read_committed: self.isolation() == crate::transaction::Isolation::ReadCommitted,
             report_pages: false,
+            host_buckets: Vec::new(),
         }
     }
 

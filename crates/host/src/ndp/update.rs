@@ -7,6 +7,9 @@
 //!    WAL Start-NDP (the encoded invocation)
 //!    NDP_CALL … NDP_STATUS (NeedSpace → NDP_SPACE with more pages)
 //!    NDP_RESULT → ΔVID, ΔL2P, locked tuples, unused pages
+//!    tuples in buckets of the transaction's own host locks (the job does
+//!              not queue behind itself there) → locked in the host's
+//!              lock table
 //!    validate: every ΔVID predecessor is still the host VID head
 //!              (a host commit that slipped in before the device locked
 //!              the tuple) — else 40001, deltas dropped; under READ
@@ -275,17 +278,21 @@ impl Transaction {
             }
             _ => None,
         };
+        // Buckets this transaction's host locks hold: the job does not
+        // queue behind its own transaction there. (Lock state, not logged:
+        // nothing of it outlives a crash.)
+        inv.host_buckets = self.host_lock_buckets();
         let mut report = NdpReport::default();
         // If the link fails here the device's state is unknown: its pages
-        // are not reused and the statement fails.
-        let out = {
-            let _writing = ts.device_writer();
-            self.ndp_call_with(ts, inv, &mut report, &mut |pages| {
-                if let Some(s) = &stream {
-                    s.send(pages);
-                }
-            })?
-        };
+        // are not reused and the statement fails. GC moves no head of the
+        // table while the job runs, nor until the tuples it left to the
+        // host are locked (below).
+        let writing = ts.device_writer();
+        let out = self.ndp_call_with(ts, inv, &mut report, &mut |pages| {
+            if let Some(s) = &stream {
+                s.send(pages);
+            }
+        })?;
         let mut result = ModifyResult::decode(&mut Reader::new(&out.result)).map_err(decode_err)?;
         let pages_ok = out.check_pages(&mut result);
         let part = NdpPart {
@@ -298,6 +305,13 @@ impl Transaction {
             start_ndp,
         };
         self.end_failed_job(&part, &out, pages_ok, true)?;
+        // The tuples the job changed in buckets of this transaction's host
+        // locks are locked now, before validation.
+        if let Err(e) = self.lock_tuples(ts.id, &part.result.host_locks) {
+            self.discard_failed(&part);
+            return Err(e);
+        }
+        drop(writing);
         // Validation: a host commit that slipped in before the device
         // locked a tuple shows as a predecessor that is not the head.
         let mut part = part;
@@ -430,14 +444,14 @@ impl Transaction {
         }
         let tag = self.ndp_tag()?;
         inv.lock_tag = tag.raw();
+        inv.host_buckets = self.host_lock_buckets();
         inv.keep = self.keeps_stage(req);
         let keep = inv.keep;
         inv.lock_timeout_ms = self.ndp_lock_wait_ms();
         let mut report = NdpReport::default();
-        let out = {
-            let _writing = ts.device_writer();
-            self.ndp_call(ts, inv, &mut report)?
-        };
+        // No GC head move until the rows left to the host are locked.
+        let writing = ts.device_writer();
+        let out = self.ndp_call(ts, inv, &mut report)?;
         let mut r = Reader::new(&out.result);
         let device_rows = ndpdb_link::ndp::decode_rows(&mut r).map_err(decode_err)?;
         let mut result = ModifyResult::decode(&mut r).map_err(decode_err)?;
@@ -453,6 +467,12 @@ impl Transaction {
             start_ndp: None,
         };
         self.end_failed_job(&part, &out, pages_ok, false)?;
+        // Rows in buckets of this transaction's host locks: locked here.
+        if let Err(e) = self.lock_tuples(ts.id, &part.result.host_locks) {
+            self.discard_failed(&part);
+            return Err(e);
+        }
+        drop(writing);
         // A version that is no longer the head slipped past the locks
         // (committed on the host before the device locked it).
         let slipped: Vec<Vid> = moved_heads(ts, part.result.locked_versions.iter().copied());

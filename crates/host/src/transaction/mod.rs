@@ -298,6 +298,38 @@ impl Transaction {
         inner.release_job_locks(part.table, part.tag, &own);
     }
 
+    /// The SLT buckets this transaction holds through its host tuple
+    /// locks (its host-shared entries; sorted): an update or lock job of
+    /// it must not queue there, behind its own transaction
+    /// (`Invocation::host_buckets`). Buckets its jobs hold with its tag
+    /// are not among them (its host locks there are HLT-only).
+    pub(crate) fn host_lock_buckets(&self) -> Vec<u32> {
+        let Some(slt) = self.db.inner.locks.slt() else {
+            return Vec::new();
+        };
+        let mut buckets: Vec<u32> = self
+            .locks
+            .iter()
+            .map(|k| slt.index(*k))
+            .filter(|b| !self.ndp_buckets.contains(b))
+            .map(|b| b as u32)
+            .collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        buckets
+    }
+
+    /// Locks the tuples an update or lock job of this transaction left to
+    /// the host (`ModifyResult::host_locks`: they share buckets with its
+    /// host locks), as a host statement would — waiting for a member of
+    /// its own host group that holds one of them.
+    pub(crate) fn lock_tuples(&mut self, table: TableId, vids: &[Vid]) -> Result<()> {
+        for vid in vids {
+            self.lock((table, *vid))?;
+        }
+        Ok(())
+    }
+
     /// This transaction's SLT tag (taken at its first update-NDP statement).
     pub(crate) fn ndp_tag(&mut self) -> Result<ndpdb_slt::DeviceTag> {
         self.check_device_work()?;
