@@ -1123,8 +1123,14 @@ impl SelectPlan {
         {
             return Ok(None);
         }
-        let is_key_order = match (&src.access, table.key_order()?) {
-            (Access::Index(ix), Some(order)) => Arc::ptr_eq(&ix.index, &order),
+        // An index access over the key order has built it already; other
+        // plans must not build it here.
+        let is_key_order = match &src.access {
+            Access::Index(ix) => table
+                .pk
+                .get()
+                .and_then(|pk| pk.ordered_if_built())
+                .is_some_and(|order| Arc::ptr_eq(&ix.index, order)),
             _ => false,
         };
         Ok(ordered_read::plan(
