@@ -19,6 +19,7 @@
 //! - [`ycsb`]: the YCSB table, loader and workloads A/B/C.
 //! - [`report`]: latency histograms and the figures every run prints.
 
+pub mod ch;
 pub mod chbench;
 pub mod churn;
 pub mod clients;

@@ -68,10 +68,35 @@ fn invalid(msg: &str) -> Error {
     Error::new(SqlState::INVALID_PARAMETER_VALUE, msg)
 }
 
+/// The SQLSTATE a server sent, kept as it is: codes the engine names
+/// itself map to its constants, others are interned once each (there
+/// are a few hundred SQLSTATEs).
+pub fn sqlstate(code: &str) -> SqlState {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static OTHERS: Mutex<Option<HashSet<&'static str>>> = Mutex::new(None);
+    let known = SqlState::from_code(code);
+    if known.0 == code || code.len() != 5 || !code.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return known;
+    }
+    let Ok(mut others) = OTHERS.lock() else {
+        return known;
+    };
+    let set = others.get_or_insert_with(HashSet::new);
+    match set.get(code) {
+        Some(c) => SqlState(c),
+        None => {
+            let c: &'static str = Box::leak(code.to_string().into_boxed_str());
+            set.insert(c);
+            SqlState(c)
+        }
+    }
+}
+
 /// A wire error as an engine error (SQLSTATE kept).
 pub fn wire_error(e: postgres::Error) -> Error {
     match e.as_db_error() {
-        Some(db) => Error::new(SqlState::from_code(db.code().code()), db.message()),
+        Some(db) => Error::new(sqlstate(db.code().code()), db.message()),
         None => Error::new(SqlState("08006"), e.to_string()),
     }
 }
@@ -340,6 +365,29 @@ impl Conn {
             .ok_or_else(missing)
     }
 
+    /// Every row of the last result `sql` returns, as PostgreSQL's text
+    /// (NULL as `None`).
+    pub fn query_rows(&mut self, sql: &str) -> Result<Vec<Vec<Option<String>>>> {
+        Ok(match self {
+            Conn::Embedded(s) => match s.execute(sql)?.pop() {
+                Some(Output::Rows { rows, .. }) => rows
+                    .into_iter()
+                    .map(|r| r.iter().map(Value::to_pg_text).collect())
+                    .collect(),
+                _ => Vec::new(),
+            },
+            Conn::Wire(c) => text_rows(c.simple_query(sql).map_err(wire_error)?),
+        })
+    }
+
+    /// What cancels this session's running statement from another thread.
+    pub fn canceler(&self) -> Canceler {
+        match self {
+            Conn::Embedded(s) => Canceler::Embedded(s.interrupt()),
+            Conn::Wire(c) => Canceler::Wire(c.cancel_token()),
+        }
+    }
+
     pub fn prepare(&mut self, sql: &str) -> Result<Stmt> {
         match self {
             Conn::Embedded(s) => Ok(Stmt::Embedded(Box::new(s.prepare(sql)?))),
@@ -372,6 +420,24 @@ impl Conn {
                 r.map_err(|e| wire_code(&e))
             }
             _ => Err("XX000".into()),
+        }
+    }
+}
+
+/// Cancels a session's running statement (a no-op between statements on
+/// ndpdb; PostgreSQL's CancelRequest over the wire).
+pub enum Canceler {
+    Embedded(ndpdb_host::Interrupt),
+    Wire(postgres::CancelToken),
+}
+
+impl Canceler {
+    pub fn cancel(&self) {
+        match self {
+            Canceler::Embedded(i) => i.cancel(),
+            Canceler::Wire(t) => {
+                let _ = t.cancel_query(postgres::NoTls);
+            }
         }
     }
 }

@@ -160,6 +160,10 @@ pub enum Bench {
     /// TPC-C: load, the standard mix for a fixed time, consistency
     /// conditions 1–4; targets side by side.
     Tpcc(crate::tpcc::TpccArgs),
+    /// CH-benCHmark: TPC-C with the 22 analytical queries beside it; a
+    /// power run (answers compared with PostgreSQL's), OLTP throughput
+    /// alone and beside the analytics; targets side by side.
+    Ch(crate::ch::ChArgs),
     /// YCSB-C on the host with an analytic query every few seconds, the
     /// query on the host and then on the device; throughput over time.
     HtapRead {
@@ -973,6 +977,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
         Bench::LockViolation(args) => crate::lock_violation::run(args),
         Bench::BulkUpdate(args) => crate::bulk_update::run(args),
         Bench::Tpcc(args) => crate::tpcc::run(args),
+        Bench::Ch(args) => crate::ch::run(args),
         Bench::Hostile(run) => {
             println!(
                 "settings: {} records, YCSB-C, {} well-formed clients, {} attackers, {} s per run, seed {}, IN list of {} keys",

@@ -2,6 +2,7 @@
 
 mod backup;
 mod bulk_update;
+mod ch;
 mod churn;
 mod crash_worker;
 mod demo;

@@ -60,6 +60,10 @@ pub struct LoadConfig {
     /// C for C_LAST at load time.
     pub c_last_load: i64,
     pub seed: u64,
+    /// The load's "current time" (o_entry_d, h_date, ol_delivery_d,
+    /// c_since), µs since 1970: targets loaded with the same value
+    /// hold the same rows.
+    pub now_micros: i64,
     /// Connections loading at once.
     pub threads: usize,
 }
@@ -98,7 +102,7 @@ pub fn load(backend: &Backend, cfg: &LoadConfig) -> Result<LoadReport> {
     let start = Instant::now();
     let next = Arc::new(AtomicUsize::new(0));
     let jobs = Arc::new(jobs);
-    let now = Value::Timestamp(super::db::now_micros())
+    let now = Value::Timestamp(cfg.now_micros)
         .to_pg_text()
         .unwrap_or_default();
     let threads = cfg.threads.clamp(1, jobs.len());

@@ -27,7 +27,7 @@ pub mod txn;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -231,6 +231,26 @@ fn thread_panic() -> Error {
 /// statement before the clock starts; a statement refused at prepare
 /// fails the run with the list of refused statements.
 pub fn run(backend: &Backend, cfg: &RunConfig, consts: Constants) -> Result<RunReport> {
+    run_observed(backend, cfg, consts, None)
+}
+
+/// Transactions the clients have finished so far, readable while the mix
+/// runs (for throughput over time).
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// Committed transactions of every type.
+    pub committed: AtomicU64,
+    /// Committed New-Orders (what tpmC counts).
+    pub new_orders: AtomicU64,
+}
+
+/// [`run`], counting each commit in `progress` as it happens.
+pub fn run_observed(
+    backend: &Backend,
+    cfg: &RunConfig,
+    consts: Constants,
+    progress: Option<Arc<Progress>>,
+) -> Result<RunReport> {
     let workload = txn::Workload {
         warehouses: cfg.warehouses,
         scale: cfg.scale,
@@ -254,6 +274,7 @@ pub fn run(backend: &Backend, cfg: &RunConfig, consts: Constants) -> Result<RunR
         let stop = stop.clone();
         let seed = cfg.seed.wrapping_add(k as u64 * 7919);
         let limit = cfg.transactions.unwrap_or(u64::MAX);
+        let progress = progress.clone();
         handles.push(std::thread::spawn(move || -> Vec<TypeStats> {
             crate::pin::pin_host_thread(k);
             let mut rng = SmallRng::seed_from_u64(seed);
@@ -272,7 +293,15 @@ pub fn run(backend: &Backend, cfg: &RunConfig, consts: Constants) -> Result<RunR
                             s.latency
                                 .saturating_record((t0.elapsed().as_micros() as u64).max(1));
                             match outcome {
-                                Outcome::Committed => s.committed += 1,
+                                Outcome::Committed => {
+                                    s.committed += 1;
+                                    if let Some(p) = &progress {
+                                        p.committed.fetch_add(1, Ordering::Relaxed);
+                                        if kind == Kind::NewOrder {
+                                            p.new_orders.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                    }
+                                }
                                 Outcome::RolledBack => s.rolled_back += 1,
                             }
                             break;
@@ -380,6 +409,7 @@ pub fn run_target(
         scale: cfg.scale,
         c_last_load: consts.c_last_load,
         seed: cfg.seed,
+        now_micros: db::now_micros(),
         threads: cfg.load_threads,
     };
     match load::load(backend, &load_cfg) {
