@@ -1,5 +1,6 @@
-//! Joins: the FROM list joined left-deep, in FROM order, one hash join per
-//! table — inner, LEFT, RIGHT and FULL OUTER.
+//! Joins: the FROM list joined left-deep, one hash join per table — inner
+//! (in the order `join_order.rs` chooses), LEFT, RIGHT and FULL OUTER (in
+//! FROM order).
 //!
 //! ```text
 //!  rows so far (left) ──┐
@@ -27,8 +28,9 @@ use crate::join_lookup::KeyLookup;
 use crate::{Error, Result};
 
 /// The most values (rows × columns) one join may hold in memory: joins
-/// are not spilled to disk, so a larger result (a cross product of the
-/// FROM order) fails with 53200 instead of exhausting the server's memory.
+/// are not spilled to disk, so a larger result (a cross product no
+/// equi-term avoids) fails with 53200 instead of exhausting the server's
+/// memory.
 pub const MAX_JOIN_VALUES: usize = 100_000_000;
 
 /// 53200 for a join whose result outgrew [`MAX_JOIN_VALUES`].
@@ -40,7 +42,7 @@ pub fn too_large(rows: usize, width: usize) -> Error {
     .with_detail(format!(
         "A join produced more than {rows} rows of {width} columns, more than ndpdb holds in memory ({MAX_JOIN_VALUES} values)."
     ))
-    .with_hint("Joins run in FROM order: list the tables so that each one joins those before it.")
+    .with_hint("A FROM item that no equality term joins to the others is joined as a cross product (outer joins run in FROM order).")
 }
 
 /// How one table joins the rows before it.

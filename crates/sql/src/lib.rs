@@ -20,6 +20,8 @@
 //! - [`access`]: how a table is read (primary-key lookup, secondary-index range, scan).
 //! - [`query`]: SELECT planning and execution (access path, joins,
 //!   aggregation, ordering, limits, FOR UPDATE).
+//! - [`or_terms`]: the terms an OR of AND lists implies (join keys, scan filters).
+//! - [`join_order`]: the order of a SELECT's inner joins.
 //! - [`placement`]: the cost model of `SET ndp = auto`.
 //! - [`column_default`]: column defaults (DEFAULT, SERIAL, identity) at INSERT.
 //! - [`dml`]: INSERT / UPDATE / DELETE.
@@ -44,9 +46,11 @@ pub mod index_ddl;
 pub mod interval;
 pub mod join;
 pub mod join_lookup;
+pub mod join_order;
 pub mod limits;
 pub mod maintenance;
 pub mod on_conflict;
+pub mod or_terms;
 pub mod ordered_read;
 pub mod output;
 pub mod placement;

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //!  sources (PK lookup or scan + pushed-down filter, per table)
-//!     └─► hash joins on equi-conditions (left-deep, FROM order; inner,
-//!         LEFT/RIGHT/FULL OUTER: join.rs) ─► residual WHERE
+//!     └─► hash joins on equi-conditions (left-deep; inner joins in the
+//!         order of join_order.rs, LEFT/RIGHT/FULL OUTER in FROM order:
+//!         join.rs) ─► residual WHERE
 //!           └─► FOR UPDATE locks (single table) ─► GROUP BY / aggregates ─► HAVING
 //!                 └─► projection ─► DISTINCT ─► ORDER BY ─► OFFSET / LIMIT
 //! ```
@@ -15,7 +16,8 @@
 //! filters a scan only if no outer join fills that table with NULLs, and
 //! an outer join's ON terms stay with it (keys and a residual; a LEFT
 //! join's terms over its own table filter that table's scan). Equality on every primary-key column
-//! with constants or parameters turns a scan into an index lookup.
+//! with constants or parameters turns a scan into an index lookup. An OR
+//! of AND lists adds the terms it implies (`or_terms.rs`).
 
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
@@ -41,6 +43,8 @@ use crate::compile::{
 use crate::ddl::table_name;
 use crate::join::{key_of, JoinKind, JoinStep, Joined};
 use crate::join_lookup;
+use crate::join_order;
+use crate::or_terms;
 use crate::ordered_read::{self, KeyOrderRead, TupleRows};
 use crate::output::{Output, ResultColumn};
 use crate::row_source::{self, RowSource};
@@ -150,8 +154,8 @@ pub struct NdpPlacement {
     pub reason: String,
 }
 
-/// A source row: table rows concatenated, plus (vid, version) per table.
-fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
+/// The AND terms of `e`, in order (parenthesized ANDs split too).
+pub(crate) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     match e {
         Expr::BinaryOp {
             left,
@@ -176,13 +180,19 @@ fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
     }
 }
 
-fn and_all(mut es: Vec<Expr>) -> Option<Expr> {
+pub(crate) fn and_all(mut es: Vec<Expr>) -> Option<Expr> {
     let first = es.pop()?;
     Some(es.into_iter().rev().fold(first, |acc, e| Expr::BinaryOp {
         left: Box::new(e),
         op: BinaryOperator::And,
         right: Box::new(acc),
     }))
+}
+
+/// `items` in `order` (positions into `items`, each once).
+fn permute<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order.iter().filter_map(|&i| slots[i].take()).collect()
 }
 
 fn table_scope(ts: &TableState, alias: &str, ctx: &Arc<QueryContext>) -> Scope {
@@ -215,14 +225,14 @@ fn input_scope(input: &Input, alias: &str, ctx: &Arc<QueryContext>) -> Scope {
     }
 }
 
-fn compiles(e: &Expr, scope: &Scope) -> bool {
+pub(crate) fn compiles(e: &Expr, scope: &Scope) -> bool {
     let mut p = Vec::new();
     compile(e, scope, &mut p).is_ok()
 }
 
 /// Whether `e` compiles over `scope` without a per-row subquery (so it
 /// may filter a scan or be a join key).
-fn pushable(e: &Expr, scope: &Scope) -> bool {
+pub(crate) fn pushable(e: &Expr, scope: &Scope) -> bool {
     let mut p = Vec::new();
     match (compile(e, scope, &mut p), &scope.ctx) {
         (Ok((prog, _)), Some(ctx)) => !ctx.row_dependent(&prog),
@@ -746,24 +756,6 @@ fn plan_select(
             conds.extend(f.on.iter().cloned());
         }
     }
-    let mut scope = Scope::within(ctx);
-    let mut scopes = Vec::new();
-    for (input, alias) in &tables {
-        let ts_scope = input_scope(input, alias, ctx);
-        scope.columns.extend(ts_scope.columns.iter().cloned());
-        scopes.push(ts_scope);
-    }
-    ctx.set_local(&scope);
-    // Surface errors (unknown or ambiguous columns, types) against the full scope.
-    for c in &conds {
-        if contains_aggregate(c) {
-            return Err(Error::new(
-                SqlState::GROUPING_ERROR,
-                "aggregate functions are not allowed in WHERE",
-            ));
-        }
-        compile_predicate(c, &scope, params)?;
-    }
     // Which tables an outer join fills with NULLs: before each table is
     // joined, and at the end.
     let n = tables.len();
@@ -777,6 +769,45 @@ fn plan_select(
             JoinKind::Right => nullable[..k].iter_mut().for_each(|x| *x = true),
             JoinKind::Full => nullable[..=k].iter_mut().for_each(|x| *x = true),
         }
+    }
+    // The FROM items' columns in FROM order (what `*` expands to).
+    let from_scopes: Vec<Scope> = tables
+        .iter()
+        .map(|(input, alias)| input_scope(input, alias, ctx))
+        .collect();
+    let mut from_scope = Scope::within(ctx);
+    for ts_scope in &from_scopes {
+        from_scope.columns.extend(ts_scope.columns.iter().cloned());
+    }
+    ctx.set_local(&from_scope);
+    // Terms an OR implies (or_terms.rs), then the order of inner joins
+    // (join_order.rs); with an outer join the FROM order stays.
+    let filterable: Vec<bool> = nullable.iter().map(|x| !x).collect();
+    or_terms::add_implied(&mut conds, &from_scopes, &filterable);
+    let order = match outer {
+        true => (0..n).collect(),
+        false => {
+            let inputs: Vec<&Input> = tables.iter().map(|(input, _)| input).collect();
+            join_order::choose(&inputs, &from_scopes, &conds)
+        }
+    };
+    let tables = permute(tables, &order);
+    let from_items = permute(from_items, &order);
+    let scopes = permute(from_scopes, &order);
+    let mut scope = Scope::within(ctx);
+    for ts_scope in &scopes {
+        scope.columns.extend(ts_scope.columns.iter().cloned());
+    }
+    ctx.set_local(&scope);
+    // Surface errors (unknown or ambiguous columns, types) against the full scope.
+    for c in &conds {
+        if contains_aggregate(c) {
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                "aggregate functions are not allowed in WHERE",
+            ));
+        }
+        compile_predicate(c, &scope, params)?;
     }
     // WHERE terms of one table filter its scan, unless an outer join
     // fills that table with NULLs (the term must see those rows).
@@ -930,13 +961,14 @@ fn plan_select(
                 items.push((expr.clone(), ident_name(alias)))
             }
             SelectItem::Wildcard(_) => {
-                if scope.is_empty() {
+                if from_scope.is_empty() {
                     return Err(Error::new(
                         SqlState::SYNTAX_ERROR,
                         "SELECT * with no tables specified is not valid",
                     ));
                 }
-                for c in &scope.columns {
+                // `*` lists the FROM items in FROM order, whatever the join order.
+                for c in &from_scope.columns {
                     items.push((column_expr(&c.table, &c.name), c.name.clone()));
                 }
             }
@@ -948,7 +980,7 @@ fn plan_select(
                         format!("missing FROM-clause entry for table \"{t}\""),
                     ));
                 }
-                for c in scope.columns.iter().filter(|c| c.table == t) {
+                for c in from_scope.columns.iter().filter(|c| c.table == t) {
                     items.push((column_expr(&c.table, &c.name), c.name.clone()));
                 }
             }

@@ -56,6 +56,14 @@ impl RowSource {
         }
     }
 
+    /// How many rows it makes, when known before it runs (a VALUES list).
+    pub fn row_count(&self) -> Option<usize> {
+        match &self.kind {
+            Kind::Values(rows) => Some(rows.len()),
+            Kind::Series(_) | Kind::System { .. } => None,
+        }
+    }
+
     /// The rows, with the statement's `params`.
     pub fn rows(&self, db: &Database, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         match &self.kind {
