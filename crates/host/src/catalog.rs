@@ -1,5 +1,5 @@
 //! The catalog: tables, their ids, schemas, column defaults and
-//! secondary indexes.
+//! secondary indexes; and views.
 //!
 //! Persisted as `catalog.bin` (`"NDPC" | crc32 | len u64 | payload`),
 //! replaced atomically (write temporary file, fsync, rename, fsync the
@@ -13,10 +13,21 @@
 //!                         k u32 | k × column u32
 //!    2 column defaults:   table id u32 | column u32 | SQL text str |
 //!                         identity u8 (0 none, 1 ALWAYS, 2 BY DEFAULT)
+//!    3 views:             id u32 | name str | SQL text str |
+//!                         k u32 | k × (column name str | type) |
+//!                         d u32 | d × relation name str
 //! ```
 //!
 //! A section without entries is not written, so catalogs of tables with
 //! neither read as they were written before sections existed.
+//!
+//! Tables, views, indexes and sequences share one namespace, as
+//! PostgreSQL's relations do. A view's id comes from the table ids (so
+//! its OID in the catalog relations is unique); it owns no storage. A
+//! view records the relations its query reads directly (by name: a
+//! table rewritten by ALTER TABLE keeps its name, not its id); dropping
+//! a relation that views depend on needs CASCADE, which drops those
+//! views and the views on them in the same durable write.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -24,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use ndpdb_formats::codec::{Reader, Writer};
-use ndpdb_formats::{Schema, SqlState, TableId};
+use ndpdb_formats::{Column, DataType, Schema, SqlState, TableId};
 
 use crate::error::{Error, Result};
 
@@ -66,6 +77,47 @@ impl TableMeta {
 
 const SECTION_INDEXES: u8 = 1;
 const SECTION_DEFAULTS: u8 = 2;
+const SECTION_VIEWS: u8 = 3;
+
+/// A view: the query that defines it and the columns it gives.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ViewMeta {
+    /// Drawn from the table ids, never reused; the view owns no storage.
+    pub id: TableId,
+    pub name: String,
+    /// The defining query's SQL text (as the SQL layer normalised it).
+    pub sql: String,
+    /// The view's columns (names after its column list; types as the
+    /// query gave them when the view was made). Always nullable.
+    pub columns: Vec<Column>,
+    /// The relations (tables and views) the query reads directly.
+    pub depends: Vec<String>,
+}
+
+/// What a relation is, for the messages that name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RelKind {
+    Table,
+    View,
+}
+
+impl RelKind {
+    pub fn word(self) -> &'static str {
+        match self {
+            RelKind::Table => "table",
+            RelKind::View => "view",
+        }
+    }
+}
+
+/// A view that depends on a relation being dropped: the view and the
+/// relation through which it depends (`view v2 depends on view v1`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dependent {
+    pub view: String,
+    pub on: String,
+    pub on_kind: RelKind,
+}
 
 /// A secondary index's definition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,6 +153,7 @@ pub struct Catalog {
     path: PathBuf,
     next_id: u32,
     tables: BTreeMap<String, Arc<TableMeta>>,
+    views: BTreeMap<String, Arc<ViewMeta>>,
 }
 
 const MAGIC: &[u8; 4] = b"NDPC";
@@ -112,6 +165,7 @@ impl Catalog {
             path: path.clone(),
             next_id: 1,
             tables: BTreeMap::new(),
+            views: BTreeMap::new(),
         };
         if path.exists() {
             let bytes = fs::read(&path)?;
@@ -145,6 +199,7 @@ impl Catalog {
             match tag {
                 SECTION_INDEXES => self.decode_indexes(&mut r)?,
                 SECTION_DEFAULTS => self.decode_defaults(&mut r)?,
+                SECTION_VIEWS => self.decode_views(&mut r)?,
                 t => {
                     return Err(ndpdb_formats::Error::corrupted(format!(
                         "unknown catalog section {t}"
@@ -185,6 +240,44 @@ impl Catalog {
                 expr,
                 identity,
             });
+        }
+        Ok(())
+    }
+
+    fn decode_views(&mut self, r: &mut Reader<'_>) -> ndpdb_formats::Result<()> {
+        let m = r.count(20)?;
+        for _ in 0..m {
+            let id = TableId(r.u32()?);
+            let name = r.str()?.to_string();
+            let sql = r.str()?.to_string();
+            let k = r.count(5)?;
+            let mut columns = Vec::with_capacity(k);
+            for _ in 0..k {
+                let name = r.str()?.to_string();
+                let ty = DataType::decode(r)?;
+                columns.push(Column {
+                    name,
+                    ty,
+                    nullable: true,
+                });
+            }
+            let d = r.count(4)?;
+            let depends = (0..d)
+                .map(|_| r.str().map(str::to_string))
+                .collect::<ndpdb_formats::Result<Vec<_>>>()?;
+            if id.0 >= self.next_id || self.tables.contains_key(&name) {
+                return Err(ndpdb_formats::Error::corrupted("bad view entry"));
+            }
+            self.views.insert(
+                name.clone(),
+                Arc::new(ViewMeta {
+                    id,
+                    name,
+                    sql,
+                    columns,
+                    depends,
+                }),
+            );
         }
         Ok(())
     }
@@ -252,6 +345,21 @@ impl Catalog {
                 });
             }
         }
+        if !self.views.is_empty() {
+            p.u8(SECTION_VIEWS).u32(self.views.len() as u32);
+            for v in self.views.values() {
+                p.u32(v.id.0).str(&v.name).str(&v.sql);
+                p.u32(v.columns.len() as u32);
+                for c in &v.columns {
+                    p.str(&c.name);
+                    c.ty.encode(&mut p);
+                }
+                p.u32(v.depends.len() as u32);
+                for d in &v.depends {
+                    p.str(d);
+                }
+            }
+        }
         crate::framed_file::write(&self.path, MAGIC, p.as_slice())
     }
 
@@ -269,7 +377,7 @@ impl Catalog {
         schema: Schema,
         defaults: Vec<ColumnDefault>,
     ) -> Result<Arc<TableMeta>> {
-        if self.tables.contains_key(name) {
+        if self.tables.contains_key(name) || self.views.contains_key(name) {
             return Err(Error::new(
                 SqlState::DUPLICATE_TABLE,
                 format!("relation \"{name}\" already exists"),
@@ -371,6 +479,209 @@ impl Catalog {
         Ok((old, meta))
     }
 
+    pub fn view(&self, name: &str) -> Option<Arc<ViewMeta>> {
+        self.views.get(name).cloned()
+    }
+
+    /// Every view, by name.
+    pub fn views(&self) -> Vec<Arc<ViewMeta>> {
+        self.views.values().cloned().collect()
+    }
+
+    /// The kind of relation `name` is, if it is a table or a view.
+    pub fn kind_of(&self, name: &str) -> Option<RelKind> {
+        if self.tables.contains_key(name) {
+            Some(RelKind::Table)
+        } else if self.views.contains_key(name) {
+            Some(RelKind::View)
+        } else {
+            None
+        }
+    }
+
+    /// `CREATE [OR REPLACE] VIEW`, durably. A replaced view keeps its id.
+    /// A definition that would read the view itself (through the views
+    /// it reads) is refused: 42P17, the error PostgreSQL gives when such
+    /// a view is read.
+    pub fn create_view(
+        &mut self,
+        name: &str,
+        sql: String,
+        columns: Vec<Column>,
+        depends: Vec<String>,
+        replace: bool,
+    ) -> Result<Arc<ViewMeta>> {
+        let exists = || {
+            Error::new(
+                SqlState::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            )
+        };
+        if self.tables.contains_key(name) || self.index_owner(name).is_some() {
+            return Err(exists());
+        }
+        let old = self.views.get(name).cloned();
+        if old.is_some() && !replace {
+            return Err(exists());
+        }
+        if depends.iter().any(|d| self.reads(d, name)) {
+            return Err(Error::new(
+                SqlState("42P17"),
+                format!("infinite recursion detected in rules for relation \"{name}\""),
+            ));
+        }
+        let id = match &old {
+            Some(v) => v.id,
+            None => {
+                self.next_id += 1;
+                TableId(self.next_id - 1)
+            }
+        };
+        let meta = Arc::new(ViewMeta {
+            id,
+            name: name.to_string(),
+            sql,
+            columns,
+            depends,
+        });
+        self.views.insert(name.to_string(), meta.clone());
+        if let Err(e) = self.persist() {
+            match old {
+                Some(v) => self.views.insert(name.to_string(), v),
+                None => self.views.remove(name),
+            };
+            return Err(e);
+        }
+        Ok(meta)
+    }
+
+    /// Whether relation `from` is `target` or reads it through views.
+    fn reads(&self, from: &str, target: &str) -> bool {
+        let mut stack = vec![from.to_string()];
+        let mut seen = std::collections::HashSet::new();
+        while let Some(n) = stack.pop() {
+            if n == target {
+                return true;
+            }
+            if !seen.insert(n.clone()) {
+                continue;
+            }
+            if let Some(v) = self.views.get(&n) {
+                stack.extend(v.depends.iter().cloned());
+            }
+        }
+        false
+    }
+
+    /// The views that depend on relations `names`, directly or through
+    /// other views, leaving out those `names` lists: depth first, older
+    /// views first (the order PostgreSQL reports them in), each with the
+    /// relation it depends on.
+    pub fn dependents(&self, names: &[String]) -> Vec<Dependent> {
+        let mut seen: std::collections::HashSet<String> = names.iter().cloned().collect();
+        let mut out = Vec::new();
+        for n in names {
+            self.collect_dependents(n, &mut seen, &mut out);
+        }
+        out
+    }
+
+    fn collect_dependents(
+        &self,
+        name: &str,
+        seen: &mut std::collections::HashSet<String>,
+        out: &mut Vec<Dependent>,
+    ) {
+        let on_kind = self.kind_of(name).unwrap_or(RelKind::Table);
+        let mut direct: Vec<&Arc<ViewMeta>> = self
+            .views
+            .values()
+            .filter(|v| v.depends.iter().any(|d| d == name))
+            .collect();
+        direct.sort_by_key(|v| v.id.0);
+        for v in direct {
+            if !seen.insert(v.name.clone()) {
+                continue;
+            }
+            out.push(Dependent {
+                view: v.name.clone(),
+                on: name.to_string(),
+                on_kind,
+            });
+            self.collect_dependents(&v.name, seen, out);
+        }
+    }
+
+    /// Drops the tables and views `names` in one durable write, with the
+    /// views that depend on them if `cascade` (else 2BP01 when there
+    /// are such views, naming the first relation that has some).
+    /// Returns the tables dropped and the names of every view dropped.
+    pub fn drop_relations(
+        &mut self,
+        names: &[String],
+        cascade: bool,
+    ) -> Result<(Vec<Arc<TableMeta>>, Vec<String>)> {
+        for n in names {
+            if self.kind_of(n).is_none() {
+                return Err(Error::undefined_table(n));
+            }
+        }
+        let mut views: Vec<String> = Vec::new();
+        for n in names {
+            let kind = self.kind_of(n).unwrap_or(RelKind::Table);
+            let deps = self.dependents(std::slice::from_ref(n));
+            let outside: Vec<&Dependent> =
+                deps.iter().filter(|d| !names.contains(&d.view)).collect();
+            if !outside.is_empty() && !cascade {
+                let detail: Vec<String> = outside
+                    .iter()
+                    .map(|d| format!("view {} depends on {} {}", d.view, d.on_kind.word(), d.on))
+                    .collect();
+                return Err(Error::new(
+                    SqlState("2BP01"),
+                    format!(
+                        "cannot drop {} {n} because other objects depend on it",
+                        kind.word()
+                    ),
+                )
+                .with_detail(detail.join("\n"))
+                .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+            }
+            if kind == RelKind::View && !views.contains(n) {
+                views.push(n.clone());
+            }
+            for d in outside {
+                if !views.contains(&d.view) {
+                    views.push(d.view.clone());
+                }
+            }
+        }
+        let old_tables: Vec<Arc<TableMeta>> = names
+            .iter()
+            .filter_map(|n| self.tables.get(n).cloned())
+            .collect();
+        let old_views: Vec<Arc<ViewMeta>> = views
+            .iter()
+            .filter_map(|n| self.views.get(n).cloned())
+            .collect();
+        for t in &old_tables {
+            self.tables.remove(&t.name);
+        }
+        for v in &old_views {
+            self.views.remove(&v.name);
+        }
+        if let Err(e) = self.persist() {
+            for t in &old_tables {
+                self.tables.insert(t.name.clone(), t.clone());
+            }
+            for v in old_views {
+                self.views.insert(v.name.clone(), v);
+            }
+            return Err(e);
+        }
+        Ok((old_tables, views))
+    }
+
     pub fn remove(&mut self, name: &str) -> Result<Arc<TableMeta>> {
         let meta = self
             .tables
@@ -381,5 +692,88 @@ impl Catalog {
             return Err(e);
         }
         Ok(meta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn col(name: &str, ty: DataType) -> Column {
+        Column {
+            name: name.into(),
+            ty,
+            nullable: true,
+        }
+    }
+
+    #[test]
+    fn views_round_trip_and_report_their_dependents() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut c = Catalog::open(dir.path()).unwrap();
+            let schema = Schema::new(vec![col("a", DataType::Int)], Vec::new());
+            c.create("t", schema, Vec::new()).unwrap();
+            let v = |c: &mut Catalog, name: &str, on: &str| {
+                c.create_view(
+                    name,
+                    format!("SELECT a FROM {on}"),
+                    vec![col("a", DataType::Int)],
+                    vec![on.into()],
+                    false,
+                )
+                .unwrap()
+            };
+            v(&mut c, "v1", "t");
+            v(&mut c, "v2", "v1");
+            v(&mut c, "v3", "t");
+            // A view that would read itself is refused.
+            let e = c
+                .create_view(
+                    "v1",
+                    "SELECT a FROM v2".into(),
+                    Vec::new(),
+                    vec!["v2".into()],
+                    true,
+                )
+                .unwrap_err();
+            assert_eq!(e.code, SqlState("42P17"));
+            // Names are shared with tables.
+            let e = c
+                .create(
+                    "v2",
+                    Schema::new(vec![col("a", DataType::Int)], Vec::new()),
+                    Vec::new(),
+                )
+                .unwrap_err();
+            assert_eq!(e.code, SqlState::DUPLICATE_TABLE);
+        }
+        let mut c = Catalog::open(dir.path()).unwrap();
+        let v2 = c.view("v2").unwrap();
+        assert_eq!(v2.sql, "SELECT a FROM v1");
+        assert_eq!(v2.columns, vec![col("a", DataType::Int)]);
+        assert_eq!(v2.depends, vec!["v1".to_string()]);
+        assert!(v2.id.0 > c.get("t").unwrap().id.0);
+        let deps: Vec<String> = c
+            .dependents(&["t".into()])
+            .iter()
+            .map(|d| format!("{} on {} {}", d.view, d.on_kind.word(), d.on))
+            .collect();
+        assert_eq!(deps, ["v1 on table t", "v2 on view v1", "v3 on table t"]);
+        let e = c.drop_relations(&["v1".into()], false).unwrap_err();
+        assert_eq!(e.code, SqlState("2BP01"));
+        assert_eq!(
+            e.message,
+            "cannot drop view v1 because other objects depend on it"
+        );
+        // Dropped together, nothing else depends on them.
+        c.drop_relations(&["v2".into(), "v1".into()], false)
+            .unwrap();
+        let (tables, views) = c.drop_relations(&["t".into()], true).unwrap();
+        assert_eq!(tables.len(), 1);
+        assert_eq!(views, vec!["v3".to_string()]);
+        drop(c);
+        let c = Catalog::open(dir.path()).unwrap();
+        assert!(c.views().is_empty() && c.tables().is_empty());
     }
 }

@@ -32,13 +32,15 @@ use parking_lot::{Mutex, RwLock};
 
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::record::{RecordHeader, RecordView};
-use ndpdb_formats::{DataType, Lpn, Lsn, Ppn, RecId, Schema, SqlState, TableId, TxId, Value, Vid};
+use ndpdb_formats::{
+    Column, DataType, Lpn, Lsn, Ppn, RecId, Schema, SqlState, TableId, TxId, Value, Vid,
+};
 use ndpdb_link::{DeviceClient, VidEntry};
 use ndpdb_wal::{CheckpointInfo, Wal};
 
 use crate::autovacuum::Autovacuum;
 use crate::buffer_pool::BufferPool;
-use crate::catalog::{Catalog, ColumnDefault, TableMeta};
+use crate::catalog::{Catalog, ColumnDefault, Dependent, TableMeta, ViewMeta};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gc::GcState;
@@ -617,6 +619,7 @@ impl Database {
     pub fn relation_exists(&self, name: &str) -> bool {
         let catalog = self.inner.catalog.lock();
         catalog.get(name).is_some()
+            || catalog.view(name).is_some()
             || catalog.index_owner(name).is_some()
             || self.inner.sequences.exists(name)
     }
@@ -662,15 +665,64 @@ impl Database {
         self.inner.sequences.set(name, value, called)
     }
 
+    /// Drops table `name` (2BP01 if views depend on it).
     pub fn drop_table(&self, name: &str) -> Result<()> {
+        self.drop_relations(&[name.to_string()], false).map(|_| ())
+    }
+
+    /// `DROP TABLE` / `DROP VIEW`: the tables and views `names` go in one
+    /// catalog write, with the views that depend on them if `cascade`
+    /// (else 2BP01 when any does); then the tables' storage. Returns the
+    /// names of the views dropped.
+    pub fn drop_relations(&self, names: &[String], cascade: bool) -> Result<Vec<String>> {
         self.inner.check_ok()?;
-        let meta = self.inner.catalog.lock().remove(name)?;
-        self.inner.sequences.drop_owned_by(meta.id)?;
-        self.inner.tables.write().remove(&meta.id);
-        self.inner.delta.write().forget_table(meta.id);
-        self.inner.device.drop_vid_map(meta.id)?;
-        pk_index::remove(&pk_index::index_dir(&self.inner.dir), meta.id)?;
-        Ok(())
+        let (tables, views) = self.inner.catalog.lock().drop_relations(names, cascade)?;
+        for meta in tables {
+            self.inner.sequences.drop_owned_by(meta.id)?;
+            self.inner.tables.write().remove(&meta.id);
+            self.inner.delta.write().forget_table(meta.id);
+            self.inner.device.drop_vid_map(meta.id)?;
+            pk_index::remove(&pk_index::index_dir(&self.inner.dir), meta.id)?;
+        }
+        Ok(views)
+    }
+
+    /// `CREATE [OR REPLACE] VIEW` (see [`Catalog::create_view`]).
+    pub fn create_view(
+        &self,
+        name: &str,
+        sql: String,
+        columns: Vec<Column>,
+        depends: Vec<String>,
+        replace: bool,
+    ) -> Result<Arc<ViewMeta>> {
+        self.inner.check_ok()?;
+        if self.inner.sequences.exists(name) {
+            return Err(Error::new(
+                SqlState::DUPLICATE_TABLE,
+                format!("relation \"{name}\" already exists"),
+            ));
+        }
+        self.inner
+            .catalog
+            .lock()
+            .create_view(name, sql, columns, depends, replace)
+    }
+
+    /// View `name`'s definition.
+    pub fn view(&self, name: &str) -> Option<Arc<ViewMeta>> {
+        self.inner.catalog.lock().view(name)
+    }
+
+    /// Every view, by name.
+    pub fn views(&self) -> Vec<Arc<ViewMeta>> {
+        self.inner.catalog.lock().views()
+    }
+
+    /// The views that depend on relations `names` (see
+    /// [`Catalog::dependents`]).
+    pub fn view_dependents(&self, names: &[String]) -> Vec<Dependent> {
+        self.inner.catalog.lock().dependents(names)
     }
 
     /// Writes the delta buffer to the device (flush & append).

@@ -61,7 +61,7 @@ pub mod transaction;
 pub mod txn;
 
 pub use backup::{BackupLabel, BackupReport};
-pub use catalog::TableMeta;
+pub use catalog::{TableMeta, ViewMeta};
 pub use config::Config;
 pub use database::Database;
 pub use error::{Error, Result};

@@ -1,6 +1,7 @@
-//! The catalog questions psql asks (DESIGN.md §11): `\dt` and `\d` list
-//! the tables, `\d NAME` describes one (columns, types, NOT NULL, the
-//! primary key). psql's (PostgreSQL 15) queries use functions and
+//! The catalog questions psql asks (DESIGN.md §11): `\dt`, `\dv` and
+//! `\d` list the tables and views, `\d NAME` describes one (columns,
+//! types, NOT NULL, the primary key; `\d+ VIEW` adds the view's
+//! definition). psql's (PostgreSQL 15) queries use functions and
 //! operators ndpdb's SQL lacks, so they are recognised by what they
 //! select and answered here; any other catalog query goes to the engine,
 //! which answers the `pg_catalog` and `information_schema` relations
@@ -9,13 +10,16 @@
 //! ```text
 //!  \dt [pattern]  ─► SELECT n.nspname as "Schema", c.relname as "Name", …
 //!                 ◄─ Schema | Name | Type | Owner, one row per table
+//!                    (`relkind IN ('r', …)`) and view (`'v'`)
 //!  \d NAME        ─► 1. SELECT c.oid, n.nspname, c.relname … '^(NAME)$'
-//!                 ◄─ oid (16384 + table id) | public | NAME
+//!                 ◄─ oid (16384 + table or view id) | public | NAME
 //!                 ─► 2. SELECT c.relchecks, c.relkind, … WHERE c.oid = 'OID'
 //!                    3. … FROM pg_catalog.pg_attribute a WHERE a.attrelid = 'OID'
 //!                    4. … pg_catalog.pg_index i … (the primary key)
 //!                    5–9. policies, statistics, publications, inheritance:
 //!                       no rows
+//!  \d+ VIEW          3 with storage and description, then
+//!                    pg_get_viewdef(OID) ◄─ the stored query; pg_rewrite: no rows
 //! ```
 //!
 //! psql writes name patterns as anchored regular expressions in which `*`
@@ -24,7 +28,7 @@
 
 use ndpdb_formats::{DataType, Value};
 use ndpdb_host::catalog::Identity;
-use ndpdb_host::{Database, TableMeta};
+use ndpdb_host::{Database, TableMeta, ViewMeta};
 use ndpdb_sql::{Error, Output, ResultColumn};
 
 /// Answers a psql catalog query, or `None` if `sql` does not read
@@ -47,21 +51,20 @@ pub fn answer(db: &Database, sql: &str) -> Option<Result<Output, Error>> {
         .split_once("c.relkind in (")
         .and_then(|(_, rest)| rest.split_once(')'))
         .map_or("", |(list, _)| list);
-    if !kinds.contains("'r'") {
-        // \dv, \di, \ds …: ndpdb has tables only.
-        return Some(Ok(relation_rows(Vec::new())));
-    }
+    // \di, \ds …: indexes and sequences are not listed.
     let pattern = name_pattern(sql);
-    let mut names: Vec<String> = db
-        .tables()
-        .into_iter()
-        .map(|t| t.name.clone())
-        .filter(|n| {
-            pattern
-                .as_deref()
-                .is_none_or(|p| matches(p.as_bytes(), n.as_bytes()))
-        })
-        .collect();
+    let mut names: Vec<(String, &str)> = Vec::new();
+    if kinds.contains("'r'") {
+        names.extend(db.tables().into_iter().map(|t| (t.name.clone(), "table")));
+    }
+    if kinds.contains("'v'") {
+        names.extend(db.views().into_iter().map(|v| (v.name.clone(), "view")));
+    }
+    names.retain(|(n, _)| {
+        pattern
+            .as_deref()
+            .is_none_or(|p| matches(p.as_bytes(), n.as_bytes()))
+    });
     names.sort();
     Some(Ok(relation_rows(names)))
 }
@@ -118,6 +121,27 @@ fn table_by_oid(db: &Database, sql: &str, marker: &str) -> Option<std::sync::Arc
     db.tables().into_iter().find(|t| FIRST_OID + t.id.0 == oid)
 }
 
+/// The view a `… = 'OID'` condition names.
+fn view_by_oid(db: &Database, sql: &str, marker: &str) -> Option<std::sync::Arc<ViewMeta>> {
+    let at = sql.find(marker)? + marker.len();
+    let digits: String = sql[at..]
+        .trim_start_matches([' ', '\''])
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    let oid: u32 = digits.parse().ok()?;
+    db.views().into_iter().find(|v| FIRST_OID + v.id.0 == oid)
+}
+
+/// PostgreSQL's storage strategy of a type (`\d+`'s Storage column).
+fn storage(ty: DataType) -> &'static str {
+    match ty {
+        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => "x",
+        DataType::Numeric { .. } => "m",
+        _ => "p",
+    }
+}
+
 /// psql's `\d NAME` queries (PostgreSQL 15's psql), or `None`.
 fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
     let rows = |columns: &[&str], rows: Vec<Vec<Value>>| Output::Rows {
@@ -130,32 +154,42 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
         && lower.contains("c.relname operator(pg_catalog.~)")
     {
         let pattern = name_pattern(sql);
-        let mut found: Vec<_> = db
+        let mut found: Vec<(String, u32)> = db
             .tables()
             .into_iter()
-            .filter(|t| {
+            .map(|t| (t.name.clone(), t.id.0))
+            .chain(db.views().into_iter().map(|v| (v.name.clone(), v.id.0)))
+            .filter(|(name, _)| {
                 pattern
                     .as_deref()
-                    .is_none_or(|p| matches(p.as_bytes(), t.name.as_bytes()))
+                    .is_none_or(|p| matches(p.as_bytes(), name.as_bytes()))
             })
             .collect();
-        found.sort_by(|a, b| a.name.cmp(&b.name));
+        found.sort();
         let found = found
             .iter()
-            .map(|t| text_row(&[&(FIRST_OID + t.id.0).to_string(), "public", &t.name]))
+            .map(|(name, id)| text_row(&[&(FIRST_OID + id).to_string(), "public", name]))
             .collect();
         return Some(rows(&["oid", "nspname", "relname"], found));
     }
     // 2. The relation's kind and flags.
     if lower.contains("select c.relchecks, c.relkind") {
         let t = table_by_oid(db, sql, "WHERE c.oid =");
-        let found = t
+        let mut found: Vec<Vec<Value>> = t
             .map(|_| {
                 vec![text_row(&[
                     "0", "r", "t", "f", "f", "f", "f", "f", "f", "", "0", "", "p", "d", "heap",
                 ])]
             })
             .unwrap_or_default();
+        if view_by_oid(db, sql, "WHERE c.oid =").is_some() {
+            // A view: its query is a rule, it has no access method.
+            let mut row = text_row(&[
+                "0", "v", "f", "t", "f", "f", "f", "f", "f", "", "0", "", "p", "n",
+            ]);
+            row.push(Value::Null);
+            found.push(row);
+        }
         return Some(rows(
             &[
                 "relchecks",
@@ -179,6 +213,39 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
     }
     // 3. Columns.
     if lower.contains("from pg_catalog.pg_attribute a") && lower.contains("a.attrelid =") {
+        let verbose = lower.contains("a.attstorage");
+        let mut names = vec![
+            "attname",
+            "format_type",
+            "default",
+            "attnotnull",
+            "attcollation",
+            "attidentity",
+            "attgenerated",
+        ];
+        if verbose {
+            names.extend(["attstorage", "col_description"]);
+        }
+        let extra = |row: &mut Vec<Value>, ty: DataType| {
+            if verbose {
+                row.push(Value::Text(storage(ty).into()));
+                row.push(Value::Null);
+            }
+        };
+        if let Some(v) = view_by_oid(db, sql, "a.attrelid =") {
+            let found = v
+                .columns
+                .iter()
+                .map(|c| {
+                    let mut row = text_row(&[&c.name, &c.ty.sql_name()]);
+                    row.extend([Value::Null, Value::Text("f".into()), Value::Null]);
+                    row.extend([Value::Text(String::new()), Value::Text(String::new())]);
+                    extra(&mut row, c.ty);
+                    row
+                })
+                .collect();
+            return Some(rows(&names, found));
+        }
         let t = table_by_oid(db, sql, "a.attrelid =");
         let found = t
             .map(|t| {
@@ -202,23 +269,20 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
                         row.push(Value::Null);
                         row.push(Value::Text(identity.into()));
                         row.push(Value::Text(String::new()));
+                        extra(&mut row, c.ty);
                         row
                     })
                     .collect()
             })
             .unwrap_or_default();
-        return Some(rows(
-            &[
-                "attname",
-                "format_type",
-                "default",
-                "attnotnull",
-                "attcollation",
-                "attidentity",
-                "attgenerated",
-            ],
-            found,
-        ));
+        return Some(rows(&names, found));
+    }
+    // \d+ VIEW: the definition (the query text ndpdb stored).
+    if lower.contains("pg_catalog.pg_get_viewdef(") {
+        let found = view_by_oid(db, sql, "pg_get_viewdef(")
+            .map(|v| vec![text_row(&[&format!(" {};", v.sql)])])
+            .unwrap_or_default();
+        return Some(rows(&["pg_get_viewdef"], found));
     }
     // 4. Indexes: the primary key (a hash index from key to VID), then
     // the secondary (B-tree) indexes by name, as psql orders them.
@@ -346,6 +410,7 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
         ("pg_catalog.pg_statistic_ext", 9),
         ("pg_catalog.pg_publication", 3),
         ("pg_catalog.pg_inherits", 4),
+        ("pg_catalog.pg_rewrite", 2),
     ] {
         if lower.contains(what) {
             let names: Vec<String> = (1..=columns).map(|i| format!("column{i}")).collect();
@@ -356,7 +421,7 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
     None
 }
 
-fn relation_rows(names: Vec<String>) -> Output {
+fn relation_rows(names: Vec<(String, &str)>) -> Output {
     let text = |name: &str| ResultColumn {
         name: name.into(),
         ty: DataType::Text,
@@ -365,11 +430,11 @@ fn relation_rows(names: Vec<String>) -> Output {
         columns: vec![text("Schema"), text("Name"), text("Type"), text("Owner")],
         rows: names
             .into_iter()
-            .map(|n| {
+            .map(|(n, kind)| {
                 vec![
                     Value::Text("public".into()),
                     Value::Text(n),
-                    Value::Text("table".into()),
+                    Value::Text(kind.into()),
                     Value::Text("ndpdb".into()),
                 ]
             })

@@ -205,6 +205,53 @@ fn psql_lists_tables_and_copies_from_stdin() {
     assert!(out.contains("      8"), "{out}");
 }
 
+/// psql's `\d` lists tables and views, `\dv` views only, `\d VIEW`
+/// describes a view's columns and `\d+ VIEW` adds its definition.
+#[test]
+fn psql_lists_and_describes_views() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = start(ndpdb_embedded::open(dir.path()).unwrap());
+    let (_, err) = psql(
+        port,
+        &[
+            "CREATE TABLE orders (id INT PRIMARY KEY, note TEXT, amount NUMERIC(8,2))",
+            "CREATE VIEW big_orders (order_id, amount) AS SELECT id, amount FROM orders WHERE amount > 100",
+        ],
+    );
+    assert!(err.is_empty(), "{err}");
+    let (out, err) = psql(port, &["\\d", "\\dv", "\\dt"]);
+    assert!(err.is_empty(), "{err}");
+    assert_eq!(
+        out.matches(" public | big_orders | view").count(),
+        2,
+        "{out}"
+    );
+    assert_eq!(
+        out.matches(" public | orders     | table").count(),
+        1,
+        "{out}"
+    );
+    assert_eq!(out.matches(" public | orders | table").count(), 1, "{out}");
+    let (out, err) = psql(port, &["\\d big_orders"]);
+    assert!(err.is_empty(), "{err}");
+    assert!(out.contains("View \"public.big_orders\""), "{out}");
+    assert!(
+        out.contains(" order_id | integer      |           |          | "),
+        "{out}"
+    );
+    assert!(
+        out.contains(" amount   | numeric(8,2) |           |          | "),
+        "{out}"
+    );
+    let (out, err) = psql(port, &["\\d+ big_orders"]);
+    assert!(err.is_empty(), "{err}");
+    assert!(out.contains("View definition:"), "{out}");
+    assert!(
+        out.contains("SELECT id, amount FROM orders WHERE amount > 100;"),
+        "{out}"
+    );
+}
+
 /// `COPY … TO STDOUT` and psql's `\copy … to`: PostgreSQL's text and CSV
 /// forms (output compared with PostgreSQL 15's for the same rows).
 #[test]

@@ -113,6 +113,7 @@ pub fn drop_columns(
     table: &str,
     names: &[Ident],
     if_exists: bool,
+    cascade: bool,
     wait: Duration,
     interrupt: &Interrupt,
 ) -> Result<()> {
@@ -134,6 +135,7 @@ pub fn drop_columns(
         if meta.schema.len() == 1 {
             return Err(unsupported("dropping the only column of a table"));
         }
+        crate::view::drop_column_dependents(db, table, &name, cascade)?;
         let shift = |c: usize| if c > gone { c - 1 } else { c };
         let columns: Vec<Column> = meta
             .schema

@@ -403,6 +403,22 @@ pub fn alter_table(
 ) -> Result<Output> {
     use sqlparser::ast::AlterTableOperation;
     let name = table_name(&at.name)?;
+    if db.view(&name).is_some() {
+        let action = match at.operations.first() {
+            Some(AlterTableOperation::AddColumn { .. }) => "ADD COLUMN",
+            Some(AlterTableOperation::DropColumn { .. }) => "DROP COLUMN",
+            Some(AlterTableOperation::AddConstraint { .. }) => "ADD CONSTRAINT",
+            _ => {
+                return Err(Error::new(
+                    SqlState("42809"),
+                    format!("\"{name}\" is not a table"),
+                ))
+            }
+        };
+        let what = format!("ALTER action {action} cannot be performed on relation \"{name}\"");
+        return Err(crate::view::not_for_views(db, &name, &what)
+            .unwrap_or_else(|| Error::undefined_table(&name)));
+    }
     let ts = match db.table(&name) {
         Err(e) if at.if_exists && e.code == SqlState::UNDEFINED_TABLE => {
             return Ok(Output::command("ALTER TABLE"));
@@ -434,6 +450,7 @@ pub fn alter_table(
             AlterTableOperation::DropColumn {
                 column_names,
                 if_exists,
+                drop_behavior,
                 ..
             } => {
                 crate::alter_column::drop_columns(
@@ -441,6 +458,7 @@ pub fn alter_table(
                     &name,
                     column_names,
                     *if_exists,
+                    matches!(drop_behavior, Some(sqlparser::ast::DropBehavior::Cascade)),
                     wait,
                     interrupt,
                 )?;
@@ -481,26 +499,27 @@ pub fn drop(
     object_type: &ObjectType,
     if_exists: bool,
     names: &[ObjectName],
+    cascade: bool,
 ) -> Result<Output> {
-    if *object_type == ObjectType::Sequence {
-        return crate::sequence_ddl::drop_sequence(db, if_exists, names);
-    }
-    if *object_type == ObjectType::Index {
-        return crate::index_ddl::drop_index(db, if_exists, names);
-    }
-    if *object_type != ObjectType::Table {
-        return Err(Error::new(
+    use ndpdb_host::catalog::RelKind;
+    match object_type {
+        ObjectType::Sequence => {
+            crate::view::refuse_other_drop(db, "a sequence", names)?;
+            crate::sequence_ddl::drop_sequence(db, if_exists, names)
+        }
+        ObjectType::Index => {
+            crate::view::refuse_other_drop(db, "an index", names)?;
+            crate::index_ddl::drop_index(db, if_exists, names)
+        }
+        ObjectType::Table => {
+            crate::view::drop_relations(db, RelKind::Table, if_exists, names, cascade)
+        }
+        ObjectType::View => {
+            crate::view::drop_relations(db, RelKind::View, if_exists, names, cascade)
+        }
+        _ => Err(Error::new(
             SqlState::FEATURE_NOT_SUPPORTED,
             format!("DROP {object_type} is not supported"),
-        ));
+        )),
     }
-    for n in names {
-        let name = table_name(n)?;
-        match db.drop_table(&name) {
-            Ok(()) => {}
-            Err(e) if if_exists && e.code == SqlState::UNDEFINED_TABLE => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(Output::command("DROP TABLE"))
 }

@@ -61,6 +61,13 @@ pub fn create_index(
         Some(t) => return Err(unsupported(&format!("index access method {t}"))),
     }
     let table = table_name(&ci.table_name)?;
+    if let Some(e) = crate::view::not_for_views(
+        db,
+        &table,
+        &format!("cannot create index on relation \"{table}\""),
+    ) {
+        return Err(e);
+    }
     let ts = db.table(&table)?;
     let meta = ts.meta();
     let mut names = Vec::new();

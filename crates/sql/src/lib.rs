@@ -11,6 +11,7 @@
 //! - [`sequence_ddl`]: CREATE / DROP SEQUENCE, SERIAL and identity columns.
 //! - [`alter_column`]: ALTER TABLE … ADD / DROP COLUMN (a table rewrite).
 //! - [`index_ddl`]: CREATE [UNIQUE] INDEX / DROP INDEX.
+//! - [`view`]: CREATE [OR REPLACE] VIEW / DROP VIEW, views read as queries in FROM.
 //! - [`interval`]: interval literals in date and timestamp arithmetic.
 //! - [`scope`]: name resolution of columns over one or more tables.
 //! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
@@ -63,6 +64,7 @@ pub mod session;
 pub mod subquery;
 pub mod time_setting;
 pub mod token_text;
+pub mod view;
 
 pub use ndpdb_host::{Error, Result};
 

@@ -117,7 +117,7 @@ pub struct SelectPlan {
     /// The grouping context and HAVING, for aggregate queries.
     agg: Option<(AggContext, Option<Program>)>,
     /// The joined row's columns (ORDER BY of non-aggregate queries).
-    input_scope: Scope,
+    pub(crate) input_scope: Scope,
     projection: Vec<Program>,
     pub columns: Vec<ResultColumn>,
     order: Vec<OrderItem>,
@@ -501,9 +501,9 @@ struct FromItem {
 /// The FROM list's items in order, each with its alias.
 type FromTables = Vec<(Input, String)>;
 
-/// Plans a query in FROM or a `WITH` query seeing `ctes`; `columns`
-/// renames its result columns (`AS t(a, b)`).
-fn plan_derived(
+/// Plans a query in FROM, a `WITH` query or a view's query seeing
+/// `ctes`; `columns` renames its result columns (`AS t(a, b)`).
+pub(crate) fn plan_derived(
     db: &Database,
     q: &Query,
     alias: &str,
@@ -610,7 +610,9 @@ fn plan_from_item(
                     return Ok((input, as_name));
                 }
             }
-            Ok((Input::Table(ctx.db().table(&tname)?), as_name))
+            let input =
+                crate::view::from_relation(ctx, &tname, &as_name, alias_columns(alias), params)?;
+            Ok((input, as_name))
         }
         TableFactor::Derived {
             lateral,

@@ -1,27 +1,30 @@
 //! The system catalog as relations, answered from ndpdb's own catalog
 //! when a statement runs: the `information_schema` views tools read
-//! (tables, columns, table_constraints, key_column_usage, schemata) and
-//! the `pg_catalog` tables drivers join (pg_namespace, pg_class,
-//! pg_attribute, pg_type, pg_index, pg_constraint, pg_database, and the
-//! views pg_tables and pg_indexes).
+//! (tables, columns, views, table_constraints, key_column_usage,
+//! schemata) and the `pg_catalog` tables drivers join (pg_namespace,
+//! pg_class, pg_attribute, pg_type, pg_index, pg_constraint,
+//! pg_database, and the views pg_tables, pg_views and pg_indexes).
 //!
 //! ```text
-//!  schema public (OID 2200)           tables: OID 16384 + table id
+//!  schema public (OID 2200)           tables, views: OID 16384 + id
 //!  schema pg_catalog (OID 11)         a table's key index: OID 1,016,384 + 1000 × id
 //!  types: PostgreSQL's OIDs (int4 23, varchar 1043, numeric 1700, …)
 //! ```
 //!
 //! Columns and values follow PostgreSQL 15 for what ndpdb has (user
-//! tables in `public`, primary keys, NOT NULL, defaults, secondary
-//! indexes); relations list ndpdb's own tables, not the catalog's, and
+//! tables and views in `public`, primary keys, NOT NULL, defaults,
+//! secondary indexes); a view is neither insertable nor updatable
+//! (ndpdb does not write through views), and its definition is the
+//! query text ndpdb stored, not PostgreSQL's rendering; relations list ndpdb's own tables, not the catalog's, and
 //! the `pg_catalog` tables carry the columns drivers read, not all of
 //! PostgreSQL's. The NOT NULL columns show as CHECK constraints in
 //! `table_constraints`, as in PostgreSQL 15.
 
 use std::sync::Arc;
 
+use ndpdb_formats::Column;
 use ndpdb_formats::{DataType, Value};
-use ndpdb_host::catalog::{Identity, TableMeta};
+use ndpdb_host::catalog::{ColumnDefault, Identity, TableMeta, ViewMeta};
 use ndpdb_host::Database;
 
 use crate::output::ResultColumn;
@@ -37,6 +40,7 @@ const OWNER_OID: i64 = 10;
 pub enum SystemTable {
     Tables,
     Columns,
+    Views,
     TableConstraints,
     KeyColumnUsage,
     Schemata,
@@ -48,6 +52,7 @@ pub enum SystemTable {
     PgConstraint,
     PgDatabase,
     PgTables,
+    PgViews,
     PgIndexes,
 }
 
@@ -60,6 +65,7 @@ impl SystemTable {
         let info = match name {
             "tables" => Tables,
             "columns" => Columns,
+            "views" => Views,
             "table_constraints" => TableConstraints,
             "key_column_usage" => KeyColumnUsage,
             "schemata" => Schemata,
@@ -74,6 +80,7 @@ impl SystemTable {
             "pg_constraint" => Some(PgConstraint),
             "pg_database" => Some(PgDatabase),
             "pg_tables" => Some(PgTables),
+            "pg_views" => Some(PgViews),
             "pg_indexes" => Some(PgIndexes),
             _ => None,
         };
@@ -146,6 +153,18 @@ impl SystemTable {
                 ("is_generated", Text),
                 ("generation_expression", Text),
                 ("is_updatable", Text),
+            ],
+            Views => &[
+                ("table_catalog", Text),
+                ("table_schema", Text),
+                ("table_name", Text),
+                ("view_definition", Text),
+                ("check_option", Text),
+                ("is_updatable", Text),
+                ("is_insertable_into", Text),
+                ("is_trigger_updatable", Text),
+                ("is_trigger_deletable", Text),
+                ("is_trigger_insertable_into", Text),
             ],
             TableConstraints => &[
                 ("constraint_catalog", Text),
@@ -304,6 +323,12 @@ impl SystemTable {
                 ("hastriggers", Bool),
                 ("rowsecurity", Bool),
             ],
+            PgViews => &[
+                ("schemaname", Text),
+                ("viewname", Text),
+                ("viewowner", Text),
+                ("definition", Text),
+            ],
             PgIndexes => &[
                 ("schemaname", Text),
                 ("tablename", Text),
@@ -328,11 +353,43 @@ impl SystemTable {
     pub fn rows(self, db: &Database, catalog: &str) -> Vec<Vec<Value>> {
         let mut tables = db.tables();
         tables.sort_by_key(|t| t.id.0);
+        let mut views = db.views();
+        views.sort_by_key(|v| v.id.0);
         let rows = match self {
-            SystemTable::Tables => tables.iter().map(|t| table_row(t, catalog)).collect(),
+            SystemTable::Tables => tables
+                .iter()
+                .map(|t| relation_row(&t.name, "BASE TABLE", catalog))
+                .chain(views.iter().map(|v| relation_row(&v.name, "VIEW", catalog)))
+                .collect(),
             SystemTable::Columns => tables
                 .iter()
                 .flat_map(|t| (0..t.schema.columns.len()).map(move |c| column_row(t, c, catalog)))
+                .chain(views.iter().flat_map(|v| {
+                    v.columns.iter().enumerate().map(move |(c, col)| {
+                        column_values(&v.name, col, c, None, true, false, catalog)
+                    })
+                }))
+                .collect(),
+            SystemTable::Views => views
+                .iter()
+                .map(|v| {
+                    vec![
+                        t(catalog),
+                        t("public"),
+                        t(&v.name),
+                        t(&v.sql),
+                        t("NONE"),
+                        t("NO"),
+                        t("NO"),
+                        t("NO"),
+                        t("NO"),
+                        t("NO"),
+                    ]
+                })
+                .collect(),
+            SystemTable::PgViews => views
+                .iter()
+                .map(|v| vec![t("public"), t(&v.name), t("postgres"), t(&v.sql)])
                 .collect(),
             SystemTable::TableConstraints => constraint_rows(&tables, catalog),
             SystemTable::KeyColumnUsage => key_column_rows(&tables, catalog),
@@ -351,10 +408,15 @@ impl SystemTable {
                 vec![i(PG_CATALOG_OID), t("pg_catalog"), i(OWNER_OID), N],
                 vec![i(PUBLIC_OID), t("public"), i(6171), N],
             ],
-            SystemTable::PgClass => pg_class_rows(&tables, &db.sequence_names()),
+            SystemTable::PgClass => pg_class_rows(&tables, &views, &db.sequence_names()),
             SystemTable::PgAttribute => tables
                 .iter()
                 .flat_map(|t| (0..t.schema.columns.len()).map(move |c| attribute_row(t, c)))
+                .chain(views.iter().flat_map(|v| {
+                    v.columns.iter().enumerate().map(move |(c, col)| {
+                        attribute_values(FIRST_OID + v.id.0 as i64, col, c, false, None)
+                    })
+                }))
                 .collect(),
             SystemTable::PgType => TYPES.iter().map(type_row).collect(),
             SystemTable::PgIndex => indexes(&tables).map(index_row).collect(),
@@ -611,18 +673,20 @@ fn type_row(ty: &TypeInfo) -> Vec<Value> {
     ]
 }
 
-fn table_row(tb: &TableMeta, catalog: &str) -> Vec<Value> {
+/// information_schema.tables: a table (`BASE TABLE`) or a view
+/// (`VIEW`, not insertable: ndpdb does not write through views).
+fn relation_row(name: &str, kind: &str, catalog: &str) -> Vec<Value> {
     vec![
         t(catalog),
         t("public"),
-        t(&tb.name),
-        t("BASE TABLE"),
+        t(name),
+        t(kind),
         N,
         N,
         N,
         N,
         N,
-        t("YES"),
+        yes(kind == "BASE TABLE"),
         t("NO"),
         N,
     ]
@@ -659,8 +723,21 @@ fn shown_default(expr: &str, ty: DataType) -> String {
 
 fn column_row(tb: &TableMeta, c: usize, catalog: &str) -> Vec<Value> {
     let col = &tb.schema.columns[c];
+    let nullable = col.nullable && !tb.schema.primary_key.contains(&c);
+    column_values(&tb.name, col, c, tb.default_of(c), nullable, true, catalog)
+}
+
+/// information_schema.columns: column `c` (`col`) of relation `rel`.
+fn column_values(
+    rel: &str,
+    col: &Column,
+    c: usize,
+    default: Option<&ColumnDefault>,
+    nullable: bool,
+    updatable: bool,
+    catalog: &str,
+) -> Vec<Value> {
     let info = type_info(col.ty);
-    let default = tb.default_of(c);
     let identity = default.map_or(Identity::None, |d| d.identity);
     let shown = match (default, identity) {
         (Some(d), Identity::None) => t(&shown_default(&d.expr, col.ty)),
@@ -692,11 +769,10 @@ fn column_row(tb: &TableMeta, c: usize, catalog: &str) -> Vec<Value> {
         Identity::ByDefault => ("YES", t("BY DEFAULT")),
     };
     let identity_part = |v: &str| if identity == Identity::None { N } else { t(v) };
-    let nullable = col.nullable && !tb.schema.primary_key.contains(&c);
     vec![
         t(catalog),
         t("public"),
-        t(&tb.name),
+        t(rel),
         t(&col.name),
         Value::Int(c as i32 + 1),
         shown,
@@ -741,7 +817,7 @@ fn column_row(tb: &TableMeta, c: usize, catalog: &str) -> Vec<Value> {
         t("NO"),
         t("NEVER"),
         N,
-        t("YES"),
+        yes(updatable),
     ]
 }
 
@@ -884,7 +960,11 @@ fn pg_class_row(oid: i64, name: &str, kind: &str, natts: usize, has_index: bool)
     ]
 }
 
-fn pg_class_rows(tables: &[Arc<TableMeta>], sequences: &[String]) -> Vec<Vec<Value>> {
+fn pg_class_rows(
+    tables: &[Arc<TableMeta>],
+    views: &[Arc<ViewMeta>],
+    sequences: &[String],
+) -> Vec<Vec<Value>> {
     let mut rows = Vec::new();
     for (k, name) in sequences.iter().enumerate() {
         rows.push(pg_class_row(
@@ -905,6 +985,19 @@ fn pg_class_rows(tables: &[Arc<TableMeta>], sequences: &[String]) -> Vec<Vec<Val
             indexed,
         ));
     }
+    for v in views {
+        let mut row = pg_class_row(
+            FIRST_OID + v.id.0 as i64,
+            &v.name,
+            "v",
+            v.columns.len(),
+            false,
+        );
+        // A view has no storage (relfilenode 0) and its query is a rule.
+        row[7] = i(0);
+        row[19] = b(true);
+        rows.push(row);
+    }
     for ix in indexes(tables) {
         rows.push(pg_class_row(ix.oid, &ix.name, "i", ix.columns.len(), false));
     }
@@ -913,8 +1006,19 @@ fn pg_class_rows(tables: &[Arc<TableMeta>], sequences: &[String]) -> Vec<Vec<Val
 
 fn attribute_row(tb: &TableMeta, c: usize) -> Vec<Value> {
     let col = &tb.schema.columns[c];
+    let notnull = !col.nullable || tb.schema.primary_key.contains(&c);
+    attribute_values(table_oid(tb), col, c, notnull, tb.default_of(c))
+}
+
+/// pg_attribute: column `c` (`col`) of the relation with OID `rel`.
+fn attribute_values(
+    rel: i64,
+    col: &Column,
+    c: usize,
+    notnull: bool,
+    default: Option<&ColumnDefault>,
+) -> Vec<Value> {
     let info = type_info(col.ty);
-    let default = tb.default_of(c);
     let identity = match default.map(|d| d.identity) {
         Some(Identity::Always) => "a",
         Some(Identity::ByDefault) => "i",
@@ -922,7 +1026,7 @@ fn attribute_row(tb: &TableMeta, c: usize) -> Vec<Value> {
     };
     let collation = if info.category == "S" { 100 } else { 0 };
     vec![
-        i(table_oid(tb)),
+        i(rel),
         t(&col.name),
         i(info.oid),
         Value::Int(info.len),
@@ -930,7 +1034,7 @@ fn attribute_row(tb: &TableMeta, c: usize) -> Vec<Value> {
         Value::Int(0),
         Value::Int(typmod(col.ty) as i32),
         b(info.len > 0),
-        b(!col.nullable || tb.schema.primary_key.contains(&c)),
+        b(notnull),
         b(default.is_some_and(|d| d.identity == Identity::None)),
         t(identity),
         t(""),

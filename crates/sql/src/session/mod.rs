@@ -354,6 +354,7 @@ impl Session {
         stmt: &Statement,
         param_types: &mut Vec<Option<DataType>>,
     ) -> Result<Option<PreparedKind>> {
+        crate::view::refuse_write(&self.db, stmt)?;
         Ok(Some(match stmt {
             Statement::Query(q) => {
                 let mut plan = plan_query(&self.db, q, param_types)?;
@@ -662,7 +663,15 @@ impl Session {
             Statement::Vacuum(v) => self.guarded(|s| s.vacuum(v)),
             Statement::Analyze(a) => self.guarded(|s| {
                 if let Some(name) = &a.table_name {
-                    s.db.table(&ddl::table_name(name)?)?;
+                    let name = ddl::table_name(name)?;
+                    if s.db.view(&name).is_some() {
+                        s.notices.push(Notice::warning(
+                            SqlState("01000"),
+                            format!("skipping \"{name}\" --- cannot analyze non-tables or special system tables"),
+                        ));
+                    } else {
+                        s.db.table(&name)?;
+                    }
                 }
                 Ok(Output::command("ANALYZE"))
             }),
@@ -712,8 +721,10 @@ impl Session {
                 object_type,
                 if_exists,
                 names,
+                cascade,
                 ..
-            } => self.guarded(|s| ddl::drop(&s.db, object_type, *if_exists, names)),
+            } => self.guarded(|s| ddl::drop(&s.db, object_type, *if_exists, names, *cascade)),
+            Statement::CreateView(cv) => self.guarded(|s| crate::view::create_view(&s.db, cv)),
             Statement::Query(_)
             | Statement::Insert(_)
             | Statement::Update(_)
@@ -756,6 +767,13 @@ impl Session {
         let mut plans = Vec::new();
         for target in &t.table_names {
             let planned = ddl::table_name(&target.name)
+                .and_then(|name| match self.db.view(&name) {
+                    Some(_) => Err(Error::new(
+                        SqlState("42809"),
+                        format!("\"{name}\" is not a table"),
+                    )),
+                    None => Ok(name),
+                })
                 .and_then(|name| {
                     let quoted = format!("\"{}\"", name.replace('"', "\"\""));
                     parse(&format!("DELETE FROM {quoted}"))
@@ -798,6 +816,15 @@ impl Session {
             ));
         }
         let table = v.table_name.as_ref().map(ddl::table_name).transpose()?;
+        if let Some(name) = table.as_ref().filter(|n| self.db.view(n).is_some()) {
+            self.notices.push(Notice::warning(
+                SqlState("01000"),
+                format!(
+                    "skipping \"{name}\" --- cannot vacuum non-tables or special system tables"
+                ),
+            ));
+            return Ok(Output::command("VACUUM"));
+        }
         let cost = ndpdb_host::GcCost {
             delay: match self.settings.get("vacuum_cost_delay") {
                 Some(v) => time_setting::parse("vacuum_cost_delay", v)?.unwrap_or_default(),
