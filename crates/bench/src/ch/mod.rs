@@ -28,6 +28,9 @@ pub mod olap;
 pub mod queries;
 pub mod report;
 
+#[cfg(test)]
+mod tests;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
