@@ -338,8 +338,24 @@ fn strip_zone(t: &str) -> &str {
 
 pub fn parse_date(s: &str) -> Result<i32> {
     let t = strip_zone(s.trim());
+    // A time of day after the date is read and dropped, as PostgreSQL's
+    // date input does ('2024-01-01 10:00:00'::date = '2024-01-01').
+    let with_time = || {
+        [
+            "%Y-%m-%d %H:%M:%S%.f",
+            "%Y-%m-%dT%H:%M:%S%.f",
+            "%Y-%m-%d %H:%M",
+            "%Y-%m-%dT%H:%M",
+        ]
+        .iter()
+        .find_map(|fmt| NaiveDateTime::parse_from_str(t, fmt).ok())
+        .map(|dt| dt.date())
+    };
     NaiveDate::parse_from_str(t, "%Y-%m-%d")
+        .ok()
+        .or_else(with_time)
         .map(days_from_date)
+        .ok_or(())
         .map_err(|_| {
             Error::sql(
                 SqlState::INVALID_DATETIME_FORMAT,
@@ -782,6 +798,16 @@ mod tests {
         assert_eq!(parse_timestamp("2024-01-01T12:00:01Z").unwrap(), t);
         assert!(parse_date("2024-01-1x").is_err());
         assert!(parse_timestamp("2024-01-01 12:00:01+ab").is_err());
+    }
+
+    #[test]
+    fn a_date_reads_and_drops_a_time_of_day() {
+        let d = parse_date("2007-01-02").unwrap();
+        assert_eq!(parse_date("2007-01-02 00:00:00.000000").unwrap(), d);
+        assert_eq!(parse_date("2007-01-02 23:59:59").unwrap(), d);
+        assert_eq!(parse_date("2007-01-02T10:30").unwrap(), d);
+        assert!(parse_date("2007-01-02 25:00:00").is_err());
+        assert!(parse_date("2007-01-02 10:00:00 junk").is_err());
     }
 
     #[test]
