@@ -128,6 +128,8 @@ pub struct SelectPlan {
     pub ndp: Option<NdpPlacement>,
     /// Figures of the last offloaded execution (for EXPLAIN ANALYZE).
     pub last_ndp: Mutex<Option<NdpReport>>,
+    /// Window and set-returning columns (`select_extras.rs`).
+    extras: Option<crate::select_extras::Extras>,
 }
 
 /// How a query uses NDP (`SET ndp`).
@@ -401,7 +403,9 @@ pub fn plan_query_in(
         }
         Some(LimitClause::OffsetCommaLimit { .. }) => return Err(unsupported("LIMIT a, b")),
     }
-    plan.key_order_read = plan.plan_key_order_read(&order_by)?;
+    if plan.extras.is_none() {
+        plan.key_order_read = plan.plan_key_order_read(&order_by)?;
+    }
     plan.subqueries = ctx.finish();
     Ok(plan)
 }
@@ -694,9 +698,12 @@ fn plan_from(
                     ))
                 }
                 JoinConstraint::None => {}
-                JoinConstraint::Using(_) | JoinConstraint::Natural => {
-                    return Err(unsupported("JOIN USING / NATURAL"))
+                JoinConstraint::Using(cols) => {
+                    let scopes: Vec<Scope> =
+                        out.iter().map(|(i, a)| input_scope(i, a, ctx)).collect();
+                    on.extend(crate::join_using::terms(cols, &scopes)?);
                 }
+                JoinConstraint::Natural => return Err(unsupported("NATURAL JOIN")),
             }
             items.push(FromItem { kind, on });
         }
@@ -965,6 +972,12 @@ fn plan_select(
     let aggregated = !group_exprs.is_empty()
         || items.iter().any(|(e, _)| contains_aggregate(e))
         || s.having.is_some();
+    if aggregated && crate::select_extras::mentioned(&items) {
+        return Err(unsupported(
+            "window or set-returning functions with aggregates",
+        ));
+    }
+    let extras = crate::select_extras::plan(&mut items, &mut scope, params)?;
     let mut columns = Vec::new();
     let mut projection = Vec::new();
     let mut agg = None;
@@ -1020,6 +1033,7 @@ fn plan_select(
         for_update: false,
         ndp: None,
         last_ndp: Mutex::new(None),
+        extras,
     })
 }
 
@@ -1420,6 +1434,7 @@ impl SelectPlan {
         };
         let Some((ctx, having)) = &self.agg else {
             let rows = self.joined_rows(tx, params)?;
+            let rows = crate::select_extras::apply(&self.extras, rows, params)?;
             let mut out = Vec::with_capacity(rows.len());
             for r in &rows {
                 out.push(emit(tx, &r.values)?);
@@ -1641,7 +1656,7 @@ impl SelectPlan {
                 plan.place(mode, pes, preload, db);
             }
         }
-        if mode == NdpMode::Off || self.sources.len() != 1 {
+        if mode == NdpMode::Off || self.sources.len() != 1 || self.extras.is_some() {
             return;
         }
         if self.for_update && self.agg.is_some() {
@@ -2002,5 +2017,6 @@ pub fn plan_filter(
         for_update: false,
         ndp: None,
         last_ndp: Mutex::new(None),
+        extras: None,
     })
 }
