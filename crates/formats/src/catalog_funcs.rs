@@ -187,6 +187,15 @@ pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> Result<boo
                             .unwrap_or(s),
                         other => other.to_string(),
                     };
+                    // PostgreSQL's words for the common mistakes.
+                    let why = match why.as_str() {
+                        "unclosed group" | "unopened group" => "parentheses () not balanced".into(),
+                        "unclosed character class" => "brackets [] not balanced".into(),
+                        "repetition operator missing expression" => {
+                            "quantifier operand invalid".into()
+                        }
+                        _ => why,
+                    };
                     Error::sql(
                         SqlState("2201B"),
                         format!("invalid regular expression: {why}"),
@@ -234,9 +243,7 @@ fn split_fields(inner: &str, empty_null: bool) -> Vec<Option<String>> {
             && ((empty_null && field.is_empty()) || (!empty_null && field.trim() == "NULL"));
         out.push(if null {
             None
-        } else if was_quoted {
-            Some(field)
-        } else if empty_null {
+        } else if was_quoted || empty_null {
             Some(field)
         } else {
             Some(field.trim().to_string())
