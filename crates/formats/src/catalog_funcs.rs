@@ -318,6 +318,9 @@ mod tests {
         assert_eq!(r.unwrap().unwrap(), Value::Text("x,y".into()));
         assert!(regex_match("pg_toast", "^pg_", false).unwrap());
         assert!(regex_match("ABC", "b", true).unwrap());
-        assert_eq!(regex_match("a", "(", false).unwrap_err().code(), "2201B");
+        assert_eq!(
+            regex_match("a", "(", false).unwrap_err().sqlstate().code(),
+            "2201B"
+        );
     }
 }
