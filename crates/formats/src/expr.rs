@@ -54,10 +54,32 @@ pub enum Func {
     Chr,
     /// `strpos(text, text)` / `position(a IN b)`: 1-based, 0 if absent.
     Strpos,
+    /// `replace(text, from, to)`.
+    Replace,
+    /// `a & b`, `a | b` on integers.
+    BitAnd,
+    BitOr,
+    /// `text ~ pattern` with flags (see [`crate::catalog_funcs`]).
+    RegexMatch,
+    /// `array[i]`, `array_upper(array, dim)`, `array_lower(array, dim)`
+    /// on an array's text form.
+    ArrayElem,
+    ArrayUpper,
+    ArrayLower,
+    /// Field `i` (1-based) of a record's text form `(a,b)`.
+    RecordField,
+    /// `pg_get_expr(expr, relation)`: the expression text itself.
+    PgGetExpr,
+    /// `pg_get_indexdef(defs, oid, column)`: a lookup in a table of
+    /// index definitions the planner made from the catalog.
+    IndexDef,
+    /// `trim([both|leading|trailing] chars from text)`: (text, chars, 0
+    /// both / 1 leading / 2 trailing).
+    TrimChars,
 }
 
 impl Func {
-    const ALL: [Func; 22] = [
+    const ALL: [Func; 33] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -80,6 +102,17 @@ impl Func {
         Func::Ascii,
         Func::Chr,
         Func::Strpos,
+        Func::Replace,
+        Func::BitAnd,
+        Func::BitOr,
+        Func::RegexMatch,
+        Func::ArrayElem,
+        Func::ArrayUpper,
+        Func::ArrayLower,
+        Func::RecordField,
+        Func::PgGetExpr,
+        Func::IndexDef,
+        Func::TrimChars,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -92,6 +125,14 @@ impl Func {
             Func::Substr => 2..=3,
             Func::AddInterval => 4..=4,
             Func::NullIf | Func::Extract | Func::DatePart | Func::Strpos => 2..=2,
+            Func::Replace | Func::RegexMatch | Func::IndexDef | Func::TrimChars => 3..=3,
+            Func::BitAnd
+            | Func::BitOr
+            | Func::ArrayElem
+            | Func::ArrayUpper
+            | Func::ArrayLower
+            | Func::RecordField
+            | Func::PgGetExpr => 2..=2,
             Func::Abs
             | Func::Lower
             | Func::Upper
@@ -129,6 +170,7 @@ impl Func {
             "ascii" => Func::Ascii,
             "chr" => Func::Chr,
             "strpos" => Func::Strpos,
+            "replace" => Func::Replace,
             _ => return None,
         })
     }
@@ -818,6 +860,9 @@ fn call(func: Func, mut args: Vec<Value>) -> Result<Value> {
             )))
         }
     };
+    if let Some(out) = crate::catalog_funcs::call(func, &args) {
+        return out;
+    }
     match func {
         Func::Coalesce => {
             return Ok(args

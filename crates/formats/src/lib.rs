@@ -20,6 +20,7 @@
 //! checked and a malformed input yields [`Error::Corrupted`], never a panic.
 
 pub mod agg;
+pub mod catalog_funcs;
 pub mod codec;
 pub mod datetime_part;
 pub mod delta_maps;

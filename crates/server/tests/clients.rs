@@ -61,6 +61,24 @@ fn jdbc_runs_prepared_statements_batches_and_transactions() {
     run(cmd, "java with the JDBC driver");
 }
 
+#[test]
+fn jdbc_reads_the_schema_through_database_metadata() {
+    let jar = jdbc_jar();
+    assert!(
+        jar.exists(),
+        "the PostgreSQL JDBC driver is missing at {} (.ci/run installs it)",
+        jar.display()
+    );
+    let (_dir, db) = temp_db();
+    let port = start(db);
+    let mut cmd = Command::new("java");
+    cmd.arg("-cp")
+        .arg(&jar)
+        .arg(clients_dir().join("JdbcMetadata.java"))
+        .arg(port.to_string());
+    run(cmd, "java reading DatabaseMetaData");
+}
+
 fn psql_as(port: u16, user: &str, password: &str, sql: &str) -> (bool, String, String) {
     let out = psql_command(port, user)
         .args(["-w", "-c", sql])

@@ -22,6 +22,8 @@ use sqlparser::ast::{
 };
 
 use crate::ddl::convert_type;
+
+mod catalog_exprs;
 use crate::scope::{ident_name, Scope};
 use crate::subquery::{SequenceCall, SequenceFunc};
 use crate::{Error, Result};
@@ -733,6 +735,9 @@ impl Compiler<'_> {
             }
             _ => {}
         }
+        if let Some(ty) = self.catalog_binary(left, op, right)? {
+            return Ok(ty);
+        }
         // CHAR(n) operands of comparisons and || are text without their
         // trailing blanks (PostgreSQL's bpchar comparison and cast to
         // text); so are string literals compared with them.
@@ -979,6 +984,9 @@ impl Compiler<'_> {
                 if !matches!(kind, CastKind::Cast | CastKind::DoubleColon) {
                     return Err(unsupported("TRY_CAST"));
                 }
+                if let Some(ty) = self.catalog_cast(expr, data_type)? {
+                    return Ok(ty);
+                }
                 let target = convert_type(data_type)?;
                 let t = self.expr(expr)?;
                 // An explicit cast to CHAR(n) / VARCHAR(n) cuts what is
@@ -1147,6 +1155,15 @@ impl Compiler<'_> {
                     nargs: 1,
                 });
                 Ok(Ty::Known(DataType::Text))
+            }
+            Expr::Trim {
+                expr,
+                trim_where,
+                trim_what,
+                trim_characters: None,
+            } => self.trim_chars(expr, trim_where.as_ref(), trim_what.as_deref()),
+            Expr::CompoundFieldAccess { root, access_chain } => {
+                self.field_access(root, access_chain)
             }
             Expr::Ceil { expr, .. } | Expr::Floor { expr, .. } => {
                 let t = self.expr(expr)?;
@@ -1342,6 +1359,9 @@ impl Compiler<'_> {
         if let ("mod", [a, b]) = (name.as_str(), args.as_slice()) {
             // mod(a, b) is a % b, of the same types.
             return self.binary(a, &BinaryOperator::Modulo, b);
+        }
+        if let Some(ty) = self.catalog_function(&name, &args)? {
+            return Ok(ty);
         }
         let func = Func::by_name(&name).ok_or_else(|| {
             Error::new(

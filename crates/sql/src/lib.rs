@@ -35,6 +35,7 @@
 
 pub mod access;
 pub mod alter_column;
+pub mod array_type;
 pub mod assignment;
 pub mod backup_call;
 pub mod column_default;
@@ -48,6 +49,7 @@ pub mod interval;
 pub mod join;
 pub mod join_lookup;
 pub mod join_order;
+pub mod join_using;
 pub mod limits;
 pub mod maintenance;
 pub mod on_conflict;
@@ -59,6 +61,7 @@ pub mod query;
 pub mod read_only;
 pub mod row_source;
 pub mod scope;
+pub mod select_extras;
 pub mod sequence_ddl;
 pub mod session;
 pub mod subquery;

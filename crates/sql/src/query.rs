@@ -132,6 +132,8 @@ pub struct SelectPlan {
     pub ndp: Option<NdpPlacement>,
     /// Figures of the last offloaded execution (for EXPLAIN ANALYZE).
     pub last_ndp: Mutex<Option<NdpReport>>,
+    /// Window and set-returning columns (`select_extras.rs`).
+    extras: Option<crate::select_extras::Extras>,
 }
 
 /// How a query uses NDP (`SET ndp`).
@@ -411,7 +413,9 @@ pub fn plan_query_in(
         }
         Some(LimitClause::OffsetCommaLimit { .. }) => return Err(unsupported("LIMIT a, b")),
     }
-    plan.key_order_read = plan.plan_key_order_read(&order_by)?;
+    if plan.extras.is_none() {
+        plan.key_order_read = plan.plan_key_order_read(&order_by)?;
+    }
     plan.subqueries = ctx.finish();
     Ok(plan)
 }
@@ -706,9 +710,12 @@ fn plan_from(
                     ))
                 }
                 JoinConstraint::None => {}
-                JoinConstraint::Using(_) | JoinConstraint::Natural => {
-                    return Err(unsupported("JOIN USING / NATURAL"))
+                JoinConstraint::Using(cols) => {
+                    let scopes: Vec<Scope> =
+                        out.iter().map(|(i, a)| input_scope(i, a, ctx)).collect();
+                    on.extend(crate::join_using::terms(cols, &scopes)?);
                 }
+                JoinConstraint::Natural => return Err(unsupported("NATURAL JOIN")),
             }
             items.push(FromItem { kind, on });
         }
@@ -999,6 +1006,12 @@ fn plan_select(
     let aggregated = !group_exprs.is_empty()
         || items.iter().any(|(e, _)| contains_aggregate(e))
         || s.having.is_some();
+    if aggregated && crate::select_extras::mentioned(&items) {
+        return Err(unsupported(
+            "window or set-returning functions with aggregates",
+        ));
+    }
+    let extras = crate::select_extras::plan(&mut items, &mut scope, params)?;
     let mut columns = Vec::new();
     let mut projection = Vec::new();
     let mut agg = None;
@@ -1054,6 +1067,7 @@ fn plan_select(
         for_update: false,
         ndp: None,
         last_ndp: Mutex::new(None),
+        extras,
     })
 }
 
@@ -1454,6 +1468,7 @@ impl SelectPlan {
         };
         let Some((ctx, having)) = &self.agg else {
             let rows = self.joined_rows(tx, params)?;
+            let rows = crate::select_extras::apply(&self.extras, rows, params)?;
             let mut out = Vec::with_capacity(rows.len());
             for r in &rows {
                 out.push(emit(tx, &r.values)?);
@@ -1675,7 +1690,7 @@ impl SelectPlan {
                 plan.place(mode, pes, preload, db);
             }
         }
-        if mode == NdpMode::Off || self.sources.len() != 1 {
+        if mode == NdpMode::Off || self.sources.len() != 1 || self.extras.is_some() {
             return;
         }
         if self.for_update && self.agg.is_some() {
@@ -2036,5 +2051,6 @@ pub fn plan_filter(
         for_update: false,
         ndp: None,
         last_ndp: Mutex::new(None),
+        extras: None,
     })
 }

@@ -27,7 +27,19 @@ use ndpdb_formats::{DataType, Value};
 use ndpdb_host::catalog::{ColumnDefault, Identity, TableMeta, ViewMeta};
 use ndpdb_host::Database;
 
+use crate::array_type::{INT2VECTOR, INT2_ARRAY};
 use crate::output::ResultColumn;
+
+mod more;
+pub use more::{function_oid, index_definitions, namespace_oid, relation_oid, type_oid};
+
+/// The schemas and their OIDs (PostgreSQL's for the system's).
+const NAMESPACES: [(&str, i64); 4] = [
+    ("pg_toast", 99),
+    ("pg_catalog", PG_CATALOG_OID),
+    ("public", PUBLIC_OID),
+    ("information_schema", 13_000),
+];
 
 /// The OID of a user table (as psql's `\d` shows it too).
 pub const FIRST_OID: i64 = 16_384;
@@ -54,6 +66,10 @@ pub enum SystemTable {
     PgTables,
     PgViews,
     PgIndexes,
+    PgDescription,
+    PgAttrdef,
+    PgAm,
+    PgSettings,
 }
 
 use DataType::{BigInt, Bool, Double, Int, Text};
@@ -82,6 +98,10 @@ impl SystemTable {
             "pg_tables" => Some(PgTables),
             "pg_views" => Some(PgViews),
             "pg_indexes" => Some(PgIndexes),
+            "pg_description" => Some(PgDescription),
+            "pg_attrdef" => Some(PgAttrdef),
+            "pg_am" => Some(PgAm),
+            "pg_settings" => Some(PgSettings),
             _ => None,
         };
         match schema {
@@ -273,6 +293,7 @@ impl SystemTable {
                 ("typtypmod", Int),
                 ("typndims", Int),
                 ("typcollation", BigInt),
+                ("typinput", BigInt),
             ],
             PgIndex => &[
                 ("indexrelid", BigInt),
@@ -287,7 +308,10 @@ impl SystemTable {
                 ("indisvalid", Bool),
                 ("indisready", Bool),
                 ("indislive", Bool),
-                ("indkey", Text),
+                ("indkey", INT2VECTOR),
+                ("indoption", INT2VECTOR),
+                ("indexprs", Text),
+                ("indpred", Text),
             ],
             PgConstraint => &[
                 ("oid", BigInt),
@@ -302,7 +326,11 @@ impl SystemTable {
                 ("conindid", BigInt),
                 ("conparentid", BigInt),
                 ("confrelid", BigInt),
-                ("conkey", Text),
+                ("conkey", INT2_ARRAY),
+                ("confkey", INT2_ARRAY),
+                ("confupdtype", Text),
+                ("confdeltype", Text),
+                ("confmatchtype", Text),
             ],
             PgDatabase => &[
                 ("oid", BigInt),
@@ -336,6 +364,10 @@ impl SystemTable {
                 ("tablespace", Text),
                 ("indexdef", Text),
             ],
+            PgDescription => more::column_list("pg_description"),
+            PgAttrdef => more::column_list("pg_attrdef"),
+            PgAm => more::column_list("pg_am"),
+            PgSettings => more::column_list("pg_settings"),
         }
     }
 
@@ -404,10 +436,13 @@ impl SystemTable {
                     vec![t(catalog), t(s), t(owner), N, N, N, N]
                 })
                 .collect(),
-            SystemTable::PgNamespace => vec![
-                vec![i(PG_CATALOG_OID), t("pg_catalog"), i(OWNER_OID), N],
-                vec![i(PUBLIC_OID), t("public"), i(6171), N],
-            ],
+            SystemTable::PgNamespace => NAMESPACES
+                .iter()
+                .map(|(name, oid)| {
+                    let owner = if *name == "public" { 6171 } else { OWNER_OID };
+                    vec![i(*oid), t(name), i(owner), N]
+                })
+                .collect(),
             SystemTable::PgClass => pg_class_rows(&tables, &views, &db.sequence_names()),
             SystemTable::PgAttribute => tables
                 .iter()
@@ -438,6 +473,10 @@ impl SystemTable {
                         i(0),
                         i(0),
                         t(&format!("{{{}}}", attnums(&tb.schema.primary_key, ","))),
+                        N,
+                        t(" "),
+                        t(" "),
+                        t(" "),
                     ]
                 })
                 .collect(),
@@ -483,6 +522,10 @@ impl SystemTable {
                     vec![t("public"), t(&ix.table.name), t(&ix.name), N, t(&def)]
                 })
                 .collect(),
+            SystemTable::PgDescription => more::rows("pg_description", db, &tables),
+            SystemTable::PgAttrdef => more::rows("pg_attrdef", db, &tables),
+            SystemTable::PgAm => more::rows("pg_am", db, &tables),
+            SystemTable::PgSettings => more::rows("pg_settings", db, &tables),
         };
         rows
     }
@@ -670,6 +713,7 @@ fn type_row(ty: &TypeInfo) -> Vec<Value> {
         Value::Int(-1),
         Value::Int(0),
         i(collation),
+        i(more::type_input(ty.name)),
     ]
 }
 
@@ -920,6 +964,9 @@ fn index_row(ix: IndexView<'_>) -> Vec<Value> {
         b(true),
         b(true),
         t(&attnums(&ix.columns, " ")),
+        t(&vec!["0"; ix.columns.len()].join(" ")),
+        N,
+        N,
     ]
 }
 
@@ -938,8 +985,10 @@ fn pg_class_row(oid: i64, name: &str, kind: &str, natts: usize, has_index: bool)
         }),
         i(oid),
         i(0),
-        Value::Int(0),
-        Value::Double(-1.0),
+        // A new index has its metapage and no tuples counted; a table
+        // was never analyzed.
+        Value::Int(if kind == "i" { 1 } else { 0 }),
+        Value::Double(if kind == "i" { 0.0 } else { -1.0 }),
         Value::Int(0),
         i(0),
         b(has_index),

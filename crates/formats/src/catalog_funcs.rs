@@ -1,0 +1,326 @@
+//! The scalar functions catalog queries lean on, evaluated by the one
+//! expression evaluator ([`crate::expr`]) on host and device alike:
+//! `replace`, integer `&` and `|`, regular-expression matching (`~`,
+//! `~*`, negated by the compiler with `NOT`), arrays kept in their text
+//! form, record fields, and two catalog lookups.
+//!
+//! ```text
+//!  array text form          lower bound   element i
+//!  {public,pg_catalog}      1             split on ',' ("…" quoted, NULL)
+//!  1 3 2   (int2vector)     0             split on blanks
+//!  record (1,"a b")         field 1, 2    split on ',' ("…" quoted, empty = NULL)
+//! ```
+//!
+//! ndpdb has no array or record column types: the catalog's arrays
+//! (`pg_index.indkey`, `pg_constraint.conkey`, `current_schemas()`) are
+//! text in PostgreSQL's output format, which these functions read; the
+//! compiler knows each one's element type and casts the text element.
+//! A regular expression is Rust's `regex` dialect, which agrees with
+//! PostgreSQL's advanced expressions on the common forms (classes,
+//! anchors, alternation, repetition); an invalid pattern is 2201B.
+//! `pg_get_indexdef` reads a table `oid \t column \t text` lines the
+//! planner made from the catalog when the statement was planned.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use crate::error::{Error, Result, SqlState};
+use crate::expr::Func;
+use crate::value::Value;
+
+/// The flag bit of a case-insensitive match (`~*`).
+pub const REGEX_CASE_INSENSITIVE: i32 = 1;
+
+/// `Some(result)` for the functions of this module.
+pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
+    let out = match func {
+        Func::PgGetExpr => Ok(args.first().cloned().unwrap_or(Value::Null)),
+        _ if !matches!(
+            func,
+            Func::Replace
+                | Func::BitAnd
+                | Func::BitOr
+                | Func::RegexMatch
+                | Func::ArrayElem
+                | Func::ArrayUpper
+                | Func::ArrayLower
+                | Func::RecordField
+                | Func::IndexDef
+                | Func::TrimChars
+        ) =>
+        {
+            return None
+        }
+        _ if args.iter().any(Value::is_null) => Ok(Value::Null),
+        Func::Replace => match args {
+            [Value::Text(s), Value::Text(from), Value::Text(to)] => {
+                Ok(Value::Text(if from.is_empty() {
+                    s.clone()
+                } else {
+                    s.replace(from.as_str(), to)
+                }))
+            }
+            _ => Err(bad(func)),
+        },
+        Func::BitAnd | Func::BitOr => bits(func, args),
+        Func::TrimChars => match args {
+            [Value::Text(s), Value::Text(chars), mode] => {
+                let set = |c: char| chars.contains(c);
+                Ok(Value::Text(
+                    match mode.as_i64() {
+                        Some(1) => s.trim_start_matches(set),
+                        Some(2) => s.trim_end_matches(set),
+                        _ => s.trim_matches(set),
+                    }
+                    .to_string(),
+                ))
+            }
+            _ => Err(bad(func)),
+        },
+        Func::RegexMatch => match args {
+            [Value::Text(s), Value::Text(p), flags] => {
+                let ci = flags.as_i64().unwrap_or(0) as i32 & REGEX_CASE_INSENSITIVE != 0;
+                regex_match(s, p, ci).map(Value::Bool)
+            }
+            _ => Err(bad(func)),
+        },
+        Func::ArrayElem => match (args.first(), args.get(1).and_then(Value::as_i64)) {
+            (Some(Value::Text(a)), Some(i)) => {
+                let (lower, items) = array_items(a);
+                Ok(usize::try_from(i - lower)
+                    .ok()
+                    .and_then(|k| items.get(k).cloned())
+                    .flatten()
+                    .map_or(Value::Null, Value::Text))
+            }
+            _ => Err(bad(func)),
+        },
+        Func::ArrayUpper | Func::ArrayLower => {
+            match (args.first(), args.get(1).and_then(Value::as_i64)) {
+                (Some(Value::Text(a)), Some(dim)) => {
+                    let (lower, items) = array_items(a);
+                    Ok(if dim != 1 || items.is_empty() {
+                        Value::Null
+                    } else if func == Func::ArrayLower {
+                        Value::Int(lower as i32)
+                    } else {
+                        Value::Int((lower + items.len() as i64 - 1) as i32)
+                    })
+                }
+                _ => Err(bad(func)),
+            }
+        }
+        Func::RecordField => match (args.first(), args.get(1).and_then(Value::as_i64)) {
+            (Some(Value::Text(r)), Some(i)) => {
+                let inner = r
+                    .strip_prefix('(')
+                    .and_then(|r| r.strip_suffix(')'))
+                    .unwrap_or(r);
+                let fields = split_fields(inner, true);
+                Ok(usize::try_from(i - 1)
+                    .ok()
+                    .and_then(|k| fields.get(k).cloned())
+                    .flatten()
+                    .map_or(Value::Null, Value::Text))
+            }
+            _ => Err(bad(func)),
+        },
+        Func::IndexDef => match (
+            args.first(),
+            args.get(1).and_then(Value::as_i64),
+            args.get(2).and_then(Value::as_i64),
+        ) {
+            (Some(Value::Text(defs)), Some(oid), Some(col)) => Ok(defs
+                .lines()
+                .find_map(|line| {
+                    let mut parts = line.splitn(3, '\t');
+                    let o: i64 = parts.next()?.parse().ok()?;
+                    let c: i64 = parts.next()?.parse().ok()?;
+                    (o == oid && c == col).then(|| parts.next().unwrap_or("").to_string())
+                })
+                .map_or(Value::Null, Value::Text)),
+            _ => Err(bad(func)),
+        },
+        _ => return None,
+    };
+    Some(out)
+}
+
+fn bad(func: Func) -> Error {
+    Error::sql(
+        SqlState::UNDEFINED_FUNCTION,
+        format!("function {func:?} does not exist for these arguments"),
+    )
+}
+
+fn bits(func: Func, args: &[Value]) -> Result<Value> {
+    let op = |a: i64, b: i64| if func == Func::BitAnd { a & b } else { a | b };
+    match args {
+        [Value::Int(a), Value::Int(b)] => Ok(Value::Int(op(*a as i64, *b as i64) as i32)),
+        [a, b] => match (a.as_i64(), b.as_i64()) {
+            (Some(a), Some(b)) => Ok(Value::BigInt(op(a, b))),
+            _ => Err(bad(func)),
+        },
+        _ => Err(bad(func)),
+    }
+}
+
+/// Whether `s` matches `pattern` anywhere (PostgreSQL's `~`).
+pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> Result<bool> {
+    thread_local! {
+        static CACHE: RefCell<HashMap<(String, bool), regex::Regex>> = RefCell::new(HashMap::new());
+    }
+    CACHE.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let key = (pattern.to_string(), case_insensitive);
+        if !cache.contains_key(&key) {
+            let re = regex::RegexBuilder::new(pattern)
+                .case_insensitive(case_insensitive)
+                .build()
+                .map_err(|e| {
+                    let why = match e {
+                        regex::Error::Syntax(s) => s
+                            .lines()
+                            .rev()
+                            .find(|l| l.starts_with("error:"))
+                            .map(|l| l.trim_start_matches("error:").trim().to_string())
+                            .unwrap_or(s),
+                        other => other.to_string(),
+                    };
+                    // PostgreSQL's words for the common mistakes.
+                    let why = match why.as_str() {
+                        "unclosed group" | "unopened group" => "parentheses () not balanced".into(),
+                        "unclosed character class" => "brackets [] not balanced".into(),
+                        "repetition operator missing expression" => {
+                            "quantifier operand invalid".into()
+                        }
+                        _ => why,
+                    };
+                    Error::sql(
+                        SqlState("2201B"),
+                        format!("invalid regular expression: {why}"),
+                    )
+                })?;
+            if cache.len() >= 64 {
+                cache.clear();
+            }
+            cache.insert(key.clone(), re);
+        }
+        Ok(cache[&key].is_match(s))
+    })
+}
+
+/// An array's lower bound and elements (`None`: NULL) from its text form:
+/// `{a,b}` (lower bound 1) or an int2vector/oidvector `1 2` (0).
+pub fn array_items(text: &str) -> (i64, Vec<Option<String>>) {
+    match text
+        .trim()
+        .strip_prefix('{')
+        .and_then(|t| t.strip_suffix('}'))
+    {
+        Some(inner) if inner.trim().is_empty() => (1, Vec::new()),
+        Some(inner) => (1, split_fields(inner, false)),
+        None => (
+            0,
+            text.split_whitespace()
+                .map(|w| Some(w.to_string()))
+                .collect(),
+        ),
+    }
+}
+
+/// Comma-separated fields, `"…"` quoted with `\` escapes; an unquoted
+/// `NULL` (arrays) or an empty field (records, `empty_null`) is NULL.
+fn split_fields(inner: &str, empty_null: bool) -> Vec<Option<String>> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut was_quoted = false;
+    let mut chars = inner.chars();
+    let finish = |cur: &mut String, was_quoted: bool, out: &mut Vec<Option<String>>| {
+        let field = std::mem::take(cur);
+        let null = !was_quoted
+            && ((empty_null && field.is_empty()) || (!empty_null && field.trim() == "NULL"));
+        out.push(if null {
+            None
+        } else if was_quoted || empty_null {
+            Some(field)
+        } else {
+            Some(field.trim().to_string())
+        });
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => cur.extend(chars.next()),
+            '"' if quoted && inner_peek_quote(&chars) => {
+                chars.next();
+                cur.push('"');
+            }
+            '"' => {
+                quoted = !quoted;
+                was_quoted = true;
+            }
+            ',' if !quoted => {
+                finish(&mut cur, was_quoted, &mut out);
+                was_quoted = false;
+            }
+            c => cur.push(c),
+        }
+    }
+    finish(&mut cur, was_quoted, &mut out);
+    out
+}
+
+/// A doubled quote inside a quoted record field (`""`).
+fn inner_peek_quote(chars: &std::str::Chars<'_>) -> bool {
+    chars.clone().next() == Some('"')
+}
+
+/// `s` as an element of an array or record text form, quoted when
+/// PostgreSQL quotes it.
+pub fn quote_element(s: &str) -> String {
+    let plain = !s.is_empty()
+        && !s.eq_ignore_ascii_case("null")
+        && !s
+            .chars()
+            .any(|c| matches!(c, ',' | '{' | '}' | '(' | ')' | '"' | '\\') || c.is_whitespace());
+    if plain {
+        s.to_string()
+    } else {
+        format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arrays_in_both_text_forms() {
+        assert_eq!(
+            array_items("{a,\"b c\",NULL}"),
+            (1, vec![Some("a".into()), Some("b c".into()), None])
+        );
+        assert_eq!(
+            array_items("1 3"),
+            (0, vec![Some("1".into()), Some("3".into())])
+        );
+        assert_eq!(array_items("{}"), (1, vec![]));
+        assert_eq!(array_items(""), (0, vec![]));
+    }
+
+    #[test]
+    fn record_fields_and_regex() {
+        let r = call(
+            Func::RecordField,
+            &[Value::Text("(1,\"x,y\")".into()), Value::Int(2)],
+        );
+        assert_eq!(r.unwrap().unwrap(), Value::Text("x,y".into()));
+        assert!(regex_match("pg_toast", "^pg_", false).unwrap());
+        assert!(regex_match("ABC", "b", true).unwrap());
+        assert_eq!(
+            regex_match("a", "(", false).unwrap_err().sqlstate().code(),
+            "2201B"
+        );
+    }
+}
