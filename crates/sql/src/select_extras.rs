@@ -102,6 +102,14 @@ pub fn plan(
     scope: &mut Scope,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<Option<Extras>> {
+    // The rewrite below visits nested queries too: a window or
+    // set-returning call inside a subquery of the SELECT list would be
+    // taken as this query's. Refuse that form instead.
+    if items.iter().any(|(e, _)| calls_inside_subquery(e)) {
+        return Err(unsupported(
+            "window or set-returning functions inside a subquery of the SELECT list",
+        ));
+    }
     let mut windows = Vec::new();
     let mut srf_arg: Option<Expr> = None;
     let mut error = None;
@@ -205,6 +213,35 @@ pub fn plan(
         scope.columns.extend(window_columns);
     }
     Ok(Some(extras))
+}
+
+/// Whether `e` holds a subquery whose text has a window or set-returning
+/// call.
+fn calls_inside_subquery(e: &Expr) -> bool {
+    let has_call = |q: &sqlparser::ast::Query| {
+        sqlparser::ast::visit_expressions(q, |x| {
+            let window = matches!(x, Expr::Function(f) if f.over.is_some());
+            if window || is_expandarray(x).is_some() {
+                std::ops::ControlFlow::Break(())
+            } else {
+                std::ops::ControlFlow::Continue(())
+            }
+        })
+        .is_break()
+    };
+    sqlparser::ast::visit_expressions(e, |x| {
+        let nested = match x {
+            Expr::Subquery(q) => has_call(q),
+            Expr::Exists { subquery, .. } | Expr::InSubquery { subquery, .. } => has_call(subquery),
+            _ => false,
+        };
+        if nested {
+            std::ops::ControlFlow::Break(())
+        } else {
+            std::ops::ControlFlow::Continue(())
+        }
+    })
+    .is_break()
 }
 
 /// Whether the SELECT list of `items` has a window or set-returning call.

@@ -114,3 +114,29 @@ fn planned_and_failed_subqueries_leave_the_database_closable() {
     );
     assert_eq!(r, vec![vec![Value::BigInt(2)]]);
 }
+
+#[test]
+fn window_functions_rank_their_own_query_and_are_refused_inside_a_select_list_subquery() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let mut s = Session::new(db);
+    setup(&mut s);
+    let out = s
+        .execute(
+            "SELECT id, row_number() OVER (PARTITION BY g ORDER BY id DESC) FROM a ORDER BY id",
+        )
+        .unwrap()
+        .pop()
+        .unwrap();
+    let got: Vec<(i64, i64)> = rows(out)
+        .iter()
+        .map(|r| (r[0].as_i64().unwrap(), r[1].as_i64().unwrap()))
+        .collect();
+    assert_eq!(got, vec![(1, 2), (2, 1), (3, 1), (4, 1)]);
+    // A window call in a scalar subquery of the SELECT list is refused
+    // rather than evaluated as the outer query's.
+    let e = s
+        .execute("SELECT id, (SELECT row_number() OVER () FROM b LIMIT 1) FROM a")
+        .unwrap_err();
+    assert_eq!(e.code, SqlState::FEATURE_NOT_SUPPORTED, "{e:?}");
+}
