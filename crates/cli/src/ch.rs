@@ -201,7 +201,7 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
         && results.iter().all(|r| {
             r.failure.is_none()
                 && r.runs.iter().all(|m| m.failure.is_none())
-                && r.conditions.len() == 4
+                && r.conditions.len() == 4 * r.runs.len()
                 && r.conditions.iter().all(|c| c.passed)
         });
     Ok(if ok {
