@@ -343,26 +343,16 @@ impl Conn {
     /// The first column of the first row `sql` returns, as text (what
     /// `SHOW` answers).
     pub fn query_text(&mut self, sql: &str) -> Result<String> {
-        let missing = || {
-            ndpdb_host::Error::new(
-                ndpdb_formats::SqlState::INTERNAL_ERROR,
-                format!("no value from: {sql}"),
-            )
-        };
-        let rows = match self {
-            Conn::Embedded(s) => match s.execute(sql)?.pop() {
-                Some(Output::Rows { rows, .. }) => rows
-                    .into_iter()
-                    .map(|r| r.iter().map(Value::to_pg_text).collect())
-                    .collect(),
-                _ => Vec::new(),
-            },
-            Conn::Wire(c) => text_rows(c.simple_query(sql).map_err(wire_error)?),
-        };
-        rows.into_iter()
+        self.query_rows(sql)?
+            .into_iter()
             .next()
             .and_then(|r| r.into_iter().next().flatten())
-            .ok_or_else(missing)
+            .ok_or_else(|| {
+                ndpdb_host::Error::new(
+                    ndpdb_formats::SqlState::INTERNAL_ERROR,
+                    format!("no value from: {sql}"),
+                )
+            })
     }
 
     /// Every row of the last result `sql` returns, as PostgreSQL's text

@@ -54,7 +54,7 @@ pub struct ChArgs {
     #[arg(long, value_delimiter = ',', default_value = "auto,off")]
     ndp: Vec<String>,
     /// Isolation level of every session on every target.
-    #[arg(long, default_value = "read-committed", value_parser = isolation_level())]
+    #[arg(long, default_value = "read-committed", value_parser = crate::tpcc::isolation_level())]
     isolation: Level,
     /// Runs of each query in the power run (the median counts).
     #[arg(long, default_value_t = 1)]
@@ -76,12 +76,6 @@ pub struct ChArgs {
     scale_down: u32,
     #[command(flatten)]
     device: DeviceArgs,
-}
-
-fn isolation_level() -> impl clap::builder::TypedValueParser<Value = Level> {
-    use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(Level::OPTION_VALUES)
-        .map(|v| Level::parse(&v).unwrap_or_default())
 }
 
 pub fn run(a: ChArgs) -> Result<ExitCode> {

@@ -60,7 +60,8 @@ pub struct TpccArgs {
     device: DeviceArgs,
 }
 
-fn isolation_level() -> impl clap::builder::TypedValueParser<Value = Level> {
+/// Parses `--isolation` (read-committed, repeatable-read, serializable).
+pub fn isolation_level() -> impl clap::builder::TypedValueParser<Value = Level> {
     use clap::builder::TypedValueParser;
     clap::builder::PossibleValuesParser::new(Level::OPTION_VALUES)
         .map(|v| Level::parse(&v).unwrap_or_default())

@@ -215,27 +215,15 @@ pub fn plan(
     Ok(Some(extras))
 }
 
-/// Whether `e` holds a subquery whose text has a window or set-returning
-/// call.
-fn calls_inside_subquery(e: &Expr) -> bool {
-    let has_call = |q: &sqlparser::ast::Query| {
-        sqlparser::ast::visit_expressions(q, |x| {
-            let window = matches!(x, Expr::Function(f) if f.over.is_some());
-            if window || is_expandarray(x).is_some() {
-                std::ops::ControlFlow::Break(())
-            } else {
-                std::ops::ControlFlow::Continue(())
-            }
-        })
-        .is_break()
-    };
-    sqlparser::ast::visit_expressions(e, |x| {
-        let nested = match x {
-            Expr::Subquery(q) => has_call(q),
-            Expr::Exists { subquery, .. } | Expr::InSubquery { subquery, .. } => has_call(subquery),
-            _ => false,
-        };
-        if nested {
+/// Whether `x` is a window call or `_pg_expandarray`.
+fn is_window_or_srf(x: &Expr) -> bool {
+    matches!(x, Expr::Function(f) if f.over.is_some()) || is_expandarray(x).is_some()
+}
+
+/// Whether some expression `visit` meets satisfies `found`.
+fn any_expr<V: sqlparser::ast::Visit>(v: &V, found: impl Fn(&Expr) -> bool) -> bool {
+    sqlparser::ast::visit_expressions(v, |x| {
+        if found(x) {
             std::ops::ControlFlow::Break(())
         } else {
             std::ops::ControlFlow::Continue(())
@@ -244,19 +232,21 @@ fn calls_inside_subquery(e: &Expr) -> bool {
     .is_break()
 }
 
+/// Whether `e` holds a subquery whose text has a window or set-returning
+/// call.
+fn calls_inside_subquery(e: &Expr) -> bool {
+    any_expr(e, |x| match x {
+        Expr::Subquery(q) => any_expr(&**q, is_window_or_srf),
+        Expr::Exists { subquery, .. } | Expr::InSubquery { subquery, .. } => {
+            any_expr(&**subquery, is_window_or_srf)
+        }
+        _ => false,
+    })
+}
+
 /// Whether the SELECT list of `items` has a window or set-returning call.
 pub fn mentioned(items: &[(Expr, String)]) -> bool {
-    items.iter().any(|(e, _)| {
-        sqlparser::ast::visit_expressions(e, |x| {
-            let window = matches!(x, Expr::Function(f) if f.over.is_some());
-            if window || is_expandarray(x).is_some() {
-                std::ops::ControlFlow::Break(())
-            } else {
-                std::ops::ControlFlow::Continue(())
-            }
-        })
-        .is_break()
-    })
+    items.iter().any(|(e, _)| any_expr(e, is_window_or_srf))
 }
 
 fn compare(a: &Value, b: &Value, desc: bool, nulls_first: bool) -> Ordering {

@@ -158,6 +158,16 @@ pub struct QueryStats {
     pub errors: BTreeMap<String, (u64, String)>,
 }
 
+impl QueryStats {
+    fn new(name: &'static str) -> QueryStats {
+        QueryStats {
+            name,
+            latency: histogram(),
+            errors: BTreeMap::new(),
+        }
+    }
+}
+
 /// The OLAP clients of a running mix.
 pub struct Streams {
     stop: Arc<AtomicBool>,
@@ -186,14 +196,8 @@ impl Streams {
             let start = QUERIES.len() * k / clients.max(1);
             handles.push(std::thread::spawn(move || {
                 let qs = queries(k);
-                let mut stats: Vec<QueryStats> = qs
-                    .iter()
-                    .map(|q| QueryStats {
-                        name: q.name,
-                        latency: histogram(),
-                        errors: BTreeMap::new(),
-                    })
-                    .collect();
+                let mut stats: Vec<QueryStats> =
+                    qs.iter().map(|q| QueryStats::new(q.name)).collect();
                 let mut i = start;
                 while !stop.load(Ordering::Relaxed) {
                     let q = &qs[i % qs.len()];
@@ -243,14 +247,8 @@ impl Streams {
     /// merges what they did per query.
     pub fn stop(self) -> Vec<QueryStats> {
         self.signal();
-        let mut merged: Vec<QueryStats> = queries(0)
-            .iter()
-            .map(|q| QueryStats {
-                name: q.name,
-                latency: histogram(),
-                errors: BTreeMap::new(),
-            })
-            .collect();
+        let mut merged: Vec<QueryStats> =
+            queries(0).iter().map(|q| QueryStats::new(q.name)).collect();
         for h in self.handles {
             if let Ok(stats) = h.join() {
                 for (m, s) in merged.iter_mut().zip(stats) {
