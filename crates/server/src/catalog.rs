@@ -109,27 +109,26 @@ fn text_row(cells: &[&str]) -> Vec<Value> {
     cells.iter().map(|c| Value::Text(c.to_string())).collect()
 }
 
-/// The table a `… = 'OID'` condition names.
-fn table_by_oid(db: &Database, sql: &str, marker: &str) -> Option<std::sync::Arc<TableMeta>> {
+/// The oid a `… = 'OID'` condition after `marker` gives.
+fn oid_after(sql: &str, marker: &str) -> Option<u32> {
     let at = sql.find(marker)? + marker.len();
     let digits: String = sql[at..]
         .trim_start_matches([' ', '\''])
         .chars()
         .take_while(|c| c.is_ascii_digit())
         .collect();
-    let oid: u32 = digits.parse().ok()?;
+    digits.parse().ok()
+}
+
+/// The table a `… = 'OID'` condition names.
+fn table_by_oid(db: &Database, sql: &str, marker: &str) -> Option<std::sync::Arc<TableMeta>> {
+    let oid = oid_after(sql, marker)?;
     db.tables().into_iter().find(|t| FIRST_OID + t.id.0 == oid)
 }
 
 /// The view a `… = 'OID'` condition names.
 fn view_by_oid(db: &Database, sql: &str, marker: &str) -> Option<std::sync::Arc<ViewMeta>> {
-    let at = sql.find(marker)? + marker.len();
-    let digits: String = sql[at..]
-        .trim_start_matches([' ', '\''])
-        .chars()
-        .take_while(|c| c.is_ascii_digit())
-        .collect();
-    let oid: u32 = digits.parse().ok()?;
+    let oid = oid_after(sql, marker)?;
     db.views().into_iter().find(|v| FIRST_OID + v.id.0 == oid)
 }
 

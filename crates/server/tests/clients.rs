@@ -43,8 +43,8 @@ fn jdbc_jar() -> PathBuf {
     Path::new(&home).join(".m2/repository/org/postgresql/postgresql/42.7.4/postgresql-42.7.4.jar")
 }
 
-#[test]
-fn jdbc_runs_prepared_statements_batches_and_transactions() {
+/// Runs one of the JDBC programs in `tests/clients/` against a fresh server.
+fn run_jdbc(program: &str, what: &str) {
     let jar = jdbc_jar();
     assert!(
         jar.exists(),
@@ -56,27 +56,19 @@ fn jdbc_runs_prepared_statements_batches_and_transactions() {
     let mut cmd = Command::new("java");
     cmd.arg("-cp")
         .arg(&jar)
-        .arg(clients_dir().join("JdbcClient.java"))
+        .arg(clients_dir().join(program))
         .arg(port.to_string());
-    run(cmd, "java with the JDBC driver");
+    run(cmd, what);
+}
+
+#[test]
+fn jdbc_runs_prepared_statements_batches_and_transactions() {
+    run_jdbc("JdbcClient.java", "java with the JDBC driver");
 }
 
 #[test]
 fn jdbc_reads_the_schema_through_database_metadata() {
-    let jar = jdbc_jar();
-    assert!(
-        jar.exists(),
-        "the PostgreSQL JDBC driver is missing at {} (.ci/run installs it)",
-        jar.display()
-    );
-    let (_dir, db) = temp_db();
-    let port = start(db);
-    let mut cmd = Command::new("java");
-    cmd.arg("-cp")
-        .arg(&jar)
-        .arg(clients_dir().join("JdbcMetadata.java"))
-        .arg(port.to_string());
-    run(cmd, "java reading DatabaseMetaData");
+    run_jdbc("JdbcMetadata.java", "java reading DatabaseMetaData");
 }
 
 fn psql_as(port: u16, user: &str, password: &str, sql: &str) -> (bool, String, String) {
