@@ -27,7 +27,10 @@ fn report(e: &ndpdb_host::Error) {
 
 fn flush_notices(s: &mut Session) {
     for n in s.notices.drain(..) {
-        eprintln!("WARNING: {n}");
+        eprintln!("{}: {n}", n.severity);
+        if let Some(d) = &n.detail {
+            eprintln!("DETAIL: {d}");
+        }
     }
 }
 

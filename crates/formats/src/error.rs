@@ -22,6 +22,7 @@ impl SqlState {
     pub const INVALID_BINARY_REPRESENTATION: SqlState = SqlState("22P03");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
+    pub const FOREIGN_KEY_VIOLATION: SqlState = SqlState("23503");
     pub const ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25001");
     pub const NO_ACTIVE_SQL_TRANSACTION: SqlState = SqlState("25P01");
     pub const IN_FAILED_SQL_TRANSACTION: SqlState = SqlState("25P02");
@@ -42,6 +43,7 @@ impl SqlState {
     pub const INVALID_TABLE_DEFINITION: SqlState = SqlState("42P16");
     pub const UNDEFINED_OBJECT: SqlState = SqlState("42704");
     pub const INVALID_COLUMN_REFERENCE: SqlState = SqlState("42P10");
+    pub const INVALID_FOREIGN_KEY: SqlState = SqlState("42830");
     pub const DUPLICATE_PREPARED_STATEMENT: SqlState = SqlState("42P05");
     pub const DUPLICATE_CURSOR: SqlState = SqlState("42P03");
     pub const TOO_MANY_CONNECTIONS: SqlState = SqlState("53300");

@@ -9,13 +9,16 @@
 //! ```text
 //!  payload: next_id u32 | n u32 | n × (id u32 | name str | schema)
 //!           then sections, each `tag u8 | m u32 | m × entry`:
-//!    1 secondary indexes: table id u32 | name str | unique u8 |
+//!    1 secondary indexes: table id u32 | name str | flags u8 |
 //!                         k u32 | k × column u32
 //!    2 column defaults:   table id u32 | column u32 | SQL text str |
 //!                         identity u8 (0 none, 1 ALWAYS, 2 BY DEFAULT)
 //!    3 views:             id u32 | name str | SQL text str |
 //!                         k u32 | k × (column name str | type) |
 //!                         d u32 | d × relation name str
+//!    4 foreign keys:      table id u32 | name str | parent name str |
+//!                         k u32 | k × (column str | parent column str) |
+//!                         on delete u8 | on update u8 | match full u8
 //! ```
 //!
 //! A section without entries is not written, so catalogs of tables with
@@ -38,6 +41,7 @@ use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::{Column, DataType, Schema, SqlState, TableId};
 
 use crate::error::{Error, Result};
+use crate::foreign_key::ForeignKeyMeta;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableMeta {
@@ -49,6 +53,8 @@ pub struct TableMeta {
     /// Column defaults by column position (`DEFAULT expr`, SERIAL and
     /// identity columns: `nextval('seq')`).
     pub defaults: Vec<ColumnDefault>,
+    /// FOREIGN KEY constraints this table declares, in creation order.
+    pub foreign_keys: Vec<ForeignKeyMeta>,
 }
 
 /// A column's default: the expression's SQL text, evaluated at INSERT.
@@ -78,6 +84,7 @@ impl TableMeta {
 const SECTION_INDEXES: u8 = 1;
 const SECTION_DEFAULTS: u8 = 2;
 const SECTION_VIEWS: u8 = 3;
+const SECTION_FOREIGN_KEYS: u8 = 4;
 
 /// A view: the query that defines it and the columns it gives.
 #[derive(Clone, Debug, PartialEq)]
@@ -126,6 +133,10 @@ pub struct IndexMeta {
     /// Key columns (positions in the table's schema), in key order.
     pub columns: Vec<usize>,
     pub unique: bool,
+    /// The index of a UNIQUE constraint (`UNIQUE (…)` in CREATE / ALTER
+    /// TABLE) rather than of CREATE UNIQUE INDEX: the catalog shows the
+    /// constraint, and the index goes only with it.
+    pub constraint: bool,
 }
 
 impl TableMeta {
@@ -191,6 +202,7 @@ impl Catalog {
                     schema,
                     indexes: Vec::new(),
                     defaults: Vec::new(),
+                    foreign_keys: Vec::new(),
                 }),
             );
         }
@@ -200,6 +212,14 @@ impl Catalog {
                 SECTION_INDEXES => self.decode_indexes(&mut r)?,
                 SECTION_DEFAULTS => self.decode_defaults(&mut r)?,
                 SECTION_VIEWS => self.decode_views(&mut r)?,
+                SECTION_FOREIGN_KEYS => {
+                    for _ in 0..r.count(20)? {
+                        let (table, fk) = ForeignKeyMeta::decode(&mut r)?;
+                        Arc::make_mut(self.table_by_id(table)?)
+                            .foreign_keys
+                            .push(fk);
+                    }
+                }
                 t => {
                     return Err(ndpdb_formats::Error::corrupted(format!(
                         "unknown catalog section {t}"
@@ -288,7 +308,10 @@ impl Catalog {
             for _ in 0..m {
                 let table = TableId(r.u32()?);
                 let name = r.str()?.to_string();
-                let unique = r.u8()? != 0;
+                let flags = r.u8()?;
+                if flags > 3 {
+                    return Err(ndpdb_formats::Error::corrupted("bad index flags"));
+                }
                 let k = r.count(4)?;
                 let columns = (0..k)
                     .map(|_| r.u32().map(|c| c as usize))
@@ -300,7 +323,8 @@ impl Catalog {
                 Arc::make_mut(meta).indexes.push(IndexMeta {
                     name,
                     columns,
-                    unique,
+                    unique: flags & 1 != 0,
+                    constraint: flags & 2 != 0,
                 });
             }
         }
@@ -322,7 +346,9 @@ impl Catalog {
         if !indexes.is_empty() {
             p.u8(SECTION_INDEXES).u32(indexes.len() as u32);
             for (table, i) in indexes {
-                p.u32(table.0).str(&i.name).u8(i.unique as u8);
+                p.u32(table.0)
+                    .str(&i.name)
+                    .u8(i.unique as u8 | (i.constraint as u8) << 1);
                 p.u32(i.columns.len() as u32);
                 for &c in &i.columns {
                     p.u32(c as u32);
@@ -360,6 +386,17 @@ impl Catalog {
                 }
             }
         }
+        let fks: Vec<(TableId, &ForeignKeyMeta)> = self
+            .tables
+            .values()
+            .flat_map(|t| t.foreign_keys.iter().map(|f| (t.id, f)))
+            .collect();
+        if !fks.is_empty() {
+            p.u8(SECTION_FOREIGN_KEYS).u32(fks.len() as u32);
+            for (table, fk) in fks {
+                fk.encode(table, &mut p);
+            }
+        }
         crate::framed_file::write(&self.path, MAGIC, p.as_slice())
     }
 
@@ -376,6 +413,8 @@ impl Catalog {
         name: &str,
         schema: Schema,
         defaults: Vec<ColumnDefault>,
+        indexes: Vec<IndexMeta>,
+        foreign_keys: Vec<ForeignKeyMeta>,
     ) -> Result<Arc<TableMeta>> {
         if self.tables.contains_key(name) || self.views.contains_key(name) {
             return Err(Error::new(
@@ -393,8 +432,9 @@ impl Catalog {
             id: TableId(self.next_id),
             name: name.to_string(),
             schema,
-            indexes: Vec::new(),
+            indexes,
             defaults,
+            foreign_keys,
         });
         self.next_id += 1;
         self.tables.insert(name.to_string(), meta.clone());
@@ -420,6 +460,7 @@ impl Catalog {
             schema,
             indexes: old.indexes.clone(),
             defaults: old.defaults.clone(),
+            foreign_keys: old.foreign_keys.clone(),
         });
         self.tables.insert(name.to_string(), meta.clone());
         if let Err(e) = self.persist() {
@@ -452,6 +493,41 @@ impl Catalog {
         Ok(meta)
     }
 
+    /// Replaces table `name`'s FOREIGN KEY constraints, durably.
+    pub fn set_foreign_keys(
+        &mut self,
+        name: &str,
+        foreign_keys: Vec<ForeignKeyMeta>,
+    ) -> Result<Arc<TableMeta>> {
+        let old = self.get(name).ok_or_else(|| Error::undefined_table(name))?;
+        let meta = Arc::new(TableMeta {
+            foreign_keys,
+            ..old.as_ref().clone()
+        });
+        self.tables.insert(name.to_string(), meta.clone());
+        if let Err(e) = self.persist() {
+            self.tables.insert(name.to_string(), old);
+            return Err(e);
+        }
+        Ok(meta)
+    }
+
+    /// The constraints that refer to table `parent`, with their tables:
+    /// older tables first, each table's in creation order.
+    pub fn referencing(&self, parent: &str) -> Vec<(Arc<TableMeta>, ForeignKeyMeta)> {
+        let mut tables: Vec<&Arc<TableMeta>> = self.tables.values().collect();
+        tables.sort_by_key(|t| t.id.0);
+        tables
+            .into_iter()
+            .flat_map(|t| {
+                t.foreign_keys
+                    .iter()
+                    .filter(|f| f.parent == parent)
+                    .map(|f| (t.clone(), f.clone()))
+            })
+            .collect()
+    }
+
     /// Table `temp` takes the place of table `name` (which goes), with
     /// `name`, `indexes` and `defaults`, in one durable write.
     pub fn replace(
@@ -463,10 +539,23 @@ impl Catalog {
     ) -> Result<(Arc<TableMeta>, Arc<TableMeta>)> {
         let old = self.get(name).ok_or_else(|| Error::undefined_table(name))?;
         let tmp = self.get(temp).ok_or_else(|| Error::undefined_table(temp))?;
+        // Constraints keep their columns by name: those whose columns
+        // are all still there stay.
+        let foreign_keys = old
+            .foreign_keys
+            .iter()
+            .filter(|f| {
+                f.columns
+                    .iter()
+                    .all(|c| tmp.schema.columns.iter().any(|t| &t.name == c))
+            })
+            .cloned()
+            .collect();
         let meta = Arc::new(TableMeta {
             name: name.to_string(),
             indexes,
             defaults,
+            foreign_keys,
             ..tmp.as_ref().clone()
         });
         self.tables.remove(temp);
@@ -613,9 +702,10 @@ impl Catalog {
     }
 
     /// Drops the tables and views `names` in one durable write, with the
-    /// views that depend on them if `cascade` (else 2BP01 when there
-    /// are such views, naming the first relation that has some).
-    /// Returns the tables dropped and the names of every view dropped.
+    /// views and foreign keys that depend on them if `cascade` (else 2BP01
+    /// when there are such, naming the first relation that has some).
+    /// Returns the tables dropped and the other objects that went
+    /// (`view v`, `constraint f on table t`).
     pub fn drop_relations(
         &mut self,
         names: &[String],
@@ -627,15 +717,30 @@ impl Catalog {
             }
         }
         let mut views: Vec<String> = Vec::new();
+        // Constraints of tables that stay, on tables that go.
+        let mut cut: Vec<(String, String)> = Vec::new();
         for n in names {
             let kind = self.kind_of(n).unwrap_or(RelKind::Table);
             let deps = self.dependents(std::slice::from_ref(n));
             let outside: Vec<&Dependent> =
                 deps.iter().filter(|d| !names.contains(&d.view)).collect();
-            if !outside.is_empty() && !cascade {
-                let detail: Vec<String> = outside
+            let fks: Vec<(Arc<TableMeta>, ForeignKeyMeta)> = self
+                .referencing(n)
+                .into_iter()
+                .filter(|(t, _)| !names.contains(&t.name))
+                .collect();
+            if (!outside.is_empty() || !fks.is_empty()) && !cascade {
+                let detail: Vec<String> = fks
                     .iter()
-                    .map(|d| format!("view {} depends on {} {}", d.view, d.on_kind.word(), d.on))
+                    .map(|(t, f)| {
+                        format!(
+                            "constraint {} on table {} depends on table {n}",
+                            f.name, t.name
+                        )
+                    })
+                    .chain(outside.iter().map(|d| {
+                        format!("view {} depends on {} {}", d.view, d.on_kind.word(), d.on)
+                    }))
                     .collect();
                 return Err(Error::new(
                     SqlState("2BP01"),
@@ -655,6 +760,16 @@ impl Catalog {
                     views.push(d.view.clone());
                 }
             }
+            cut.extend(fks.into_iter().map(|(t, f)| (t.name.clone(), f.name)));
+        }
+        let old_children: Vec<Arc<TableMeta>> = cut
+            .iter()
+            .filter_map(|(t, _)| self.tables.get(t).cloned())
+            .collect();
+        for (t, fk) in &cut {
+            if let Some(meta) = self.tables.get_mut(t) {
+                Arc::make_mut(meta).foreign_keys.retain(|f| &f.name != fk);
+            }
         }
         let old_tables: Vec<Arc<TableMeta>> = names
             .iter()
@@ -671,7 +786,7 @@ impl Catalog {
             self.views.remove(&v.name);
         }
         if let Err(e) = self.persist() {
-            for t in &old_tables {
+            for t in old_tables.iter().chain(&old_children) {
                 self.tables.insert(t.name.clone(), t.clone());
             }
             for v in old_views {
@@ -679,7 +794,18 @@ impl Catalog {
             }
             return Err(e);
         }
-        Ok((old_tables, views))
+        // What went besides the relations named, as PostgreSQL's
+        // `drop cascades to …` notices list it.
+        let mut others: Vec<String> = views
+            .iter()
+            .filter(|v| !names.contains(v))
+            .map(|v| format!("view {v}"))
+            .collect();
+        others.extend(
+            cut.iter()
+                .map(|(t, f)| format!("constraint {f} on table {t}")),
+        );
+        Ok((old_tables, others))
     }
 
     pub fn remove(&mut self, name: &str) -> Result<Arc<TableMeta>> {
@@ -713,7 +839,8 @@ mod tests {
         {
             let mut c = Catalog::open(dir.path()).unwrap();
             let schema = Schema::new(vec![col("a", DataType::Int)], Vec::new());
-            c.create("t", schema, Vec::new()).unwrap();
+            c.create("t", schema, Vec::new(), Vec::new(), Vec::new())
+                .unwrap();
             let v = |c: &mut Catalog, name: &str, on: &str| {
                 c.create_view(
                     name,
@@ -744,6 +871,8 @@ mod tests {
                     "v2",
                     Schema::new(vec![col("a", DataType::Int)], Vec::new()),
                     Vec::new(),
+                    Vec::new(),
+                    Vec::new(),
                 )
                 .unwrap_err();
             assert_eq!(e.code, SqlState::DUPLICATE_TABLE);
@@ -769,9 +898,9 @@ mod tests {
         // Dropped together, nothing else depends on them.
         c.drop_relations(&["v2".into(), "v1".into()], false)
             .unwrap();
-        let (tables, views) = c.drop_relations(&["t".into()], true).unwrap();
+        let (tables, others) = c.drop_relations(&["t".into()], true).unwrap();
         assert_eq!(tables.len(), 1);
-        assert_eq!(views, vec!["v3".to_string()]);
+        assert_eq!(others, vec!["view v3".to_string()]);
         drop(c);
         let c = Catalog::open(dir.path()).unwrap();
         assert!(c.views().is_empty() && c.tables().is_empty());

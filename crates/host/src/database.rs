@@ -40,9 +40,10 @@ use ndpdb_wal::{CheckpointInfo, Wal};
 
 use crate::autovacuum::Autovacuum;
 use crate::buffer_pool::BufferPool;
-use crate::catalog::{Catalog, ColumnDefault, Dependent, TableMeta, ViewMeta};
+use crate::catalog::{Catalog, ColumnDefault, Dependent, IndexMeta, TableMeta, ViewMeta};
 use crate::config::Config;
 use crate::error::{Error, Result};
+use crate::foreign_key::ForeignKeyMeta;
 use crate::gc::GcState;
 use crate::locks::LockTable;
 use crate::maps::{L2pMap, VidMap};
@@ -332,6 +333,19 @@ impl Drop for DbInner {
 }
 
 /// What the last open had to recover.
+/// What a CREATE TABLE declares besides its columns and primary key.
+#[derive(Clone, Debug, Default)]
+pub struct NewTable {
+    /// Column defaults, by column position.
+    pub defaults: Vec<ColumnDefault>,
+    /// Sequences of SERIAL and identity columns, owned by the table.
+    pub sequences: Vec<SequenceMeta>,
+    /// Indexes of UNIQUE constraints.
+    pub indexes: Vec<IndexMeta>,
+    /// FOREIGN KEYs, resolved against the table.
+    pub foreign_keys: Vec<ForeignKeyMeta>,
+}
+
 #[derive(Clone, Debug, Default)]
 pub struct RecoveryReport {
     pub replayed_transactions: u64,
@@ -554,19 +568,34 @@ impl Database {
         self.inner.catalog.lock().tables()
     }
 
+    /// The FOREIGN KEY constraints that refer to table `parent`, with
+    /// their tables.
+    pub fn referencing(&self, parent: &str) -> Vec<(Arc<TableMeta>, ForeignKeyMeta)> {
+        self.inner.catalog.lock().referencing(parent)
+    }
+
     pub fn create_table(&self, name: &str, schema: Schema) -> Result<Arc<TableMeta>> {
-        self.create_table_with(name, schema, Vec::new(), Vec::new())
+        self.create_table_with(name, schema, NewTable::default())
     }
 
     /// CREATE TABLE with column defaults and the sequences they draw
     /// from (SERIAL and identity columns; each owned by its column).
+    /// CREATE TABLE with what its definition declares besides the columns:
+    /// defaults and the sequences they own, the indexes of UNIQUE
+    /// constraints and FOREIGN KEYs (resolved, see
+    /// [`Database::resolve_foreign_key`]), all in one catalog write.
     pub fn create_table_with(
         &self,
         name: &str,
         mut schema: Schema,
-        defaults: Vec<ColumnDefault>,
-        sequences: Vec<SequenceMeta>,
+        parts: NewTable,
     ) -> Result<Arc<TableMeta>> {
+        let NewTable {
+            defaults,
+            sequences,
+            indexes,
+            foreign_keys,
+        } = parts;
         self.inner.check_ok()?;
         if self.relation_exists(name) {
             return Err(Error::new(
@@ -574,13 +603,28 @@ impl Database {
                 format!("relation \"{name}\" already exists"),
             ));
         }
-        for s in &sequences {
-            if self.relation_exists(&s.name) {
+        let mut names: Vec<&str> = vec![name];
+        for other in sequences
+            .iter()
+            .map(|s| s.name.as_str())
+            .chain(indexes.iter().map(|i| i.name.as_str()))
+        {
+            if self.relation_exists(other) || names.contains(&other) {
                 return Err(Error::new(
                     SqlState::DUPLICATE_TABLE,
-                    format!("relation \"{}\" already exists", s.name),
+                    format!("relation \"{other}\" already exists"),
                 ));
             }
+            names.push(other);
+        }
+        if indexes
+            .iter()
+            .any(|i| i.columns.is_empty() || i.columns.iter().any(|&c| c >= schema.columns.len()))
+        {
+            return Err(Error::new(
+                SqlState::UNDEFINED_COLUMN,
+                "index column does not exist",
+            ));
         }
         for &k in &schema.primary_key {
             if k >= schema.columns.len() {
@@ -600,17 +644,27 @@ impl Database {
                 ));
             }
         }
-        let meta = self.inner.catalog.lock().create(name, schema, defaults)?;
+        let meta = self.inner.catalog.lock().create(
+            name,
+            schema,
+            defaults,
+            indexes.clone(),
+            foreign_keys,
+        )?;
         for mut s in sequences {
             if let Some((_, c)) = s.owner {
                 s.owner = Some((meta.id, c));
             }
             self.inner.sequences.create(s)?;
         }
-        self.inner.tables.write().insert(
-            meta.id,
-            Arc::new(TableState::new(meta.clone(), VidMap::default())),
+        let ts = TableState::new(meta.clone(), VidMap::default());
+        ts.set_indexes(
+            indexes
+                .into_iter()
+                .map(|i| Arc::new(SecondaryIndex::new(i)))
+                .collect(),
         );
+        self.inner.tables.write().insert(meta.id, Arc::new(ts));
         Ok(meta)
     }
 
@@ -673,10 +727,18 @@ impl Database {
     /// `DROP TABLE` / `DROP VIEW`: the tables and views `names` go in one
     /// catalog write, with the views that depend on them if `cascade`
     /// (else 2BP01 when any does); then the tables' storage. Returns the
-    /// names of the views dropped.
+    /// other objects dropped with them (`view v`, `constraint f on table t`).
     pub fn drop_relations(&self, names: &[String], cascade: bool) -> Result<Vec<String>> {
         self.inner.check_ok()?;
         let (tables, views) = self.inner.catalog.lock().drop_relations(names, cascade)?;
+        // Tables that kept their rows but lost constraints (CASCADE).
+        for meta in self.inner.catalog.lock().tables() {
+            if let Some(ts) = self.inner.tables.read().get(&meta.id) {
+                if ts.meta().foreign_keys != meta.foreign_keys {
+                    ts.replace_meta(meta.clone());
+                }
+            }
+        }
         for meta in tables {
             self.inner.sequences.drop_owned_by(meta.id)?;
             self.inner.tables.write().remove(&meta.id);

@@ -5,6 +5,7 @@
 //! - [`config`]: settings (buffer-pool budget, delta-buffer limit, lock timeout…).
 //! - [`error`]: the host error, always carrying a PostgreSQL SQLSTATE.
 //! - [`catalog`]: tables and schemas, persisted on the host.
+//! - [`foreign_key`]: FOREIGN KEY constraints: the referenced-key lock, checks and actions.
 //! - [`txn`]: TxIds, snapshots and the visibility rule.
 //! - [`ssi`]: SERIALIZABLE: SIREAD locks, rw-antidependencies, dangerous structures.
 //! - [`locks`]: the integrated lock table: SLT head + host lock table (HLT) tail.
@@ -40,6 +41,7 @@ mod commit;
 pub mod config;
 pub mod database;
 pub mod error;
+pub mod foreign_key;
 mod framed_file;
 pub mod gc;
 pub mod interrupt;
@@ -63,7 +65,7 @@ pub mod txn;
 pub use backup::{BackupLabel, BackupReport};
 pub use catalog::{TableMeta, ViewMeta};
 pub use config::Config;
-pub use database::Database;
+pub use database::{Database, NewTable};
 pub use error::{Error, Result};
 pub use gc::{GcCost, GcReport};
 pub use interrupt::Interrupt;

@@ -15,7 +15,9 @@
 //!                 ◄─ oid (16384 + table or view id) | public | NAME
 //!                 ─► 2. SELECT c.relchecks, c.relkind, … WHERE c.oid = 'OID'
 //!                    3. … FROM pg_catalog.pg_attribute a WHERE a.attrelid = 'OID'
-//!                    4. … pg_catalog.pg_index i … (the primary key)
+//!                    4. … pg_catalog.pg_index i … (the primary key, indexes)
+//!                    4a, 4b. foreign keys of the table and referring to it
+//!                       (asked when relhastriggers is true)
 //!                    5–9. policies, statistics, publications, inheritance:
 //!                       no rows
 //!  \d+ VIEW          3 with storage and description, then
@@ -29,6 +31,7 @@
 use ndpdb_formats::{DataType, Value};
 use ndpdb_host::catalog::Identity;
 use ndpdb_host::{Database, TableMeta, ViewMeta};
+use ndpdb_sql::row_source::system::foreign_key_listing;
 use ndpdb_sql::{Error, Output, ResultColumn};
 
 /// Answers a psql catalog query, or `None` if `sql` does not read
@@ -175,9 +178,14 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
     if lower.contains("select c.relchecks, c.relkind") {
         let t = table_by_oid(db, sql, "WHERE c.oid =");
         let mut found: Vec<Vec<Value>> = t
-            .map(|_| {
+            .map(|t| {
+                // A table in a foreign key has PostgreSQL's RI triggers:
+                // psql then asks for the constraints (queries 4a, 4b).
+                let fks = foreign_key_listing(db);
+                let triggers = fks.iter().any(|f| f.table == t.name || f.parent == t.name);
+                let triggers = if triggers { "t" } else { "f" };
                 vec![text_row(&[
-                    "0", "r", "t", "f", "f", "f", "f", "f", "f", "", "0", "", "p", "d", "heap",
+                    "0", "r", "t", "f", triggers, "f", "f", "f", "f", "", "0", "", "p", "d", "heap",
                 ])]
             })
             .unwrap_or_default();
@@ -296,6 +304,17 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
                         .iter()
                         .map(|&c| t.schema.columns[c].name.as_str())
                         .collect();
+                    // The index of a UNIQUE constraint shows as the
+                    // constraint ("UNIQUE CONSTRAINT, btree (…)").
+                    let (condef, contype, deferrable) = if i.constraint {
+                        (
+                            Value::Text(format!("UNIQUE ({})", cols.join(", "))),
+                            Value::Text("u".into()),
+                            Value::Text("f".into()),
+                        )
+                    } else {
+                        (Value::Null, Value::Null, Value::Null)
+                    };
                     let def = format!(
                         "CREATE {}INDEX {} ON public.{} USING btree ({})",
                         if i.unique { "UNIQUE " } else { "" },
@@ -311,10 +330,10 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
                         text("f"),
                         text("t"),
                         text(&def),
-                        Value::Null,
-                        Value::Null,
-                        Value::Null,
-                        Value::Null,
+                        condef,
+                        contype,
+                        deferrable.clone(),
+                        deferrable,
                         text("f"),
                         text("0"),
                     ]
@@ -373,6 +392,48 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
             found,
         ));
     }
+    // 4a. The table's foreign keys (`Foreign-key constraints:`).
+    if lower.contains("from pg_catalog.pg_constraint r") && lower.contains("r.contype = 'f'") {
+        let t = table_by_oid(db, sql, "r.conrelid =");
+        let mut found: Vec<(String, Vec<Value>)> = t
+            .iter()
+            .flat_map(|t| {
+                foreign_key_listing(db)
+                    .into_iter()
+                    .filter(|f| f.table == t.name)
+                    .map(|f| {
+                        let row = text_row(&["t", &f.name, &f.definition, &f.table]);
+                        (f.name, row)
+                    })
+            })
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        return Some(rows(
+            &["sametable", "conname", "condef", "ontable"],
+            found.into_iter().map(|(_, r)| r).collect(),
+        ));
+    }
+    // 4b. The foreign keys that refer to the table (`Referenced by:`).
+    if lower.contains("from pg_catalog.pg_constraint c") && lower.contains("confrelid in (") {
+        let t = table_by_oid(db, sql, "pg_partition_ancestors(");
+        let mut found: Vec<(String, Vec<Value>)> = t
+            .iter()
+            .flat_map(|t| {
+                foreign_key_listing(db)
+                    .into_iter()
+                    .filter(|f| f.parent == t.name)
+                    .map(|f| {
+                        let row = text_row(&[&f.name, &f.table, &f.definition]);
+                        (f.name, row)
+                    })
+            })
+            .collect();
+        found.sort_by(|a, b| a.0.cmp(&b.0));
+        return Some(rows(
+            &["conname", "ontable", "condef"],
+            found.into_iter().map(|(_, r)| r).collect(),
+        ));
+    }
     // pgbench's partitioning question about pgbench_accounts: the
     // table's position in the search path, its partition strategy and
     // its partition count — none and 0, ndpdb partitions no table.
@@ -410,6 +471,8 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
         ("pg_catalog.pg_publication", 3),
         ("pg_catalog.pg_inherits", 4),
         ("pg_catalog.pg_rewrite", 2),
+        // No user triggers (foreign keys are not triggers here).
+        ("pg_catalog.pg_trigger", 5),
     ] {
         if lower.contains(what) {
             let names: Vec<String> = (1..=columns).map(|i| format!("column{i}")).collect();

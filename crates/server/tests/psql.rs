@@ -307,3 +307,60 @@ fn copy_to_stdout_runs_in_the_extended_protocol() {
     let (_, tag) = r.messages.iter().find(|(t, _)| *t == b'C').unwrap();
     assert_eq!(tag.as_slice(), b"COPY 2\0");
 }
+
+/// `\d` of tables in foreign keys shows PostgreSQL 15's sections:
+/// UNIQUE CONSTRAINT indexes, `Foreign-key constraints:` on the
+/// referencing table and `Referenced by:` on the referenced one; a
+/// violation reports 23503 with PostgreSQL's detail.
+#[test]
+fn psql_describes_foreign_keys_and_unique_constraints() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = start(ndpdb_embedded::open(dir.path()).unwrap());
+    let (_, err) = psql(
+        port,
+        &[
+            "CREATE TABLE region (r_id int PRIMARY KEY, r_name text NOT NULL UNIQUE)",
+            "CREATE TABLE nation (n_id int PRIMARY KEY, \
+             n_region int NOT NULL REFERENCES region ON DELETE CASCADE, n_name text)",
+        ],
+    );
+    assert!(err.is_empty(), "{err}");
+    let (out, err) = psql(port, &["\\d region"]);
+    assert!(err.is_empty(), "{err}");
+    assert!(
+        out.contains("    \"region_r_name_key\" UNIQUE CONSTRAINT, btree (r_name)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "Referenced by:\n    TABLE \"nation\" CONSTRAINT \"nation_n_region_fkey\" \
+             FOREIGN KEY (n_region) REFERENCES region(r_id) ON DELETE CASCADE\n"
+        ),
+        "{out}"
+    );
+    let (out, err) = psql(port, &["\\d nation"]);
+    assert!(err.is_empty(), "{err}");
+    assert!(
+        out.contains(
+            "Foreign-key constraints:\n    \"nation_n_region_fkey\" FOREIGN KEY (n_region) \
+             REFERENCES region(r_id) ON DELETE CASCADE\n"
+        ),
+        "{out}"
+    );
+    let mut cmd = psql_command(port, "app");
+    let out = cmd
+        .args([
+            "-v",
+            "VERBOSITY=verbose",
+            "-c",
+            "INSERT INTO nation VALUES (1, 7, 'x')",
+        ])
+        .output()
+        .expect("psql");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ERROR:  23503: insert or update on table \"nation\" violates foreign key constraint \"nation_n_region_fkey\"")
+            && err.contains("DETAIL:  Key (n_region)=(7) is not present in table \"region\"."),
+        "{err}"
+    );
+}

@@ -175,6 +175,8 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
     }
     let mut columns = Vec::new();
     let mut pk_names: Vec<String> = Vec::new();
+    let mut foreign_keys: Vec<ndpdb_host::foreign_key::ForeignKeyMeta> = Vec::new();
+    let mut uniques: Vec<(Option<String>, Vec<String>)> = Vec::new();
     let mut defaults: Vec<ColumnDefault> = Vec::new();
     let mut sequences: Vec<SequenceMeta> = Vec::new();
     for (pos, c) in ct.columns.iter().enumerate() {
@@ -245,6 +247,12 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
                     pk_names.push(ident_name(&c.name));
                     nullable = false;
                 }
+                ColumnOption::ForeignKey(fk) => {
+                    foreign_keys.push(crate::constraint_ddl::foreign_key(fk, Some(&c.name))?);
+                }
+                ColumnOption::Unique(u) => {
+                    uniques.push(crate::constraint_ddl::unique(u, Some(&c.name))?);
+                }
                 other => {
                     return Err(Error::new(
                         SqlState::FEATURE_NOT_SUPPORTED,
@@ -270,6 +278,10 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
                 }
                 pk_names = pk_columns(&pk.columns)?;
             }
+            TableConstraint::ForeignKey(fk) => {
+                foreign_keys.push(crate::constraint_ddl::foreign_key(fk, None)?);
+            }
+            TableConstraint::Unique(u) => uniques.push(crate::constraint_ddl::unique(u, None)?),
             other => {
                 return Err(Error::new(
                     SqlState::FEATURE_NOT_SUPPORTED,
@@ -294,11 +306,49 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
             "a table needs at least one column",
         ));
     }
+    let schema = Schema::new(columns, primary_key);
+    // Constraints are checked before the table exists and written with it
+    // in one catalog write: a refused one leaves nothing behind.
+    let mut draft = ndpdb_host::TableMeta {
+        id: ndpdb_formats::TableId(0),
+        name: name.clone(),
+        schema: schema.clone(),
+        indexes: Vec::new(),
+        defaults: Vec::new(),
+        foreign_keys: Vec::new(),
+    };
+    for &k in &draft.schema.primary_key.clone() {
+        draft.schema.columns[k].nullable = false;
+    }
+    let mut taken: Vec<String> = Vec::new();
+    for (uname, cols) in &uniques {
+        let index = crate::constraint_ddl::unique_index(db, &draft, uname.clone(), cols, &taken)?;
+        let same_as_pk = {
+            let mut a = index.columns.clone();
+            let mut b = draft.schema.primary_key.clone();
+            a.sort_unstable();
+            b.sort_unstable();
+            a == b
+        };
+        if same_as_pk || draft.indexes.iter().any(|i| i.columns == index.columns) {
+            continue;
+        }
+        taken.push(index.name.clone());
+        draft.indexes.push(index);
+    }
+    for fk in &foreign_keys {
+        let resolved = db.resolve_foreign_key(&draft, fk.clone())?;
+        draft.foreign_keys.push(resolved);
+    }
     db.create_table_with(
         &name,
-        Schema::new(columns, primary_key),
-        defaults,
-        sequences,
+        schema,
+        ndpdb_host::NewTable {
+            defaults,
+            sequences,
+            indexes: draft.indexes,
+            foreign_keys: draft.foreign_keys,
+        },
     )?;
     Ok(Output::command("CREATE TABLE"))
 }
@@ -400,6 +450,7 @@ pub fn alter_table(
     at: &sqlparser::ast::AlterTable,
     wait: std::time::Duration,
     interrupt: &ndpdb_host::interrupt::Interrupt,
+    notices: &mut Vec<crate::output::Notice>,
 ) -> Result<Output> {
     use sqlparser::ast::AlterTableOperation;
     let name = table_name(&at.name)?;
@@ -447,6 +498,38 @@ pub fn alter_table(
                 )?;
                 continue;
             }
+            AlterTableOperation::AddConstraint {
+                constraint: TableConstraint::ForeignKey(fk),
+                ..
+            } => {
+                db.add_foreign_key(
+                    &name,
+                    crate::constraint_ddl::foreign_key(fk, None)?,
+                    wait,
+                    interrupt,
+                )?;
+                continue;
+            }
+            AlterTableOperation::AddConstraint {
+                constraint: TableConstraint::Unique(u),
+                ..
+            } => {
+                let (uname, cols) = crate::constraint_ddl::unique(u, None)?;
+                let index =
+                    crate::constraint_ddl::unique_index(db, &ts.meta(), uname, &cols, &[])?;
+                db.create_index(&name, index, wait, interrupt)?;
+                continue;
+            }
+            AlterTableOperation::DropConstraint {
+                name: cname,
+                if_exists,
+                ..
+            } => {
+                if let Some(n) = crate::constraint_ddl::drop_constraint(db, &name, cname, *if_exists)? {
+                    notices.push(n);
+                }
+                continue;
+            }
             AlterTableOperation::DropColumn {
                 column_names,
                 if_exists,
@@ -468,7 +551,7 @@ pub fn alter_table(
                 return Err(Error::new(
                     SqlState::FEATURE_NOT_SUPPORTED,
                     format!(
-                        "ALTER TABLE … {op} is not supported (ADD PRIMARY KEY, ADD COLUMN and DROP COLUMN are)"
+                        "ALTER TABLE … {op} is not supported (ADD PRIMARY KEY / FOREIGN KEY / UNIQUE, DROP CONSTRAINT, ADD COLUMN and DROP COLUMN are)"
                     ),
                 ))
             }
@@ -500,6 +583,7 @@ pub fn drop(
     if_exists: bool,
     names: &[ObjectName],
     cascade: bool,
+    notices: &mut Vec<crate::output::Notice>,
 ) -> Result<Output> {
     use ndpdb_host::catalog::RelKind;
     match object_type {
@@ -512,10 +596,10 @@ pub fn drop(
             crate::index_ddl::drop_index(db, if_exists, names)
         }
         ObjectType::Table => {
-            crate::view::drop_relations(db, RelKind::Table, if_exists, names, cascade)
+            crate::view::drop_relations(db, RelKind::Table, if_exists, names, cascade, notices)
         }
         ObjectType::View => {
-            crate::view::drop_relations(db, RelKind::View, if_exists, names, cascade)
+            crate::view::drop_relations(db, RelKind::View, if_exists, names, cascade, notices)
         }
         _ => Err(Error::new(
             SqlState::FEATURE_NOT_SUPPORTED,

@@ -80,6 +80,10 @@ pub fn place_dml(
         return Ok(None);
     }
     let ts: &TableState = filter.target_table()?;
+    if needs_foreign_key_work(db, ts, sets) {
+        // Checks and actions of FOREIGN KEYs run on the host.
+        return Ok(None);
+    }
     let op = match sets {
         None => NdpOp::Delete,
         Some(sets) => {
@@ -142,6 +146,31 @@ pub fn place_dml(
         },
         reason,
     }))
+}
+
+/// Whether a DELETE (`sets` = None) or an UPDATE of `ts` touches a
+/// FOREIGN KEY: it removes or changes a referenced key, or changes a
+/// referencing one.
+fn needs_foreign_key_work(
+    db: &Database,
+    ts: &TableState,
+    sets: Option<&[(usize, Program, Ty)]>,
+) -> bool {
+    let meta = ts.meta();
+    let named = |c: usize| meta.schema.columns[c].name.as_str();
+    let referencing = db.referencing(&meta.name);
+    match sets {
+        None => !referencing.is_empty(),
+        Some(sets) => sets.iter().any(|(c, _, _)| {
+            let n = named(*c);
+            meta.foreign_keys
+                .iter()
+                .any(|f| f.columns.iter().any(|x| x == n))
+                || referencing
+                    .iter()
+                    .any(|(_, f)| f.parent_columns.iter().any(|x| x == n))
+        }),
+    }
 }
 
 /// EXPLAIN lines of an UPDATE or DELETE.

@@ -108,6 +108,7 @@ pub fn create_index(
         name,
         columns,
         unique: ci.unique,
+        constraint: false,
     };
     db.create_index(&table, index, wait, interrupt)?;
     Ok(Output::command("CREATE INDEX"))
@@ -120,7 +121,7 @@ fn index_name(n: &ObjectName) -> Result<String> {
 pub fn drop_index(db: &Database, if_exists: bool, names: &[ObjectName]) -> Result<Output> {
     for n in names {
         let name = index_name(n)?;
-        match db.drop_index(&name) {
+        match db.drop_index(&name, false) {
             Ok(()) => {}
             Err(e) if if_exists && e.code == SqlState::UNDEFINED_OBJECT => {}
             Err(e) => return Err(e),

@@ -11,6 +11,7 @@
 //! - [`sequence_ddl`]: CREATE / DROP SEQUENCE, SERIAL and identity columns.
 //! - [`alter_column`]: ALTER TABLE … ADD / DROP COLUMN (a table rewrite).
 //! - [`index_ddl`]: CREATE [UNIQUE] INDEX / DROP INDEX.
+//! - [`constraint_ddl`]: FOREIGN KEY and UNIQUE constraints in CREATE / ALTER TABLE.
 //! - [`view`]: CREATE [OR REPLACE] VIEW / DROP VIEW, views read as queries in FROM.
 //! - [`interval`]: interval literals in date and timestamp arithmetic.
 //! - [`scope`]: name resolution of columns over one or more tables.
@@ -40,6 +41,7 @@ pub mod assignment;
 pub mod backup_call;
 pub mod column_default;
 pub mod compile;
+pub mod constraint_ddl;
 pub mod copy_options;
 pub mod ddl;
 pub mod dml;

@@ -2,20 +2,39 @@
 
 use ndpdb_formats::{DataType, SqlState, Value};
 
-/// A warning for the client that does not stop the statement (PostgreSQL
-/// sends it as a NoticeResponse of severity WARNING).
+/// A message for the client that does not stop the statement (PostgreSQL
+/// sends it as a NoticeResponse of severity WARNING or NOTICE).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notice {
+    pub severity: &'static str,
     pub code: SqlState,
     pub message: String,
+    pub detail: Option<String>,
 }
 
 impl Notice {
     pub fn warning(code: SqlState, message: impl Into<String>) -> Notice {
         Notice {
+            severity: "WARNING",
             code,
             message: message.into(),
+            detail: None,
         }
+    }
+
+    /// Severity NOTICE, SQLSTATE 00000 (`drop cascades to …`).
+    pub fn info(message: impl Into<String>) -> Notice {
+        Notice {
+            severity: "NOTICE",
+            code: SqlState::SUCCESSFUL,
+            message: message.into(),
+            detail: None,
+        }
+    }
+
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Notice {
+        self.detail = Some(detail.into());
+        self
     }
 }
 

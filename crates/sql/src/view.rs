@@ -66,7 +66,7 @@ use sqlparser::ast::{
 };
 
 use crate::ddl::table_name;
-use crate::output::Output;
+use crate::output::{Notice, Output};
 use crate::query::{plan_derived, plan_query, Input};
 use crate::scope::ident_name;
 use crate::subquery::{max_placeholder, QueryContext};
@@ -428,6 +428,7 @@ pub fn drop_relations(
     if_exists: bool,
     names: &[ObjectName],
     cascade: bool,
+    notices: &mut Vec<Notice>,
 ) -> Result<Output> {
     let mut found = Vec::new();
     for n in names {
@@ -445,7 +446,10 @@ pub fn drop_relations(
                 )
                 .with_hint(drop_hint(k)))
             }
-            None if if_exists => {}
+            None if if_exists => notices.push(Notice::info(format!(
+                "{} \"{name}\" does not exist, skipping",
+                want.word()
+            ))),
             None => {
                 return Err(Error::new(
                     SqlState::UNDEFINED_TABLE,
@@ -455,7 +459,19 @@ pub fn drop_relations(
         }
     }
     if !found.is_empty() {
-        db.drop_relations(&found, cascade)?;
+        let others = db.drop_relations(&found, cascade)?;
+        match others.as_slice() {
+            [] => {}
+            [one] => notices.push(Notice::info(format!("drop cascades to {one}"))),
+            many => notices.push(
+                Notice::info(format!("drop cascades to {} other objects", many.len())).with_detail(
+                    many.iter()
+                        .map(|o| format!("drop cascades to {o}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                ),
+            ),
+        }
     }
     Ok(Output::command(match want {
         RelKind::Table => "DROP TABLE",

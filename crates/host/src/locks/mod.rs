@@ -1,7 +1,10 @@
 //! The integrated lock table (DESIGN.md §7; update NDP §5.2–§5.3): the
 //! shared lock table (SLT) as the head and the host lock table (HLT) as
 //! the tail. Exclusive tuple locks with FIFO wait queues, sleeping
-//! waiters, deadlock detection and lock timeout.
+//! waiters, deadlock detection and lock timeout; and shared locks, in
+//! the HLT only, on keys no device job takes (a foreign key's referenced
+//! key: every referencing writer shares it, a deleter of the key takes
+//! it exclusively).
 //!
 //! ```text
 //!  SLT bucket of (table, VID):  [ D4 │ H │ … ]     device jobs and host-shared entries
@@ -67,10 +70,50 @@ impl Default for LockWait {
     }
 }
 
+/// How a lock is held or asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LockMode {
+    Exclusive,
+    /// Compatible with other shared holders; HLT only.
+    Shared,
+}
+
 #[derive(Debug)]
 struct Queue {
-    holder: TxId,
-    waiters: VecDeque<TxId>,
+    /// One exclusive holder, or one or more shared holders.
+    holders: Vec<TxId>,
+    shared: bool,
+    /// FIFO; a holder may wait here too, to upgrade to exclusive.
+    waiters: VecDeque<(TxId, LockMode)>,
+}
+
+impl Queue {
+    fn new(tx: TxId, mode: LockMode) -> Queue {
+        Queue {
+            holders: vec![tx],
+            shared: mode == LockMode::Shared,
+            waiters: VecDeque::new(),
+        }
+    }
+
+    /// Whether `tx` holds the lock in a mode that covers `mode`.
+    fn grants(&self, tx: TxId, mode: LockMode) -> bool {
+        match mode {
+            LockMode::Exclusive => !self.shared && self.holders.first() == Some(&tx),
+            LockMode::Shared => self.holders.contains(&tx),
+        }
+    }
+
+    /// Everyone `t` waits for: the holders other than itself and the
+    /// waiters queued ahead of it.
+    fn ahead_of(&self, t: TxId) -> impl Iterator<Item = TxId> + '_ {
+        self.holders.iter().copied().filter(move |h| *h != t).chain(
+            self.waiters
+                .iter()
+                .map(|(w, _)| *w)
+                .take_while(move |w| *w != t),
+        )
+    }
 }
 
 #[derive(Default)]
@@ -305,8 +348,24 @@ impl LockTable {
         use_slt: bool,
         interrupt: Option<&Interrupt>,
     ) -> Result<Acquired> {
+        self.acquire_mode(tx, key, LockMode::Exclusive, wait, use_slt, interrupt)
+    }
+
+    /// Acquires `key` in `mode`: shared locks are HLT only (`use_slt` is
+    /// ignored for them), for keys no device job locks. An exclusive
+    /// request of a shared holder upgrades once the other sharers leave.
+    pub fn acquire_mode(
+        &self,
+        tx: TxId,
+        key: LockKey,
+        mode: LockMode,
+        wait: LockWait,
+        use_slt: bool,
+        interrupt: Option<&Interrupt>,
+    ) -> Result<Acquired> {
+        let use_slt = use_slt && mode == LockMode::Exclusive;
         let mut g = self.inner.lock();
-        let already = Self::holds(&g, tx, key);
+        let already = Self::holds_any(&g, tx, key);
         if !already && use_slt {
             self.slt_enter(&mut g, tx, key)?;
         }
@@ -322,26 +381,26 @@ impl LockTable {
         // joined: nothing of it may stay behind to block others.
         let failed = |g: &mut Inner, e: Error| -> Result<Acquired> {
             if !already {
-                self.give_up(g, tx, key);
+                self.give_up(g, tx, key, already, use_slt);
             }
             g.waiting_on.remove(&tx);
             g.blocked.remove(&tx);
             Err(e)
         };
-        if Self::grant_if_free(&mut g, tx, key) {
+        if Self::grant_if_free(&mut g, tx, key, mode) {
             match slt_ok(&g) {
                 Ok(true) => return Ok(Acquired::Immediately),
                 Ok(false) => {}
                 Err(e) => return failed(&mut g, e),
             }
         }
-        if !Self::holds(&g, tx, key) {
+        if !Self::holds_in(&g, tx, key, mode) {
             if let Some(q) = g.queues.get_mut(&key) {
-                q.waiters.push_back(tx);
+                q.waiters.push_back((tx, mode));
             }
             g.waiting_on.insert(tx, key);
             if Self::closes_cycle(&g, tx) {
-                self.give_up(&mut g, tx, key);
+                self.give_up(&mut g, tx, key, already, use_slt);
                 return Err(deadlock(tx));
             }
         }
@@ -357,7 +416,7 @@ impl LockTable {
                 until = until.min(Instant::now() + INTERRUPT_SLICE);
             }
             self.wake.wait_until(&mut g, until);
-            if Self::holds(&g, tx, key) {
+            if Self::holds_in(&g, tx, key, mode) {
                 match slt_ok(&g) {
                     Ok(true) => {
                         g.waiting_on.remove(&tx);
@@ -369,12 +428,12 @@ impl LockTable {
                 }
             }
             if let Some(Err(e)) = interrupt.map(Interrupt::check) {
-                self.give_up(&mut g, tx, key);
+                self.give_up(&mut g, tx, key, already, use_slt);
                 return Err(e);
             }
             let now = Instant::now();
             if deadline.is_some_and(|d| now >= d) {
-                self.give_up(&mut g, tx, key);
+                self.give_up(&mut g, tx, key, already, use_slt);
                 return Err(Error::new(
                     SqlState::LOCK_NOT_AVAILABLE,
                     "canceling statement due to lock timeout",
@@ -383,7 +442,7 @@ impl LockTable {
             if now >= search_at {
                 match self.in_deadlock(&g, tx) {
                     Ok(true) => {
-                        self.give_up(&mut g, tx, key);
+                        self.give_up(&mut g, tx, key, already, use_slt);
                         return Err(deadlock(tx));
                     }
                     Ok(false) => {}
@@ -430,17 +489,21 @@ impl LockTable {
 
     /// A waiter stops waiting for `key` (timeout or deadlock victim); an
     /// HLT lock it was handed meanwhile passes on.
-    fn give_up(&self, g: &mut Inner, tx: TxId, key: LockKey) {
-        let mut wake = false;
-        if Self::holds(g, tx, key) {
-            wake |= Self::hand_over(g, tx, key);
+    fn give_up(&self, g: &mut Inner, tx: TxId, key: LockKey, already: bool, use_slt: bool) {
+        // A lock held before this request (a shared holder's upgrade)
+        // stays held, and its SLT entry too; one handed over meanwhile
+        // passes on.
+        let mut wake = if already {
+            Self::dequeue(g, tx, key)
         } else {
-            Self::dequeue(g, tx, key);
-        }
+            Self::hand_over(g, tx, key)
+        };
         g.waiting_on.remove(&tx);
         g.blocked.remove(&tx);
-        // A failing SLT here leaves the entry; the statement fails anyway.
-        wake |= self.slt_leave(g, tx, key).unwrap_or(true);
+        if !already && use_slt {
+            // A failing SLT here leaves the entry; the statement fails anyway.
+            wake |= self.slt_leave(g, tx, key).unwrap_or(true);
+        }
         if wake {
             self.wake.notify_all();
         }
@@ -457,7 +520,7 @@ impl LockTable {
             return false;
         }
         if self.slt_granted(&g, tx, key).unwrap_or(false) {
-            Self::grant_if_free(&mut g, tx, key);
+            Self::grant_if_free(&mut g, tx, key, LockMode::Exclusive);
             return true;
         }
         let wake = self.slt_leave(&mut g, tx, key).unwrap_or(true);
@@ -505,55 +568,99 @@ impl LockTable {
         first_err.map_or(Ok(()), |e| Err(slt_error(e)))
     }
 
-    /// Passes `tx`'s HLT lock on `key` to its first waiter; true if one took it.
+    /// Releases `tx`'s HLT hold on `key` (and any request of it queued
+    /// there) and grants the waiters that may go; true if one took it.
     fn hand_over(g: &mut Inner, tx: TxId, key: LockKey) -> bool {
         let Some(q) = g.queues.get_mut(&key) else {
             return false;
         };
-        if q.holder != tx {
-            q.waiters.retain(|w| *w != tx);
+        q.holders.retain(|h| *h != tx);
+        q.waiters.retain(|(w, _)| *w != tx);
+        Self::promote(g, key)
+    }
+
+    /// Grants the waiters at the front of `key`'s queue that fit beside
+    /// the holders (FIFO: a waiter that must wait keeps those behind it
+    /// waiting too); drops the queue when nobody is left. True if anyone
+    /// was granted.
+    fn promote(g: &mut Inner, key: LockKey) -> bool {
+        let Some(q) = g.queues.get_mut(&key) else {
             return false;
+        };
+        let mut granted = Vec::new();
+        while let Some(&(w, mode)) = q.waiters.front() {
+            let fits = match mode {
+                LockMode::Shared => q.holders.is_empty() || q.shared,
+                LockMode::Exclusive => q.holders.is_empty() || q.holders == [w],
+            };
+            if !fits {
+                break;
+            }
+            q.waiters.pop_front();
+            if !q.holders.contains(&w) {
+                q.holders.push(w);
+            }
+            q.shared = mode == LockMode::Shared;
+            granted.push(w);
+            if mode == LockMode::Exclusive {
+                break;
+            }
         }
-        match q.waiters.pop_front() {
-            Some(next) => {
-                // The new holder no longer waits (it may not have woken yet).
-                q.holder = next;
-                g.waiting_on.remove(&next);
+        if q.holders.is_empty() && q.waiters.is_empty() {
+            g.queues.remove(&key);
+        }
+        for w in &granted {
+            // The new holder no longer waits (it may not have woken yet).
+            g.waiting_on.remove(w);
+        }
+        !granted.is_empty()
+    }
+
+    /// Grants the lock in `mode` if that fits without waiting; true if
+    /// `tx` holds it so now.
+    fn grant_if_free(g: &mut Inner, tx: TxId, key: LockKey, mode: LockMode) -> bool {
+        let Some(q) = g.queues.get_mut(&key) else {
+            g.queues.insert(key, Queue::new(tx, mode));
+            return true;
+        };
+        if q.grants(tx, mode) {
+            return true;
+        }
+        match mode {
+            LockMode::Shared if q.shared && q.waiters.is_empty() => {
+                q.holders.push(tx);
                 true
             }
-            None => {
-                g.queues.remove(&key);
-                false
+            LockMode::Exclusive if q.holders == [tx] => {
+                q.shared = false;
+                true
             }
+            _ => false,
         }
     }
 
-    /// Grants the lock if nobody holds it; true if `tx` holds it now.
-    fn grant_if_free(g: &mut Inner, tx: TxId, key: LockKey) -> bool {
-        match g.queues.get(&key) {
-            None => {
-                g.queues.insert(
-                    key,
-                    Queue {
-                        holder: tx,
-                        waiters: VecDeque::new(),
-                    },
-                );
-                true
-            }
-            Some(q) => q.holder == tx,
-        }
-    }
-
+    /// Whether `tx` holds `key` exclusively.
     fn holds(g: &Inner, tx: TxId, key: LockKey) -> bool {
-        g.queues.get(&key).is_some_and(|q| q.holder == tx)
+        Self::holds_in(g, tx, key, LockMode::Exclusive)
     }
 
-    fn dequeue(g: &mut Inner, tx: TxId, key: LockKey) {
-        if let Some(q) = g.queues.get_mut(&key) {
-            q.waiters.retain(|w| *w != tx);
-        }
+    fn holds_in(g: &Inner, tx: TxId, key: LockKey, mode: LockMode) -> bool {
+        g.queues.get(&key).is_some_and(|q| q.grants(tx, mode))
+    }
+
+    fn holds_any(g: &Inner, tx: TxId, key: LockKey) -> bool {
+        Self::holds_in(g, tx, key, LockMode::Shared)
+    }
+
+    /// Takes `tx`'s requests out of `key`'s queue; true if waiters
+    /// behind them were granted.
+    fn dequeue(g: &mut Inner, tx: TxId, key: LockKey) -> bool {
         g.waiting_on.remove(&tx);
+        let Some(q) = g.queues.get_mut(&key) else {
+            return false;
+        };
+        q.waiters.retain(|(w, _)| *w != tx);
+        Self::promote(g, key)
     }
 
     /// Whether `start`'s new wait closes a cycle in the wait-for graph.
@@ -565,13 +672,11 @@ impl LockTable {
                 continue;
             };
             let Some(q) = g.queues.get(key) else { continue };
-            if q.holder == t {
+            if !q.waiters.iter().any(|(w, _)| *w == t) {
                 continue;
             }
-            // t waits for the holder and everyone ahead of it.
-            let ahead =
-                std::iter::once(q.holder).chain(q.waiters.iter().copied().take_while(|w| *w != t));
-            for next in ahead {
+            // t waits for the holders and everyone ahead of it.
+            for next in q.ahead_of(t) {
                 if next == start {
                     return true;
                 }

@@ -251,3 +251,69 @@ fn a_restarted_devices_table_takes_over_the_host_locks() {
         ndpdb_formats::SqlState("08006")
     );
 }
+
+fn shared(lt: &LockTable, tx: u64, key: LockKey) -> Result<Acquired> {
+    lt.acquire_mode(
+        TxId(tx),
+        key,
+        LockMode::Shared,
+        LockWait::default(),
+        false,
+        None,
+    )
+}
+
+#[test]
+fn shared_holders_coexist_and_keep_an_exclusive_request_waiting() {
+    let lt = Arc::new(LockTable::new());
+    assert_eq!(shared(&lt, 1, K1).unwrap(), Acquired::Immediately);
+    assert_eq!(shared(&lt, 2, K1).unwrap(), Acquired::Immediately);
+    let lt2 = lt.clone();
+    let h = thread::spawn(move || lt2.acquire(TxId(3), K1, None));
+    while lt.waiting() < 1 {
+        thread::yield_now();
+    }
+    // A shared request behind a waiting exclusive one waits too (FIFO).
+    let lt4 = lt.clone();
+    let h4 = thread::spawn(move || shared(&lt4, 4, K1));
+    while lt.waiting() < 2 {
+        thread::yield_now();
+    }
+    lt.release_all(TxId(1), &[K1]);
+    assert_eq!(lt.waiting(), 2, "one sharer still holds the key");
+    lt.release_all(TxId(2), &[K1]);
+    assert_eq!(h.join().unwrap().unwrap(), Acquired::AfterWait);
+    assert_eq!(lt.waiting(), 1, "the exclusive holder keeps the sharer out");
+    lt.release_all(TxId(3), &[K1]);
+    assert_eq!(h4.join().unwrap().unwrap(), Acquired::AfterWait);
+    lt.release_all(TxId(4), &[K1]);
+    assert_eq!(lt.locked_keys(), 0);
+}
+
+#[test]
+fn a_lone_sharer_upgrades_and_two_upgrading_sharers_deadlock() {
+    let lt = Arc::new(LockTable::new());
+    shared(&lt, 1, K1).unwrap();
+    assert_eq!(
+        lt.acquire(TxId(1), K1, None).unwrap(),
+        Acquired::Immediately
+    );
+    assert!(!lt.try_acquire(TxId(2), K1));
+    lt.release_all(TxId(1), &[K1]);
+
+    shared(&lt, 1, K1).unwrap();
+    shared(&lt, 2, K1).unwrap();
+    let lt2 = lt.clone();
+    let h = thread::spawn(move || lt2.acquire(TxId(1), K1, None));
+    while lt.waiting() < 1 {
+        thread::yield_now();
+    }
+    let e = lt.acquire(TxId(2), K1, None).unwrap_err();
+    assert_eq!(e.code, SqlState::DEADLOCK_DETECTED);
+    // The victim keeps its shared hold until it ends.
+    assert_eq!(lt.waiting(), 1);
+    lt.release_all(TxId(2), &[K1]);
+    assert_eq!(h.join().unwrap().unwrap(), Acquired::AfterWait);
+    lt.release_all(TxId(1), &[K1]);
+    assert_eq!(lt.locked_keys(), 0);
+}

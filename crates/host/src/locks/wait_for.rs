@@ -9,7 +9,7 @@
 //!                                   T1 → T2 → T1: a deadlock
 //! ```
 //!
-//! Edges: a waiter waits for everyone ahead of it — in the HLT the holder
+//! Edges: a waiter waits for everyone ahead of it — in the HLT the holders
 //! and the waiters queued before it; in an SLT bucket every entry ahead
 //! of its own (a device tag stands for its owner, a host-shared entry for
 //! every member of its group) and the members ahead of it in its group.
@@ -71,9 +71,8 @@ impl<'a> WaitFor<'a> {
             return Ok(out);
         };
         if let Some(q) = self.g.queues.get(key) {
-            if q.holder != t {
-                out.push(q.holder);
-                out.extend(q.waiters.iter().copied().take_while(|w| *w != t));
+            if q.waiters.iter().any(|(w, _)| *w == t) {
+                out.extend(q.ahead_of(t));
             }
         }
         if let Some(slt) = self.slt {

@@ -192,6 +192,7 @@ impl PkIndex {
             name: name.to_string(),
             columns: columns.to_vec(),
             unique: false,
+            constraint: false,
         };
         let order = KeyOrder::new(meta, types.to_vec());
         let mut keys = Vec::with_capacity(p.delta.len());

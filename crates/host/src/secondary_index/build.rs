@@ -55,8 +55,10 @@ impl Database {
     }
 
     /// `DROP INDEX name`: the table stops maintaining it; plans that
-    /// chose it read the table instead.
-    pub fn drop_index(&self, name: &str) -> Result<()> {
+    /// chose it read the table instead. The index of a UNIQUE constraint
+    /// goes only with its constraint (`ALTER TABLE … DROP CONSTRAINT`,
+    /// `as_constraint`), and one a FOREIGN KEY relies on not at all.
+    pub fn drop_index(&self, name: &str, as_constraint: bool) -> Result<()> {
         let inner = &self.inner;
         inner.check_ok()?;
         let mut catalog = inner.catalog.lock();
@@ -66,6 +68,50 @@ impl Database {
                 format!("index \"{name}\" does not exist"),
             )
         })?;
+        let what = if as_constraint { "constraint" } else { "index" };
+        let index = owner.indexes.iter().find(|i| i.name == name);
+        if let Some(i) = index.filter(|i| i.constraint && !as_constraint) {
+            return Err(Error::new(
+                SqlState("2BP01"),
+                format!(
+                    "cannot drop index {name} because constraint {name} on table {} requires it",
+                    owner.name
+                ),
+            )
+            .with_hint(format!(
+                "You can drop constraint {} on table {} instead.",
+                i.name, owner.name
+            )));
+        }
+        let users: Vec<String> = catalog
+            .referencing(&owner.name)
+            .into_iter()
+            .filter(|(_, fk)| {
+                crate::foreign_key::referenced_index(&owner, &fk.parent_columns).as_deref()
+                    == Some(name)
+            })
+            .map(|(t, fk)| {
+                format!(
+                    "constraint {} on table {} depends on index {name}",
+                    fk.name, t.name
+                )
+            })
+            .collect();
+        if !users.is_empty() {
+            return Err(Error::new(
+                SqlState("2BP01"),
+                format!(
+                    "cannot drop {what} {name}{} because other objects depend on it",
+                    if as_constraint {
+                        format!(" on table {}", owner.name)
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+            .with_detail(users.join("\n"))
+            .with_hint("Use DROP ... CASCADE to drop the dependent objects too."));
+        }
         let ts = inner.table_state(owner.id)?;
         let mut indexes = owner.indexes.clone();
         indexes.retain(|i| i.name != name);

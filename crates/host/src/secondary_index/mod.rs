@@ -266,6 +266,7 @@ mod tests {
             name: "i".into(),
             columns: vec![0, 1],
             unique: false,
+            constraint: false,
         });
         let rows = [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2), (3, 5)];
         for (n, (a, b)) in rows.iter().enumerate() {

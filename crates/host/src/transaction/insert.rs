@@ -62,8 +62,34 @@ impl Transaction {
         }
     }
 
-    /// Inserts a row, or says which row holds its key (`on_conflict`).
+    /// Inserts a row, or says which row holds its key (`on_conflict`);
+    /// the row's foreign keys are checked once it is written.
     pub fn insert_with(
+        &mut self,
+        ts: &TableState,
+        row: Vec<Value>,
+        on_conflict: OnConflict,
+    ) -> Result<Inserted> {
+        if ts.meta().foreign_keys.is_empty() {
+            return self.insert_row(ts, row, on_conflict);
+        }
+        let inserted = self.insert_row(ts, row.clone(), on_conflict)?;
+        if let Inserted::Row(_) = inserted {
+            self.check_references(ts, None, &row)?;
+        }
+        Ok(inserted)
+    }
+
+    /// The insert half of an UPDATE that changes the primary key (its
+    /// caller checks the foreign keys of the whole update).
+    pub(super) fn insert_unchecked(&mut self, ts: &TableState, row: Vec<Value>) -> Result<Vid> {
+        match self.insert_row(ts, row, OnConflict::Error)? {
+            Inserted::Row(vid) => Ok(vid),
+            _ => Err(Error::new(SqlState::INTERNAL_ERROR, "insert skipped a row")),
+        }
+    }
+
+    fn insert_row(
         &mut self,
         ts: &TableState,
         row: Vec<Value>,

@@ -18,6 +18,7 @@
 //! [`end`].
 
 mod end;
+mod foreign_key;
 mod insert;
 mod savepoint;
 mod serializable;
@@ -36,7 +37,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::database::{visible_head_row, Database, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::locks::{Acquired, LockKey, LockWait};
+use crate::locks::{Acquired, LockKey, LockMode, LockWait};
 use crate::ndp::{own_heads, NdpPart};
 use crate::stats::EngineCounters;
 use crate::txn::{Snapshot, Visible};
@@ -150,6 +151,11 @@ pub struct Transaction {
     host_workers: usize,
     /// Lock and deadlock timeouts of the session running this.
     lock_wait: LockWait,
+    /// FOREIGN KEY checks and actions on (off while TRUNCATE empties a
+    /// closed set of tables).
+    fk_checks: bool,
+    /// The constraints that refer to a table, looked up once.
+    fk_refs: FxHashMap<TableId, foreign_key::Referencing>,
 }
 
 impl Database {
@@ -198,6 +204,8 @@ impl Database {
                 timeout: self.inner.config.lock_timeout,
                 deadlock_timeout: self.inner.config.deadlock_timeout,
             },
+            fk_checks: true,
+            fk_refs: FxHashMap::default(),
         })
     }
 }
@@ -697,9 +705,16 @@ impl Transaction {
             }
             _ => true,
         };
-        match inner.locks.acquire_in(
+        self.lock_as(key, LockMode::Exclusive, use_slt)
+    }
+
+    /// Takes `key` in `mode` (HLT only unless `use_slt`), held to the end.
+    fn lock_as(&mut self, key: LockKey, mode: LockMode, use_slt: bool) -> Result<()> {
+        let inner = &self.db.inner;
+        match inner.locks.acquire_mode(
             self.id,
             key,
+            mode,
             self.lock_wait,
             use_slt,
             self.interrupt.as_ref(),
@@ -918,11 +933,13 @@ impl Transaction {
         if ts.pk.get().is_some() && ts.pk_key(&row) != ts.pk_key(&new_row) {
             // The key names the VID: a key change is delete + insert.
             self.put(ts, vid, pred, &row, true)?;
-            self.insert(ts, new_row.clone())?;
+            self.insert_unchecked(ts, new_row.clone())?;
         } else {
             self.check_unique(ts, vid, Some(&row), &new_row)?;
             self.put(ts, vid, pred, &new_row, false)?;
         }
+        self.check_references(ts, Some(&row), &new_row)?;
+        self.on_referenced_change(ts, &row, Some(&new_row))?;
         Ok(WriteOutcome::Done(new_row))
     }
 
@@ -955,6 +972,7 @@ impl Transaction {
             return Ok(WriteOutcome::Skipped);
         }
         self.put(ts, vid, pred, &row, true)?;
+        self.on_referenced_change(ts, &row, None)?;
         Ok(WriteOutcome::Done(row))
     }
 

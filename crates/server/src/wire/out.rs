@@ -116,13 +116,14 @@ impl<W: AsyncWrite + Unpin> Out<W> {
         self.flush().await
     }
 
-    /// Notices (WARNING) the session left for the client, flushed.
+    /// Notices (WARNING, NOTICE) the session left for the client, flushed.
     pub async fn notices(&mut self, notices: Vec<Notice>) -> Result<(), Gone> {
         if notices.is_empty() {
             return Ok(());
         }
         for n in notices {
-            let info = ErrorInfo::new("WARNING".into(), n.code.0.into(), cut(n.message));
+            let mut info = ErrorInfo::new(n.severity.into(), n.code.0.into(), cut(n.message));
+            info.detail = n.detail;
             self.send(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
                 info,
             )))

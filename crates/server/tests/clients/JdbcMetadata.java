@@ -1,8 +1,10 @@
 // Reads a schema through the PostgreSQL JDBC driver's DatabaseMetaData,
 // as BenchBase and other JDBC tools do: getTables, getColumns (types,
 // sizes, nullability, defaults, positions), getPrimaryKeys (in key
-// order), getIndexInfo, getSchemas, getImportedKeys, getTypeInfo; then a
-// batch of 1,000 inserts the driver rewrites into multi-row INSERTs.
+// order), getIndexInfo, getSchemas, getImportedKeys / getExportedKeys of
+// a two-column FOREIGN KEY, getTypeInfo; then a batch of 1,000 inserts the
+// driver rewrites into multi-row INSERTs, and a batch refused by the
+// foreign key (23503).
 // The expected values are PostgreSQL 15's: the program passes against
 // PostgreSQL and against ndpdb.
 //
@@ -37,6 +39,7 @@ public class JdbcMetadata {
         String url = "jdbc:postgresql://127.0.0.1:" + args[0] + "/postgres?user=postgres&reWriteBatchedInserts=true";
         try (Connection c = DriverManager.getConnection(url)) {
             try (Statement s = c.createStatement()) {
+                s.execute("DROP TABLE IF EXISTS jm_line");
                 s.execute("DROP TABLE IF EXISTS jm_order");
                 s.execute("DROP TABLE IF EXISTS jm_item");
                 s.execute("CREATE TABLE jm_order (w_id INT NOT NULL, o_id BIGINT NOT NULL, c_name VARCHAR(16), "
@@ -44,13 +47,18 @@ public class JdbcMetadata {
                         + "code CHAR(4), PRIMARY KEY (w_id, o_id))");
                 s.execute("CREATE INDEX jm_order_name ON jm_order (c_name, w_id)");
                 s.execute("CREATE TABLE jm_item (i_id INT PRIMARY KEY, price DOUBLE PRECISION NOT NULL, born DATE)");
+                s.execute("CREATE TABLE jm_line (l_w_id INT NOT NULL, l_o_id BIGINT NOT NULL, l_number INT NOT NULL, "
+                        + "l_i_id INT REFERENCES jm_item ON DELETE RESTRICT, PRIMARY KEY (l_w_id, l_o_id, l_number), "
+                        + "CONSTRAINT jm_line_order_fk FOREIGN KEY (l_w_id, l_o_id) REFERENCES jm_order (w_id, o_id) "
+                        + "ON DELETE CASCADE)");
             }
             DatabaseMetaData md = c.getMetaData();
 
             List<Map<String, String>> tables = rows(md.getTables(null, "public", "jm_%", new String[] {"TABLE"}));
-            check(tables.size() == 2, "getTables: two tables, got " + tables);
+            check(tables.size() == 3, "getTables: three tables, got " + tables);
             check(tables.get(0).get("TABLE_NAME").equals("jm_item")
-                    && tables.get(1).get("TABLE_NAME").equals("jm_order"), "getTables: in name order");
+                    && tables.get(1).get("TABLE_NAME").equals("jm_line")
+                    && tables.get(2).get("TABLE_NAME").equals("jm_order"), "getTables: in name order");
             for (Map<String, String> t : tables) {
                 check("TABLE".equals(t.get("TABLE_TYPE")) && "public".equals(t.get("TABLE_SCHEM")),
                         "getTables: type and schema " + t);
@@ -116,7 +124,25 @@ public class JdbcMetadata {
             check(sorted.equals(schemas), "getSchemas: in name order");
 
             check(rows(md.getImportedKeys(null, "public", "jm_order")).isEmpty(), "getImportedKeys: no foreign keys");
-            check(rows(md.getExportedKeys(null, "public", "jm_item")).isEmpty(), "getExportedKeys: no foreign keys");
+            check(rows(md.getExportedKeys(null, "public", "jm_line")).isEmpty(), "getExportedKeys: none refer to jm_line");
+            // PKTABLE:PKCOLUMN -> FKTABLE:FKCOLUMN KEY_SEQ UPDATE_RULE DELETE_RULE FK_NAME PK_NAME DEFERRABILITY
+            List<String> imported = new ArrayList<>();
+            for (Map<String, String> r : rows(md.getImportedKeys(null, "public", "jm_line"))) {
+                imported.add(r.get("PKTABLE_NAME") + ":" + r.get("PKCOLUMN_NAME") + "->" + r.get("FKTABLE_NAME") + ":"
+                        + r.get("FKCOLUMN_NAME") + " " + r.get("KEY_SEQ") + " " + r.get("UPDATE_RULE") + " "
+                        + r.get("DELETE_RULE") + " " + r.get("FK_NAME") + " " + r.get("PK_NAME") + " "
+                        + r.get("DEFERRABILITY"));
+            }
+            check(imported.equals(List.of(
+                    "jm_item:i_id->jm_line:l_i_id 1 3 1 jm_line_l_i_id_fkey jm_item_pkey 7",
+                    "jm_order:w_id->jm_line:l_w_id 1 3 0 jm_line_order_fk jm_order_pkey 7",
+                    "jm_order:o_id->jm_line:l_o_id 2 3 0 jm_line_order_fk jm_order_pkey 7")),
+                    "getImportedKeys: " + imported);
+            List<String> exported = new ArrayList<>();
+            for (Map<String, String> r : rows(md.getExportedKeys(null, "public", "jm_order"))) {
+                exported.add(r.get("FKTABLE_NAME") + ":" + r.get("FKCOLUMN_NAME") + ":" + r.get("KEY_SEQ"));
+            }
+            check(exported.equals(List.of("jm_line:l_w_id:1", "jm_line:l_o_id:2")), "getExportedKeys: " + exported);
 
             Set<String> types = new HashSet<>();
             for (Map<String, String> r : rows(md.getTypeInfo())) {
@@ -146,8 +172,38 @@ public class JdbcMetadata {
                 check(rs.getLong(1) == 1000 && rs.getLong(2) == 500500 && rs.getDouble(3) == 500.0,
                         "batch rows: " + rs.getLong(1) + " " + rs.getLong(2) + " " + rs.getDouble(3));
             }
+            // A batch whose last row refers to no item: the driver's batch
+            // fails with the foreign key's SQLSTATE and nothing of it stays.
+            try (PreparedStatement p = c.prepareStatement(
+                    "INSERT INTO jm_order (w_id, o_id) VALUES (?, ?)")) {
+                p.setInt(1, 1);
+                p.setLong(2, 1);
+                p.executeUpdate();
+            }
+            c.commit();
+            try (PreparedStatement p = c.prepareStatement(
+                    "INSERT INTO jm_line (l_w_id, l_o_id, l_number, l_i_id) VALUES (?, ?, ?, ?)")) {
+                for (int n = 1; n <= 3; n++) {
+                    p.setInt(1, 1);
+                    p.setLong(2, 1);
+                    p.setInt(3, n);
+                    p.setInt(4, n == 3 ? 5000 : n);
+                    p.addBatch();
+                }
+                p.executeBatch();
+                check(false, "a batch that breaks a foreign key must fail");
+            } catch (SQLException e) {
+                SQLException cause = e.getNextException() != null ? e.getNextException() : e;
+                check("23503".equals(cause.getSQLState()), "foreign key batch: SQLSTATE " + cause.getSQLState());
+                c.rollback();
+            }
+            try (Statement s = c.createStatement();
+                    ResultSet rs = s.executeQuery("SELECT count(*) FROM jm_line")) {
+                check(rs.next() && rs.getLong(1) == 0, "foreign key batch: no rows stayed");
+            }
             c.setAutoCommit(true);
             try (Statement s = c.createStatement()) {
+                s.execute("DROP TABLE jm_line");
                 s.execute("DROP TABLE jm_order");
                 s.execute("DROP TABLE jm_item");
             }

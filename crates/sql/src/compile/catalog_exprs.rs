@@ -4,7 +4,7 @@
 //! (`a[i]`, `(r).x`, over the text-carried types of
 //! [`crate::array_type`]), `trim(both 'c' from s)`, and the catalog
 //! functions `array_upper`, `array_lower`, `current_schemas`,
-//! `pg_get_expr`, `pg_get_indexdef`.
+//! `pg_get_expr`, `pg_get_indexdef`, `pg_get_constraintdef`.
 //!
 //! ```text
 //!  n ~ '^pg_'                  Column Const Const(0) Call(RegexMatch)
@@ -377,6 +377,34 @@ impl Compiler<'_> {
                         self.push_const(Value::Int(0));
                     }
                 }
+                self.emit(Op::Call {
+                    func: Func::IndexDef,
+                    nargs: 3,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "pg_get_constraintdef" => {
+                // The definitions' table, looked up by OID as
+                // pg_get_indexdef's is (column 0: the whole text).
+                let oid = match args {
+                    [oid] => oid,
+                    [oid, pretty] => {
+                        let constant = matches!(strip_nested(pretty), Expr::Value(v)
+                            if matches!(v.value, AstValue::Boolean(_)));
+                        if !constant {
+                            return Err(unsupported(
+                                "pg_get_constraintdef() with this pretty flag",
+                            ));
+                        }
+                        oid
+                    }
+                    _ => return wrong(&[]),
+                };
+                let defs = system::constraint_definitions(self.database()?);
+                self.push_const(Value::Text(defs));
+                let t = self.expr(oid)?;
+                self.coerce(t, Some(DataType::BigInt))?;
+                self.push_const(Value::Int(0));
                 self.emit(Op::Call {
                     func: Func::IndexDef,
                     nargs: 3,

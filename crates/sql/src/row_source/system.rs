@@ -30,7 +30,9 @@ use ndpdb_host::Database;
 use crate::array_type::{INT2VECTOR, INT2_ARRAY};
 use crate::output::ResultColumn;
 
+mod constraints;
 mod more;
+pub use constraints::{constraint_definitions, foreign_key_listing, ForeignKeyListing};
 pub use more::{function_oid, index_definitions, namespace_oid, relation_oid, type_oid};
 
 /// The schemas and their OIDs (PostgreSQL's for the system's).
@@ -55,6 +57,7 @@ pub enum SystemTable {
     Views,
     TableConstraints,
     KeyColumnUsage,
+    ReferentialConstraints,
     Schemata,
     PgNamespace,
     PgClass,
@@ -84,6 +87,7 @@ impl SystemTable {
             "views" => Views,
             "table_constraints" => TableConstraints,
             "key_column_usage" => KeyColumnUsage,
+            "referential_constraints" => ReferentialConstraints,
             "schemata" => Schemata,
             _ => PgNamespace,
         };
@@ -209,6 +213,17 @@ impl SystemTable {
                 ("column_name", Text),
                 ("ordinal_position", Int),
                 ("position_in_unique_constraint", Int),
+            ],
+            ReferentialConstraints => &[
+                ("constraint_catalog", Text),
+                ("constraint_schema", Text),
+                ("constraint_name", Text),
+                ("unique_constraint_catalog", Text),
+                ("unique_constraint_schema", Text),
+                ("unique_constraint_name", Text),
+                ("match_option", Text),
+                ("update_rule", Text),
+                ("delete_rule", Text),
             ],
             Schemata => &[
                 ("catalog_name", Text),
@@ -424,7 +439,8 @@ impl SystemTable {
                 .map(|v| vec![t("public"), t(&v.name), t("postgres"), t(&v.sql)])
                 .collect(),
             SystemTable::TableConstraints => constraint_rows(&tables, catalog),
-            SystemTable::KeyColumnUsage => key_column_rows(&tables, catalog),
+            SystemTable::KeyColumnUsage => constraints::key_column_rows(&tables, catalog),
+            SystemTable::ReferentialConstraints => constraints::referential_rows(&tables, catalog),
             SystemTable::Schemata => ["information_schema", "pg_catalog", "pg_toast", "public"]
                 .iter()
                 .map(|s| {
@@ -455,31 +471,7 @@ impl SystemTable {
                 .collect(),
             SystemTable::PgType => TYPES.iter().map(type_row).collect(),
             SystemTable::PgIndex => indexes(&tables).map(index_row).collect(),
-            SystemTable::PgConstraint => tables
-                .iter()
-                .filter(|tb| !tb.schema.primary_key.is_empty())
-                .map(|tb| {
-                    vec![
-                        i(FIRST_OID + 2_000_000 + tb.id.0 as i64),
-                        t(&tb.pk_constraint_name()),
-                        i(PUBLIC_OID),
-                        t("p"),
-                        b(false),
-                        b(false),
-                        b(true),
-                        i(table_oid(tb)),
-                        i(0),
-                        i(index_oid(tb, 0)),
-                        i(0),
-                        i(0),
-                        t(&format!("{{{}}}", attnums(&tb.schema.primary_key, ","))),
-                        N,
-                        t(" "),
-                        t(" "),
-                        t(" "),
-                    ]
-                })
-                .collect(),
+            SystemTable::PgConstraint => constraints::pg_constraint_rows(&tables),
             SystemTable::PgDatabase => vec![vec![
                 i(5),
                 t(catalog),
@@ -500,7 +492,7 @@ impl SystemTable {
                         N,
                         b(indexed),
                         b(false),
-                        b(false),
+                        b(constraints::has_triggers(&tables, tb)),
                         b(false),
                     ]
                 })
@@ -866,51 +858,25 @@ fn column_values(
 }
 
 fn constraint_rows(tables: &[Arc<TableMeta>], catalog: &str) -> Vec<Vec<Value>> {
-    let mut rows = Vec::new();
-    let row = |tb: &TableMeta, name: &str, kind: &str, nulls: Value| {
-        vec![
-            t(catalog),
-            t("public"),
-            t(name),
-            t(catalog),
-            t("public"),
-            t(&tb.name),
-            t(kind),
-            t("NO"),
-            t("NO"),
-            t("YES"),
-            nulls,
-        ]
-    };
+    let mut rows = constraints::table_constraint_rows(tables, catalog);
     for tb in tables {
-        if !tb.schema.primary_key.is_empty() {
-            rows.push(row(tb, &tb.pk_constraint_name(), "PRIMARY KEY", N));
-        }
         for (c, col) in tb.schema.columns.iter().enumerate() {
             if !col.nullable || tb.schema.primary_key.contains(&c) {
                 let name = format!("{PUBLIC_OID}_{}_{}_not_null", table_oid(tb), c + 1);
-                rows.push(row(tb, &name, "CHECK", N));
+                rows.push(vec![
+                    t(catalog),
+                    t("public"),
+                    t(&name),
+                    t(catalog),
+                    t("public"),
+                    t(&tb.name),
+                    t("CHECK"),
+                    t("NO"),
+                    t("NO"),
+                    t("YES"),
+                    N,
+                ]);
             }
-        }
-    }
-    rows
-}
-
-fn key_column_rows(tables: &[Arc<TableMeta>], catalog: &str) -> Vec<Vec<Value>> {
-    let mut rows = Vec::new();
-    for tb in tables {
-        for (k, &c) in tb.schema.primary_key.iter().enumerate() {
-            rows.push(vec![
-                t(catalog),
-                t("public"),
-                t(&tb.pk_constraint_name()),
-                t(catalog),
-                t("public"),
-                t(&tb.name),
-                t(&tb.schema.columns[c].name),
-                Value::Int(k as i32 + 1),
-                N,
-            ]);
         }
     }
     rows
@@ -1026,13 +992,15 @@ fn pg_class_rows(
     }
     for tb in tables {
         let indexed = !tb.schema.primary_key.is_empty() || !tb.indexes.is_empty();
-        rows.push(pg_class_row(
+        let mut row = pg_class_row(
             table_oid(tb),
             &tb.name,
             "r",
             tb.schema.columns.len(),
             indexed,
-        ));
+        );
+        row[20] = b(constraints::has_triggers(tables, tb));
+        rows.push(row);
     }
     for v in views {
         let mut row = pg_class_row(

@@ -686,7 +686,10 @@ impl Session {
                 // PostgreSQL waits for its lock without limit unless
                 // lock_timeout is set; so does the build here.
                 let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
-                ddl::alter_table(&s.db, at, wait, &s.interrupt)
+                let mut notices = Vec::new();
+                let out = ddl::alter_table(&s.db, at, wait, &s.interrupt, &mut notices);
+                s.notices.extend(notices);
+                out
             }),
             Statement::CreateSequence {
                 if_not_exists,
@@ -723,7 +726,12 @@ impl Session {
                 names,
                 cascade,
                 ..
-            } => self.guarded(|s| ddl::drop(&s.db, object_type, *if_exists, names, *cascade)),
+            } => self.guarded(|s| {
+                let mut notices = Vec::new();
+                let out = ddl::drop(&s.db, object_type, *if_exists, names, *cascade, &mut notices);
+                s.notices.extend(notices);
+                out
+            }),
             Statement::CreateView(cv) => self.guarded(|s| crate::view::create_view(&s.db, cv)),
             Statement::Query(_)
             | Statement::Insert(_)
@@ -764,16 +772,39 @@ impl Session {
     /// still see the rows — and the space returns with VACUUM.
     fn truncate(&mut self, t: &sqlparser::ast::Truncate) -> Result<Output> {
         self.check_not_failed()?;
-        let mut plans = Vec::new();
+        let mut names = Vec::new();
         for target in &t.table_names {
-            let planned = ddl::table_name(&target.name)
-                .and_then(|name| match self.db.view(&name) {
-                    Some(_) => Err(Error::new(
-                        SqlState("42809"),
-                        format!("\"{name}\" is not a table"),
-                    )),
-                    None => Ok(name),
-                })
+            let name = ddl::table_name(&target.name).and_then(|name| match self.db.view(&name) {
+                Some(_) => Err(Error::new(
+                    SqlState("42809"),
+                    format!("\"{name}\" is not a table"),
+                )),
+                None => Ok(name),
+            });
+            match name {
+                Ok(n) if names.contains(&n) => {}
+                Ok(n) => names.push(n),
+                Err(e) => {
+                    self.fail_transaction();
+                    return Err(e);
+                }
+            }
+        }
+        let cascade = matches!(t.cascade, Some(sqlparser::ast::CascadeOption::Cascade));
+        match crate::constraint_ddl::truncate_closure(&self.db, &mut names, cascade) {
+            Ok(added) => self.notices.extend(
+                added
+                    .iter()
+                    .map(|t| Notice::info(format!("truncate cascades to table \"{t}\""))),
+            ),
+            Err(e) => {
+                self.fail_transaction();
+                return Err(e);
+            }
+        }
+        let mut plans = Vec::new();
+        for name in names {
+            let planned = Ok(name)
                 .and_then(|name| {
                     let quoted = format!("\"{}\"", name.replace('"', "\"\""));
                     parse(&format!("DELETE FROM {quoted}"))
@@ -791,11 +822,14 @@ impl Session {
             }
         }
         self.in_transaction(|tx| {
-            for p in &plans {
-                if let PreparedKind::Delete(plan) = &p.kind {
-                    plan.execute(tx, &[])?;
-                }
-            }
+            // Every table that refers to one emptied is emptied too.
+            tx.set_foreign_key_checks(false);
+            let done = plans.iter().try_for_each(|p| match &p.kind {
+                PreparedKind::Delete(plan) => plan.execute(tx, &[]).map(|_| ()),
+                _ => Ok(()),
+            });
+            tx.set_foreign_key_checks(true);
+            done?;
             Ok(Output::command("TRUNCATE TABLE"))
         })
     }
@@ -1159,6 +1193,17 @@ impl Session {
                 .unwrap_or_else(|| "UTC".into()),
             other => match self.settings.get(other) {
                 Some(v) => v.clone(),
+                // The fixed ones pg_settings lists (max_identifier_length, …).
+                None if let Some(row) = crate::row_source::system::SystemTable::PgSettings
+                    .rows(&self.db, "")
+                    .into_iter()
+                    .find(|r| {
+                        r[0].to_pg_text()
+                            .is_some_and(|n| n.eq_ignore_ascii_case(other))
+                    }) =>
+                {
+                    row[1].to_pg_text().unwrap_or_default()
+                }
                 None => {
                     return Err(Error::new(
                         SqlState::UNDEFINED_OBJECT,
@@ -1188,6 +1233,31 @@ impl Session {
                         ty: DataType::BigInt,
                     },
                 ],
+                rows,
+            });
+        }
+        if name == "all" {
+            // PostgreSQL's SHOW ALL: every setting pg_settings lists, with
+            // this session's value, in name order.
+            let mut rows: Vec<Vec<Value>> = crate::row_source::system::SystemTable::PgSettings
+                .rows(&self.db, "")
+                .into_iter()
+                .map(|r| {
+                    let name = r[0].to_pg_text().unwrap_or_default();
+                    let default = r[1].clone();
+                    let value = self
+                        .setting_value(&name.to_lowercase())
+                        .map_or(default, Value::Text);
+                    vec![r[0].clone(), value, r[4].clone()]
+                })
+                .collect();
+            rows.sort_by_key(|r| r[0].to_pg_text().unwrap_or_default().to_lowercase());
+            let text = |n: &str| ResultColumn {
+                name: n.into(),
+                ty: DataType::Text,
+            };
+            return Ok(Output::Rows {
+                columns: vec![text("name"), text("setting"), text("description")],
                 rows,
             });
         }

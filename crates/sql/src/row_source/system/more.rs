@@ -113,6 +113,7 @@ fn settings(db: &Database) -> Vec<Vec<Value>> {
         |d: Option<std::time::Duration>| d.map_or("0".to_string(), |d| d.as_millis().to_string());
     let config = db.config();
     let conn = "Client Connection Defaults / Statement Behavior";
+    const NDP: &str = "Near-Data Processing";
     let list: Vec<Setting> = vec![
         (
             "application_name",
@@ -312,6 +313,60 @@ fn settings(db: &Database) -> Vec<Vec<Value>> {
             "user",
             "integer",
         ),
+        (
+            "host_workers",
+            ndpdb_host::page_scan::DEFAULT_HOST_WORKERS.to_string(),
+            None,
+            NDP,
+            "Threads of a scan that runs on the host.",
+            "user",
+            "integer",
+        ),
+        (
+            "ndp",
+            "auto".into(),
+            None,
+            NDP,
+            "Where scans and bulk updates run: on the device (on), on the host (off), or as the cost model decides (auto).",
+            "user",
+            "enum",
+        ),
+        (
+            "ndp_lock_violation",
+            "off".into(),
+            None,
+            NDP,
+            "Lets host transactions take the locks of a committing NDP transaction, with a commit dependency.",
+            "user",
+            "bool",
+        ),
+        (
+            "ndp_logging",
+            "basic".into(),
+            None,
+            NDP,
+            "What an NDP update logs: off, basic (maps at commit), or extended (its pages, for media recovery).",
+            "user",
+            "enum",
+        ),
+        (
+            "ndp_pes",
+            "0".into(),
+            None,
+            NDP,
+            "Processing elements an NDP call uses (0: all of the device's).",
+            "user",
+            "integer",
+        ),
+        (
+            "ndp_preload",
+            "on".into(),
+            None,
+            NDP,
+            "Whether an NDP call preloads the pages of the table into the device's memory.",
+            "user",
+            "bool",
+        ),
     ];
     list.into_iter()
         .map(|(name, setting, unit, category, desc, context, vartype)| {
@@ -505,7 +560,7 @@ pub fn index_definitions(db: &Database) -> String {
 }
 
 /// An identifier as PostgreSQL prints it: quoted unless plain lower case.
-fn quote_ident(s: &str) -> String {
+pub(super) fn quote_ident(s: &str) -> String {
     let plain = s
         .chars()
         .next()
