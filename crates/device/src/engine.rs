@@ -224,8 +224,10 @@ impl CommandHandler for DeviceEngine {
         if let Ok(Request::ReadPages(ppns)) = &request {
             // Each page copied once, from the store into the answer.
             let store = &self.core.store;
-            return Response::pages_frame(ppns.len(), |i, out| store.read_into(ppns[i], out))
-                .unwrap_or_else(|e| Response::encode_error(&e));
+            return Response::pages_frame_appending(ppns.len(), |i, out| {
+                store.append_page(ppns[i], out)
+            })
+            .unwrap_or_else(|e| Response::encode_error(&e));
         }
         match request.and_then(|req| self.execute(req)) {
             Ok(resp) => resp.encode(),

@@ -172,6 +172,27 @@ impl PageStore {
         Ok(())
     }
 
+    /// Appends page `ppn` to `out` (copied from the mapping without
+    /// zeroing first).
+    pub fn append_page(&self, ppn: Ppn, out: &mut Vec<u8>) -> Result<()> {
+        if ppn.0 >= self.page_count() {
+            return self.read_into(ppn, &mut [0u8; PAGE_SIZE]);
+        }
+        let off = ppn.0 as usize * PAGE_SIZE;
+        match self.mapping(off + PAGE_SIZE)? {
+            Some(m) => {
+                self.nvm.read_access();
+                out.extend_from_slice(&m[off..off + PAGE_SIZE]);
+                Ok(())
+            }
+            None => {
+                let start = out.len();
+                out.resize(start + PAGE_SIZE, 0);
+                self.read_into(ppn, &mut out[start..])
+            }
+        }
+    }
+
     /// A checksum-verified page for a PE, without copying it: a view into
     /// the mapped store (no NVM latency is charged; callers charge it).
     ///

@@ -24,6 +24,11 @@ impl Writer {
         }
     }
 
+    /// Empties the buffer, keeping its capacity (a key written per row).
+    pub fn clear(&mut self) {
+        self.buf.clear();
+    }
+
     pub fn into_inner(self) -> Vec<u8> {
         self.buf
     }

@@ -488,6 +488,26 @@ impl Program {
     }
 
     /// Positions of the row columns the program reads.
+    /// The column this program is, when it only reads one column.
+    pub fn single_column(&self) -> Option<usize> {
+        match self.ops.as_slice() {
+            [Op::Column(i)] => Some(*i as usize),
+            _ => None,
+        }
+    }
+
+    /// This program reading column `map(i)` wherever it reads column
+    /// `i`; `None` if `map` has no place for one of them.
+    pub fn remap_columns(&self, map: impl Fn(u32) -> Option<u32>) -> Option<Program> {
+        let mut p = self.clone();
+        for op in &mut p.ops {
+            if let Op::Column(i) = op {
+                *i = map(*i)?;
+            }
+        }
+        Some(p)
+    }
+
     pub fn columns(&self) -> Vec<u32> {
         let mut c: Vec<u32> = self
             .ops

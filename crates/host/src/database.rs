@@ -1013,8 +1013,22 @@ pub(crate) fn visible_head_row(
     page: &[u8],
     head: RecId,
     snapshot: &Snapshot,
+    wanted: Option<&[bool]>,
 ) -> Result<Option<Option<Vec<Value>>>> {
     let view = PageRef::parse(page)?;
+    if head.slot() >= view.slot_count() {
+        return Ok(None);
+    }
+    visible_head_row_in(&view.columns_for(wanted)?, head, snapshot)
+}
+
+/// [`visible_head_row`] on a page whose columns a scan looked up once.
+pub(crate) fn visible_head_row_in(
+    columns: &ndpdb_formats::page::PageColumns<'_>,
+    head: RecId,
+    snapshot: &Snapshot,
+) -> Result<Option<Option<Vec<Value>>>> {
+    let view = &columns.page;
     if head.slot() >= view.slot_count() {
         return Ok(None);
     }
@@ -1028,7 +1042,7 @@ pub(crate) fn visible_head_row(
         return Ok(Some(None));
     }
     let mut row = Vec::with_capacity(view.column_count());
-    view.decode_row_into(head.slot(), None, &mut row)?;
+    columns.decode_row_into(head.slot(), &mut row)?;
     Ok(Some(Some(row)))
 }
 
@@ -1189,7 +1203,7 @@ impl DbInner {
             return Ok(None);
         };
         let page = self.pool.get(ppn, &self.device)?;
-        visible_head_row(&page, head, snapshot)
+        visible_head_row(&page, head, snapshot, None)
     }
 
     /// The version of the chain starting at `head` visible to `snapshot`.

@@ -474,15 +474,33 @@ impl Response {
         n: usize,
         mut fill: impl FnMut(usize, &mut [u8]) -> Result<()>,
     ) -> Result<Vec<u8>> {
+        Self::pages_frame_appending(n, |i, frame| {
+            let start = frame.len();
+            frame.resize(start + PAGE_SIZE, 0);
+            fill(i, &mut frame[start..])
+        })
+    }
+
+    /// [`Response::pages_frame`] whose `append` adds page `i`'s
+    /// [`PAGE_SIZE`] bytes to the frame (no zeroing before the copy).
+    pub fn pages_frame_appending(
+        n: usize,
+        mut append: impl FnMut(usize, &mut Vec<u8>) -> Result<()>,
+    ) -> Result<Vec<u8>> {
         let payload = 4 + n * PAGE_SIZE;
-        let mut frame = vec![0u8; ENVELOPE_SIZE + payload];
+        let mut frame = Vec::with_capacity(ENVELOPE_SIZE + payload);
+        frame.resize(ENVELOPE_SIZE, 0);
         frame[4..8].copy_from_slice(&(payload as u32).to_le_bytes());
-        frame[ENVELOPE_SIZE..ENVELOPE_SIZE + 4].copy_from_slice(&(n as u32).to_le_bytes());
-        for (i, page) in frame[ENVELOPE_SIZE + 4..]
-            .chunks_exact_mut(PAGE_SIZE)
-            .enumerate()
-        {
-            fill(i, page)?;
+        frame.extend_from_slice(&(n as u32).to_le_bytes());
+        for i in 0..n {
+            let before = frame.len();
+            append(i, &mut frame)?;
+            if frame.len() != before + PAGE_SIZE {
+                return Err(LinkError::Corrupted(format!(
+                    "page {i} of an answer has {} bytes",
+                    frame.len() - before
+                )));
+            }
         }
         Ok(frame)
     }

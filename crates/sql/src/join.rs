@@ -16,7 +16,7 @@
 //! joined, and an outer join's ON never removes rows of its preserved
 //! side. A NULL key matches nothing, as `=` with NULL is never true.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
@@ -91,6 +91,10 @@ pub struct JoinStep {
     /// Per-row key lookups instead of the hash join, when the left side
     /// is small (`join_lookup.rs`).
     pub lookup: Option<KeyLookup>,
+    /// The row out, by position: a column of left ++ right, or NULL;
+    /// `None`: left ++ right itself (`join_layout.rs` narrows the rows
+    /// a join carries to the columns read after it).
+    pub output: Option<Vec<Option<u32>>>,
 }
 
 /// A row of the join: its values and the version each table's part came
@@ -114,19 +118,27 @@ pub fn key_of(values: &[Value]) -> Vec<u8> {
 
 impl JoinStep {
     /// Joins `left` (the rows so far) with the new table's `right` rows.
+    /// An inner equi-join builds its hash table on the smaller side;
+    /// the others build on the right. The order of the rows out is not
+    /// defined (as in SQL without ORDER BY).
     pub fn run(
         &self,
         left: Vec<Joined>,
-        right: &[(Vid, RecId, Vec<Value>)],
+        right: Vec<(Vid, RecId, Vec<Value>)>,
         params: &[Value],
     ) -> Result<Vec<Joined>> {
+        if self.kind == JoinKind::Inner && !self.right_keys.is_empty() && left.len() < right.len() {
+            return self.run_building_left(left, right, params);
+        }
+        let mut key = Writer::new();
         let table = if self.right_keys.is_empty() {
             None
         } else {
-            let mut table: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+            let mut table: FxHashMap<Vec<u8>, Vec<usize>> = FxHashMap::default();
+            table.reserve(right.len());
             for (i, (_, _, r)) in right.iter().enumerate() {
-                if let Some(key) = Self::key(&self.right_keys, r, params)? {
-                    table.entry(key).or_default().push(i);
+                if Self::key_into(&self.right_keys, r, params, &mut key)? {
+                    table.entry(key.as_slice().to_vec()).or_default().push(i);
                 }
             }
             Some(table)
@@ -143,41 +155,33 @@ impl JoinStep {
                 0
             }
         ];
+        let mut scratch = Vec::new();
         let mut out = Vec::new();
         for l in left {
             let candidates: &[usize] = match &table {
                 None => &all,
-                Some(t) => match Self::key(&self.left_keys, &l.values, params)? {
-                    Some(key) => t.get(&key).map_or(&[][..], Vec::as_slice),
-                    None => &[],
+                Some(t) => match Self::key_into(&self.left_keys, &l.values, params, &mut key)? {
+                    true => t.get(key.as_slice()).map_or(&[][..], Vec::as_slice),
+                    false => &[],
                 },
             };
             let mut any = false;
             for &i in candidates {
                 let (vid, rid, r) = &right[i];
-                let mut values = Vec::with_capacity(self.left_width + self.right_width);
-                values.extend(l.values.iter().cloned());
-                values.extend(r.iter().cloned());
-                if let Some(res) = &self.residual {
-                    if !res.eval_predicate(&values, params)? {
-                        continue;
-                    }
-                }
+                let Some(values) = self.combine(&l.values, r, params, &mut scratch)? else {
+                    continue;
+                };
                 any = true;
                 if let Some(m) = matched.get_mut(i) {
                     *m = true;
                 }
-                let mut ids = l.ids.clone();
+                let mut ids = Vec::with_capacity(l.ids.len() + 1);
+                ids.extend_from_slice(&l.ids);
                 ids.push((*vid, *rid));
-                out.push(Joined { values, ids });
-                let width = self.left_width + self.right_width;
-                if out.len().saturating_mul(width.max(1)) > MAX_JOIN_VALUES {
-                    return Err(too_large(out.len(), width));
-                }
+                self.push(&mut out, Joined { values, ids })?;
             }
             if !any && self.kind.keeps_left() {
-                let mut values = l.values;
-                values.resize(self.left_width + self.right_width, Value::Null);
+                let values = self.null_extended(Some(&l.values), None);
                 let mut ids = l.ids;
                 ids.push(NO_ROW);
                 out.push(Joined { values, ids });
@@ -186,8 +190,7 @@ impl JoinStep {
         for (i, m) in matched.iter().enumerate() {
             if !m {
                 let (vid, rid, r) = &right[i];
-                let mut values = vec![Value::Null; self.left_width];
-                values.extend(r.iter().cloned());
+                let values = self.null_extended(None, Some(r));
                 let mut ids = vec![NO_ROW; self.left_tables];
                 ids.push((*vid, *rid));
                 out.push(Joined { values, ids });
@@ -196,12 +199,201 @@ impl JoinStep {
         Ok(out)
     }
 
-    /// The key of `row`, or `None` if a part is NULL (it matches nothing).
-    fn key(keys: &[Program], row: &[Value], params: &[Value]) -> Result<Option<Vec<u8>>> {
-        let key: Vec<Value> = keys
-            .iter()
-            .map(|p| p.eval(row, params))
-            .collect::<Result<_, _>>()?;
-        Ok((!key.iter().any(Value::is_null)).then(|| key_of(&key)))
+    /// An inner equi-join whose rows so far are fewer than the new
+    /// table's: the hash table holds the rows so far, the new table's
+    /// rows probe it.
+    fn run_building_left(
+        &self,
+        left: Vec<Joined>,
+        right: Vec<(Vid, RecId, Vec<Value>)>,
+        params: &[Value],
+    ) -> Result<Vec<Joined>> {
+        let mut built = self.build_left(left, params)?;
+        for (vid, rid, r) in right {
+            built.probe(vid, rid, r, params)?;
+        }
+        Ok(built.finish())
+    }
+
+    /// Whether this join may hash the rows so far and let the new
+    /// table's rows probe them (an inner equi-join).
+    pub fn builds_left(&self) -> bool {
+        self.kind == JoinKind::Inner && !self.right_keys.is_empty()
+    }
+
+    /// The hash table over the rows so far, for [`BuiltLeft::probe`].
+    pub fn build_left<'s>(&'s self, left: Vec<Joined>, params: &[Value]) -> Result<BuiltLeft<'s>> {
+        let mut key = Writer::new();
+        let mut table: FxHashMap<Vec<u8>, Vec<usize>> = FxHashMap::default();
+        table.reserve(left.len());
+        for (i, l) in left.iter().enumerate() {
+            if Self::key_into(&self.left_keys, &l.values, params, &mut key)? {
+                table.entry(key.as_slice().to_vec()).or_default().push(i);
+            }
+        }
+        Ok(BuiltLeft {
+            step: self,
+            out: Vec::with_capacity(left.len()),
+            left,
+            table,
+            key,
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Adds a joined row, within [`MAX_JOIN_VALUES`].
+    fn push(&self, out: &mut Vec<Joined>, row: Joined) -> Result<()> {
+        let width = row.values.len().max(1);
+        out.push(row);
+        if out.len().saturating_mul(width) > MAX_JOIN_VALUES {
+            return Err(too_large(out.len(), width));
+        }
+        Ok(())
+    }
+
+    /// The row out of a left and a right row that the residual accepts
+    /// (`scratch`: room for left ++ right when the output is narrowed).
+    pub(crate) fn combine(
+        &self,
+        left: &[Value],
+        right: &[Value],
+        params: &[Value],
+        scratch: &mut Vec<Value>,
+    ) -> Result<Option<Vec<Value>>> {
+        let Some(output) = &self.output else {
+            let mut values = Vec::with_capacity(left.len() + right.len());
+            values.extend_from_slice(left);
+            values.extend_from_slice(right);
+            if let Some(res) = &self.residual {
+                if !res.eval_predicate(&values, params)? {
+                    return Ok(None);
+                }
+            }
+            return Ok(Some(values));
+        };
+        if let Some(res) = &self.residual {
+            scratch.clear();
+            scratch.extend_from_slice(left);
+            scratch.extend_from_slice(right);
+            if !res.eval_predicate(scratch, params)? {
+                return Ok(None);
+            }
+        }
+        let n = left.len();
+        Ok(Some(
+            output
+                .iter()
+                .map(|o| match *o {
+                    Some(i) if (i as usize) < n => left[i as usize].clone(),
+                    Some(i) => right.get(i as usize - n).cloned().unwrap_or(Value::Null),
+                    None => Value::Null,
+                })
+                .collect(),
+        ))
+    }
+
+    /// The row out of `left ++ right` already joined (key lookups).
+    pub(crate) fn project(&self, joined: Vec<Value>) -> Vec<Value> {
+        match &self.output {
+            None => joined,
+            Some(output) => output
+                .iter()
+                .map(|o| match *o {
+                    Some(i) => joined.get(i as usize).cloned().unwrap_or(Value::Null),
+                    None => Value::Null,
+                })
+                .collect(),
+        }
+    }
+
+    /// The row out of an outer join's unmatched side, NULL for the other.
+    pub(crate) fn null_extended(
+        &self,
+        left: Option<&[Value]>,
+        right: Option<&[Value]>,
+    ) -> Vec<Value> {
+        let side = |i: usize| {
+            if i < self.left_width {
+                left.and_then(|l| l.get(i)).cloned()
+            } else {
+                right.and_then(|r| r.get(i - self.left_width)).cloned()
+            }
+        };
+        match &self.output {
+            None => (0..self.left_width + self.right_width)
+                .map(|i| side(i).unwrap_or(Value::Null))
+                .collect(),
+            Some(output) => output
+                .iter()
+                .map(|o| o.and_then(|i| side(i as usize)).unwrap_or(Value::Null))
+                .collect(),
+        }
+    }
+
+    /// Writes the key of `row` into `key` (cleared first); false if a
+    /// part is NULL (it matches nothing).
+    fn key_into(
+        keys: &[Program],
+        row: &[Value],
+        params: &[Value],
+        key: &mut Writer,
+    ) -> Result<bool> {
+        key.clear();
+        for p in keys {
+            // A plain column needs no evaluation (nor a copy).
+            if let Some(v) = p.single_column().and_then(|c| row.get(c)) {
+                if v.is_null() {
+                    return Ok(false);
+                }
+                v.key_bytes(key);
+                continue;
+            }
+            let v = p.eval(row, params)?;
+            if v.is_null() {
+                return Ok(false);
+            }
+            v.key_bytes(key);
+        }
+        Ok(true)
+    }
+}
+
+/// The rows so far of an inner join, hashed on their keys; the new
+/// table's rows probe them one at a time.
+pub struct BuiltLeft<'s> {
+    step: &'s JoinStep,
+    left: Vec<Joined>,
+    table: FxHashMap<Vec<u8>, Vec<usize>>,
+    key: Writer,
+    scratch: Vec<Value>,
+    out: Vec<Joined>,
+}
+
+impl BuiltLeft<'_> {
+    /// Joins one row of the new table with the rows so far it matches.
+    pub fn probe(&mut self, vid: Vid, rid: RecId, row: Vec<Value>, params: &[Value]) -> Result<()> {
+        let step = self.step;
+        if !JoinStep::key_into(&step.right_keys, &row, params, &mut self.key)? {
+            return Ok(());
+        }
+        let Some(candidates) = self.table.get(self.key.as_slice()) else {
+            return Ok(());
+        };
+        for &i in candidates {
+            let l = &self.left[i];
+            let Some(values) = step.combine(&l.values, &row, params, &mut self.scratch)? else {
+                continue;
+            };
+            let mut ids = Vec::with_capacity(l.ids.len() + 1);
+            ids.extend_from_slice(&l.ids);
+            ids.push((vid, rid));
+            step.push(&mut self.out, Joined { values, ids })?;
+        }
+        Ok(())
+    }
+
+    /// The joined rows.
+    pub fn finish(self) -> Vec<Joined> {
+        self.out
     }
 }

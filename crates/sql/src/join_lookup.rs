@@ -144,7 +144,7 @@ impl KeyLookup {
                     values.extend(l.values.iter().cloned());
                     values.extend(row);
                     if joins(step, &values, params)? {
-                        matched = Some((values, (vid, rid)));
+                        matched = Some((step.project(values), (vid, rid)));
                     }
                 }
             }
@@ -155,8 +155,7 @@ impl KeyLookup {
                     out.push(Joined { values, ids });
                 }
                 None if step.kind == JoinKind::Left => {
-                    let mut values = l.values;
-                    values.resize(step.left_width + step.right_width, Value::Null);
+                    let values = step.null_extended(Some(&l.values), None);
                     let mut ids = l.ids;
                     ids.push(NO_ROW);
                     out.push(Joined { values, ids });

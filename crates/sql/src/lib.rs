@@ -24,6 +24,8 @@
 //!   aggregation, ordering, limits, FOR UPDATE).
 //! - [`or_terms`]: the terms an OR of AND lists implies (join keys, scan filters).
 //! - [`join_order`]: the order of a SELECT's inner joins.
+//! - [`join`]: hash joins (inner on the smaller side, outer joins).
+//! - [`join_layout`]: narrow join rows: the columns each join step carries.
 //! - [`placement`]: the cost model of `SET ndp = auto`.
 //! - [`column_default`]: column defaults (DEFAULT, SERIAL, identity) at INSERT.
 //! - [`dml`]: INSERT / UPDATE / DELETE.
@@ -49,6 +51,7 @@ pub mod dml_placement;
 pub mod index_ddl;
 pub mod interval;
 pub mod join;
+pub mod join_layout;
 pub mod join_lookup;
 pub mod join_order;
 pub mod join_using;

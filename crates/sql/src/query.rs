@@ -134,6 +134,26 @@ pub struct SelectPlan {
     pub last_ndp: Mutex<Option<NdpReport>>,
     /// Window and set-returning columns (`select_extras.rs`).
     extras: Option<crate::select_extras::Extras>,
+    /// The joins over narrow rows (`join_layout.rs`); made at the first
+    /// execution, when every part of the plan is compiled.
+    narrow: std::sync::OnceLock<Option<crate::join_layout::NarrowJoins>>,
+    /// Per FROM item of the last execution: rows read and the time the
+    /// read took, rows after its join and the time the join took
+    /// (EXPLAIN ANALYZE).
+    pub last_steps: Mutex<Vec<StepReport>>,
+}
+
+/// What one FROM item of a join cost in an execution.
+#[derive(Clone, Debug, Default)]
+pub struct StepReport {
+    pub alias: String,
+    pub rows_read: usize,
+    pub read: std::time::Duration,
+    /// Rows after this item was joined (the first item: its rows).
+    pub rows_out: usize,
+    pub join: std::time::Duration,
+    /// Joined by key lookups instead of a scan.
+    pub lookups: bool,
 }
 
 /// How a query uses NDP (`SET ndp`).
@@ -926,6 +946,7 @@ fn plan_select(
             right_width: right_scope.columns.len(),
             left_tables: k,
             lookup,
+            output: None,
         });
         left_scope = joined_scope;
     }
@@ -1068,6 +1089,8 @@ fn plan_select(
         ndp: None,
         last_ndp: Mutex::new(None),
         extras,
+        narrow: std::sync::OnceLock::new(),
+        last_steps: Mutex::new(Vec::new()),
     })
 }
 
@@ -1254,13 +1277,42 @@ impl SelectPlan {
         tx: &mut Transaction,
         src: &Source,
         params: &[Value],
+        wanted: Option<&[bool]>,
     ) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
         let mut out = Vec::new();
-        let keep = |row: &[Value]| -> Result<bool> {
-            match &src.filter {
-                Some(f) => Ok(f.eval_predicate(row, params)?),
-                None => Ok(true),
+        self.read_source_each(tx, src, params, wanted, |vid, rid, row| {
+            out.push((vid, rid, row));
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// [`Self::read_source`], each row handed to `visit` as it is read.
+    fn read_source_each(
+        &self,
+        tx: &mut Transaction,
+        src: &Source,
+        params: &[Value],
+        wanted: Option<&[bool]>,
+        mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
+        // Kept rows lose the columns nothing reads (after the filter).
+        let mut keep = |vid: Vid, rid: RecId, mut row: Vec<Value>| -> Result<()> {
+            let kept = match &src.filter {
+                Some(f) => f.eval_predicate(&row, params)?,
+                None => true,
+            };
+            if !kept {
+                return Ok(());
             }
+            if let Some(wanted) = wanted {
+                for (v, w) in row.iter_mut().zip(wanted) {
+                    if !w {
+                        *v = Value::Null;
+                    }
+                }
+            }
+            visit(vid, rid, row)
         };
         let table = match &src.input {
             Input::Table(t) => t,
@@ -1268,19 +1320,15 @@ impl SelectPlan {
                 let txn = params.last().cloned().unwrap_or(Value::Null);
                 let bound = plan.subqueries.bind(tx, params, &[], txn)?;
                 for row in plan.rows(tx, &bound)? {
-                    if keep(&row)? {
-                        out.push((Vid(0), RecId::NULL, row));
-                    }
+                    keep(Vid(0), RecId::NULL, row)?;
                 }
-                return Ok(out);
+                return Ok(());
             }
             Input::Rows(r) => {
                 for row in r.rows(tx.database(), params)? {
-                    if keep(&row)? {
-                        out.push((Vid(0), RecId::NULL, row));
-                    }
+                    keep(Vid(0), RecId::NULL, row)?;
                 }
-                return Ok(out);
+                return Ok(());
             }
         };
         match &src.access {
@@ -1290,12 +1338,10 @@ impl SelectPlan {
                     .map(|k| k.eval(&[], params))
                     .collect::<Result<_, _>>()?;
                 if key.iter().any(Value::is_null) {
-                    return Ok(out);
+                    return Ok(());
                 }
                 if let Some((vid, rid, row)) = tx.get_by_key(table, &key)? {
-                    if keep(&row)? {
-                        out.push((vid, rid, row));
-                    }
+                    keep(vid, rid, row)?;
                 }
             }
             Access::Index(ix) if table.has_index(&ix.index) => {
@@ -1308,35 +1354,78 @@ impl SelectPlan {
                 if let Some(vids) = index_range(ix, params)? {
                     for vid in vids {
                         if let Some((rid, row)) = tx.get(table, vid)? {
-                            if keep(&row)? {
-                                out.push((vid, rid, row));
-                            }
+                            keep(vid, rid, row)?;
                         }
                     }
-                    return Ok(out);
+                    return Ok(());
                 }
                 // The range is too wide (or the index was dropped): scan.
-                tx.scan(table, |vid, rid, row| {
-                    if keep(&row)? {
-                        out.push((vid, rid, row));
-                    }
+                tx.scan_columns(table, wanted, |vid, rid, row| {
+                    keep(vid, rid, row)?;
                     Ok(true)
                 })?
             }
             Access::Scan | Access::Index(_) => {
                 let visit = |vid, rid, row: Vec<Value>| {
-                    if keep(&row)? {
-                        out.push((vid, rid, row));
-                    }
+                    keep(vid, rid, row)?;
                     Ok(true)
                 };
                 match key_prefix_values(&src.key_prefix, params)? {
-                    Some(prefix) => tx.scan_key_prefix(table, &prefix, visit)?,
-                    None => tx.scan(table, visit)?,
+                    Some(prefix) => tx.scan_key_prefix(table, &prefix, wanted, visit)?,
+                    None => tx.scan_columns(table, wanted, visit)?,
                 }
             }
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// The joins over narrow rows, for a plain SELECT that joins tables
+    /// (a FOR UPDATE plan and the filter plans of UPDATE and DELETE need
+    /// whole rows; window and set-returning columns keep every column).
+    fn narrow_joins(&self) -> Option<&crate::join_layout::NarrowJoins> {
+        self.narrow
+            .get_or_init(|| {
+                if self.joins.is_empty() || self.for_update || self.extras.is_some() {
+                    return None;
+                }
+                let mut after = std::collections::BTreeSet::new();
+                let programs = self
+                    .projection
+                    .iter()
+                    .chain(self.filter.iter())
+                    .chain(self.row_filter.iter())
+                    .chain(self.order.iter().filter_map(|o| match &o.key {
+                        SortKey::Expr(p) => Some(p),
+                        SortKey::Output(_) => None,
+                    }));
+                for p in programs {
+                    after.extend(p.columns());
+                }
+                if let Some((ctx, having)) = &self.agg {
+                    for p in ctx.group_programs.iter().chain(having.iter()) {
+                        after.extend(p.columns());
+                    }
+                    for a in &ctx.aggregates {
+                        after.extend(a.spec.arg.iter().flat_map(Program::columns));
+                    }
+                }
+                after.extend(self.subqueries.row_columns());
+                let own: Vec<std::collections::BTreeSet<u32>> = self
+                    .sources
+                    .iter()
+                    .map(|s| s.filter.iter().flat_map(Program::columns).collect())
+                    .collect();
+                let tables: Vec<bool> = self.sources.iter().map(|s| s.table().is_some()).collect();
+                crate::join_layout::narrow(&self.joins, &after, &own, &tables)
+            })
+            .as_ref()
+    }
+
+    /// The columns of source `k` the plan reads, when it reads fewer.
+    fn wanted(&self, k: usize) -> Option<&[bool]> {
+        self.narrow_joins()
+            .and_then(|n| n.wanted.get(k))
+            .and_then(Option::as_deref)
     }
 
     /// Rows after FROM, WHERE and FOR UPDATE.
@@ -1370,32 +1459,98 @@ impl SelectPlan {
             .as_ref()
             .filter(|(rows, take)| rows.len() == *take)
             .map(|(_, take)| *take);
+        let started = std::time::Instant::now();
         let first_rows = match ordered {
             Some((rows, _)) => rows,
             None if device.is_some() => Vec::new(),
-            None => self.read_source(tx, first, params)?,
+            None => self.read_source(tx, first, params, self.wanted(0))?,
         };
+        let mut steps = Vec::with_capacity(self.sources.len());
+        steps.push(StepReport {
+            alias: first.alias.clone(),
+            rows_read: first_rows.len(),
+            read: started.elapsed(),
+            rows_out: first_rows.len(),
+            ..StepReport::default()
+        });
+        let narrow = self.narrow_joins();
         let mut rows: Vec<Joined> = match device {
             Some(rows) => rows,
             None => first_rows
                 .into_iter()
-                .map(|(vid, rid, values)| Joined {
-                    values,
+                .map(|(vid, rid, mut values)| Joined {
+                    values: match narrow {
+                        Some(n) => n
+                            .first
+                            .iter()
+                            .map(|&c| {
+                                values
+                                    .get_mut(c)
+                                    .map_or(Value::Null, |v| std::mem::replace(v, Value::Null))
+                            })
+                            .collect(),
+                        None => values,
+                    },
                     ids: vec![(vid, rid)],
                 })
                 .collect(),
         };
-        for (k, step) in self.joins.iter().enumerate() {
+        let joins = narrow.map_or(&self.joins[..], |n| &n.joins[..]);
+        for (k, step) in joins.iter().enumerate() {
             let src = &self.sources[k + 1];
+            let started = std::time::Instant::now();
             if let (Some(lookup), Some(table)) = (&step.lookup, src.table()) {
                 if lookup.worthwhile(table, rows.len()) {
                     let filter = src.filter.as_ref();
                     rows = lookup.run(tx, step, table, filter, rows, params)?;
+                    steps.push(StepReport {
+                        alias: src.alias.clone(),
+                        rows_out: rows.len(),
+                        join: started.elapsed(),
+                        lookups: true,
+                        ..StepReport::default()
+                    });
                     continue;
                 }
             }
-            let right = self.read_source(tx, src, params)?;
-            rows = step.run(rows, &right, params)?;
+            // Rows so far fewer than the table's: hashed, and the table's
+            // rows probe them as they are read.
+            let streams = step.builds_left()
+                && src
+                    .table()
+                    .is_some_and(|t| (rows.len() as u64) < t.vids.vid_count());
+            if streams {
+                let mut built = step.build_left(rows, params)?;
+                let mut rows_read = 0;
+                self.read_source_each(tx, src, params, self.wanted(k + 1), |vid, rid, row| {
+                    rows_read += 1;
+                    built.probe(vid, rid, row, params)
+                })?;
+                rows = built.finish();
+                steps.push(StepReport {
+                    alias: src.alias.clone(),
+                    rows_read,
+                    rows_out: rows.len(),
+                    join: started.elapsed(),
+                    ..StepReport::default()
+                });
+                continue;
+            }
+            let right = self.read_source(tx, src, params, self.wanted(k + 1))?;
+            let read = started.elapsed();
+            let rows_read = right.len();
+            rows = step.run(rows, right, params)?;
+            steps.push(StepReport {
+                alias: src.alias.clone(),
+                rows_read,
+                read,
+                rows_out: rows.len(),
+                join: started.elapsed() - read,
+                lookups: false,
+            });
+        }
+        if self.sources.len() > 1 {
+            *self.last_steps.lock().unwrap_or_else(|e| e.into_inner()) = steps;
         }
         if let Some(f) = &self.filter {
             let mut kept = Vec::with_capacity(rows.len());
@@ -2052,5 +2207,7 @@ pub fn plan_filter(
         ndp: None,
         last_ndp: Mutex::new(None),
         extras: None,
+        narrow: std::sync::OnceLock::new(),
+        last_steps: Mutex::new(Vec::new()),
     })
 }

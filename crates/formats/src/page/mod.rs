@@ -61,6 +61,29 @@ pub enum ColumnData<'a> {
     Var { offsets: &'a [u8], bytes: &'a [u8] },
 }
 
+/// A page with the columns a scan decodes looked up once.
+pub struct PageColumns<'a> {
+    pub page: PageRef<'a>,
+    cols: Vec<Option<ColumnRef<'a>>>,
+}
+
+impl PageColumns<'_> {
+    /// [`PageRef::decode_row_into`] with the columns looked up already.
+    pub fn decode_row_into(&self, slot: u16, out: &mut Vec<Value>) -> Result<()> {
+        out.clear();
+        if self.page.header(slot)?.is_none() {
+            return Err(Error::corrupted(format!("slot {slot} is empty")));
+        }
+        for col in &self.cols {
+            out.push(match col {
+                Some(c) => c.value(slot as usize)?,
+                None => Value::Null,
+            });
+        }
+        Ok(())
+    }
+}
+
 /// One column of a page.
 #[derive(Clone, Copy, Debug)]
 pub struct ColumnRef<'a> {
@@ -648,6 +671,20 @@ impl<'a> PageRef<'a> {
             }
         }
         Ok(Some(w.into_inner()))
+    }
+
+    /// The columns marked in `wanted` (all if `None`), looked up once for
+    /// decoding many rows of this page ([`PageColumns::decode_row_into`]).
+    pub fn columns_for(&self, wanted: Option<&[bool]>) -> Result<PageColumns<'a>> {
+        let cols = (0..self.columns)
+            .map(
+                |c| match wanted.is_some_and(|w| !w.get(c).copied().unwrap_or(true)) {
+                    true => Ok(None),
+                    false => self.column(c).map(Some),
+                },
+            )
+            .collect::<Result<_>>()?;
+        Ok(PageColumns { page: *self, cols })
     }
 
     /// Decodes the row at `slot` into `out` (cleared first); columns not

@@ -34,7 +34,7 @@ use ndpdb_formats::{RecId, SqlState, TableId, TxId, Value, Vid};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::database::{visible_head_row, Database, TableState};
+use crate::database::{visible_head_row_in, Database, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::locks::{Acquired, LockKey, LockMode, LockWait};
@@ -603,8 +603,19 @@ impl Transaction {
         ts: &TableState,
         visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
+        self.scan_columns(ts, None, visit)
+    }
+
+    /// [`Transaction::scan`] of a caller that reads only the columns
+    /// marked in `wanted`: the others may come as NULL, not decoded.
+    pub fn scan_columns(
+        &self,
+        ts: &TableState,
+        wanted: Option<&[bool]>,
+        visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
+    ) -> Result<()> {
         self.ssi_read(crate::ssi::Target::Table(ts.id))?;
-        self.scan_rows(ts, visit)
+        self.scan_rows(ts, wanted, visit)
     }
 
     /// [`Transaction::scan`] of a caller that only uses the rows whose
@@ -614,15 +625,17 @@ impl Transaction {
         &self,
         ts: &TableState,
         prefix: &[Value],
+        wanted: Option<&[bool]>,
         visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
         self.read_key_prefix(ts, prefix)?;
-        self.scan_rows(ts, visit)
+        self.scan_rows(ts, wanted, visit)
     }
 
     fn scan_rows(
         &self,
         ts: &TableState,
+        wanted: Option<&[bool]>,
         mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
         let n = ts.vids.vid_count();
@@ -639,6 +652,9 @@ impl Transaction {
             // The chunk's device pages in one message; a head the snapshot
             // sees is decoded straight from its page.
             crate::page_scan::prefetch_heads(inner, &heads, &mut pages)?;
+            // The chunk's pages with their columns looked up once each.
+            let mut decoding: FxHashMap<*const u8, ndpdb_formats::page::PageColumns<'_>> =
+                FxHashMap::default();
             for (i, head) in heads.iter().enumerate() {
                 let vid = Vid(from + i as u64);
                 if !self.writes.is_empty() {
@@ -659,7 +675,16 @@ impl Transaction {
                 }
                 let page = inner.l2p.get(head.lpn()).and_then(|p| pages.get(&p));
                 let on_page = match page {
-                    Some(page) => visible_head_row(page, head, &self.snapshot)?,
+                    Some(page) => {
+                        let bytes: &[u8] = page;
+                        let columns = match decoding.entry(bytes.as_ptr()) {
+                            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                            std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                                ndpdb_formats::page::PageRef::parse(bytes)?.columns_for(wanted)?,
+                            ),
+                        };
+                        visible_head_row_in(columns, head, &self.snapshot)?
+                    }
                     None => None,
                 };
                 if let Some(row) = on_page {

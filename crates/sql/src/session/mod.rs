@@ -890,7 +890,13 @@ impl Session {
         }
         let prepared = self.prepare_borrowed(stmt)?;
         let (mut lines, last_ndp) = match &prepared.kind {
-            PreparedKind::Select(plan) => (plan.explain(), &plan.last_ndp),
+            PreparedKind::Select(plan) => {
+                plan.last_steps
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clear();
+                (plan.explain(), &plan.last_ndp)
+            }
             PreparedKind::Update(plan) => (plan.explain(), &plan.last_ndp),
             PreparedKind::Delete(plan) => (plan.explain(), &plan.last_ndp),
             _ => return Err(Error::new(SqlState::INTERNAL_ERROR, "not a plan")),
@@ -919,6 +925,34 @@ impl Session {
                 "actual rows {rows}, time {:.3} ms",
                 elapsed.as_secs_f64() * 1e3
             ));
+            if let PreparedKind::Select(plan) = &prepared.kind {
+                let steps = plan.last_steps.lock().unwrap_or_else(|e| e.into_inner());
+                for (k, s) in steps.iter().enumerate() {
+                    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+                    lines.push(match (k, s.lookups) {
+                        (0, _) => format!(
+                            "  {}: {} rows read in {:.3} ms",
+                            s.alias,
+                            s.rows_read,
+                            ms(s.read)
+                        ),
+                        (_, true) => format!(
+                            "  {}: key lookups, {} rows joined in {:.3} ms",
+                            s.alias,
+                            s.rows_out,
+                            ms(s.join)
+                        ),
+                        (_, false) => format!(
+                            "  {}: {} rows read in {:.3} ms, {} rows joined in {:.3} ms",
+                            s.alias,
+                            s.rows_read,
+                            ms(s.read),
+                            s.rows_out,
+                            ms(s.join)
+                        ),
+                    });
+                }
+            }
             if delta("scan.pages") > 0 {
                 lines.push(format!(
                     "host scan: {} pages filtered, {} skipped by zone maps; {} B read",
