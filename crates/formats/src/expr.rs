@@ -420,13 +420,14 @@ impl Program {
                     if stack.len() < n + 1 {
                         return Err(Error::corrupted("stack underflow in IN"));
                     }
-                    let items = stack.split_off(stack.len() - n);
-                    let v = pop(stack)?;
+                    // The operand and the items in place (no copy of the list).
+                    let at = stack.len() - n - 1;
+                    let (v, items) = (&stack[at], &stack[at + 1..]);
                     let mut saw_null = v.is_null();
                     let mut found = false;
                     if !v.is_null() {
-                        for it in &items {
-                            match compare(&Op::Eq, &v, it)? {
+                        for it in items {
+                            match compare(&Op::Eq, v, it)? {
                                 Value::Bool(true) => {
                                     found = true;
                                     break;
@@ -436,6 +437,7 @@ impl Program {
                             }
                         }
                     }
+                    stack.truncate(at);
                     stack.push(if found {
                         Value::Bool(!negated)
                     } else if saw_null {
@@ -817,43 +819,49 @@ pub fn sort_in_list(items: &mut Vec<Value>) -> Option<bool> {
 
 /// SQL LIKE with `%`, `_` and backslash escapes.
 pub fn like(s: &str, pattern: &str) -> Result<bool> {
+    // ASCII text and pattern match byte by byte, without copies.
+    if s.is_ascii() && pattern.is_ascii() {
+        return like_units(s.as_bytes(), pattern.as_bytes(), b'%', b'_', b'\\');
+    }
     let s: Vec<char> = s.chars().collect();
     let p: Vec<char> = pattern.chars().collect();
+    like_units(&s, &p, '%', '_', '\\')
+}
+
+/// LIKE over characters (or ASCII bytes): `%` any run, `_` one, `\\` escapes.
+fn like_units<T: Copy + Eq>(s: &[T], p: &[T], percent: T, one: T, escape: T) -> Result<bool> {
     // Iterative matcher with backtracking on the last '%'.
     let (mut si, mut pi) = (0usize, 0usize);
     let mut star: Option<(usize, usize)> = None;
     loop {
         if pi < p.len() {
-            match p[pi] {
-                '%' => {
-                    star = Some((pi, si));
-                    pi += 1;
-                    continue;
-                }
-                '_' if si < s.len() => {
+            let c = p[pi];
+            if c == percent {
+                star = Some((pi, si));
+                pi += 1;
+                continue;
+            }
+            if c == one && si < s.len() {
+                si += 1;
+                pi += 1;
+                continue;
+            }
+            if c == escape {
+                let c = *p.get(pi + 1).ok_or_else(|| {
+                    Error::sql(
+                        SqlState::INVALID_ESCAPE_SEQUENCE,
+                        "LIKE pattern must not end with escape character",
+                    )
+                })?;
+                if si < s.len() && s[si] == c {
                     si += 1;
-                    pi += 1;
+                    pi += 2;
                     continue;
                 }
-                '\\' => {
-                    let c = *p.get(pi + 1).ok_or_else(|| {
-                        Error::sql(
-                            SqlState::INVALID_ESCAPE_SEQUENCE,
-                            "LIKE pattern must not end with escape character",
-                        )
-                    })?;
-                    if si < s.len() && s[si] == c {
-                        si += 1;
-                        pi += 2;
-                        continue;
-                    }
-                }
-                c if c != '_' && si < s.len() && s[si] == c => {
-                    si += 1;
-                    pi += 1;
-                    continue;
-                }
-                _ => {}
+            } else if c != one && si < s.len() && s[si] == c {
+                si += 1;
+                pi += 1;
+                continue;
             }
         } else if si == s.len() {
             return Ok(true);

@@ -1332,6 +1332,42 @@ impl SelectPlan {
             }
         };
         match &src.access {
+            // A filtered table of a plain SELECT's join (no row ids
+            // needed): the scan core's pipeline filters it page by page
+            // on the host workers and hands over the columns read.
+            Access::Scan
+                if src.filter.is_some() && wanted.is_some() && self.narrow_joins().is_some() =>
+            {
+                let columns: Vec<u32> = wanted
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                    .filter(|(_, w)| **w)
+                    .map(|(c, _)| c as u32)
+                    .collect();
+                let pipeline = Pipeline::new(
+                    &table.types,
+                    params,
+                    src.filter.as_ref(),
+                    PipelineOp::Project {
+                        columns: columns.clone(),
+                    },
+                );
+                let out = match key_prefix_values(&src.key_prefix, params)? {
+                    Some(prefix) => tx.scan_pipeline_key_prefix(table, &prefix, &pipeline)?,
+                    None => tx.scan_pipeline(table, &pipeline)?,
+                };
+                let width = table.types.len();
+                for projected in out.rows {
+                    let mut row = vec![Value::Null; width];
+                    for (v, &c) in projected.into_iter().zip(&columns) {
+                        if let Some(slot) = row.get_mut(c as usize) {
+                            *slot = v;
+                        }
+                    }
+                    visit(Vid(0), RecId::NULL, row)?;
+                }
+            }
             Access::PrimaryKey(keys) => {
                 let key: Vec<Value> = keys
                     .iter()
