@@ -275,6 +275,23 @@ fn div_zero() -> Error {
 impl Program {
     /// Evaluates against one row and the statement parameters.
     pub fn eval(&self, row: &[Value], params: &[Value]) -> Result<Value> {
+        // A plain column or constant needs no stack.
+        match self.ops.as_slice() {
+            [Op::Column(i)] => {
+                return row
+                    .get(*i as usize)
+                    .cloned()
+                    .ok_or_else(|| Error::corrupted("column index out of range"))
+            }
+            [Op::Const(i)] => {
+                return self
+                    .consts
+                    .get(*i as usize)
+                    .cloned()
+                    .ok_or_else(|| Error::corrupted("constant index out of range"))
+            }
+            _ => {}
+        }
         // One reusable stack per thread: no allocation per row.
         thread_local! {
             static STACK: std::cell::RefCell<Vec<Value>> = const { std::cell::RefCell::new(Vec::new()) };

@@ -250,7 +250,7 @@ fn items_of(cols: &[u32], offsets: &[usize]) -> u64 {
 }
 
 /// Estimated rows of a FROM item before its terms.
-fn base_rows(input: &Input) -> f64 {
+pub(crate) fn base_rows(input: &Input) -> f64 {
     let rows = match input {
         Input::Table(ts) => {
             if ts.meta().schema.primary_key.is_empty() {

@@ -137,6 +137,8 @@ pub struct SelectPlan {
     /// The joins over narrow rows (`join_layout.rs`); made at the first
     /// execution, when every part of the plan is compiled.
     narrow: std::sync::OnceLock<Option<crate::join_layout::NarrowJoins>>,
+    /// The columns a one-table plain SELECT reads (`single_table_wanted`).
+    single_wanted: std::sync::OnceLock<Option<Vec<bool>>>,
     /// Per FROM item of the last execution: rows read and the time the
     /// read took, rows after its join and the time the join took
     /// (EXPLAIN ANALYZE).
@@ -1090,6 +1092,7 @@ fn plan_select(
         last_ndp: Mutex::new(None),
         extras,
         narrow: std::sync::OnceLock::new(),
+        single_wanted: std::sync::OnceLock::new(),
         last_steps: Mutex::new(Vec::new()),
     })
 }
@@ -1332,11 +1335,13 @@ impl SelectPlan {
             }
         };
         match &src.access {
-            // A filtered table of a plain SELECT's join (no row ids
-            // needed): the scan core's pipeline filters it page by page
+            // A filtered table of a plain SELECT (no row ids needed):
+            // the scan core's pipeline filters it page by page
             // on the host workers and hands over the columns read.
             Access::Scan
-                if src.filter.is_some() && wanted.is_some() && self.narrow_joins().is_some() =>
+                if src.filter.is_some()
+                    && wanted.is_some()
+                    && (self.joins.is_empty() || self.narrow_joins().is_some()) =>
             {
                 let columns: Vec<u32> = wanted
                     .into_iter()
@@ -1424,28 +1429,7 @@ impl SelectPlan {
                 if self.joins.is_empty() || self.for_update || self.extras.is_some() {
                     return None;
                 }
-                let mut after = std::collections::BTreeSet::new();
-                let programs = self
-                    .projection
-                    .iter()
-                    .chain(self.filter.iter())
-                    .chain(self.row_filter.iter())
-                    .chain(self.order.iter().filter_map(|o| match &o.key {
-                        SortKey::Expr(p) => Some(p),
-                        SortKey::Output(_) => None,
-                    }));
-                for p in programs {
-                    after.extend(p.columns());
-                }
-                if let Some((ctx, having)) = &self.agg {
-                    for p in ctx.group_programs.iter().chain(having.iter()) {
-                        after.extend(p.columns());
-                    }
-                    for a in &ctx.aggregates {
-                        after.extend(a.spec.arg.iter().flat_map(Program::columns));
-                    }
-                }
-                after.extend(self.subqueries.row_columns());
+                let after = self.columns_read_after_from();
                 let own: Vec<std::collections::BTreeSet<u32>> = self
                     .sources
                     .iter()
@@ -1457,8 +1441,62 @@ impl SelectPlan {
             .as_ref()
     }
 
+    /// The joined row's columns read after FROM: by WHERE, the output,
+    /// ORDER BY, grouping, aggregates and per-row subqueries.
+    fn columns_read_after_from(&self) -> std::collections::BTreeSet<u32> {
+        let mut after = std::collections::BTreeSet::new();
+        let programs = self
+            .projection
+            .iter()
+            .chain(self.filter.iter())
+            .chain(self.row_filter.iter())
+            .chain(self.order.iter().filter_map(|o| match &o.key {
+                SortKey::Expr(p) => Some(p),
+                SortKey::Output(_) => None,
+            }));
+        for p in programs {
+            after.extend(p.columns());
+        }
+        if let Some((ctx, having)) = &self.agg {
+            for p in ctx.group_programs.iter().chain(having.iter()) {
+                after.extend(p.columns());
+            }
+            for a in &ctx.aggregates {
+                after.extend(a.spec.arg.iter().flat_map(Program::columns));
+            }
+        }
+        after.extend(self.subqueries.row_columns());
+        after
+    }
+
+    /// The columns a plain SELECT of one table reads (its filter's too),
+    /// when fewer than all: the scan decodes only those.
+    fn single_table_wanted(&self) -> Option<&[bool]> {
+        self.single_wanted
+            .get_or_init(|| {
+                let [src] = &self.sources[..] else {
+                    return None;
+                };
+                let table = src.table()?;
+                if self.for_update || self.extras.is_some() {
+                    return None;
+                }
+                let mut read = self.columns_read_after_from();
+                read.extend(src.filter.iter().flat_map(Program::columns));
+                let width = table.types.len();
+                if read.len() >= width {
+                    return None;
+                }
+                Some((0..width as u32).map(|c| read.contains(&c)).collect())
+            })
+            .as_deref()
+    }
+
     /// The columns of source `k` the plan reads, when it reads fewer.
     fn wanted(&self, k: usize) -> Option<&[bool]> {
+        if self.joins.is_empty() {
+            return self.single_table_wanted();
+        }
         self.narrow_joins()
             .and_then(|n| n.wanted.get(k))
             .and_then(Option::as_deref)
@@ -1466,16 +1504,19 @@ impl SelectPlan {
 
     /// Rows after FROM, WHERE and FOR UPDATE.
     fn joined_rows(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Joined>> {
-        self.joined_rows_reading(tx, params, true)
+        self.joined_rows_reading(tx, params, true, true)
     }
 
     /// [`Self::joined_rows`]; `in_key_order`: the first rows may come from
-    /// a key-order read that stops at the LIMIT.
+    /// a key-order read that stops at the LIMIT; `narrow_rows`: a one-table
+    /// read may leave out the columns the query does not read (not for the
+    /// rows an UPDATE or DELETE writes).
     fn joined_rows_reading(
         &self,
         tx: &mut Transaction,
         params: &[Value],
         in_key_order: bool,
+        narrow_rows: bool,
     ) -> Result<Vec<Joined>> {
         let Some(first) = self.sources.first() else {
             return Ok(vec![Joined {
@@ -1499,7 +1540,14 @@ impl SelectPlan {
         let first_rows = match ordered {
             Some((rows, _)) => rows,
             None if device.is_some() => Vec::new(),
-            None => self.read_source(tx, first, params, self.wanted(0))?,
+            None => {
+                let wanted = if narrow_rows || !self.joins.is_empty() {
+                    self.wanted(0)
+                } else {
+                    None
+                };
+                self.read_source(tx, first, params, wanted)?
+            }
         };
         let mut steps = Vec::with_capacity(self.sources.len());
         steps.push(StepReport {
@@ -1624,7 +1672,7 @@ impl SelectPlan {
             }
             // Rows changed under a read that stopped early: read them all.
             if needed.is_some_and(|n| locked.len() < n) {
-                return self.joined_rows_reading(tx, params, false);
+                return self.joined_rows_reading(tx, params, false, narrow_rows);
             }
             rows = locked;
         }
@@ -1794,6 +1842,12 @@ impl SelectPlan {
                 .ok_or_else(|| unsupported("this on a subquery in FROM")),
             _ => Err(unsupported("this with joins")),
         }
+    }
+
+    /// Whether every row the FROM items and WHERE give comes out (no
+    /// aggregate, window function, LIMIT or OFFSET decides how many).
+    pub(crate) fn returns_rows_as_read(&self) -> bool {
+        self.agg.is_none() && self.extras.is_none() && self.limit.is_none() && self.offset.is_none()
     }
 
     /// Whether WHERE has terms evaluated per row with a subquery.
@@ -2052,6 +2106,45 @@ impl SelectPlan {
         })
     }
 
+    /// The result rows handed to `visit` one at a time, in no particular
+    /// order, with `params` bound. A plain read of one table on the host
+    /// streams (no row list is made); other plans compute [`Self::rows`].
+    pub(crate) fn each_row(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+        mut visit: impl FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
+        let plain = self.sources.len() == 1
+            && self.joins.is_empty()
+            && self.returns_rows_as_read()
+            && !self.distinct
+            && self.order.is_empty()
+            && !self.for_update
+            && self.row_filter.is_empty()
+            && !self.subqueries.has_per_row()
+            && self.ndp.is_none();
+        if !plain {
+            for r in self.rows(tx, params)? {
+                visit(r)?;
+            }
+            return Ok(());
+        }
+        let src = &self.sources[0];
+        self.read_source_each(tx, src, params, self.wanted(0), |_, _, row| {
+            if let Some(f) = &self.filter {
+                if !f.eval_predicate(&row, params)? {
+                    return Ok(());
+                }
+            }
+            let mut out = Vec::with_capacity(self.projection.len());
+            for p in &self.projection {
+                out.push(p.eval(&row, params)?);
+            }
+            visit(out)
+        })
+    }
+
     /// The result rows, with `params` bound (see [`Bindings::bind`]).
     pub fn rows(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Vec<Value>>> {
         let mut rows = self.project(tx, params)?;
@@ -2143,7 +2236,7 @@ impl SelectPlan {
         params: &[Value],
     ) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
         Ok(self
-            .joined_rows(tx, params)?
+            .joined_rows_reading(tx, params, true, false)?
             .into_iter()
             .map(|j| (j.ids[0].0, j.ids[0].1, j.values))
             .collect())
@@ -2244,6 +2337,7 @@ pub fn plan_filter(
         last_ndp: Mutex::new(None),
         extras: None,
         narrow: std::sync::OnceLock::new(),
+        single_wanted: std::sync::OnceLock::new(),
         last_steps: Mutex::new(Vec::new()),
     })
 }

@@ -40,6 +40,7 @@
 //! PostgreSQL; a reference two levels out becomes an Outer slot of the
 //! middle query too, which passes it down.
 
+mod hashed;
 mod subplan;
 mod volatile;
 
@@ -54,6 +55,7 @@ use crate::compile::{comparable, compile, Ty};
 use crate::scope::Scope;
 use crate::{Error, Result};
 
+pub use hashed::HashedExists;
 pub use subplan::{Binding, Bindings, Comparison, SubKind, SubPlan};
 pub use volatile::{SequenceCall, SequenceFunc};
 
@@ -402,7 +404,14 @@ impl QueryContext {
         };
         let uses_row = |p: &Program| p.ops.iter().any(|op| matches!(op, Op::Column(_)));
         let per_row = args.iter().any(uses_row) || kind.operand().is_some_and(uses_row);
-        let sub = SubPlan::new(kind, plan, args, child.base, per_row);
+        let hashed = match e {
+            Expr::Exists { .. } if per_row => {
+                hashed::HashedExists::plan(self, query, &plan, scope, params, operand)
+            }
+            _ => None,
+        };
+        let mut sub = SubPlan::new(kind, plan, args, child.base, per_row);
+        sub.hashed = hashed;
         let slot = {
             let mut st = self.state();
             st.subplans.push(Some(sub));

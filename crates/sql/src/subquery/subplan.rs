@@ -11,7 +11,7 @@ use ndpdb_host::{Database, Transaction};
 
 use crate::join::key_of;
 use crate::query::{NdpMode, SelectPlan};
-use crate::subquery::SequenceCall;
+use crate::subquery::{HashedExists, SequenceCall};
 use crate::{Error, Result};
 
 /// What a subquery expression asks of the subquery's rows.
@@ -105,6 +105,9 @@ pub struct SubPlan {
     base: u32,
     /// Evaluated per row of the caller (else once per execution).
     pub per_row: bool,
+    /// A correlated EXISTS answered by a hash semi join once enough rows
+    /// asked (`hashed.rs`).
+    pub hashed: Option<HashedExists>,
     cache: Mutex<HashMap<Vec<u8>, Answer>>,
 }
 
@@ -122,6 +125,7 @@ impl SubPlan {
             args,
             base,
             per_row,
+            hashed: None,
             cache: Mutex::new(HashMap::new()),
         }
     }
@@ -136,10 +140,15 @@ impl SubPlan {
     /// COMMITTED, where the subquery ran for the row already).
     pub fn value(
         &self,
-        tx: Option<&mut Transaction>,
+        mut tx: Option<&mut Transaction>,
         row: &[Value],
         params: &[Value],
     ) -> Result<Value> {
+        if let (Some(h), SubKind::Exists { negated }) = (&self.hashed, &self.kind) {
+            if let Some(found) = h.exists(tx.as_deref_mut(), row, params)? {
+                return Ok(Value::Bool(found != *negated));
+            }
+        }
         let args = self
             .args
             .iter()
@@ -346,6 +355,11 @@ impl Bindings {
                 .any(|op| matches!(op, Op::Param(i) if self.per_row.contains(i)))
     }
 
+    /// Every slot is a correlated value (no subquery, no sequence call).
+    pub fn only_outer(&self) -> bool {
+        self.slots.iter().all(|s| matches!(s, Binding::Outer))
+    }
+
     /// No slot at all (no subquery, correlated value or sequence call).
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
@@ -365,6 +379,9 @@ impl Bindings {
             }
             if let Some(lhs) = s.kind.operand() {
                 cols.extend(lhs.columns());
+            }
+            if let Some(h) = &s.hashed {
+                cols.extend(h.row_columns());
             }
         }
         cols
@@ -458,6 +475,9 @@ impl Bindings {
         for (_, s) in self.subplans() {
             s.cache().clear();
             s.plan.reset_caches();
+            if let Some(h) = &s.hashed {
+                h.reset();
+            }
         }
     }
 
@@ -466,6 +486,9 @@ impl Bindings {
         for s in &mut self.slots {
             if let Binding::Sub(s) = s {
                 s.plan.place(mode, pes, preload, db);
+                if let Some(h) = &mut s.hashed {
+                    h.place(mode, pes, preload, db);
+                }
             }
         }
     }
@@ -493,6 +516,9 @@ impl Bindings {
                 self.base as usize + i + 1
             ));
             lines.extend(s.plan.explain().into_iter().map(|l| format!("    {l}")));
+            if let (Some(h), SubKind::Exists { negated }) = (&s.hashed, &s.kind) {
+                lines.extend(h.explain(*negated).into_iter().map(|l| format!("  {l}")));
+            }
         }
         lines
     }

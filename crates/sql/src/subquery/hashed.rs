@@ -1,0 +1,520 @@
+//! Correlated `[NOT] EXISTS` as a hash semi join (an anti join when
+//! negated), PostgreSQL's Hash Semi Join / Hash Anti Join.
+//!
+//! A correlated EXISTS runs its subquery once per row of the caller: in
+//! CH-benCHmark Q4 an index read of ORDER-LINE per order. When the
+//! subquery is tied to the caller by equalities `inner = outer` (the
+//! correlation keys) and, besides them, only by terms over both sides
+//! (the residual), one run of the subquery without those terms, hashed by
+//! the inner sides of the keys, gives every row's answer:
+//!
+//! ```text
+//!   EXISTS (SELECT … FROM t WHERE t.a = o.x AND t.b = o.y AND t.c > o.z AND t.d = 5)
+//!
+//!   build, once per execution:  SELECT t.a, t.b, t.c FROM t WHERE t.d = 5
+//!                               ──► hash (a, b) ─► [c, c, …]
+//!   probe, per caller row:      (o.x, o.y) ─► c values ─► any with c > o.z ?
+//! ```
+//!
+//! The build is an ordinary uncorrelated plan, so its scan is placed like
+//! any other (on the device under `SET ndp`). The per-row plan stays: the
+//! build starts only once the caller has run the subquery for enough rows
+//! that reading the whole inner side costs less than going on by key
+//! ([`HashedExists::threshold`]); an EXISTS met by a handful of rows still
+//! reads by key. A NULL key matches nothing, as `=` never holds for NULL.
+//!
+//! Decorrelated: a subquery that returns its rows as read (no aggregate,
+//! window, LIMIT or OFFSET), whose WHERE holds no subquery, with at least
+//! one correlation key whose two sides hash alike (numbers with numbers,
+//! text with text, other types with the same type).
+
+use std::sync::{Arc, Mutex};
+
+use ndpdb_formats::codec::Writer;
+use ndpdb_formats::expr::Program;
+use ndpdb_formats::{DataType, Value};
+use ndpdb_host::Transaction;
+use rustc_hash::FxHashMap;
+use sqlparser::ast::{
+    BinaryOperator, Expr, Query, SelectItem, SetExpr, Visit, Visitor as AstVisitor,
+};
+
+use crate::query::{conjuncts, NdpMode, SelectPlan};
+use crate::scope::{ident_name, Scope, ScopeColumn};
+use crate::subquery::{max_placeholder, OperandCompiler, QueryContext};
+use crate::Result;
+
+/// Calls of the per-row plan before the build is considered at all.
+const MIN_CALLS: usize = 64;
+/// Inner rows one per-row call is worth: the build starts after
+/// `inner rows / ROWS_PER_CALL` calls (a key read of a few rows costs
+/// about as much as hashing this many rows of a scan).
+const ROWS_PER_CALL: usize = 64;
+/// Values (key columns and residual columns of all rows) a hash table
+/// may hold; beyond it the execution goes on with the per-row plan.
+const MAX_VALUES: usize = 64 << 20;
+
+/// The residual terms: over the build row's columns, with the caller's
+/// values they name as parameters.
+struct Residual {
+    program: Program,
+    /// The caller's values, over its row, in slot order.
+    args: Vec<Program>,
+}
+
+/// The build side of one execution.
+#[derive(Default)]
+struct State {
+    /// Per-row calls so far (memoized answers not counted).
+    calls: usize,
+    /// Keys → residual columns of their rows, flattened
+    /// (`residual_width` values per row).
+    table: Option<FxHashMap<Vec<u8>, Vec<Value>>>,
+    /// The build was too big: per row for the rest of the execution.
+    gave_up: bool,
+}
+
+/// A correlated EXISTS answered from a hash table of its subquery's rows.
+pub struct HashedExists {
+    build: SelectPlan,
+    /// Caller-side values of the keys, over the caller's row.
+    probe: Vec<Program>,
+    residual: Option<Residual>,
+    /// Columns of the build row after the keys (what the residual reads).
+    residual_width: usize,
+    /// The statement parameters the subquery names.
+    base: u32,
+    /// Inner rows of a build, estimated at planning.
+    inner_rows: usize,
+    state: Mutex<State>,
+}
+
+/// Whether two key types hash alike ([`Value::key_bytes`]): numbers are
+/// normalized decimals, VARCHAR and TEXT are text; CHAR keeps its blanks.
+fn hash_alike(a: DataType, b: DataType) -> bool {
+    let number = |t: DataType| {
+        matches!(
+            t,
+            DataType::Int | DataType::BigInt | DataType::Numeric { .. }
+        )
+    };
+    let text = |t: DataType| matches!(t, DataType::Text | DataType::Varchar(_));
+    (number(a) && number(b))
+        || (text(a) && text(b))
+        || (a == b && !matches!(a, DataType::Double | DataType::Char(_)))
+}
+
+/// The column references of an expression, and whether it holds a subquery.
+#[derive(Default)]
+struct Names {
+    refs: Vec<(Option<String>, String)>,
+    subquery: bool,
+}
+
+impl AstVisitor for Names {
+    type Break = ();
+    fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+        match e {
+            Expr::Identifier(id) => self.refs.push((None, ident_name(id))),
+            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
+                let n = parts.len();
+                self.refs
+                    .push((Some(ident_name(&parts[n - 2])), ident_name(&parts[n - 1])));
+            }
+            Expr::Exists { .. } | Expr::Subquery(_) | Expr::InSubquery { .. } => {
+                self.subquery = true
+            }
+            _ => {}
+        }
+        std::ops::ControlFlow::Continue(())
+    }
+    fn pre_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+        self.subquery = true;
+        std::ops::ControlFlow::Continue(())
+    }
+}
+
+/// Which side of the correlation an expression's columns are on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    /// No column at all (constants, parameters).
+    Neither,
+    Inner,
+    Outer,
+    Both,
+}
+
+/// The side of `e` over the subquery's FROM columns `inner`; `None` for
+/// an expression that cannot be moved (a subquery, an ambiguous name).
+fn side(e: &Expr, inner: &Scope, cols: &mut Vec<usize>) -> Option<Side> {
+    let mut names = Names::default();
+    let _ = e.visit(&mut names);
+    if names.subquery {
+        return None;
+    }
+    let (mut i, mut o) = (false, false);
+    for (table, name) in &names.refs {
+        match inner.resolve(table.as_deref(), name) {
+            Ok(c) => {
+                i = true;
+                if !cols.contains(&c) {
+                    cols.push(c);
+                }
+            }
+            Err(err) if err.code == ndpdb_formats::SqlState::AMBIGUOUS_COLUMN => return None,
+            Err(_) => o = true,
+        }
+    }
+    Some(match (i, o) {
+        (false, false) => Side::Neither,
+        (true, false) => Side::Inner,
+        (false, true) => Side::Outer,
+        (true, true) => Side::Both,
+    })
+}
+
+impl HashedExists {
+    /// The hashed form of `query`, an EXISTS subquery of the query of
+    /// `caller` compiled over `scope`, whose per-row plan is `per_row`;
+    /// `None` when it does not qualify (see the module docs).
+    pub(super) fn plan(
+        caller: &Arc<QueryContext>,
+        query: &Query,
+        per_row: &SelectPlan,
+        scope: &Scope,
+        params: &mut Vec<Option<DataType>>,
+        operand: &mut OperandCompiler<'_>,
+    ) -> Option<HashedExists> {
+        if !per_row.returns_rows_as_read() || query.with.is_some() {
+            return None;
+        }
+        let SetExpr::Select(select) = query.body.as_ref() else {
+            return None;
+        };
+        let inner = &per_row.input_scope;
+        let mut terms = Vec::new();
+        if let Some(w) = &select.selection {
+            conjuncts(w, &mut terms);
+        }
+        // Sort the terms: correlation keys, local terms, the residual.
+        let mut keys: Vec<(Expr, Expr)> = Vec::new();
+        let mut local: Vec<Expr> = Vec::new();
+        let mut residual: Vec<Expr> = Vec::new();
+        let mut residual_cols: Vec<usize> = Vec::new();
+        for t in terms {
+            let whole = side(&t, inner, &mut Vec::new())?;
+            match whole {
+                Side::Neither | Side::Inner => {
+                    local.push(t);
+                    continue;
+                }
+                Side::Outer => {
+                    // A term of the caller's row alone: it decides per row.
+                    residual.push(t);
+                    continue;
+                }
+                Side::Both => {}
+            }
+            if let Expr::BinaryOp {
+                left,
+                op: BinaryOperator::Eq,
+                right,
+            } = &t
+            {
+                let l = side(left, inner, &mut Vec::new())?;
+                let r = side(right, inner, &mut Vec::new())?;
+                match (l, r) {
+                    (Side::Inner, Side::Outer) => {
+                        keys.push((left.as_ref().clone(), right.as_ref().clone()));
+                        continue;
+                    }
+                    (Side::Outer, Side::Inner) => {
+                        keys.push((right.as_ref().clone(), left.as_ref().clone()));
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            residual.push(t);
+        }
+        if keys.is_empty() {
+            return None;
+        }
+        for t in &residual {
+            side(t, inner, &mut residual_cols)?;
+        }
+
+        // The build: the keys' inner sides, then the residual's columns.
+        let residual_scope: Vec<ScopeColumn> = residual_cols
+            .iter()
+            .map(|&c| inner.columns[c].clone())
+            .collect();
+        let mut build_select = select.as_ref().clone();
+        build_select.projection = keys
+            .iter()
+            .map(|(i, _)| SelectItem::UnnamedExpr(i.clone()))
+            .chain(residual_scope.iter().map(|c| {
+                SelectItem::UnnamedExpr(crate::subquery::name_expr(Some(&c.table), &c.name))
+            }))
+            .collect();
+        build_select.selection = local.into_iter().reduce(|a, b| Expr::BinaryOp {
+            left: Box::new(a),
+            op: BinaryOperator::And,
+            right: Box::new(b),
+        });
+        let build_query = Query {
+            body: Box::new(SetExpr::Select(Box::new(build_select))),
+            order_by: None,
+            limit_clause: None,
+            ..query.clone()
+        };
+        let base = max_placeholder(query);
+        let build_ctx = QueryContext::new(caller.db(), base, None, caller.ctes());
+        let build = crate::query::plan_query_in(&build_query, params, &build_ctx).ok()?;
+        if build.subqueries.has_per_row() {
+            return None;
+        }
+
+        // The probe: the keys' caller sides, hashing like the inner sides.
+        let mut probe = Vec::with_capacity(keys.len());
+        for (k, (_, outer)) in keys.iter().enumerate() {
+            let (p, ty) = operand(outer, params).ok()?;
+            let inner_ty = build.columns.get(k)?.ty;
+            if !hash_alike(ty.data_type()?, inner_ty) {
+                return None;
+            }
+            probe.push(p);
+        }
+
+        // The residual over the build row (keys first, unnamed), the
+        // caller's values as Outer slots of a context of its own.
+        let residual = if residual.is_empty() {
+            None
+        } else {
+            let ctx = QueryContext::new(caller.db(), base, Some(scope.clone()), caller.ctes());
+            let columns = keys
+                .iter()
+                .map(|_| ScopeColumn {
+                    table: String::new(),
+                    name: String::new(),
+                    ty: DataType::Bool,
+                })
+                .chain(residual_scope.iter().cloned())
+                .collect();
+            let row_scope = Scope {
+                columns,
+                ctx: Some(ctx.clone()),
+            };
+            let all = residual.into_iter().reduce(|a, b| Expr::BinaryOp {
+                left: Box::new(a),
+                op: BinaryOperator::And,
+                right: Box::new(b),
+            })?;
+            let program = crate::compile::compile_predicate(&all, &row_scope, params).ok()?;
+            let bindings = ctx.finish();
+            if !bindings.only_outer() {
+                return None;
+            }
+            let args = ctx
+                .outer_exprs()
+                .iter()
+                .map(|x| operand(x, params).map(|(p, _)| p))
+                .collect::<Result<Vec<_>>>()
+                .ok()?;
+            Some(Residual { program, args })
+        };
+        let inner_rows = build
+            .sources
+            .iter()
+            .map(|s| crate::join_order::base_rows(&s.input) as usize)
+            .max()
+            .unwrap_or(0);
+        Some(HashedExists {
+            build,
+            probe,
+            residual,
+            residual_width: residual_scope.len(),
+            base,
+            inner_rows,
+            state: Mutex::new(State::default()),
+        })
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Per-row calls after which the build pays.
+    fn threshold(&self) -> usize {
+        MIN_CALLS.max(self.inner_rows / ROWS_PER_CALL)
+    }
+
+    /// Whether a row exists for the caller's `row`, from the hash table;
+    /// `None`: go on per row (the build has not paid yet, gave up, or
+    /// needs a transaction it was not given). Counts a per-row call when
+    /// it answers `None`.
+    pub fn exists(
+        &self,
+        tx: Option<&mut Transaction>,
+        row: &[Value],
+        params: &[Value],
+    ) -> Result<Option<bool>> {
+        let mut st = self.state();
+        if st.table.is_none() {
+            if st.gave_up || st.calls < self.threshold() {
+                st.calls += 1;
+                return Ok(None);
+            }
+            let Some(tx) = tx else {
+                return Ok(None);
+            };
+            match self.build(tx, params)? {
+                Some(t) => st.table = Some(t),
+                None => {
+                    st.gave_up = true;
+                    return Ok(None);
+                }
+            }
+        }
+        let Some(table) = st.table.as_ref() else {
+            return Ok(None);
+        };
+        let mut key = Writer::new();
+        for p in &self.probe {
+            let v = match p.single_column().and_then(|c| row.get(c)) {
+                Some(v) => v.clone(),
+                None => p.eval(row, params)?,
+            };
+            if v.is_null() {
+                return Ok(Some(false));
+            }
+            v.key_bytes(&mut key);
+        }
+        let Some(rows) = table.get(key.as_slice()) else {
+            return Ok(Some(false));
+        };
+        let Some(residual) = &self.residual else {
+            return Ok(Some(true));
+        };
+        // The residual's parameters: the statement's, the caller's values, the time.
+        let mut local: Vec<Value> = (0..self.base as usize)
+            .map(|i| params.get(i).cloned().unwrap_or(Value::Null))
+            .collect();
+        for a in &residual.args {
+            local.push(a.eval(row, params)?);
+        }
+        local.push(params.last().cloned().unwrap_or(Value::Null));
+        let keys = self.probe.len();
+        let mut build_row: Vec<Value> = vec![Value::Null; keys + self.residual_width];
+        if self.residual_width == 0 {
+            // The residual names the caller's values only: one test for the key.
+            let holds = residual.program.eval(&build_row, &local)?;
+            return Ok(Some(matches!(holds, Value::Bool(true))));
+        }
+        for chunk in rows.chunks(self.residual_width) {
+            build_row[keys..].clone_from_slice(chunk);
+            if matches!(
+                residual.program.eval(&build_row, &local)?,
+                Value::Bool(true)
+            ) {
+                return Ok(Some(true));
+            }
+        }
+        Ok(Some(false))
+    }
+
+    /// Runs the build plan and hashes its rows; `None` when they exceed
+    /// [`MAX_VALUES`].
+    fn build(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+    ) -> Result<Option<FxHashMap<Vec<u8>, Vec<Value>>>> {
+        let statement: Vec<Value> = (0..self.base as usize)
+            .map(|i| params.get(i).cloned().unwrap_or(Value::Null))
+            .collect();
+        let txn = params.last().cloned().unwrap_or(Value::Null);
+        let bound = self.build.subqueries.bind(tx, &statement, &[], txn)?;
+        let keys = self.probe.len();
+        let width = keys + self.residual_width;
+        let mut table: FxHashMap<Vec<u8>, Vec<Value>> = FxHashMap::default();
+        let mut key = Writer::new();
+        let mut values = 0usize;
+        let mut too_big = false;
+        self.build.each_row(tx, &bound, |mut r| {
+            if too_big {
+                return Ok(());
+            }
+            values += width;
+            if values > MAX_VALUES {
+                too_big = true;
+                return Ok(());
+            }
+            key.clear();
+            for v in &r[..keys] {
+                if v.is_null() {
+                    return Ok(());
+                }
+                v.key_bytes(&mut key);
+            }
+            let rest = r.drain(keys..);
+            match table.get_mut(key.as_slice()) {
+                Some(entry) => entry.extend(rest),
+                None => {
+                    let entry: Vec<Value> = rest.collect();
+                    table.insert(key.as_slice().to_vec(), entry);
+                }
+            }
+            Ok(())
+        })?;
+        if too_big {
+            return Ok(None);
+        }
+        Ok(Some(table))
+    }
+
+    /// Forgets the hash table and the calls (a new execution).
+    pub fn reset(&self) {
+        *self.state() = State::default();
+        self.build.reset_caches();
+    }
+
+    pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &ndpdb_host::Database) {
+        self.build.place(mode, pes, preload, db);
+    }
+
+    /// The row columns the probe reads.
+    pub fn row_columns(&self) -> Vec<u32> {
+        let mut cols = Vec::new();
+        for p in &self.probe {
+            cols.extend(p.columns());
+        }
+        if let Some(r) = &self.residual {
+            for a in &r.args {
+                cols.extend(a.columns());
+            }
+        }
+        cols
+    }
+
+    /// EXPLAIN lines.
+    pub fn explain(&self, negated: bool) -> Vec<String> {
+        let join = if negated {
+            "Hash Anti Join"
+        } else {
+            "Hash Semi Join"
+        };
+        let mut lines = vec![format!(
+            "  or {join} on {} key(s){}, after {} rows by key",
+            self.probe.len(),
+            if self.residual.is_some() {
+                " with a residual filter"
+            } else {
+                ""
+            },
+            self.threshold()
+        )];
+        lines.extend(self.build.explain().into_iter().map(|l| format!("    {l}")));
+        lines
+    }
+}
