@@ -33,6 +33,7 @@ pub mod mixed;
 pub mod pin;
 pub mod pipeline;
 pub mod plot;
+pub mod priority;
 pub mod recovery;
 pub mod report;
 pub mod sltbench;

@@ -59,6 +59,13 @@ pub struct ChArgs {
     /// Runs of each query in the power run (the median counts).
     #[arg(long, default_value_t = 1)]
     power_repeat: usize,
+    /// Nice value (0–19) of what serves the analytical sessions during the
+    /// mix, on every target: the client thread of embedded ndpdb (and the
+    /// device jobs it starts), the connection thread of an ndpdb server,
+    /// PostgreSQL's backend process (by `pg_backend_pid()`; the server
+    /// must run on this machine). TPC-C's sessions keep nice 0.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..=19))]
+    olap_nice: i32,
     /// Output folder; default a fresh one under bench-results/.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -125,15 +132,21 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
         phases: a.phases,
         modes,
         power_repeat: a.power_repeat.max(1),
+        olap_nice: a.olap_nice,
     };
     let mut summary = Summary::default();
     summary.say(format!(
-        "settings: CH-benCHmark, {} warehouse(s) ({} items, {} customers per district) + 10,000 suppliers, {} TPC-C clients, {} OLAP client(s); per run {alone} s TPC-C alone, {} s beside the OLAP clients{}; ndpdb placement modes {}; seed {}; buffer pool {} MiB",
+        "settings: CH-benCHmark, {} warehouse(s) ({} items, {} customers per district) + 10,000 suppliers, {} TPC-C clients, {} OLAP client(s){}; per run {alone} s TPC-C alone, {} s beside the OLAP clients{}; ndpdb placement modes {}; seed {}; buffer pool {} MiB",
         cfg.tpcc.warehouses,
         scale.items,
         scale.customers,
         cfg.tpcc.clients,
         cfg.olap_clients,
+        if a.olap_nice > 0 {
+            format!(" at nice {} on every target", a.olap_nice)
+        } else {
+            String::new()
+        },
         a.duration,
         if a.phases {
             format!(", {alone} s alone again")

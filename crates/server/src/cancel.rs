@@ -82,11 +82,26 @@ fn key_bytes(key: &SecretKey) -> Vec<u8> {
     }
 }
 
+impl Registrar {
+    /// The pid sent in BackendKeyData (after startup).
+    pub fn pid(&self) -> Option<i32> {
+        *self.pid.lock()
+    }
+}
+
 impl PidSecretKeyGenerator for Registrar {
     fn generate(&self, client: &dyn ClientInfo) -> (i32, SecretKey) {
         // The random key (its length follows the protocol version).
         let (_, key) = self.keys.generate(client);
-        let pid = self.registry.next_pid.fetch_add(1, Ordering::Relaxed);
+        // The OS thread serving the connection where a thread id is a pid
+        // (`renice -p`, `setpriority`), as PostgreSQL's backend pid names
+        // its process; unique among live connections, as each has its own
+        // thread and unregisters before that thread ends.
+        let pid = if cfg!(target_os = "linux") {
+            ndpdb_sql::session::current_thread_pid()
+        } else {
+            self.registry.next_pid.fetch_add(1, Ordering::Relaxed)
+        };
         self.registry
             .connections
             .lock()

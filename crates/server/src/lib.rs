@@ -171,7 +171,7 @@ impl Server {
         let mut out = Out::new(w);
         let mut session = Session::new(self.db.clone());
         let pids = Arc::new(Registrar::new(self.registry.clone(), session.interrupt()));
-        let handler = Startup::new(&self.passwords, &self.params, pids);
+        let handler = Startup::new(&self.passwords, &self.params, pids.clone());
         let started = tokio::time::timeout(
             limit,
             startup::run(&mut reader, &mut out, &handler, &self.registry, peer),
@@ -181,6 +181,9 @@ impl Server {
             out.shutdown().await;
             return;
         };
+        if let Some(pid) = pids.pid() {
+            session.set_backend_pid(pid);
+        }
         for (key, setting) in [
             ("application_name", "application_name"),
             ("client_encoding", "client_encoding"),

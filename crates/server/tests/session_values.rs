@@ -60,3 +60,46 @@ fn session_values_follow_the_connection() {
         assert_eq!(e.code().unwrap().code(), "42704");
     });
 }
+
+/// `pg_backend_pid()` names the OS thread serving the connection (what
+/// `renice -p` and `setpriority` act on, as on a PostgreSQL backend
+/// process): an int4 column named `pg_backend_pid`, the same for every
+/// statement of a connection, another for another connection.
+#[test]
+fn backend_pid_is_the_connection_thread() {
+    let (_dir, db) = temp_db();
+    let port = start(db);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let conninfo = format!("host=127.0.0.1 port={port} user=postgres");
+        let (a, conn) = tokio_postgres::connect(&conninfo, NoTls).await.unwrap();
+        tokio::spawn(conn);
+        let (b, conn) = tokio_postgres::connect(&conninfo, NoTls).await.unwrap();
+        tokio::spawn(conn);
+        let row = a.query_one("SELECT pg_backend_pid()", &[]).await.unwrap();
+        assert_eq!(row.columns()[0].name(), "pg_backend_pid");
+        assert_eq!(row.columns()[0].type_(), &tokio_postgres::types::Type::INT4);
+        let pid_a: i32 = row.get(0);
+        let again: i32 = a
+            .query_one("SELECT pg_backend_pid() + 0", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(again, pid_a);
+        let pid_b: i32 = b
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        assert_ne!(pid_a, pid_b);
+        if cfg!(target_os = "linux") {
+            // The server runs in this test's process: the pid is one of
+            // its threads, the connection's.
+            let comm = std::fs::read_to_string(format!("/proc/self/task/{pid_a}/comm")).unwrap();
+            assert_eq!(comm.trim(), "ndpdb-conn");
+        }
+    });
+}

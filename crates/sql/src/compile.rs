@@ -1307,6 +1307,11 @@ impl Compiler<'_> {
         }
         let (args, distinct, star) = self.function_args(f)?;
         if let Some(value) = session_value(f, &args) {
+            if name.ends_with(".pg_backend_pid") {
+                if let Ok(pid) = value.parse() {
+                    return Ok(self.push_const(Value::Int(pid)));
+                }
+            }
             return Ok(self.push_const(Value::Text(value)));
         }
         let func = match name.trim_start_matches("pg_catalog.") {

@@ -16,14 +16,13 @@
 //! joined, and an outer join's ON never removes rows of its preserved
 //! side. A NULL key matches nothing, as `=` with NULL is never true.
 
-use rustc_hash::FxHashMap;
-
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{RecId, Value, Vid};
 
 use ndpdb_formats::SqlState;
 
+use crate::join_keys::{KeyTable, Matches};
 use crate::join_lookup::KeyLookup;
 use crate::{Error, Result};
 
@@ -86,8 +85,6 @@ pub struct JoinStep {
     /// Columns of the rows so far and of the new table.
     pub left_width: usize,
     pub right_width: usize,
-    /// Tables joined before this one (the ids a row carries).
-    pub left_tables: usize,
     /// Per-row key lookups instead of the hash join, when the left side
     /// is small (`join_lookup.rs`).
     pub lookup: Option<KeyLookup>,
@@ -97,15 +94,42 @@ pub struct JoinStep {
     pub output: Option<Vec<Option<u32>>>,
 }
 
-/// A row of the join: its values and the version each table's part came
-/// from ([`NO_ROW`] for a NULL-extended part).
+/// A row of the FROM items: its values and, for a row of one table, the
+/// version it came from (what FOR UPDATE and UPDATE / DELETE act on,
+/// which read one table). Rows out of a join carry no ids: nothing reads
+/// them, and not building them spares an allocation per joined row.
 pub struct Joined {
     pub values: Vec<Value>,
     pub ids: Vec<(Vid, RecId)>,
 }
 
-/// The id of a table's part that an outer join filled with NULLs.
-pub const NO_ROW: (Vid, RecId) = (Vid(u64::MAX), RecId::NULL);
+impl Joined {
+    /// A row out of a join step (no ids).
+    pub fn of_join(values: Vec<Value>) -> Joined {
+        Joined {
+            values,
+            ids: Vec::new(),
+        }
+    }
+}
+
+/// The right rows a left row may match: all (no equi-key) or those of
+/// its key.
+enum Candidates<'t> {
+    All(std::ops::Range<usize>),
+    Keyed(Matches<'t>),
+}
+
+impl Iterator for Candidates<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Candidates::All(r) => r.next(),
+            Candidates::Keyed(m) => m.next(),
+        }
+    }
+}
 
 /// The bytes two equal keys share (hash table key).
 pub fn key_of(values: &[Value]) -> Vec<u8> {
@@ -130,22 +154,14 @@ impl JoinStep {
         if self.kind == JoinKind::Inner && !self.right_keys.is_empty() && left.len() < right.len() {
             return self.run_building_left(left, right, params);
         }
-        let mut key = Writer::new();
-        let table = if self.right_keys.is_empty() {
+        let mut table = if self.right_keys.is_empty() {
             None
         } else {
-            let mut table: FxHashMap<Vec<u8>, Vec<usize>> = FxHashMap::default();
-            table.reserve(right.len());
-            for (i, (_, _, r)) in right.iter().enumerate() {
-                if Self::key_into(&self.right_keys, r, params, &mut key)? {
-                    table.entry(key.as_slice().to_vec()).or_default().push(i);
-                }
-            }
-            Some(table)
-        };
-        let all: Vec<usize> = match table {
-            None => (0..right.len()).collect(),
-            Some(_) => Vec::new(),
+            Some(KeyTable::build(
+                &self.right_keys,
+                right.iter().map(|(_, _, r)| r.as_slice()),
+                params,
+            )?)
         };
         let mut matched = vec![
             false;
@@ -158,16 +174,13 @@ impl JoinStep {
         let mut scratch = Vec::new();
         let mut out = Vec::new();
         for l in left {
-            let candidates: &[usize] = match &table {
-                None => &all,
-                Some(t) => match Self::key_into(&self.left_keys, &l.values, params, &mut key)? {
-                    true => t.get(key.as_slice()).map_or(&[][..], Vec::as_slice),
-                    false => &[],
-                },
+            let candidates = match &mut table {
+                None => Candidates::All(0..right.len()),
+                Some(t) => Candidates::Keyed(t.probe(&self.left_keys, &l.values, params)?),
             };
             let mut any = false;
-            for &i in candidates {
-                let (vid, rid, r) = &right[i];
+            for i in candidates {
+                let (_, _, r) = &right[i];
                 let Some(values) = self.combine(&l.values, r, params, &mut scratch)? else {
                     continue;
                 };
@@ -175,25 +188,18 @@ impl JoinStep {
                 if let Some(m) = matched.get_mut(i) {
                     *m = true;
                 }
-                let mut ids = Vec::with_capacity(l.ids.len() + 1);
-                ids.extend_from_slice(&l.ids);
-                ids.push((*vid, *rid));
-                self.push(&mut out, Joined { values, ids })?;
+                self.push(&mut out, Joined::of_join(values))?;
             }
             if !any && self.kind.keeps_left() {
                 let values = self.null_extended(Some(&l.values), None);
-                let mut ids = l.ids;
-                ids.push(NO_ROW);
-                out.push(Joined { values, ids });
+                out.push(Joined::of_join(values));
             }
         }
         for (i, m) in matched.iter().enumerate() {
             if !m {
-                let (vid, rid, r) = &right[i];
+                let (_, _, r) = &right[i];
                 let values = self.null_extended(None, Some(r));
-                let mut ids = vec![NO_ROW; self.left_tables];
-                ids.push((*vid, *rid));
-                out.push(Joined { values, ids });
+                out.push(Joined::of_join(values));
             }
         }
         Ok(out)
@@ -209,8 +215,8 @@ impl JoinStep {
         params: &[Value],
     ) -> Result<Vec<Joined>> {
         let mut built = self.build_left(left, params)?;
-        for (vid, rid, r) in right {
-            built.probe(vid, rid, r, params)?;
+        for (_, _, r) in right {
+            built.probe(&r, params)?;
         }
         Ok(built.finish())
     }
@@ -223,20 +229,16 @@ impl JoinStep {
 
     /// The hash table over the rows so far, for [`BuiltLeft::probe`].
     pub fn build_left<'s>(&'s self, left: Vec<Joined>, params: &[Value]) -> Result<BuiltLeft<'s>> {
-        let mut key = Writer::new();
-        let mut table: FxHashMap<Vec<u8>, Vec<usize>> = FxHashMap::default();
-        table.reserve(left.len());
-        for (i, l) in left.iter().enumerate() {
-            if Self::key_into(&self.left_keys, &l.values, params, &mut key)? {
-                table.entry(key.as_slice().to_vec()).or_default().push(i);
-            }
-        }
+        let table = KeyTable::build(
+            &self.left_keys,
+            left.iter().map(|l| l.values.as_slice()),
+            params,
+        )?;
         Ok(BuiltLeft {
             step: self,
             out: Vec::with_capacity(left.len()),
             left,
             table,
-            key,
             scratch: Vec::new(),
         })
     }
@@ -329,33 +331,6 @@ impl JoinStep {
                 .collect(),
         }
     }
-
-    /// Writes the key of `row` into `key` (cleared first); false if a
-    /// part is NULL (it matches nothing).
-    fn key_into(
-        keys: &[Program],
-        row: &[Value],
-        params: &[Value],
-        key: &mut Writer,
-    ) -> Result<bool> {
-        key.clear();
-        for p in keys {
-            // A plain column needs no evaluation (nor a copy).
-            if let Some(v) = p.single_column().and_then(|c| row.get(c)) {
-                if v.is_null() {
-                    return Ok(false);
-                }
-                v.key_bytes(key);
-                continue;
-            }
-            let v = p.eval(row, params)?;
-            if v.is_null() {
-                return Ok(false);
-            }
-            v.key_bytes(key);
-        }
-        Ok(true)
-    }
 }
 
 /// The rows so far of an inner join, hashed on their keys; the new
@@ -363,31 +338,21 @@ impl JoinStep {
 pub struct BuiltLeft<'s> {
     step: &'s JoinStep,
     left: Vec<Joined>,
-    table: FxHashMap<Vec<u8>, Vec<usize>>,
-    key: Writer,
+    table: KeyTable,
     scratch: Vec<Value>,
     out: Vec<Joined>,
 }
 
 impl BuiltLeft<'_> {
     /// Joins one row of the new table with the rows so far it matches.
-    pub fn probe(&mut self, vid: Vid, rid: RecId, row: Vec<Value>, params: &[Value]) -> Result<()> {
+    pub fn probe(&mut self, row: &[Value], params: &[Value]) -> Result<()> {
         let step = self.step;
-        if !JoinStep::key_into(&step.right_keys, &row, params, &mut self.key)? {
-            return Ok(());
-        }
-        let Some(candidates) = self.table.get(self.key.as_slice()) else {
-            return Ok(());
-        };
-        for &i in candidates {
+        for i in self.table.probe(&step.right_keys, row, params)? {
             let l = &self.left[i];
-            let Some(values) = step.combine(&l.values, &row, params, &mut self.scratch)? else {
+            let Some(values) = step.combine(&l.values, row, params, &mut self.scratch)? else {
                 continue;
             };
-            let mut ids = Vec::with_capacity(l.ids.len() + 1);
-            ids.extend_from_slice(&l.ids);
-            ids.push((vid, rid));
-            step.push(&mut self.out, Joined { values, ids })?;
+            step.push(&mut self.out, Joined::of_join(values))?;
         }
         Ok(())
     }

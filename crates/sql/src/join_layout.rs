@@ -175,7 +175,6 @@ pub fn narrow(
             residual,
             left_width: layout.len(),
             right_width: step.right_width,
-            left_tables: step.left_tables,
             lookup,
             output: Some(output),
         });

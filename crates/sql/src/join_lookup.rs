@@ -28,7 +28,7 @@ use sqlparser::ast::Expr;
 
 use crate::access::{column_of, pk_terms};
 use crate::compile::{compile, Ty};
-use crate::join::{key_of, JoinKind, JoinStep, Joined, NO_ROW};
+use crate::join::{key_of, JoinKind, JoinStep, Joined};
 use crate::scope::Scope;
 use crate::Result;
 
@@ -134,7 +134,7 @@ impl KeyLookup {
                 None => None,
             };
             let mut matched = None;
-            if let Some((vid, rid, row)) = found {
+            if let Some((_, _, row)) = found {
                 let keep = match filter {
                     Some(f) => f.eval_predicate(&row, params)?,
                     None => true,
@@ -144,21 +144,15 @@ impl KeyLookup {
                     values.extend(l.values.iter().cloned());
                     values.extend(row);
                     if joins(step, &values, params)? {
-                        matched = Some((step.project(values), (vid, rid)));
+                        matched = Some(step.project(values));
                     }
                 }
             }
             match matched {
-                Some((values, id)) => {
-                    let mut ids = l.ids;
-                    ids.push(id);
-                    out.push(Joined { values, ids });
-                }
+                Some(values) => out.push(Joined::of_join(values)),
                 None if step.kind == JoinKind::Left => {
                     let values = step.null_extended(Some(&l.values), None);
-                    let mut ids = l.ids;
-                    ids.push(NO_ROW);
-                    out.push(Joined { values, ids });
+                    out.push(Joined::of_join(values));
                 }
                 None => {}
             }

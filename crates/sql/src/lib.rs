@@ -25,6 +25,7 @@
 //! - [`or_terms`]: the terms an OR of AND lists implies (join keys, scan filters).
 //! - [`join_order`]: the order of a SELECT's inner joins.
 //! - [`join`]: hash joins (inner on the smaller side, outer joins).
+//! - [`join_keys`]: a join's hash table: packed integer keys, else bytes.
 //! - [`join_layout`]: narrow join rows: the columns each join step carries.
 //! - [`placement`]: the cost model of `SET ndp = auto`.
 //! - [`column_default`]: column defaults (DEFAULT, SERIAL, identity) at INSERT.
@@ -51,6 +52,7 @@ pub mod dml_placement;
 pub mod index_ddl;
 pub mod interval;
 pub mod join;
+pub mod join_keys;
 pub mod join_layout;
 pub mod join_lookup;
 pub mod join_order;

@@ -19,8 +19,10 @@
 //! with constants or parameters turns a scan into an index lookup. An OR
 //! of AND lists adds the terms it implies (`or_terms.rs`).
 
+use ndpdb_formats::codec::Writer;
+use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use ndpdb_formats::expr::Program;
@@ -946,7 +948,6 @@ fn plan_select(
             residual,
             left_width: left_scope.columns.len(),
             right_width: right_scope.columns.len(),
-            left_tables: k,
             lookup,
             output: None,
         });
@@ -1606,9 +1607,9 @@ impl SelectPlan {
             if streams {
                 let mut built = step.build_left(rows, params)?;
                 let mut rows_read = 0;
-                self.read_source_each(tx, src, params, self.wanted(k + 1), |vid, rid, row| {
+                self.read_source_each(tx, src, params, self.wanted(k + 1), |_, _, row| {
                     rows_read += 1;
-                    built.probe(vid, rid, row, params)
+                    built.probe(&row, params)
                 })?;
                 rows = built.finish();
                 steps.push(StepReport {
@@ -1785,21 +1786,30 @@ impl SelectPlan {
         rows: Vec<Joined>,
         params: &[Value],
     ) -> Result<Vec<Vec<Value>>> {
-        let mut groups: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut groups: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
         let mut states: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
+        let mut gv: Vec<Value> = Vec::with_capacity(ctx.group_programs.len());
+        let mut key = Writer::new();
         for r in &rows {
-            let gv: Vec<Value> = ctx
-                .group_programs
-                .iter()
-                .map(|p| p.eval(&r.values, params))
-                .collect::<Result<_, _>>()?;
-            let idx = *groups.entry(key_of(&gv)).or_insert_with(|| {
-                states.push((
-                    gv,
-                    ctx.aggregates.iter().map(|a| Acc::new(&a.spec)).collect(),
-                ));
-                states.len() - 1
-            });
+            gv.clear();
+            key.clear();
+            for p in &ctx.group_programs {
+                let v = p.eval(&r.values, params)?;
+                v.key_bytes(&mut key);
+                gv.push(v);
+            }
+            // One lookup per row; the key is copied only for a new group.
+            let idx = match groups.get(key.as_slice()) {
+                Some(&i) => i,
+                None => {
+                    states.push((
+                        std::mem::replace(&mut gv, Vec::with_capacity(ctx.group_programs.len())),
+                        ctx.aggregates.iter().map(|a| Acc::new(&a.spec)).collect(),
+                    ));
+                    groups.insert(key.as_slice().to_vec(), states.len() - 1);
+                    states.len() - 1
+                }
+            };
             let accs = &mut states[idx].1;
             for (acc, call) in accs.iter_mut().zip(&ctx.aggregates) {
                 let v = match &call.spec.arg {

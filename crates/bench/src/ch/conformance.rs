@@ -102,6 +102,7 @@ fn small() -> ChConfig {
         phases: false,
         modes: vec![NdpMode::Auto],
         power_repeat: 1,
+        olap_nice: 0,
     }
 }
 

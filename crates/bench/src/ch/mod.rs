@@ -101,6 +101,9 @@ pub struct ChConfig {
     pub modes: Vec<NdpMode>,
     /// Repetitions of each query in the power run (the median counts).
     pub power_repeat: usize,
+    /// Nice value of what serves the OLAP sessions during the mix, on
+    /// every target (`priority.rs`); 0 leaves them as they are.
+    pub olap_nice: i32,
 }
 
 /// One placement mode on one target: the power run and the mix.
@@ -234,6 +237,7 @@ pub fn mix(backend: &Backend, cfg: &ChConfig, mode: NdpMode) -> Result<Mix> {
                     cfg.olap_clients,
                     mode,
                     cfg.tpcc.isolation,
+                    cfg.olap_nice,
                     completed.clone(),
                 ) {
                     Ok(s) => streams = Some(s),

@@ -184,6 +184,7 @@ impl Streams {
         clients: usize,
         mode: NdpMode,
         level: Level,
+        nice: i32,
         completed: Arc<AtomicU64>,
     ) -> Result<Streams> {
         let stop = Arc::new(AtomicBool::new(false));
@@ -191,10 +192,17 @@ impl Streams {
         let mut handles = Vec::new();
         for k in 0..clients {
             let mut conn = connect(backend, mode, level)?;
+            if !matches!(conn, Conn::Embedded(_)) {
+                crate::priority::serve_at_nice(&mut conn, nice)?;
+            }
             cancelers.push(conn.canceler());
             let (stop, completed) = (stop.clone(), completed.clone());
             let start = QUERIES.len() * k / clients.max(1);
             handles.push(std::thread::spawn(move || {
+                if matches!(conn, Conn::Embedded(_)) {
+                    // Raising one's own nice value cannot fail.
+                    let _ = crate::priority::serve_at_nice(&mut conn, nice);
+                }
                 let qs = queries(k);
                 let mut stats: Vec<QueryStats> =
                     qs.iter().map(|q| QueryStats::new(q.name)).collect();

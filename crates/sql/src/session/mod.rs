@@ -30,6 +30,7 @@ use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, Transactio
 
 mod savepoint;
 mod session_values;
+pub use session_values::current_thread_pid;
 
 pub use session_values::SESSION_VALUE;
 
@@ -83,6 +84,8 @@ pub struct Session {
     tx: Option<Transaction>,
     /// The database the client named (`current_database()`).
     database_name: String,
+    /// `pg_backend_pid()` (`session_values.rs`).
+    backend_pid: Option<i32>,
     /// Names of the open transaction's savepoints (`savepoint.rs`).
     savepoint_names: Vec<String>,
     /// `currval`'s memory: this session's last value per sequence.
@@ -183,6 +186,7 @@ impl Session {
         Session {
             tx: None,
             database_name: "postgres".into(),
+            backend_pid: None,
             savepoint_names: Vec::new(),
             sequences: Default::default(),
             block: Block::None,

@@ -1,7 +1,8 @@
 //! Functions whose value is the session's, fixed when a statement is
 //! planned (stable within it, as in PostgreSQL): `current_setting(name
 //! [, missing_ok])`, `current_user`, `session_user`, `user`,
-//! `current_schema[()]`, `current_database()`, `current_catalog`.
+//! `current_schema[()]`, `current_database()`, `current_catalog`,
+//! `pg_backend_pid()`.
 //!
 //! ```text
 //!   current_setting('x')  ─► 'value'                (a literal)
@@ -36,6 +37,7 @@ fn value_function(name: &str) -> Option<&'static str> {
         "current_schema" => "current_schema",
         "current_database" => "current_database",
         "current_catalog" => "current_catalog",
+        "pg_backend_pid" => "pg_backend_pid",
         _ => return None,
     })
 }
@@ -61,7 +63,7 @@ fn session_function(e: &Expr) -> Option<&'static str> {
         // Keywords PostgreSQL also accepts without parentheses.
         Expr::Identifier(id) if id.quote_style.is_none() => {
             let name = id.value.to_ascii_lowercase();
-            value_function(&name).filter(|n| *n != "current_database")
+            value_function(&name).filter(|n| !matches!(*n, "current_database" | "pg_backend_pid"))
         }
         _ => None,
     }
@@ -111,15 +113,43 @@ fn resolved(name: &str, value: String) -> Expr {
     })
 }
 
+/// The calling OS thread's id where threads have one a pid can name
+/// (Linux), else the process id.
+pub fn current_thread_pid() -> i32 {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: gettid has no preconditions and cannot fail.
+        unsafe { libc::gettid() }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        std::process::id() as i32
+    }
+}
+
 impl Session {
     /// The client's database (the startup packet's `database`).
     pub fn set_database_name(&mut self, name: &str) {
         self.database_name = name.to_string();
     }
 
+    /// The id a server gave the connection (its BackendKeyData pid, the
+    /// OS thread serving it); `pg_backend_pid()`.
+    pub fn set_backend_pid(&mut self, pid: i32) {
+        self.backend_pid = Some(pid);
+    }
+
+    /// `pg_backend_pid()`: the connection's pid on a server; in an
+    /// embedded session the OS thread running the statement (on Linux a
+    /// thread id, which `renice -p` and `setpriority` accept as a pid).
+    pub fn backend_pid(&self) -> i32 {
+        self.backend_pid.unwrap_or_else(current_thread_pid)
+    }
+
     fn session_value(&self, name: &str) -> String {
         match name {
             "current_schema" => "public".into(),
+            "pg_backend_pid" => self.backend_pid().to_string(),
             "current_database" | "current_catalog" => self.database_name.clone(),
             _ => self
                 .settings
