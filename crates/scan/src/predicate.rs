@@ -197,6 +197,49 @@ fn replay(program: &Program, types: &[DataType], params: &[Value]) -> Option<Nod
                 let a = pred(stack.pop()?)?;
                 stack.push(Sym::Pred(Node::Not(Box::new(a))));
             }
+            // `x IN (a, b, …)` is `x = a OR x = b OR …` in SQL's logic
+            // (NULL when no item matches and x or an item is NULL); NOT
+            // IN its negation. Short lists of constants only.
+            Op::In { n, negated } => {
+                let n = *n as usize;
+                if n == 0 || n > MAX_IN_ITEMS || stack.len() < n + 1 {
+                    return None;
+                }
+                let items = stack.split_off(stack.len() - n);
+                let Sym::Column(c) = stack.pop()? else {
+                    return None;
+                };
+                let items = items
+                    .into_iter()
+                    .map(|s| match s {
+                        Sym::Value(v) => Some(v),
+                        _ => None,
+                    })
+                    .collect::<Option<Vec<Value>>>()?;
+                stack.push(Sym::Pred(in_list(c, types[c], &items, *negated)?));
+            }
+            Op::InSorted {
+                first,
+                n,
+                negated,
+                has_null,
+            } => {
+                let (first, n) = (*first as usize, *n as usize);
+                if n > MAX_IN_ITEMS {
+                    return None;
+                }
+                let Sym::Column(c) = stack.pop()? else {
+                    return None;
+                };
+                let mut items = program.consts.get(first..first + n)?.to_vec();
+                if *has_null {
+                    items.push(Value::Null);
+                }
+                if items.is_empty() {
+                    return None;
+                }
+                stack.push(Sym::Pred(in_list(c, types[c], &items, *negated)?));
+            }
             Op::IsNull | Op::IsNotNull => {
                 let negated = matches!(op, Op::IsNotNull);
                 let node = match stack.pop()? {
@@ -214,6 +257,27 @@ fn replay(program: &Program, types: &[DataType], params: &[Value]) -> Option<Nod
         return None;
     }
     pred(top)
+}
+
+/// Longest IN list run as kernels (one comparison per item and row).
+const MAX_IN_ITEMS: usize = 16;
+
+/// `column [NOT] IN (items)` as an OR of equalities (negated: its NOT).
+fn in_list(column: usize, ty: DataType, items: &[Value], negated: bool) -> Option<Node> {
+    let mut node: Option<Node> = None;
+    for v in items {
+        let eq = compare_node(column, ty, Cmp::Eq, v)?;
+        node = Some(match node {
+            None => eq,
+            Some(a) => Node::Or(Box::new(a), Box::new(eq)),
+        });
+    }
+    let node = node?;
+    Some(if negated {
+        Node::Not(Box::new(node))
+    } else {
+        node
+    })
 }
 
 /// A stack entry used as a truth value.

@@ -74,6 +74,8 @@ fn constant(c: usize) -> BoxedStrategy<Value> {
 enum P {
     Cmp(usize, Op, Value, bool),
     IsNull(usize, bool),
+    /// `column [NOT] IN (constants)`.
+    In(usize, Vec<Value>, bool),
     And(Box<P>, Box<P>),
     Or(Box<P>, Box<P>),
     Not(Box<P>),
@@ -93,6 +95,9 @@ fn pred() -> impl Strategy<Value = P> {
             .prop_flat_map(|(c, op, flip)| (Just(c), Just(op), constant(c), Just(flip)))
             .prop_map(|(c, op, v, flip)| P::Cmp(c, op, v, flip)),
         1 => (0..TYPES.len(), any::<bool>()).prop_map(|(c, n)| P::IsNull(c, n)),
+        1 => (0..TYPES.len(), 1..5usize, any::<bool>())
+            .prop_flat_map(|(c, n, neg)| (Just(c), proptest::collection::vec(constant(c), n), Just(neg)))
+            .prop_map(|(c, items, neg)| P::In(c, items, neg)),
     ];
     leaf.prop_recursive(3, 12, 2, |inner| {
         prop_oneof![
@@ -116,6 +121,17 @@ fn emit(p: &P, prog: &mut Program) {
                 prog.ops.push(Op::Const(k));
             }
             prog.ops.push(op.clone());
+        }
+        P::In(c, items, negated) => {
+            prog.ops.push(Op::Column(*c as u32));
+            for v in items {
+                prog.consts.push(v.clone());
+                prog.ops.push(Op::Const(prog.consts.len() as u32 - 1));
+            }
+            prog.ops.push(Op::In {
+                n: items.len() as u32,
+                negated: *negated,
+            });
         }
         P::IsNull(c, n) => {
             prog.ops.push(Op::Column(*c as u32));

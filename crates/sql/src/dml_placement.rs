@@ -129,7 +129,7 @@ pub fn place_dml(
     let reason = match mode {
         NdpMode::On => "ndp = on".to_string(),
         _ => {
-            let est = crate::placement::estimate(db, ts, &op, pes);
+            let est = crate::placement::estimate(db, ts, &op, src.filter.is_some(), pes);
             if !est.device_wins() {
                 return Ok(None);
             }

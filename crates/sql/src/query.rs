@@ -2005,7 +2005,7 @@ impl SelectPlan {
         let reason = match mode {
             NdpMode::On => "ndp = on".to_string(),
             _ => {
-                let est = crate::placement::estimate(db, &table, &op, pes);
+                let est = crate::placement::estimate(db, &table, &op, src.filter.is_some(), pes);
                 if !est.device_wins() {
                     return;
                 }
