@@ -121,13 +121,11 @@ impl AstVisitor for Names {
                 self.refs
                     .push((Some(ident_name(&parts[n - 2])), ident_name(&parts[n - 1])));
             }
-            Expr::Exists { .. } | Expr::Subquery(_) | Expr::InSubquery { .. } => {
-                self.subquery = true
-            }
             _ => {}
         }
         std::ops::ControlFlow::Continue(())
     }
+    /// Every subquery expression (EXISTS, IN, scalar) holds a query.
     fn pre_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
         self.subquery = true;
         std::ops::ControlFlow::Continue(())
@@ -257,11 +255,7 @@ impl HashedExists {
                 SelectItem::UnnamedExpr(crate::subquery::name_expr(Some(&c.table), &c.name))
             }))
             .collect();
-        build_select.selection = local.into_iter().reduce(|a, b| Expr::BinaryOp {
-            left: Box::new(a),
-            op: BinaryOperator::And,
-            right: Box::new(b),
-        });
+        build_select.selection = crate::query::and_all(local);
         let build_query = Query {
             body: Box::new(SetExpr::Select(Box::new(build_select))),
             order_by: None,
@@ -305,11 +299,7 @@ impl HashedExists {
                 columns,
                 ctx: Some(ctx.clone()),
             };
-            let all = residual.into_iter().reduce(|a, b| Expr::BinaryOp {
-                left: Box::new(a),
-                op: BinaryOperator::And,
-                right: Box::new(b),
-            })?;
+            let all = crate::query::and_all(residual)?;
             let program = crate::compile::compile_predicate(&all, &row_scope, params).ok()?;
             let bindings = ctx.finish();
             if !bindings.only_outer() {
@@ -397,9 +387,7 @@ impl HashedExists {
             return Ok(Some(true));
         };
         // The residual's parameters: the statement's, the caller's values, the time.
-        let mut local: Vec<Value> = (0..self.base as usize)
-            .map(|i| params.get(i).cloned().unwrap_or(Value::Null))
-            .collect();
+        let mut local = super::statement_params(params, self.base);
         for a in &residual.args {
             local.push(a.eval(row, params)?);
         }
@@ -430,9 +418,7 @@ impl HashedExists {
         tx: &mut Transaction,
         params: &[Value],
     ) -> Result<Option<FxHashMap<Vec<u8>, Vec<Value>>>> {
-        let statement: Vec<Value> = (0..self.base as usize)
-            .map(|i| params.get(i).cloned().unwrap_or(Value::Null))
-            .collect();
+        let statement = super::statement_params(params, self.base);
         let txn = params.last().cloned().unwrap_or(Value::Null);
         let bound = self.build.subqueries.bind(tx, &statement, &[], txn)?;
         let keys = self.probe.len();

@@ -47,7 +47,7 @@ mod volatile;
 use std::sync::{Arc, Mutex};
 
 use ndpdb_formats::expr::{Op, Program};
-use ndpdb_formats::{DataType, SqlState};
+use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_host::Database;
 use sqlparser::ast::{BinaryOperator, Expr, Ident, Query, Value as AstValue, Visit, Visitor};
 
@@ -167,6 +167,14 @@ fn comparison(op: &BinaryOperator) -> Result<Comparison> {
 }
 
 /// `table.name` as an expression that resolves without case folding.
+/// The first `base` parameters (the statement's own), NULL where the
+/// statement has fewer: the prefix of a subquery's parameters.
+pub(crate) fn statement_params(params: &[Value], base: u32) -> Vec<Value> {
+    (0..base as usize)
+        .map(|i| params.get(i).cloned().unwrap_or(Value::Null))
+        .collect()
+}
+
 pub fn name_expr(table: Option<&str>, name: &str) -> Expr {
     let col = Ident::with_quote('"', name);
     match table {

@@ -168,9 +168,7 @@ impl SubPlan {
                 "could not serialize access due to concurrent update",
             ));
         };
-        let statement: Vec<Value> = (0..self.base as usize)
-            .map(|i| params.get(i).cloned().unwrap_or(Value::Null))
-            .collect();
+        let statement = super::statement_params(params, self.base);
         let txn = params.last().cloned().unwrap_or(Value::Null);
         let sub = &self.plan;
         let bound = sub.subqueries.bind(tx, &statement, &args, txn)?;
@@ -397,9 +395,7 @@ impl Bindings {
         outer: &[Value],
         txn: Value,
     ) -> Result<Vec<Value>> {
-        let mut params: Vec<Value> = (0..self.base as usize)
-            .map(|i| statement.get(i).cloned().unwrap_or(Value::Null))
-            .collect();
+        let mut params = super::statement_params(statement, self.base);
         let mut outer = outer.iter();
         for s in &self.slots {
             params.push(match s {
