@@ -8,18 +8,29 @@ use tokio_postgres::NoTls;
 mod common;
 use common::{start, temp_db};
 
-#[test]
-fn session_values_follow_the_connection() {
+/// Runs `test` against a server on a fresh database (its port).
+fn against_a_server<F: std::future::Future<Output = ()>>(test: impl FnOnce(u16) -> F) {
     let (_dir, db) = temp_db();
     let port = start(db);
-    let rt = tokio::runtime::Builder::new_current_thread()
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .unwrap();
-    rt.block_on(async move {
-        let conninfo = format!("host=127.0.0.1 port={port} user=alice dbname=shop");
-        let (client, conn) = tokio_postgres::connect(&conninfo, NoTls).await.unwrap();
-        tokio::spawn(conn);
+        .unwrap()
+        .block_on(test(port));
+}
+
+/// A client of the server at `port` with `options` (libpq's key=value).
+async fn connect(port: u16, options: &str) -> tokio_postgres::Client {
+    let conninfo = format!("host=127.0.0.1 port={port} {options}");
+    let (client, conn) = tokio_postgres::connect(&conninfo, NoTls).await.unwrap();
+    tokio::spawn(conn);
+    client
+}
+
+#[test]
+fn session_values_follow_the_connection() {
+    against_a_server(|port| async move {
+        let client = connect(port, "user=alice dbname=shop").await;
         let row = client
             .query_one(
                 "SELECT current_schema(), current_database(), current_user, session_user, \
@@ -67,18 +78,9 @@ fn session_values_follow_the_connection() {
 /// statement of a connection, another for another connection.
 #[test]
 fn backend_pid_is_the_connection_thread() {
-    let (_dir, db) = temp_db();
-    let port = start(db);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async move {
-        let conninfo = format!("host=127.0.0.1 port={port} user=postgres");
-        let (a, conn) = tokio_postgres::connect(&conninfo, NoTls).await.unwrap();
-        tokio::spawn(conn);
-        let (b, conn) = tokio_postgres::connect(&conninfo, NoTls).await.unwrap();
-        tokio::spawn(conn);
+    against_a_server(|port| async move {
+        let a = connect(port, "user=postgres").await;
+        let b = connect(port, "user=postgres").await;
         let row = a.query_one("SELECT pg_backend_pid()", &[]).await.unwrap();
         assert_eq!(row.columns()[0].name(), "pg_backend_pid");
         assert_eq!(row.columns()[0].type_(), &tokio_postgres::types::Type::INT4);
