@@ -93,13 +93,14 @@ fn key_of(
         }
         return Ok(Key::Packed(key));
     }
-    // Evaluate again for the bytes (a rare path: keys that are not all
-    // small integers).
+    // The bytes, from the values above (computed parts in `owned`, in
+    // key order).
     bytes.clear();
+    let mut computed = owned.iter();
     for p in keys {
         match p.single_column().and_then(|c| row.get(c)) {
             Some(v) => v.key_bytes(bytes),
-            None => p.eval(row, params)?.key_bytes(bytes),
+            None => computed.next().unwrap_or(&Value::Null).key_bytes(bytes),
         }
     }
     Ok(Key::Bytes)
