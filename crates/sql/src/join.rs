@@ -170,18 +170,24 @@ pub fn key_of(values: &[Value]) -> Vec<u8> {
 }
 
 impl JoinStep {
-    /// Joins `left` (the rows so far) with the new table's `right` rows.
-    /// An inner equi-join builds its hash table on the smaller side;
-    /// the others build on the right. The order of the rows out is not
-    /// defined (as in SQL without ORDER BY).
+    /// Joins `left` (the rows so far) with the new table's `right` rows,
+    /// each row out handed to `emit` (a [`Collect`], or the consumer of
+    /// the last step's rows). An inner equi-join builds its hash table on
+    /// the smaller side; the others build on the right. The order of the
+    /// rows out is not defined (as in SQL without ORDER BY).
     pub fn run(
         &self,
         left: Vec<Joined>,
         right: Vec<(Vid, RecId, Vec<Value>)>,
         params: &[Value],
-    ) -> Result<Vec<Joined>> {
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
         if self.kind == JoinKind::Inner && !self.right_keys.is_empty() && left.len() < right.len() {
-            return self.run_building_left(left, right, params);
+            let mut built = self.build_left(left, params)?;
+            for (_, _, r) in right {
+                built.probe(&r, params, emit)?;
+            }
+            return Ok(());
         }
         let mut table = if self.right_keys.is_empty() {
             None
@@ -201,7 +207,6 @@ impl JoinStep {
             }
         ];
         let mut scratch = Vec::new();
-        let mut out = Vec::new();
         for l in left {
             let candidates = match &mut table {
                 None => Candidates::All(0..right.len()),
@@ -217,37 +222,19 @@ impl JoinStep {
                 if let Some(m) = matched.get_mut(i) {
                     *m = true;
                 }
-                self.push(&mut out, Joined::of_join(values))?;
+                emit(values)?;
             }
             if !any && self.kind.keeps_left() {
-                let values = self.null_extended(Some(&l.values), None);
-                out.push(Joined::of_join(values));
+                emit(self.null_extended(Some(&l.values), None))?;
             }
         }
         for (i, m) in matched.iter().enumerate() {
             if !m {
                 let (_, _, r) = &right[i];
-                let values = self.null_extended(None, Some(r));
-                out.push(Joined::of_join(values));
+                emit(self.null_extended(None, Some(r)))?;
             }
         }
-        Ok(out)
-    }
-
-    /// An inner equi-join whose rows so far are fewer than the new
-    /// table's: the hash table holds the rows so far, the new table's
-    /// rows probe it.
-    fn run_building_left(
-        &self,
-        left: Vec<Joined>,
-        right: Vec<(Vid, RecId, Vec<Value>)>,
-        params: &[Value],
-    ) -> Result<Vec<Joined>> {
-        let mut built = self.build_left(left, params)?;
-        for (_, _, r) in right {
-            built.probe(&r, params)?;
-        }
-        Ok(built.finish())
+        Ok(())
     }
 
     /// Whether this join may hash the rows so far and let the new
@@ -265,21 +252,10 @@ impl JoinStep {
         )?;
         Ok(BuiltLeft {
             step: self,
-            out: Vec::with_capacity(left.len()),
             left,
             table,
             scratch: Vec::new(),
         })
-    }
-
-    /// Adds a joined row, within [`max_join_values`].
-    fn push(&self, out: &mut Vec<Joined>, row: Joined) -> Result<()> {
-        let width = row.values.len().max(1);
-        out.push(row);
-        if out.len().saturating_mul(width) > max_join_values() {
-            return Err(too_large(out.len(), width));
-        }
-        Ok(())
     }
 
     /// The row out of a left and a right row that the residual accepts
@@ -369,25 +345,43 @@ pub struct BuiltLeft<'s> {
     left: Vec<Joined>,
     table: KeyTable,
     scratch: Vec<Value>,
-    out: Vec<Joined>,
 }
 
 impl BuiltLeft<'_> {
-    /// Joins one row of the new table with the rows so far it matches.
-    pub fn probe(&mut self, row: &[Value], params: &[Value]) -> Result<()> {
+    /// Joins one row of the new table with the rows so far it matches,
+    /// each row out handed to `emit`.
+    pub fn probe(
+        &mut self,
+        row: &[Value],
+        params: &[Value],
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
         let step = self.step;
         for i in self.table.probe(&step.right_keys, row, params)? {
             let l = &self.left[i];
-            let Some(values) = step.combine(&l.values, row, params, &mut self.scratch)? else {
-                continue;
-            };
-            step.push(&mut self.out, Joined::of_join(values))?;
+            if let Some(values) = step.combine(&l.values, row, params, &mut self.scratch)? {
+                emit(values)?;
+            }
         }
         Ok(())
     }
+}
 
-    /// The joined rows.
-    pub fn finish(self) -> Vec<Joined> {
-        self.out
+/// The rows out of a join step, kept in memory within
+/// [`max_join_values`].
+#[derive(Default)]
+pub struct Collect {
+    pub rows: Vec<Joined>,
+}
+
+impl Collect {
+    /// Adds a joined row.
+    pub fn push(&mut self, values: Vec<Value>) -> Result<()> {
+        let width = values.len().max(1);
+        self.rows.push(Joined::of_join(values));
+        if self.rows.len().saturating_mul(width) > max_join_values() {
+            return Err(too_large(self.rows.len(), width));
+        }
+        Ok(())
     }
 }

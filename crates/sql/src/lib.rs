@@ -27,6 +27,7 @@
 //! - [`join`]: hash joins (inner on the smaller side, outer joins).
 //! - [`join_keys`]: a join's hash table: packed integer keys, else bytes.
 //! - [`join_layout`]: narrow join rows: the columns each join step carries.
+//! - [`host_aggregate`]: GROUP BY on the host, fed the joined rows as they are made.
 //! - [`placement`]: the cost model of `SET ndp = auto`.
 //! - [`column_default`]: column defaults (DEFAULT, SERIAL, identity) at INSERT.
 //! - [`dml`]: INSERT / UPDATE / DELETE.
@@ -49,6 +50,7 @@ pub mod copy_options;
 pub mod ddl;
 pub mod dml;
 pub mod dml_placement;
+pub mod host_aggregate;
 pub mod index_ddl;
 pub mod interval;
 pub mod join;

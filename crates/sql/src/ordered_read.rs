@@ -16,7 +16,7 @@
 //! tuple at the tuple's only key, so its order is the rows' order. (A
 //! secondary index keeps entries of keys a tuple no longer has.) A
 //! FOR UPDATE read whose rows were changed under it may lock fewer than
-//! it needs: it reads again without the stop (`SelectPlan::joined_rows`).
+//! it needs: it reads again without the stop (`SelectPlan::joined_rows_reading`).
 
 use std::sync::Arc;
 

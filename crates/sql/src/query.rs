@@ -19,8 +19,6 @@
 //! with constants or parameters turns a scan into an index lookup. An OR
 //! of AND lists adds the terms it implies (`or_terms.rs`).
 
-use ndpdb_formats::codec::Writer;
-use rustc_hash::FxHashMap;
 use std::cmp::Ordering;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -43,7 +41,9 @@ use crate::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
 use crate::ddl::table_name;
-use crate::join::{key_of, JoinKind, JoinStep, Joined};
+use crate::host_aggregate::HostAggregate;
+use crate::join::{key_of, Collect, JoinKind, JoinStep, Joined};
+use crate::join_layout::Widen;
 use crate::join_lookup;
 use crate::join_order;
 use crate::or_terms;
@@ -53,7 +53,7 @@ use crate::row_source::{self, RowSource};
 use crate::scope::{ident_name, Scope};
 use crate::subquery::{max_placeholder, Bindings, Cte, QueryContext};
 use crate::{Error, Result};
-use ndpdb_formats::agg::{Acc, AggSpec};
+use ndpdb_formats::agg::AggSpec;
 use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
@@ -105,6 +105,38 @@ struct OrderItem {
     key: SortKey,
     desc: bool,
     nulls_first: bool,
+}
+
+/// Whether `f` holds for `row` (narrow in `layout`, swapped into the
+/// full-layout `scratch` and back).
+fn passes(
+    f: &Program,
+    layout: Option<&Widen>,
+    row: &mut [Value],
+    scratch: &mut [Value],
+    params: &[Value],
+) -> Result<bool> {
+    let Some(layout) = layout else {
+        return Ok(f.eval_predicate(row, params)?);
+    };
+    layout.swap(row, scratch);
+    let keep = f.eval_predicate(scratch, params);
+    layout.swap(row, scratch);
+    Ok(keep?)
+}
+
+/// Rows of the full layout from joined rows left narrow.
+fn widen_all(rows: Vec<Joined>, layout: Option<&Widen>) -> Vec<Joined> {
+    match layout {
+        None => rows,
+        Some(layout) => rows
+            .into_iter()
+            .map(|r| Joined {
+                values: layout.widen(r.values),
+                ids: r.ids,
+            })
+            .collect(),
+    }
 }
 
 /// A planned SELECT; reusable across executions with different parameters.
@@ -1503,27 +1535,27 @@ impl SelectPlan {
             .and_then(Option::as_deref)
     }
 
-    /// Rows after FROM, WHERE and FOR UPDATE.
-    fn joined_rows(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Joined>> {
-        self.joined_rows_reading(tx, params, true, true)
-    }
-
-    /// [`Self::joined_rows`]; `in_key_order`: the first rows may come from
-    /// a key-order read that stops at the LIMIT; `narrow_rows`: a one-table
-    /// read may leave out the columns the query does not read (not for the
-    /// rows an UPDATE or DELETE writes).
+    /// Rows after FROM, WHERE and FOR UPDATE; the rows of joins left
+    /// narrow, with the layout that widens them. With a `sink`, the rows
+    /// go there instead (the last join step's as they are made) and none
+    /// are returned; `in_key_order`: the first rows may come
+    /// from a key-order read that stops at the LIMIT; `narrow_rows`: a
+    /// one-table read may leave out the columns the query does not read
+    /// (not for the rows an UPDATE or DELETE writes).
     fn joined_rows_reading(
         &self,
         tx: &mut Transaction,
         params: &[Value],
         in_key_order: bool,
         narrow_rows: bool,
-    ) -> Result<Vec<Joined>> {
+        sink: Option<&mut dyn FnMut(Vec<Value>) -> Result<()>>,
+    ) -> Result<(Vec<Joined>, Option<&Widen>)> {
         let Some(first) = self.sources.first() else {
-            return Ok(vec![Joined {
+            let row = Joined {
                 values: Vec::new(),
                 ids: Vec::new(),
-            }]);
+            };
+            return Ok((vec![row], None));
         };
         let device = self.device_scan(tx, params)?;
         // Rows an in-storage SELECT … FOR UPDATE returned are locked already.
@@ -1581,16 +1613,44 @@ impl SelectPlan {
                 .collect(),
         };
         let joins = narrow.map_or(&self.joins[..], |n| &n.joins[..]);
+        let layout = narrow.map(|n| &n.last);
+        let mut scratch = layout.map_or_else(Vec::new, Widen::scratch);
+        // The last step's rows go straight to the sink when nothing after
+        // the plain WHERE terms needs them all (per-row subqueries,
+        // FOR UPDATE).
+        let mut sink = sink;
+        let streams_out = sink.is_some() && self.row_filter.is_empty() && !self.for_update;
         for (k, step) in joins.iter().enumerate() {
             let src = &self.sources[k + 1];
             let started = std::time::Instant::now();
+            let mut collect = Collect::default();
+            let mut emitted = 0usize;
+            let last = k + 1 == joins.len();
+            let mut emit = |values: Vec<Value>| -> Result<()> {
+                emitted += 1;
+                match sink.as_deref_mut() {
+                    Some(sink) if last && streams_out => {
+                        let mut values = values;
+                        if let Some(f) = &self.filter {
+                            if !passes(f, layout, &mut values, &mut scratch, params)? {
+                                return Ok(());
+                            }
+                        }
+                        sink(values)
+                    }
+                    _ => collect.push(values),
+                }
+            };
             if let (Some(lookup), Some(table)) = (&step.lookup, src.table()) {
                 if lookup.worthwhile(table, rows.len()) {
                     let filter = src.filter.as_ref();
-                    rows = lookup.run(tx, step, table, filter, rows, params)?;
+                    for r in lookup.run(tx, step, table, filter, rows, params)? {
+                        emit(r.values)?;
+                    }
+                    rows = std::mem::take(&mut collect.rows);
                     steps.push(StepReport {
                         alias: src.alias.clone(),
-                        rows_out: rows.len(),
+                        rows_out: emitted,
                         join: started.elapsed(),
                         lookups: true,
                         ..StepReport::default()
@@ -1609,13 +1669,14 @@ impl SelectPlan {
                 let mut rows_read = 0;
                 self.read_source_each(tx, src, params, self.wanted(k + 1), |_, _, row| {
                     rows_read += 1;
-                    built.probe(&row, params)
+                    built.probe(&row, params, &mut emit)
                 })?;
-                rows = built.finish();
+                drop(built);
+                rows = std::mem::take(&mut collect.rows);
                 steps.push(StepReport {
                     alias: src.alias.clone(),
                     rows_read,
-                    rows_out: rows.len(),
+                    rows_out: emitted,
                     join: started.elapsed(),
                     ..StepReport::default()
                 });
@@ -1624,12 +1685,13 @@ impl SelectPlan {
             let right = self.read_source(tx, src, params, self.wanted(k + 1))?;
             let read = started.elapsed();
             let rows_read = right.len();
-            rows = step.run(rows, right, params)?;
+            step.run(rows, right, params, &mut emit)?;
+            rows = std::mem::take(&mut collect.rows);
             steps.push(StepReport {
                 alias: src.alias.clone(),
                 rows_read,
                 read,
-                rows_out: rows.len(),
+                rows_out: emitted,
                 join: started.elapsed() - read,
                 lookups: false,
             });
@@ -1637,22 +1699,34 @@ impl SelectPlan {
         if self.sources.len() > 1 {
             *self.last_steps.lock().unwrap_or_else(|e| e.into_inner()) = steps;
         }
-        if let Some(f) = &self.filter {
+        let streamed = streams_out && !joins.is_empty();
+        // WHERE's plain terms (unless the rows streamed through them),
+        // then those with a subquery per row.
+        let plain = self.filter.iter().filter(|_| !streamed);
+        let filters = plain.map(|f| (f, false));
+        for (f, per_row) in filters.chain(self.row_filter.iter().map(|f| (f, true))) {
             let mut kept = Vec::with_capacity(rows.len());
-            for r in rows {
-                if f.eval_predicate(&r.values, params)? {
-                    kept.push(r);
-                }
-            }
-            rows = kept;
-        }
-        for f in &self.row_filter {
-            let mut kept = Vec::with_capacity(rows.len());
-            for r in rows {
-                if self
-                    .subqueries
-                    .eval_predicate(Some(&mut *tx), f, &r.values, params)?
-                {
+            for mut r in rows {
+                let keep = match per_row {
+                    false => passes(f, layout, &mut r.values, &mut scratch, params)?,
+                    true => {
+                        if let Some(layout) = layout {
+                            layout.swap(&mut r.values, &mut scratch);
+                        }
+                        let row = match layout {
+                            Some(_) => &scratch,
+                            None => &r.values,
+                        };
+                        let keep = self
+                            .subqueries
+                            .eval_predicate(Some(&mut *tx), f, row, params);
+                        if let Some(layout) = layout {
+                            layout.swap(&mut r.values, &mut scratch);
+                        }
+                        keep?
+                    }
+                };
+                if keep {
                     kept.push(r);
                 }
             }
@@ -1673,11 +1747,16 @@ impl SelectPlan {
             }
             // Rows changed under a read that stopped early: read them all.
             if needed.is_some_and(|n| locked.len() < n) {
-                return self.joined_rows_reading(tx, params, false, narrow_rows);
+                return self.joined_rows_reading(tx, params, false, narrow_rows, sink);
             }
             rows = locked;
         }
-        Ok(rows)
+        if let Some(sink) = sink {
+            for r in rows.drain(..) {
+                sink(r.values)?;
+            }
+        }
+        Ok((rows, layout))
     }
 
     /// Rows of `(output values, sort keys)` before DISTINCT/ORDER/LIMIT.
@@ -1707,11 +1786,18 @@ impl SelectPlan {
             Ok((out, keys))
         };
         let Some((ctx, having)) = &self.agg else {
-            let rows = self.joined_rows(tx, params)?;
+            let (rows, layout) = self.joined_rows_reading(tx, params, true, true, None)?;
             let rows = crate::select_extras::apply(&self.extras, rows, params)?;
             let mut out = Vec::with_capacity(rows.len());
-            for r in &rows {
-                out.push(emit(tx, &r.values)?);
+            let mut scratch = layout.map_or_else(Vec::new, Widen::scratch);
+            for r in rows {
+                match layout {
+                    Some(layout) => {
+                        layout.fill(r.values, &mut scratch);
+                        out.push(emit(tx, &scratch)?);
+                    }
+                    None => out.push(emit(tx, &r.values)?),
+                }
             }
             return Ok(out);
         };
@@ -1719,7 +1805,13 @@ impl SelectPlan {
             Some(rows) => rows,
             None => match self.host_page_aggregate(tx, ctx, params)? {
                 Some(rows) => rows,
-                None => self.aggregate_on_host(ctx, self.joined_rows(tx, params)?, params)?,
+                None => {
+                    let layout = self.narrow_joins().map(|n| &n.last);
+                    let mut agg = HostAggregate::new(ctx, layout, params);
+                    let mut add = |row: Vec<Value>| agg.add(row);
+                    self.joined_rows_reading(tx, params, true, true, Some(&mut add))?;
+                    agg.finish()?
+                }
             },
         };
         let mut out = Vec::with_capacity(aggregated.len());
@@ -1777,63 +1869,6 @@ impl SelectPlan {
             !ctx.group_programs.is_empty(),
             &aggs,
         )?))
-    }
-
-    /// GROUP BY and aggregates on the host: rows `[groups…, aggregates…]`.
-    fn aggregate_on_host(
-        &self,
-        ctx: &AggContext,
-        rows: Vec<Joined>,
-        params: &[Value],
-    ) -> Result<Vec<Vec<Value>>> {
-        let mut groups: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
-        let mut states: Vec<(Vec<Value>, Vec<Acc>)> = Vec::new();
-        let mut gv: Vec<Value> = Vec::with_capacity(ctx.group_programs.len());
-        let mut key = Writer::new();
-        for r in &rows {
-            gv.clear();
-            key.clear();
-            for p in &ctx.group_programs {
-                let v = p.eval(&r.values, params)?;
-                v.key_bytes(&mut key);
-                gv.push(v);
-            }
-            // One lookup per row; the key is copied only for a new group.
-            let idx = match groups.get(key.as_slice()) {
-                Some(&i) => i,
-                None => {
-                    states.push((
-                        std::mem::replace(&mut gv, Vec::with_capacity(ctx.group_programs.len())),
-                        ctx.aggregates.iter().map(|a| Acc::new(&a.spec)).collect(),
-                    ));
-                    groups.insert(key.as_slice().to_vec(), states.len() - 1);
-                    states.len() - 1
-                }
-            };
-            let accs = &mut states[idx].1;
-            for (acc, call) in accs.iter_mut().zip(&ctx.aggregates) {
-                let v = match &call.spec.arg {
-                    Some(p) => p.eval(&r.values, params)?,
-                    None => Value::Null,
-                };
-                acc.add(&call.spec, v)?;
-            }
-        }
-        if states.is_empty() && ctx.group_programs.is_empty() {
-            states.push((
-                Vec::new(),
-                ctx.aggregates.iter().map(|a| Acc::new(&a.spec)).collect(),
-            ));
-        }
-        let mut out = Vec::with_capacity(states.len());
-        for (gv, accs) in states {
-            let mut row = gv;
-            for (acc, call) in accs.into_iter().zip(&ctx.aggregates) {
-                row.push(acc.finish(&call.spec)?);
-            }
-            out.push(row);
-        }
-        Ok(out)
     }
 
     /// Whether this execution offloads (a transaction's own uncommitted
@@ -2245,8 +2280,8 @@ impl SelectPlan {
         tx: &mut Transaction,
         params: &[Value],
     ) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
-        Ok(self
-            .joined_rows_reading(tx, params, true, false)?
+        let (rows, layout) = self.joined_rows_reading(tx, params, true, false, None)?;
+        Ok(widen_all(rows, layout)
             .into_iter()
             .map(|j| (j.ids[0].0, j.ids[0].1, j.values))
             .collect())
