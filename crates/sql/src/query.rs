@@ -1453,6 +1453,32 @@ impl SelectPlan {
         Ok(())
     }
 
+    /// Whether the first join reads its new item before the first table,
+    /// hashes it, and streams the first table's rows through it: an
+    /// inner equi-join whose first item is a table larger than the new
+    /// item (a table of a quarter of its rows or fewer, or rows of a
+    /// subquery or function). A first table with a filter keeps its
+    /// order when the new table may be joined by key lookups (the
+    /// filtered rows may be few).
+    fn reads_first_table_last(&self, joins: &[JoinStep]) -> bool {
+        let (Some(step), [first, second, ..]) = (joins.first(), &self.sources[..]) else {
+            return false;
+        };
+        let Some(first_table) = first.table() else {
+            return false;
+        };
+        if !step.builds_left() || !matches!(first.access, Access::Scan) {
+            return false;
+        }
+        match second.table() {
+            None => true,
+            Some(t) => {
+                t.vids.vid_count().saturating_mul(4) <= first_table.vids.vid_count()
+                    && (step.lookup.is_none() || first.filter.is_none())
+            }
+        }
+    }
+
     /// The joins over narrow rows, for a plain SELECT that joins tables
     /// (a FOR UPDATE plan and the filter plans of UPDATE and DELETE need
     /// whole rows; window and set-returning columns keep every column).
@@ -1570,9 +1596,25 @@ impl SelectPlan {
             .filter(|(rows, take)| rows.len() == *take)
             .map(|(_, take)| *take);
         let started = std::time::Instant::now();
+        let narrow = self.narrow_joins();
+        // The second item read first, when the first table is the larger:
+        // the first table's rows then stream through its hash table.
+        let first_last = match (narrow, &ordered, &device) {
+            (Some(n), None, None) if self.reads_first_table_last(&n.joins) => {
+                let wanted = self.wanted(1);
+                Some(self.read_source(tx, &self.sources[1], params, wanted)?)
+            }
+            _ => None,
+        };
+        // A subquery's rows may outnumber the first table's after all:
+        // then the first table is read first and the smaller side hashed.
+        let first_vids = first.table().map_or(0, |t| t.vids.vid_count());
+        let stream_first = first_last
+            .as_ref()
+            .is_some_and(|r| r.len() as u64 <= first_vids);
         let first_rows = match ordered {
             Some((rows, _)) => rows,
-            None if device.is_some() => Vec::new(),
+            None if device.is_some() || stream_first => Vec::new(),
             None => {
                 let wanted = if narrow_rows || !self.joins.is_empty() {
                     self.wanted(0)
@@ -1590,28 +1632,21 @@ impl SelectPlan {
             rows_out: first_rows.len(),
             ..StepReport::default()
         });
-        let narrow = self.narrow_joins();
         let mut rows: Vec<Joined> = match device {
             Some(rows) => rows,
             None => first_rows
                 .into_iter()
-                .map(|(vid, rid, mut values)| Joined {
-                    values: match narrow {
-                        Some(n) => n
-                            .first
-                            .iter()
-                            .map(|&c| {
-                                values
-                                    .get_mut(c)
-                                    .map_or(Value::Null, |v| std::mem::replace(v, Value::Null))
-                            })
-                            .collect(),
-                        None => values,
+                .map(|(vid, rid, values)| match narrow {
+                    // Rows of a join carry no ids (nothing reads them).
+                    Some(n) => Joined::of_join(n.first_columns(values)),
+                    None => Joined {
+                        values,
+                        ids: vec![(vid, rid)],
                     },
-                    ids: vec![(vid, rid)],
                 })
                 .collect(),
         };
+        let mut first_last = first_last;
         let joins = narrow.map_or(&self.joins[..], |n| &n.joins[..]);
         let layout = narrow.map(|n| &n.last);
         let mut scratch = layout.map_or_else(Vec::new, Widen::scratch);
@@ -1641,7 +1676,36 @@ impl SelectPlan {
                     _ => collect.push(values),
                 }
             };
-            if let (Some(lookup), Some(table)) = (&step.lookup, src.table()) {
+            let pre_read = match (first_last.take(), narrow) {
+                (Some(right), Some(n)) if stream_first => Ok((right, n)),
+                (pre_read, _) => Err(pre_read),
+            };
+            let pre_read = match pre_read {
+                Err(pre_read) => pre_read,
+                Ok((right, n)) => {
+                    let mut built = step.build_right(right, params)?;
+                    let mut rows_read = 0;
+                    self.read_source_each(tx, first, params, self.wanted(0), |_, _, row| {
+                        rows_read += 1;
+                        built.probe(&n.first_columns(row), params, &mut emit)
+                    })?;
+                    let right_rows = built.len();
+                    drop(built);
+                    rows = std::mem::take(&mut collect.rows);
+                    if let Some(s) = steps.first_mut() {
+                        (s.rows_read, s.rows_out) = (rows_read, rows_read);
+                    }
+                    steps.push(StepReport {
+                        alias: src.alias.clone(),
+                        rows_read: right_rows,
+                        rows_out: emitted,
+                        join: started.elapsed(),
+                        ..StepReport::default()
+                    });
+                    continue;
+                }
+            };
+            if let (Some(lookup), Some(table), None) = (&step.lookup, src.table(), &pre_read) {
                 if lookup.worthwhile(table, rows.len()) {
                     let filter = src.filter.as_ref();
                     for r in lookup.run(tx, step, table, filter, rows, params)? {
@@ -1661,6 +1725,7 @@ impl SelectPlan {
             // Rows so far fewer than the table's: hashed, and the table's
             // rows probe them as they are read.
             let streams = step.builds_left()
+                && pre_read.is_none()
                 && src
                     .table()
                     .is_some_and(|t| (rows.len() as u64) < t.vids.vid_count());
@@ -1682,7 +1747,10 @@ impl SelectPlan {
                 });
                 continue;
             }
-            let right = self.read_source(tx, src, params, self.wanted(k + 1))?;
+            let right = match pre_read {
+                Some(right) => right,
+                None => self.read_source(tx, src, params, self.wanted(k + 1))?,
+            };
             let read = started.elapsed();
             let rows_read = right.len();
             step.run(rows, right, params, &mut emit)?;

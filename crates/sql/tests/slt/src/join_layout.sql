@@ -28,3 +28,9 @@ SELECT o_id, o_w, count(l_n) AS lines, coalesce(sum(l_amount), 0) AS total FROM 
 SELECT count(*) FROM jl_c, jl_o, jl_l WHERE c_id = o_c AND c_w = o_w AND l_w = o_w AND l_o = o_id
 -- Every column of every table (the full layout out of a narrow plan).
 SELECT * FROM jl_n, jl_c WHERE c_id = n_key + 10 AND c_w = 1 ORDER BY n_key
+-- The first table larger than the item joined to it: that item is read first and hashed, the first table's rows stream through it.
+SELECT count(*), sum(l_amount) FROM jl_l, (SELECT o_id AS t_o, o_w AS t_w FROM jl_o WHERE o_day = 2) t WHERE l_o = t_o AND l_w = t_w
+SELECT n_name, count(*), sum(l_amount) FROM jl_l, jl_n WHERE n_key = l_n AND l_day > n_key GROUP BY n_name ORDER BY n_name
+SELECT l_o, l_w, l_n, n_name FROM jl_l, jl_n WHERE n_key = l_n AND l_amount > 45 ORDER BY l_o, l_w, l_n
+-- A subquery with more rows than the first table: the first table is read first after all.
+SELECT n_name, count(*) FROM jl_n, (SELECT l_n AS k FROM jl_l) t WHERE n_key = k GROUP BY n_name ORDER BY n_name
