@@ -967,6 +967,11 @@ impl Database {
         self.inner.locks.waiting()
     }
 
+    /// Pages the host buffer pool holds at most.
+    pub fn buffer_pool_pages(&self) -> usize {
+        self.inner.pool.capacity_pages()
+    }
+
     pub fn stat(&self, name: &str) -> i64 {
         self.stats()
             .into_iter()

@@ -80,13 +80,17 @@ fn width(ts: &TableState, cols: Option<&[u32]>) -> f64 {
     }
 }
 
+/// The pages `ts` takes, estimated from its rows and column widths.
+pub fn table_pages(ts: &TableState) -> f64 {
+    (ts.vids.vid_count() as f64 * width(ts, None) / PAGE_SIZE as f64).max(1.0)
+}
+
 /// The two costs of running `op` over `ts` (`filtered`: the scan has a
 /// filter; without one every row comes back).
 pub fn estimate(db: &Database, ts: &TableState, op: &NdpOp, filtered: bool, pes: u16) -> Estimate {
     let rows = ts.vids.vid_count();
     let selectivity = if filtered { FILTER_SELECTIVITY } else { 1.0 };
-    let table_bytes = rows as f64 * width(ts, None);
-    let table_pages = (table_bytes / PAGE_SIZE as f64).max(1.0);
+    let table_pages = table_pages(ts);
     let resident_pages = db.stat("buffer.resident_pages") as f64;
     let resident = (resident_pages / table_pages).min(1.0);
     let result_bytes = match op {
@@ -135,7 +139,7 @@ pub fn estimate(db: &Database, ts: &TableState, op: &NdpOp, filtered: bool, pes:
         + link_us(result_bytes);
     Estimate {
         rows,
-        table_bytes,
+        table_bytes: rows as f64 * width(ts, None),
         resident,
         result_bytes,
         host_us,

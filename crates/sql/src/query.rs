@@ -1706,7 +1706,7 @@ impl SelectPlan {
                 }
             };
             if let (Some(lookup), Some(table), None) = (&step.lookup, src.table(), &pre_read) {
-                if lookup.worthwhile(table, rows.len()) {
+                if lookup.worthwhile(tx.database(), table, rows.len()) {
                     let filter = src.filter.as_ref();
                     for r in lookup.run(tx, step, table, filter, rows, params)? {
                         emit(r.values)?;
