@@ -10,9 +10,10 @@
 //! ```
 //!
 //! The last join step hands its rows straight to [`HostAggregate::add`]
-//! (`SelectPlan::joined_rows_into`), so a join of millions of rows is
-//! never held in memory only to be summed: CH-benCHmark's Q10 and Q18
-//! join 3 M order lines into a few hundred thousand groups.
+//! (`SelectPlan::joined_rows_reading` with a sink, `query/join_run.rs`),
+//! so a join of millions of rows is never held in memory only to be
+//! summed: CH-benCHmark's Q10 and Q18 join 3 M order lines into a few
+//! hundred thousand groups.
 
 use ndpdb_formats::agg::Acc;
 use ndpdb_formats::codec::Writer;

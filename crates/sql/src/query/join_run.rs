@@ -1,0 +1,347 @@
+//! Executing the FROM list of a SELECT: the first item read, each join
+//! step run, WHERE applied, rows locked for FOR UPDATE.
+//!
+//! ```text
+//!  first item ──► rows so far ──► step 1 ──► … ──► last step ──► WHERE ──► rows
+//!   (or read last, streamed          │ hash the smaller side,      │ (or straight
+//!    through the second item's       │ stream the other through it │  into a sink:
+//!    hash table)                     ▼                             ▼  GROUP BY)
+//!                              narrow rows (join_layout.rs), widened one at a time
+//! ```
+//!
+//! The plan is `SelectPlan`'s (`query.rs`); the steps are `join.rs`'s.
+
+use ndpdb_formats::expr::Program;
+use ndpdb_formats::Value;
+use ndpdb_host::{Transaction, WriteOutcome};
+
+use super::{Access, SelectPlan, StepReport};
+use crate::join::{Collect, JoinStep, Joined};
+use crate::join_layout::Widen;
+use crate::Result;
+
+/// Whether `f` holds for `row` (narrow in `layout`, swapped into the
+/// full-layout `scratch` and back).
+fn passes(
+    f: &Program,
+    layout: Option<&Widen>,
+    row: &mut [Value],
+    scratch: &mut [Value],
+    params: &[Value],
+) -> Result<bool> {
+    let Some(layout) = layout else {
+        return Ok(f.eval_predicate(row, params)?);
+    };
+    layout.swap(row, scratch);
+    let keep = f.eval_predicate(scratch, params);
+    layout.swap(row, scratch);
+    Ok(keep?)
+}
+
+/// Rows of the full layout from joined rows left narrow.
+pub(super) fn widen_all(rows: Vec<Joined>, layout: Option<&Widen>) -> Vec<Joined> {
+    match layout {
+        None => rows,
+        Some(layout) => rows
+            .into_iter()
+            .map(|r| Joined {
+                values: layout.widen(r.values),
+                ids: r.ids,
+            })
+            .collect(),
+    }
+}
+
+impl SelectPlan {
+    /// Whether the first join reads its new item before the first table,
+    /// hashes it, and streams the first table's rows through it: an
+    /// inner equi-join whose first item is a table larger than the new
+    /// item (a table of a quarter of its rows or fewer, or rows of a
+    /// subquery or function). A first table with a filter keeps its
+    /// order when the new table may be joined by key lookups (the
+    /// filtered rows may be few).
+    fn reads_first_table_last(&self, joins: &[JoinStep]) -> bool {
+        let (Some(step), [first, second, ..]) = (joins.first(), &self.sources[..]) else {
+            return false;
+        };
+        let Some(first_table) = first.table() else {
+            return false;
+        };
+        if !step.builds_left() || !matches!(first.access, Access::Scan) {
+            return false;
+        }
+        match second.table() {
+            None => true,
+            Some(t) => {
+                t.vids.vid_count().saturating_mul(4) <= first_table.vids.vid_count()
+                    && (step.lookup.is_none() || first.filter.is_none())
+            }
+        }
+    }
+
+    /// Rows after FROM, WHERE and FOR UPDATE; the rows of joins left
+    /// narrow, with the layout that widens them. With a `sink`, the rows
+    /// go there instead (the last join step's as they are made) and none
+    /// are returned; `in_key_order`: the first rows may come
+    /// from a key-order read that stops at the LIMIT; `narrow_rows`: a
+    /// one-table read may leave out the columns the query does not read
+    /// (not for the rows an UPDATE or DELETE writes).
+    pub(super) fn joined_rows_reading(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+        in_key_order: bool,
+        narrow_rows: bool,
+        sink: Option<&mut dyn FnMut(Vec<Value>) -> Result<()>>,
+    ) -> Result<(Vec<Joined>, Option<&Widen>)> {
+        let Some(first) = self.sources.first() else {
+            let row = Joined {
+                values: Vec::new(),
+                ids: Vec::new(),
+            };
+            return Ok((vec![row], None));
+        };
+        let device = self.device_scan(tx, params)?;
+        // Rows an in-storage SELECT … FOR UPDATE returned are locked already.
+        let locked_on_device = device.is_some() && self.for_update;
+        let ordered = match device.is_none() && in_key_order {
+            true => self.read_in_key_order(tx, params)?,
+            false => None,
+        };
+        // FOR UPDATE after a read that stopped early: how many it needs.
+        let needed = ordered
+            .as_ref()
+            .filter(|(rows, take)| rows.len() == *take)
+            .map(|(_, take)| *take);
+        let started = std::time::Instant::now();
+        let narrow = self.narrow_joins();
+        // The second item read first, when the first table is the larger:
+        // the first table's rows then stream through its hash table.
+        let first_last = match (narrow, &ordered, &device) {
+            (Some(n), None, None) if self.reads_first_table_last(&n.joins) => {
+                let wanted = self.wanted(1);
+                Some(self.read_source(tx, &self.sources[1], params, wanted)?)
+            }
+            _ => None,
+        };
+        // A subquery's rows may outnumber the first table's after all:
+        // then the first table is read first and the smaller side hashed.
+        let first_vids = first.table().map_or(0, |t| t.vids.vid_count());
+        let stream_first = first_last
+            .as_ref()
+            .is_some_and(|r| r.len() as u64 <= first_vids);
+        let first_rows = match ordered {
+            Some((rows, _)) => rows,
+            None if device.is_some() || stream_first => Vec::new(),
+            None => {
+                let wanted = if narrow_rows || !self.joins.is_empty() {
+                    self.wanted(0)
+                } else {
+                    None
+                };
+                self.read_source(tx, first, params, wanted)?
+            }
+        };
+        let mut steps = Vec::with_capacity(self.sources.len());
+        steps.push(StepReport {
+            alias: first.alias.clone(),
+            rows_read: first_rows.len(),
+            read: started.elapsed(),
+            rows_out: first_rows.len(),
+            ..StepReport::default()
+        });
+        let mut rows: Vec<Joined> = match device {
+            Some(rows) => rows,
+            None => first_rows
+                .into_iter()
+                .map(|(vid, rid, values)| match narrow {
+                    // Rows of a join carry no ids (nothing reads them).
+                    Some(n) => Joined::of_join(n.first_columns(values)),
+                    None => Joined {
+                        values,
+                        ids: vec![(vid, rid)],
+                    },
+                })
+                .collect(),
+        };
+        let mut first_last = first_last;
+        let joins = narrow.map_or(&self.joins[..], |n| &n.joins[..]);
+        let layout = narrow.map(|n| &n.last);
+        let mut scratch = layout.map_or_else(Vec::new, Widen::scratch);
+        // The last step's rows go straight to the sink when nothing after
+        // the plain WHERE terms needs them all (per-row subqueries,
+        // FOR UPDATE).
+        let mut sink = sink;
+        let streams_out = sink.is_some() && self.row_filter.is_empty() && !self.for_update;
+        for (k, step) in joins.iter().enumerate() {
+            let src = &self.sources[k + 1];
+            let started = std::time::Instant::now();
+            let mut collect = Collect::default();
+            let mut emitted = 0usize;
+            let last = k + 1 == joins.len();
+            let mut emit = |values: Vec<Value>| -> Result<()> {
+                emitted += 1;
+                match sink.as_deref_mut() {
+                    Some(sink) if last && streams_out => {
+                        let mut values = values;
+                        if let Some(f) = &self.filter {
+                            if !passes(f, layout, &mut values, &mut scratch, params)? {
+                                return Ok(());
+                            }
+                        }
+                        sink(values)
+                    }
+                    _ => collect.push(values),
+                }
+            };
+            let pre_read = match (first_last.take(), narrow) {
+                (Some(right), Some(n)) if stream_first => Ok((right, n)),
+                (pre_read, _) => Err(pre_read),
+            };
+            let pre_read = match pre_read {
+                Err(pre_read) => pre_read,
+                Ok((right, n)) => {
+                    let mut built = step.build_right(right, params)?;
+                    let mut rows_read = 0;
+                    self.read_source_each(tx, first, params, self.wanted(0), |_, _, row| {
+                        rows_read += 1;
+                        built.probe(&n.first_columns(row), params, &mut emit)
+                    })?;
+                    let right_rows = built.len();
+                    drop(built);
+                    rows = std::mem::take(&mut collect.rows);
+                    if let Some(s) = steps.first_mut() {
+                        (s.rows_read, s.rows_out) = (rows_read, rows_read);
+                    }
+                    steps.push(StepReport {
+                        alias: src.alias.clone(),
+                        rows_read: right_rows,
+                        rows_out: emitted,
+                        join: started.elapsed(),
+                        ..StepReport::default()
+                    });
+                    continue;
+                }
+            };
+            if let (Some(lookup), Some(table), None) = (&step.lookup, src.table(), &pre_read) {
+                if lookup.worthwhile(tx.database(), table, rows.len()) {
+                    let filter = src.filter.as_ref();
+                    for r in lookup.run(tx, step, table, filter, rows, params)? {
+                        emit(r.values)?;
+                    }
+                    rows = std::mem::take(&mut collect.rows);
+                    steps.push(StepReport {
+                        alias: src.alias.clone(),
+                        rows_out: emitted,
+                        join: started.elapsed(),
+                        lookups: true,
+                        ..StepReport::default()
+                    });
+                    continue;
+                }
+            }
+            // Rows so far fewer than the table's: hashed, and the table's
+            // rows probe them as they are read.
+            let streams = step.builds_left()
+                && pre_read.is_none()
+                && src
+                    .table()
+                    .is_some_and(|t| (rows.len() as u64) < t.vids.vid_count());
+            if streams {
+                let mut built = step.build_left(rows, params)?;
+                let mut rows_read = 0;
+                self.read_source_each(tx, src, params, self.wanted(k + 1), |_, _, row| {
+                    rows_read += 1;
+                    built.probe(&row, params, &mut emit)
+                })?;
+                drop(built);
+                rows = std::mem::take(&mut collect.rows);
+                steps.push(StepReport {
+                    alias: src.alias.clone(),
+                    rows_read,
+                    rows_out: emitted,
+                    join: started.elapsed(),
+                    ..StepReport::default()
+                });
+                continue;
+            }
+            let right = match pre_read {
+                Some(right) => right,
+                None => self.read_source(tx, src, params, self.wanted(k + 1))?,
+            };
+            let read = started.elapsed();
+            let rows_read = right.len();
+            step.run(rows, right, params, &mut emit)?;
+            rows = std::mem::take(&mut collect.rows);
+            steps.push(StepReport {
+                alias: src.alias.clone(),
+                rows_read,
+                read,
+                rows_out: emitted,
+                join: started.elapsed() - read,
+                lookups: false,
+            });
+        }
+        if self.sources.len() > 1 {
+            *self.last_steps.lock().unwrap_or_else(|e| e.into_inner()) = steps;
+        }
+        let streamed = streams_out && !joins.is_empty();
+        // WHERE's plain terms (unless the rows streamed through them),
+        // then those with a subquery per row.
+        let plain = self.filter.iter().filter(|_| !streamed);
+        let filters = plain.map(|f| (f, false));
+        for (f, per_row) in filters.chain(self.row_filter.iter().map(|f| (f, true))) {
+            let mut kept = Vec::with_capacity(rows.len());
+            for mut r in rows {
+                let keep = match per_row {
+                    false => passes(f, layout, &mut r.values, &mut scratch, params)?,
+                    true => {
+                        if let Some(layout) = layout {
+                            layout.swap(&mut r.values, &mut scratch);
+                        }
+                        let row = match layout {
+                            Some(_) => &scratch,
+                            None => &r.values,
+                        };
+                        let keep = self
+                            .subqueries
+                            .eval_predicate(Some(&mut *tx), f, row, params);
+                        if let Some(layout) = layout {
+                            layout.swap(&mut r.values, &mut scratch);
+                        }
+                        keep?
+                    }
+                };
+                if keep {
+                    kept.push(r);
+                }
+            }
+            rows = kept;
+        }
+        if self.for_update && !locked_on_device {
+            let table = self.target_table()?.clone();
+            let mut locked = Vec::with_capacity(rows.len());
+            for r in rows {
+                let (vid, seen) = r.ids[0];
+                let mut recheck = |row: &[Value]| self.recheck(row, params);
+                if let WriteOutcome::Done(row) = tx.lock_row(&table, vid, seen, &mut recheck)? {
+                    locked.push(Joined {
+                        values: row,
+                        ids: r.ids,
+                    });
+                }
+            }
+            // Rows changed under a read that stopped early: read them all.
+            if needed.is_some_and(|n| locked.len() < n) {
+                return self.joined_rows_reading(tx, params, false, narrow_rows, sink);
+            }
+            rows = locked;
+        }
+        if let Some(sink) = sink {
+            for r in rows.drain(..) {
+                sink(r.values)?;
+            }
+        }
+        Ok((rows, layout))
+    }
+}
