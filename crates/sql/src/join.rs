@@ -22,8 +22,9 @@ use ndpdb_formats::{RecId, Value, Vid};
 
 use ndpdb_formats::SqlState;
 
-use crate::join_keys::{KeyTable, Matches};
+use crate::join_keys::KeyTable;
 use crate::join_lookup::KeyLookup;
+use crate::packed_table::prefetch;
 use crate::{Error, Result};
 
 /// The fewest values (rows × columns) a join may always hold.
@@ -142,22 +143,12 @@ impl Joined {
     }
 }
 
-/// The right rows a left row may match: all (no equi-key) or those of
-/// its key.
-enum Candidates<'t> {
-    All(std::ops::Range<usize>),
-    Keyed(Matches<'t>),
-}
+/// Rows of the other side that probe a hash table together.
+pub const PROBE_BATCH: usize = 256;
 
-impl Iterator for Candidates<'_> {
-    type Item = usize;
-
-    fn next(&mut self) -> Option<usize> {
-        match self {
-            Candidates::All(r) => r.next(),
-            Candidates::Keyed(m) => m.next(),
-        }
-    }
+/// The values of the i-th of a batch of table rows.
+fn row_of(rows: &[(Vid, RecId, Vec<Value>)], i: usize) -> &[Value] {
+    rows.get(i).map_or(&[][..], |(_, _, r)| r.as_slice())
 }
 
 /// The bytes two equal keys share (hash table key).
@@ -184,8 +175,8 @@ impl JoinStep {
     ) -> Result<()> {
         if self.kind == JoinKind::Inner && !self.right_keys.is_empty() && left.len() < right.len() {
             let mut built = self.build_left(left, params)?;
-            for (_, _, r) in right {
-                built.probe(&r, params, emit)?;
+            for batch in right.chunks(PROBE_BATCH) {
+                built.probe_batch(batch.len(), |i| row_of(batch, i), params, emit)?;
             }
             return Ok(());
         }
@@ -207,25 +198,46 @@ impl JoinStep {
             }
         ];
         let mut scratch = Vec::new();
-        for l in left {
-            let candidates = match &mut table {
-                None => Candidates::All(0..right.len()),
-                Some(t) => Candidates::Keyed(t.probe(&self.left_keys, &l.values, params)?),
-            };
-            let mut any = false;
-            for i in candidates {
-                let (_, _, r) = &right[i];
-                let Some(values) = self.combine(&l.values, r, params, &mut scratch)? else {
-                    continue;
-                };
-                any = true;
-                if let Some(m) = matched.get_mut(i) {
-                    *m = true;
+        let mut hits = Vec::new();
+        for batch in left.chunks(PROBE_BATCH) {
+            match &mut table {
+                Some(t) => {
+                    let row = |i: usize| batch.get(i).map_or(&[][..], |l| l.values.as_slice());
+                    t.probe_batch(&self.left_keys, batch.len(), row, params, &mut hits)?;
+                    for &(_, at) in &hits {
+                        if let Some(v) = right.get(at as usize).and_then(|r| r.2.first()) {
+                            prefetch(v);
+                        }
+                    }
                 }
-                emit(values)?;
+                None => hits.clear(),
             }
-            if !any && self.kind.keeps_left() {
-                emit(self.null_extended(Some(&l.values), None))?;
+            let mut h = 0;
+            for (k, l) in batch.iter().enumerate() {
+                // Without keys every right row is a candidate.
+                let all = 0..if table.is_none() { right.len() } else { 0 };
+                let from = h;
+                while hits.get(h).is_some_and(|&(r, _)| r as usize == k) {
+                    h += 1;
+                }
+                let keyed = hits[from..h].iter().map(|&(_, at)| at as usize);
+                let mut any = false;
+                for i in all.chain(keyed) {
+                    let Some((_, _, r)) = right.get(i) else {
+                        continue;
+                    };
+                    let Some(values) = self.combine(&l.values, r, params, &mut scratch)? else {
+                        continue;
+                    };
+                    any = true;
+                    if let Some(m) = matched.get_mut(i) {
+                        *m = true;
+                    }
+                    emit(values)?;
+                }
+                if !any && self.kind.keeps_left() {
+                    emit(self.null_extended(Some(&l.values), None))?;
+                }
             }
         }
         for (i, m) in matched.iter().enumerate() {
@@ -243,38 +255,38 @@ impl JoinStep {
         self.kind == JoinKind::Inner && !self.right_keys.is_empty()
     }
 
-    /// The hash table over the rows so far, for [`BuiltLeft::probe`].
-    pub fn build_left<'s>(&'s self, left: Vec<Joined>, params: &[Value]) -> Result<BuiltLeft<'s>> {
-        let table = KeyTable::build(
-            &self.left_keys,
-            left.iter().map(|l| l.values.as_slice()),
-            params,
-        )?;
-        Ok(BuiltLeft {
-            step: self,
-            left,
-            table,
-            scratch: Vec::new(),
-        })
+    /// The hash table over the rows so far, for [`Built::probe_batch`]
+    /// with the new table's rows.
+    pub fn build_left<'s>(&'s self, left: Vec<Joined>, params: &[Value]) -> Result<Built<'s>> {
+        let rows = left.into_iter().map(|l| l.values).collect();
+        self.build(Hashed::Left, rows, params)
     }
 
     /// The hash table over the new table's rows, for
-    /// [`BuiltRight::probe`] (an inner equi-join, see [`Self::builds_left`]).
+    /// [`Built::probe_batch`] with the first table's rows (an inner
+    /// equi-join, see [`Self::builds_left`]).
     pub fn build_right<'s>(
         &'s self,
         right: Vec<(Vid, RecId, Vec<Value>)>,
         params: &[Value],
-    ) -> Result<BuiltRight<'s>> {
-        let table = KeyTable::build(
-            &self.right_keys,
-            right.iter().map(|(_, _, r)| r.as_slice()),
-            params,
-        )?;
-        Ok(BuiltRight {
+    ) -> Result<Built<'s>> {
+        let rows = right.into_iter().map(|(_, _, r)| r).collect();
+        self.build(Hashed::Right, rows, params)
+    }
+
+    fn build(&self, hashed: Hashed, rows: Vec<Vec<Value>>, params: &[Value]) -> Result<Built<'_>> {
+        let keys = match hashed {
+            Hashed::Left => &self.left_keys,
+            Hashed::Right => &self.right_keys,
+        };
+        let table = KeyTable::build(keys, rows.iter().map(Vec::as_slice), params)?;
+        Ok(Built {
             step: self,
-            right,
+            hashed,
+            rows,
             table,
             scratch: Vec::new(),
+            matches: Vec::new(),
         })
     }
 
@@ -358,72 +370,78 @@ impl JoinStep {
     }
 }
 
-/// The rows so far of an inner join, hashed on their keys; the new
-/// table's rows probe them one at a time.
-pub struct BuiltLeft<'s> {
-    step: &'s JoinStep,
-    left: Vec<Joined>,
-    table: KeyTable,
-    scratch: Vec<Value>,
+/// Which side of a join step a [`Built`] table hashed.
+#[derive(Clone, Copy)]
+enum Hashed {
+    /// The rows so far; the new table's rows probe them.
+    Left,
+    /// The new table's rows; the first table's rows, read after it and
+    /// streamed through (the first table is the larger: CH-benCHmark's
+    /// Q17 joins 3 M order lines to 1,539 rows of a subquery).
+    Right,
 }
 
-impl BuiltLeft<'_> {
-    /// Joins one row of the new table with the rows so far it matches,
-    /// each row out handed to `emit`.
-    pub fn probe(
+/// One side of an inner equi-join hashed on its keys; the other side's
+/// rows probe it in batches of up to [`PROBE_BATCH`], so that the memory
+/// reads of a batch's probes (hash slots, then matched rows) overlap.
+pub struct Built<'s> {
+    step: &'s JoinStep,
+    hashed: Hashed,
+    rows: Vec<Vec<Value>>,
+    table: KeyTable,
+    scratch: Vec<Value>,
+    /// Reused: (probing row, hashed row) of each match of a batch.
+    matches: Vec<(u32, u32)>,
+}
+
+impl Built<'_> {
+    /// Joins a batch of `n` rows of the other side (`row(i)`: the i-th)
+    /// with the hashed rows each matches, each row out handed to `emit`
+    /// in probing-row order.
+    pub fn probe_batch<'r>(
         &mut self,
-        row: &[Value],
+        n: usize,
+        row: impl Fn(usize) -> &'r [Value],
         params: &[Value],
         emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<()> {
         let step = self.step;
-        for i in self.table.probe(&step.right_keys, row, params)? {
-            let l = &self.left[i];
-            if let Some(values) = step.combine(&l.values, row, params, &mut self.scratch)? {
+        let keys = match self.hashed {
+            Hashed::Left => &step.right_keys,
+            Hashed::Right => &step.left_keys,
+        };
+        let mut matches = std::mem::take(&mut self.matches);
+        self.table
+            .probe_batch(keys, n, &row, params, &mut matches)?;
+        for &(_, at) in &matches {
+            if let Some(v) = self.rows.get(at as usize).and_then(|r| r.first()) {
+                prefetch(v);
+            }
+        }
+        for &(r, at) in &matches {
+            let Some(hashed) = self.rows.get(at as usize) else {
+                continue;
+            };
+            let probing = row(r as usize);
+            let joined = match self.hashed {
+                Hashed::Left => step.combine(hashed, probing, params, &mut self.scratch)?,
+                Hashed::Right => step.combine(probing, hashed, params, &mut self.scratch)?,
+            };
+            if let Some(values) = joined {
                 emit(values)?;
             }
         }
-        Ok(())
-    }
-}
-
-/// The new table's rows of an inner join, hashed on their keys, when the
-/// rows so far are the first table's, read after it and streamed through
-/// one at a time (the first table is the larger: CH-benCHmark's Q17 joins
-/// 3 M order lines to 1,539 rows of a subquery).
-pub struct BuiltRight<'s> {
-    step: &'s JoinStep,
-    right: Vec<(Vid, RecId, Vec<Value>)>,
-    table: KeyTable,
-    scratch: Vec<Value>,
-}
-
-impl BuiltRight<'_> {
-    /// Joins one row of the first table with the new table's rows it
-    /// matches, each row out handed to `emit`.
-    pub fn probe(
-        &mut self,
-        left: &[Value],
-        params: &[Value],
-        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
-    ) -> Result<()> {
-        let step = self.step;
-        for i in self.table.probe(&step.left_keys, left, params)? {
-            let (_, _, r) = &self.right[i];
-            if let Some(values) = step.combine(left, r, params, &mut self.scratch)? {
-                emit(values)?;
-            }
-        }
+        self.matches = matches;
         Ok(())
     }
 
-    /// The new table's rows.
+    /// The hashed rows.
     pub fn len(&self) -> usize {
-        self.right.len()
+        self.rows.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.right.is_empty()
+        self.rows.is_empty()
     }
 }
 

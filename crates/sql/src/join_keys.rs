@@ -23,12 +23,11 @@ use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::Value;
 
+use crate::packed_table::{Home, PackedTable, END};
 use crate::Result;
 
 /// Most key parts one u128 holds.
 const PACKED_PARTS: usize = 4;
-/// End of a chain.
-const END: u32 = u32::MAX;
 
 /// One row's key.
 enum Key {
@@ -111,13 +110,12 @@ pub struct KeyTable {
     map: Map,
     /// Reused for byte keys.
     scratch: Writer,
+    /// Reused by batches: (row, key, home) of each row's packed key.
+    batch: Vec<(u32, u128, Home)>,
 }
 
 enum Map {
-    Packed {
-        heads: FxHashMap<u128, (u32, u32)>,
-        next: Vec<u32>,
-    },
+    Packed { heads: PackedTable, next: Vec<u32> },
     Bytes(FxHashMap<Vec<u8>, Vec<u32>>),
 }
 
@@ -130,23 +128,13 @@ impl KeyTable {
     ) -> Result<KeyTable> {
         let n = rows.len();
         let mut scratch = Writer::new();
-        let mut heads: FxHashMap<u128, (u32, u32)> = FxHashMap::default();
-        heads.reserve(n);
+        let mut heads = PackedTable::with_capacity(n);
         let mut next = vec![END; n];
         let mut packed = true;
         for (i, row) in rows.clone().enumerate() {
             match key_of(keys, row, params, true, &mut scratch)? {
                 Key::Null => {}
-                Key::Packed(k) => {
-                    let i = i as u32;
-                    heads
-                        .entry(k)
-                        .and_modify(|(_, last)| {
-                            next[*last as usize] = i;
-                            *last = i;
-                        })
-                        .or_insert((i, i));
-                }
+                Key::Packed(k) => heads.insert(k, i as u32, &mut next),
                 Key::Bytes => {
                     packed = false;
                     break;
@@ -157,6 +145,7 @@ impl KeyTable {
             return Ok(KeyTable {
                 map: Map::Packed { heads, next },
                 scratch,
+                batch: Vec::new(),
             });
         }
         drop((heads, next));
@@ -173,7 +162,57 @@ impl KeyTable {
         Ok(KeyTable {
             map: Map::Bytes(table),
             scratch,
+            batch: Vec::new(),
         })
+    }
+
+    /// The matches of a batch of `rows` rows (`row(i)`: the i-th): a
+    /// `(row, position)` pair per match, in row order, each row's
+    /// positions in the order they were added (as [`KeyTable::probe`]).
+    /// The packed table's slots of the whole batch are fetched at once.
+    pub fn probe_batch<'r>(
+        &mut self,
+        keys: &[Program],
+        rows: usize,
+        row: impl Fn(usize) -> &'r [Value],
+        params: &[Value],
+        out: &mut Vec<(u32, u32)>,
+    ) -> Result<()> {
+        out.clear();
+        let KeyTable {
+            map,
+            scratch,
+            batch,
+        } = self;
+        match map {
+            Map::Packed { heads, next } => {
+                batch.clear();
+                for r in 0..rows {
+                    if let Key::Packed(k) = key_of(keys, row(r), params, true, scratch)? {
+                        let home = heads.home(k);
+                        heads.prefetch(home);
+                        batch.push((r as u32, k, home));
+                    }
+                }
+                for &(r, k, home) in batch.iter() {
+                    let mut at = heads.first(k, home).unwrap_or(END);
+                    while at != END {
+                        out.push((r, at));
+                        at = next.get(at as usize).copied().unwrap_or(END);
+                    }
+                }
+            }
+            Map::Bytes(t) => {
+                for r in 0..rows {
+                    if let Key::Bytes = key_of(keys, row(r), params, false, scratch)? {
+                        if let Some(v) = t.get(scratch.as_slice()) {
+                            out.extend(v.iter().map(|&p| (r as u32, p)));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The positions of the rows whose key equals `row`'s, in the order
@@ -188,8 +227,8 @@ impl KeyTable {
         let key = key_of(keys, row, params, packed, &mut self.scratch)?;
         Ok(match (&self.map, key) {
             (_, Key::Null) => Matches::None,
-            (Map::Packed { heads, next }, Key::Packed(k)) => match heads.get(&k) {
-                Some(&(first, _)) => Matches::Chain { at: first, next },
+            (Map::Packed { heads, next }, Key::Packed(k)) => match heads.first(k, heads.home(k)) {
+                Some(first) => Matches::Chain { at: first, next },
                 None => Matches::None,
             },
             // Not a small integer: equals no packed key.

@@ -65,6 +65,7 @@ pub mod on_conflict;
 pub mod or_terms;
 pub mod ordered_read;
 pub mod output;
+pub mod packed_table;
 pub mod placement;
 pub mod query;
 pub mod read_only;

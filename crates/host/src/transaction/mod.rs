@@ -652,9 +652,12 @@ impl Transaction {
             // The chunk's device pages in one message; a head the snapshot
             // sees is decoded straight from its page.
             crate::page_scan::prefetch_heads(inner, &heads, &mut pages)?;
-            // The chunk's pages with their columns looked up once each.
-            let mut decoding: FxHashMap<*const u8, ndpdb_formats::page::PageColumns<'_>> =
-                FxHashMap::default();
+            // The chunk's pages with their columns looked up once each;
+            // consecutive heads on one page (the common case) find it
+            // without a lookup.
+            let mut decoding: Vec<ndpdb_formats::page::PageColumns<'_>> = Vec::new();
+            let mut by_page: FxHashMap<*const u8, usize> = FxHashMap::default();
+            let mut last: Option<(ndpdb_formats::Lpn, Option<usize>)> = None;
             for (i, head) in heads.iter().enumerate() {
                 let vid = Vid(from + i as u64);
                 if !self.writes.is_empty() {
@@ -673,18 +676,31 @@ impl Transaction {
                 if head.is_null() {
                     continue;
                 }
-                let page = inner.l2p.get(head.lpn()).and_then(|p| pages.get(&p));
-                let on_page = match page {
-                    Some(page) => {
-                        let bytes: &[u8] = page;
-                        let columns = match decoding.entry(bytes.as_ptr()) {
-                            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                            std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                                ndpdb_formats::page::PageRef::parse(bytes)?.columns_for(wanted)?,
-                            ),
+                let lpn = head.lpn();
+                let at = match last {
+                    Some((l, at)) if l == lpn => at,
+                    _ => {
+                        let page = inner.l2p.get(lpn).and_then(|p| pages.get(&p));
+                        let at = match page {
+                            Some(page) => {
+                                let bytes: &[u8] = page;
+                                Some(match by_page.entry(bytes.as_ptr()) {
+                                    std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                                    std::collections::hash_map::Entry::Vacant(e) => {
+                                        let view = ndpdb_formats::page::PageRef::parse(bytes)?;
+                                        decoding.push(view.columns_for(wanted)?);
+                                        *e.insert(decoding.len() - 1)
+                                    }
+                                })
+                            }
+                            None => None,
                         };
-                        visible_head_row_in(columns, head, &self.snapshot)?
+                        last = Some((lpn, at));
+                        at
                     }
+                };
+                let on_page = match at.and_then(|i| decoding.get(i)) {
+                    Some(columns) => visible_head_row_in(columns, head, &self.snapshot)?,
                     None => None,
                 };
                 if let Some(row) = on_page {
