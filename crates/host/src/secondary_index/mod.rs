@@ -96,6 +96,51 @@ pub struct KeyRange {
 /// An entry: a key and the tuple with it.
 type Entry = (Vec<Part>, Vid);
 
+/// Most key parts [`sort_integer_keys`] packs.
+const PACKED_PARTS: usize = 4;
+
+/// Sorts `all` in entry order when every key is the same number of
+/// INT / BIGINT parts (at most [`PACKED_PARTS`], no NULL): by a packed
+/// copy of the integers, not by comparing values part by part. A
+/// primary key's first ordered index at 10 TPC-C warehouses sorts 3 M
+/// ORDER-LINE keys this way in a fraction of the time. Other keys are
+/// left as they are (the set sorts them).
+fn sort_integer_keys(all: &mut Vec<Entry>) {
+    let width = all.first().map_or(0, |(k, _)| k.len());
+    if width == 0 || width > PACKED_PARTS {
+        return;
+    }
+    let packed = |key: &[Part]| -> Option<[i64; PACKED_PARTS]> {
+        if key.len() != width {
+            return None;
+        }
+        let mut out = [0i64; PACKED_PARTS];
+        for (o, part) in out.iter_mut().zip(key) {
+            *o = match part {
+                Part::V(Value::Int(i)) => i64::from(*i),
+                Part::V(Value::BigInt(b)) => *b,
+                _ => return None,
+            };
+        }
+        Some(out)
+    };
+    let Some(mut keyed) = all
+        .iter()
+        .enumerate()
+        .map(|(i, (k, vid))| packed(k).map(|p| (p, *vid, i as u32)))
+        .collect::<Option<Vec<_>>>()
+    else {
+        return;
+    };
+    keyed.sort_unstable();
+    let mut taken: Vec<Option<Entry>> = std::mem::take(all).into_iter().map(Some).collect();
+    all.extend(
+        keyed
+            .into_iter()
+            .filter_map(|(_, _, i)| taken.get_mut(i as usize).and_then(Option::take)),
+    );
+}
+
 /// A secondary index of one table.
 pub struct SecondaryIndex {
     pub meta: IndexMeta,
@@ -144,8 +189,12 @@ impl SecondaryIndex {
         let new = keys.into_iter().map(|(k, v)| (Self::parts(k), v));
         let mut entries = self.entries.write();
         if entries.is_empty() {
-            // Built in bulk from sorted entries.
-            *entries = new.collect();
+            // Built in bulk from sorted entries (sorted cheaply first when
+            // the keys are integers; then the set's own sort finds them in
+            // order in one pass).
+            let mut all: Vec<Entry> = new.collect();
+            sort_integer_keys(&mut all);
+            *entries = all.into_iter().collect();
         } else {
             entries.extend(new);
         }
@@ -334,6 +383,56 @@ mod tests {
             upper: Some((Value::Int(1), true)),
         };
         assert!(ix.lookup_in_order(&empty, false).is_empty());
+    }
+
+    /// The packed sort orders integer keys as the entries' own order
+    /// does (negative values, BIGINT beyond INT, duplicate keys by VID);
+    /// keys it cannot pack are left for the set to sort.
+    #[test]
+    fn integer_keys_sort_as_entries_do() {
+        let key = |a: i64, b: i64| vec![Part::V(Value::Int(a as i32)), Part::V(Value::BigInt(b))];
+        let mut all: Vec<Entry> = (0..500u64)
+            .map(|i| {
+                let a = (i as i64 * 37 % 23) - 11;
+                let b = (i as i64 * 7919 % 101 - 50) * 10_000_000_000;
+                (key(a, b), Vid(i * 7 % 13))
+            })
+            .collect();
+        let mut want = all.clone();
+        want.sort();
+        sort_integer_keys(&mut all);
+        assert_eq!(all, want);
+
+        let mut mixed = vec![
+            (vec![Part::V(Value::Int(2))], Vid(0)),
+            (vec![Part::V(Value::Null)], Vid(1)),
+            (vec![Part::V(Value::Int(1))], Vid(2)),
+        ];
+        let before = mixed.clone();
+        sort_integer_keys(&mut mixed);
+        assert_eq!(mixed, before);
+        let ix = SecondaryIndex::new(IndexMeta {
+            name: "i".into(),
+            columns: vec![0],
+            unique: false,
+            constraint: false,
+        });
+        ix.extend_keys(vec![
+            (vec![Value::Int(2)], Vid(0)),
+            (vec![Value::Null], Vid(1)),
+            (vec![Value::Int(1)], Vid(2)),
+        ]);
+        let all = KeyRange {
+            prefix: vec![],
+            lower: None,
+            upper: None,
+        };
+        let order: Vec<u64> = ix
+            .lookup_in_order(&all, false)
+            .into_iter()
+            .map(|v| v.0)
+            .collect();
+        assert_eq!(order, vec![2, 0, 1]);
     }
 
     #[test]
