@@ -30,15 +30,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use ndpdb_formats::codec::Writer;
-use ndpdb_formats::expr::Program;
+use ndpdb_formats::expr::{Op, Program};
 use ndpdb_formats::{DataType, Value};
 use ndpdb_host::Transaction;
-use rustc_hash::FxHashMap;
 use sqlparser::ast::{
     BinaryOperator, Expr, Query, SelectItem, SetExpr, Visit, Visitor as AstVisitor,
 };
 
+use crate::join_keys::KeyTable;
 use crate::query::{conjuncts, NdpMode, SelectPlan};
 use crate::scope::{ident_name, Scope, ScopeColumn};
 use crate::subquery::{max_placeholder, OperandCompiler, QueryContext};
@@ -67,11 +66,19 @@ struct Residual {
 struct State {
     /// Per-row calls so far (memoized answers not counted).
     calls: usize,
-    /// Keys → residual columns of their rows, flattened
-    /// (`residual_width` values per row).
-    table: Option<FxHashMap<Vec<u8>, Vec<Value>>>,
+    table: Option<Built>,
     /// The build was too big: per row for the rest of the execution.
     gave_up: bool,
+}
+
+/// The subquery's rows, hashed by their keys.
+struct Built {
+    /// Row positions by key (a NULL key is in no chain).
+    keys: KeyTable,
+    /// The rows, `width` values each: the keys, then the residual's
+    /// columns.
+    rows: Vec<Value>,
+    width: usize,
 }
 
 /// A correlated EXISTS answered from a hash table of its subquery's rows.
@@ -366,23 +373,13 @@ impl HashedExists {
                 }
             }
         }
-        let Some(table) = st.table.as_ref() else {
+        let Some(table) = st.table.as_mut() else {
             return Ok(None);
         };
-        let mut key = Writer::new();
-        for p in &self.probe {
-            let v = match p.single_column().and_then(|c| row.get(c)) {
-                Some(v) => v.clone(),
-                None => p.eval(row, params)?,
-            };
-            if v.is_null() {
-                return Ok(Some(false));
-            }
-            v.key_bytes(&mut key);
-        }
-        let Some(rows) = table.get(key.as_slice()) else {
+        let mut matches = table.keys.probe(&self.probe, row, params)?.peekable();
+        if matches.peek().is_none() {
             return Ok(Some(false));
-        };
+        }
         let Some(residual) = &self.residual else {
             return Ok(Some(true));
         };
@@ -392,19 +389,19 @@ impl HashedExists {
             local.push(a.eval(row, params)?);
         }
         local.push(params.last().cloned().unwrap_or(Value::Null));
-        let keys = self.probe.len();
-        let mut build_row: Vec<Value> = vec![Value::Null; keys + self.residual_width];
         if self.residual_width == 0 {
             // The residual names the caller's values only: one test for the key.
-            let holds = residual.program.eval(&build_row, &local)?;
+            let no_columns = vec![Value::Null; self.probe.len()];
+            let holds = residual.program.eval(&no_columns, &local)?;
             return Ok(Some(matches!(holds, Value::Bool(true))));
         }
-        for chunk in rows.chunks(self.residual_width) {
-            build_row[keys..].clone_from_slice(chunk);
-            if matches!(
-                residual.program.eval(&build_row, &local)?,
-                Value::Bool(true)
-            ) {
+        let width = table.width;
+        for at in matches {
+            // The residual reads the columns after the keys only.
+            let Some(build_row) = table.rows.get(at * width..(at + 1) * width) else {
+                continue;
+            };
+            if matches!(residual.program.eval(build_row, &local)?, Value::Bool(true)) {
                 return Ok(Some(true));
             }
         }
@@ -413,50 +410,49 @@ impl HashedExists {
 
     /// Runs the build plan and hashes its rows; `None` when they exceed
     /// [`MAX_VALUES`].
-    fn build(
-        &self,
-        tx: &mut Transaction,
-        params: &[Value],
-    ) -> Result<Option<FxHashMap<Vec<u8>, Vec<Value>>>> {
+    fn build(&self, tx: &mut Transaction, params: &[Value]) -> Result<Option<Built>> {
         let statement = super::statement_params(params, self.base);
         let txn = params.last().cloned().unwrap_or(Value::Null);
         let bound = self.build.subqueries.bind(tx, &statement, &[], txn)?;
         let keys = self.probe.len();
         let width = keys + self.residual_width;
-        let mut table: FxHashMap<Vec<u8>, Vec<Value>> = FxHashMap::default();
-        let mut key = Writer::new();
-        let mut values = 0usize;
+        let mut rows: Vec<Value> = Vec::new();
         let mut too_big = false;
-        self.build.each_row(tx, &bound, |mut r| {
-            if too_big {
+        self.build.each_row(tx, &bound, |r| {
+            if r.len() != width {
+                return Err(crate::Error::new(
+                    ndpdb_formats::SqlState::INTERNAL_ERROR,
+                    format!(
+                        "a hashed EXISTS expected rows of {width} values, got {}",
+                        r.len()
+                    ),
+                ));
+            }
+            if too_big || r[..keys].iter().any(Value::is_null) {
                 return Ok(());
             }
-            values += width;
-            if values > MAX_VALUES {
+            if rows.len() + width > MAX_VALUES {
                 too_big = true;
                 return Ok(());
             }
-            key.clear();
-            for v in &r[..keys] {
-                if v.is_null() {
-                    return Ok(());
-                }
-                v.key_bytes(&mut key);
-            }
-            let rest = r.drain(keys..);
-            match table.get_mut(key.as_slice()) {
-                Some(entry) => entry.extend(rest),
-                None => {
-                    let entry: Vec<Value> = rest.collect();
-                    table.insert(key.as_slice().to_vec(), entry);
-                }
-            }
+            rows.extend(r);
             Ok(())
         })?;
         if too_big {
             return Ok(None);
         }
-        Ok(Some(table))
+        let key_columns: Vec<Program> = (0..keys as u32)
+            .map(|c| Program {
+                consts: Vec::new(),
+                ops: vec![Op::Column(c)],
+            })
+            .collect();
+        let table = KeyTable::build(&key_columns, rows.chunks_exact(width.max(1)), &[])?;
+        Ok(Some(Built {
+            keys: table,
+            rows,
+            width,
+        }))
     }
 
     /// Forgets the hash table and the calls (a new execution).
