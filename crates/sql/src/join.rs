@@ -144,7 +144,7 @@ impl Joined {
 }
 
 /// Rows of the other side that probe a hash table together.
-pub const PROBE_BATCH: usize = 256;
+const PROBE_BATCH: usize = 256;
 
 /// The values of the i-th of a batch of table rows.
 fn row_of(rows: &[(Vid, RecId, Vec<Value>)], i: usize) -> &[Value] {
@@ -287,6 +287,7 @@ impl JoinStep {
             table,
             scratch: Vec::new(),
             matches: Vec::new(),
+            pending: Vec::with_capacity(PROBE_BATCH),
         })
     }
 
@@ -392,9 +393,40 @@ pub struct Built<'s> {
     scratch: Vec<Value>,
     /// Reused: (probing row, hashed row) of each match of a batch.
     matches: Vec<(u32, u32)>,
+    /// Rows handed to [`Built::probe`] and not yet probed.
+    pending: Vec<Vec<Value>>,
 }
 
 impl Built<'_> {
+    /// Joins one row of the other side, read as it streams, once a batch
+    /// of them is gathered ([`Built::finish`] joins the rest).
+    pub fn probe(
+        &mut self,
+        row: Vec<Value>,
+        params: &[Value],
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
+        self.pending.push(row);
+        match self.pending.len() < PROBE_BATCH {
+            true => Ok(()),
+            false => self.finish(params, emit),
+        }
+    }
+
+    /// Joins the rows handed to [`Built::probe`] not joined yet.
+    pub fn finish(
+        &mut self,
+        params: &[Value],
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
+        let pending = std::mem::take(&mut self.pending);
+        let row = |i: usize| pending.get(i).map_or(&[][..], Vec::as_slice);
+        self.probe_batch(pending.len(), row, params, emit)?;
+        self.pending = pending;
+        self.pending.clear();
+        Ok(())
+    }
+
     /// Joins a batch of `n` rows of the other side (`row(i)`: the i-th)
     /// with the hashed rows each matches, each row out handed to `emit`
     /// in probing-row order.

@@ -16,7 +16,7 @@ use ndpdb_formats::Value;
 use ndpdb_host::{Transaction, WriteOutcome};
 
 use super::{Access, SelectPlan, StepReport};
-use crate::join::{Built, Collect, JoinStep, Joined, PROBE_BATCH};
+use crate::join::{Collect, JoinStep, Joined};
 use crate::join_layout::Widen;
 use crate::Result;
 
@@ -36,37 +36,6 @@ fn passes(
     let keep = f.eval_predicate(scratch, params);
     layout.swap(row, scratch);
     Ok(keep?)
-}
-
-/// Probes `built` with the rows read so far once they fill a batch.
-fn probe_when_full(
-    built: &mut Built<'_>,
-    batch: &mut Vec<Vec<Value>>,
-    params: &[Value],
-    emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
-) -> Result<()> {
-    match batch.len() < PROBE_BATCH {
-        true => Ok(()),
-        false => probe_rest(built, batch, params, emit),
-    }
-}
-
-/// Probes `built` with the rows read and not yet probed.
-fn probe_rest(
-    built: &mut Built<'_>,
-    batch: &mut Vec<Vec<Value>>,
-    params: &[Value],
-    emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
-) -> Result<()> {
-    let rows: &[Vec<Value>] = batch;
-    built.probe_batch(
-        rows.len(),
-        |i| rows.get(i).map_or(&[][..], Vec::as_slice),
-        params,
-        emit,
-    )?;
-    batch.clear();
-    Ok(())
 }
 
 /// Rows of the full layout from joined rows left narrow.
@@ -234,13 +203,11 @@ impl SelectPlan {
                 Ok((right, n)) => {
                     let mut built = step.build_right(right, params)?;
                     let mut rows_read = 0;
-                    let mut batch = Vec::with_capacity(PROBE_BATCH);
                     self.read_source_each(tx, first, params, self.wanted(0), |_, _, row| {
                         rows_read += 1;
-                        batch.push(n.first_columns(row));
-                        probe_when_full(&mut built, &mut batch, params, &mut emit)
+                        built.probe(n.first_columns(row), params, &mut emit)
                     })?;
-                    probe_rest(&mut built, &mut batch, params, &mut emit)?;
+                    built.finish(params, &mut emit)?;
                     let right_rows = built.len();
                     drop(built);
                     rows = std::mem::take(&mut collect.rows);
@@ -284,13 +251,11 @@ impl SelectPlan {
             if streams {
                 let mut built = step.build_left(rows, params)?;
                 let mut rows_read = 0;
-                let mut batch = Vec::with_capacity(PROBE_BATCH);
                 self.read_source_each(tx, src, params, self.wanted(k + 1), |_, _, row| {
                     rows_read += 1;
-                    batch.push(row);
-                    probe_when_full(&mut built, &mut batch, params, &mut emit)
+                    built.probe(row, params, &mut emit)
                 })?;
-                probe_rest(&mut built, &mut batch, params, &mut emit)?;
+                built.finish(params, &mut emit)?;
                 drop(built);
                 rows = std::mem::take(&mut collect.rows);
                 steps.push(StepReport {
