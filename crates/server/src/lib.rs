@@ -301,8 +301,17 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let open = Arc::new(AtomicUsize::new(0));
     let server = Server::new(db, &config);
+    let mut connections = Connections::default();
     loop {
-        let (socket, _) = match listener.accept().await {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = tokio::time::sleep(REAP_EVERY), if !connections.0.is_empty() => {
+                connections.reap();
+                continue;
+            }
+        };
+        connections.reap();
+        let (socket, _) = match accepted {
             Ok(s) => s,
             // A failed accept (e.g. out of file descriptors) must not end
             // the server.
@@ -331,7 +340,33 @@ pub async fn serve(
             .stack_size(CONNECTION_STACK)
             .spawn(move || serve_connection(socket, server, slot));
         // Out of threads: the connection (moved into the closure) is dropped.
-        drop(spawned);
+        if let Ok(handle) = spawned {
+            connections.0.push(handle);
+        }
+    }
+}
+
+/// How often an idle server joins its ended connection threads.
+const REAP_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The connection threads, joined once they end and never detached:
+/// glibc's `pthread_detach` reads the thread's descriptor after marking
+/// it detached, and a thread that ends at that moment has already freed
+/// it (with its stack) — a flood of clients that connect and leave at
+/// once crashed the server that way.
+#[derive(Default)]
+struct Connections(Vec<std::thread::JoinHandle<()>>);
+
+impl Connections {
+    /// Joins the threads that have ended (which takes no time).
+    fn reap(&mut self) {
+        let (ended, running) = std::mem::take(&mut self.0)
+            .into_iter()
+            .partition::<Vec<_>, _>(|h| h.is_finished());
+        self.0 = running;
+        for h in ended {
+            let _ = h.join();
+        }
     }
 }
 

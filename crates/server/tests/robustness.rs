@@ -1,5 +1,6 @@
 //! Bad clients do not hurt the server: malformed and truncated messages,
-//! 200 concurrent connections, connections over the limit, query errors.
+//! 200 concurrent connections, a flood of connections that leave at once,
+//! connections over the limit, query errors.
 //! Each gets the protocol's error response, and no locks leak. Also the
 //! extended protocol as tokio-postgres drives it (binary results, portals).
 
@@ -217,6 +218,35 @@ fn two_hundred_concurrent_connections_all_work() {
             .get(0);
         assert_eq!(total, 200);
         assert_eq!(held.len(), 200);
+    });
+}
+
+/// A flood of clients that connect and leave at once (port scanners,
+/// health checks, killed clients): every connection's thread ends right
+/// away while the server is still starting the next ones. The server
+/// must keep answering.
+#[test]
+fn a_flood_of_connections_that_leave_at_once_does_not_hurt_the_server() {
+    let (_dir, db) = temp_db();
+    let port = start(db);
+    let flooders: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::spawn(move || {
+                for _ in 0..150 {
+                    if let Ok(s) = TcpStream::connect(("127.0.0.1", port)) {
+                        drop(s);
+                    }
+                }
+            })
+        })
+        .collect();
+    for f in flooders {
+        f.join().unwrap();
+    }
+    runtime().block_on(async {
+        let c = connect(port).await;
+        let n: i32 = c.query_one("SELECT 1 + 1", &[]).await.unwrap().get(0);
+        assert_eq!(n, 2);
     });
 }
 
