@@ -640,7 +640,8 @@ fn failed_state(e: &Error) -> JobState {
     JobState::Failed(e.sqlstate().0.to_string(), message)
 }
 
-/// Merges the PEs' outputs in PE order (so rows come back in VID order).
+/// Merges the PEs' outputs in PE order (so rows come back in the scan's
+/// order: chunks in VID order, a chunk's rows in page order).
 fn merge(inv: &Invocation, parts: Vec<PeOutput>) -> Result<Vec<Vec<Value>>, Error> {
     match &inv.op {
         NdpOp::Scan { .. } | NdpOp::LockRows { .. } => {

@@ -9,6 +9,7 @@
 //!    own writes of the transaction ─► row path, in VID order
 //!    the rest ─► walk_heads (page summary, kernels, chain walks)
 //!  partials ─► merged by the caller (groups; projected rows by chunk)
+//!           or, streaming, each chunk's rows ─► the reader, chunk by chunk
 //! ```
 //!
 //! Missing pages of a chunk come in one READ_PAGES message and are not
@@ -42,18 +43,39 @@ pub const DEFAULT_HOST_WORKERS: usize = 2;
 pub struct ScanOutput {
     /// Aggregates: one partial per worker.
     pub groups: Vec<Groups>,
-    /// Projections: the rows, in VID order.
+    /// Projections: the rows, chunk by chunk in VID order (each chunk's
+    /// in page order: `walk_heads`).
     pub rows: Vec<Vec<Value>>,
     /// Tuples (VID heads) walked.
     pub tuples: u64,
 }
 
-/// What one scan worker produced.
+/// Chunks a streaming scan's worker may run ahead of its reader.
+const STREAM_AHEAD: usize = 4;
+
+/// What one scan worker produced (its projected rows went to its sink).
 struct WorkerPart {
     state: PipelineState,
-    /// Projected rows by chunk number.
-    rows: Vec<(u64, Vec<Vec<Value>>)>,
     tuples: u64,
+}
+
+/// A chunk's projected rows, by chunk number.
+type ChunkRows = (u64, Vec<Vec<Value>>);
+
+/// A scan worker's result, a panic turned into an error.
+fn joined<T>(h: std::io::Result<std::thread::ScopedJoinHandle<'_, Result<T>>>) -> Result<T> {
+    match h {
+        Ok(h) => h.join().unwrap_or_else(|_| {
+            Err(Error::new(
+                ndpdb_formats::SqlState::INTERNAL_ERROR,
+                "a scan worker panicked",
+            ))
+        }),
+        Err(e) => Err(Error::new(
+            ndpdb_formats::SqlState::INTERNAL_ERROR,
+            format!("cannot start a scan worker: {e}"),
+        )),
+    }
 }
 
 /// Pages of one worker's current chunk.
@@ -209,53 +231,136 @@ impl Transaction {
         self.run_pipeline(ts, pipeline)
     }
 
+    /// [`Transaction::scan_pipeline`] (or, with `prefix`,
+    /// [`Transaction::scan_pipeline_key_prefix`]) of a projection whose
+    /// rows go to `visit` chunk by chunk, in VID order, while the workers go on: a join
+    /// probes them as they come instead of holding the whole table's
+    /// rows. Each worker runs at most [`STREAM_AHEAD`] chunks ahead of
+    /// `visit`; when `visit` fails, the workers stop at their next chunk.
+    /// Returns the tuples walked.
+    pub fn scan_pipeline_each(
+        &self,
+        ts: &TableState,
+        prefix: Option<&[Value]>,
+        pipeline: &Pipeline,
+        visit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<u64> {
+        match prefix {
+            Some(prefix) => self.read_key_prefix(ts, prefix)?,
+            None => self.ssi_read(crate::ssi::Target::Table(ts.id))?,
+        }
+        let chunks = ts.vids.vid_count().div_ceil(CHUNK);
+        let workers = self.host_workers().min(chunks.max(1) as usize).max(1);
+        let mut visited = Ok(());
+        let parts: Vec<Result<WorkerPart>> = std::thread::scope(|s| {
+            let mut receivers = Vec::with_capacity(workers);
+            let mut handles = Vec::with_capacity(workers);
+            for w in 0..workers {
+                let (send, receive) = std::sync::mpsc::sync_channel(STREAM_AHEAD);
+                receivers.push(receive);
+                handles.push(
+                    std::thread::Builder::new()
+                        .name(format!("host-scan-{w}"))
+                        .spawn_scoped(s, move || {
+                            let mut sink = |_, rows| {
+                                send.send(rows).map_err(|_| {
+                                    Error::new(
+                                        ndpdb_formats::SqlState::QUERY_CANCELED,
+                                        "the scan's reader stopped",
+                                    )
+                                })
+                            };
+                            self.scan_worker(
+                                ts,
+                                pipeline,
+                                w as u64,
+                                workers as u64,
+                                chunks,
+                                &mut sink,
+                            )
+                        }),
+                );
+            }
+            // Chunk c comes from worker c mod W, which sends every chunk
+            // of its own in order (empty ones too).
+            'chunks: for c in 0..chunks {
+                let Some(receive) = receivers.get(c as usize % workers) else {
+                    break;
+                };
+                let Ok(rows) = receive.recv() else {
+                    break; // the worker failed: its error is joined below
+                };
+                for row in rows {
+                    if let Err(e) = visit(row) {
+                        visited = Err(e);
+                        break 'chunks;
+                    }
+                }
+            }
+            drop(receivers);
+            handles.into_iter().map(joined).collect()
+        });
+        visited?;
+        let mut tuples = 0;
+        for p in parts {
+            let part = p?;
+            tuples += part.tuples;
+            self.count_scan(&part.state);
+        }
+        Ok(tuples)
+    }
+
     fn run_pipeline(&self, ts: &TableState, pipeline: &Pipeline) -> Result<ScanOutput> {
         let n = ts.vids.vid_count();
         let chunks = n.div_ceil(CHUNK);
         let workers = self.host_workers().min(chunks.max(1) as usize).max(1);
-        let parts: Vec<Result<WorkerPart>> = std::thread::scope(|s| {
+        let parts: Vec<Result<(WorkerPart, Vec<ChunkRows>)>> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..workers)
                 .map(|w| {
                     std::thread::Builder::new()
                         .name(format!("host-scan-{w}"))
                         .spawn_scoped(s, move || {
-                            self.scan_worker(ts, pipeline, w as u64, workers as u64, chunks)
+                            let mut rows = Vec::new();
+                            let mut sink = |chunk, r: Vec<Vec<Value>>| {
+                                if !r.is_empty() {
+                                    rows.push((chunk, r));
+                                }
+                                Ok(())
+                            };
+                            let part = self.scan_worker(
+                                ts,
+                                pipeline,
+                                w as u64,
+                                workers as u64,
+                                chunks,
+                                &mut sink,
+                            )?;
+                            Ok((part, rows))
                         })
                 })
                 .collect();
-            handles
-                .into_iter()
-                .map(|h| match h {
-                    Ok(h) => h.join().unwrap_or_else(|_| {
-                        Err(Error::new(
-                            ndpdb_formats::SqlState::INTERNAL_ERROR,
-                            "a scan worker panicked",
-                        ))
-                    }),
-                    Err(e) => Err(Error::new(
-                        ndpdb_formats::SqlState::INTERNAL_ERROR,
-                        format!("cannot start a scan worker: {e}"),
-                    )),
-                })
-                .collect()
+            handles.into_iter().map(joined).collect()
         });
         let mut out = ScanOutput::default();
         let mut chunked = Vec::new();
-        let c = &self.db_inner().counters;
         for p in parts {
-            let part = p?;
+            let (part, rows) = p?;
             out.tuples += part.tuples;
-            c.scan_pages.fetch_add(part.state.pages, Relaxed);
-            c.scan_pages_pruned
-                .fetch_add(part.state.pages_pruned, Relaxed);
-            c.scan_bytes_touched
-                .fetch_add(part.state.bytes_touched, Relaxed);
-            chunked.extend(part.rows);
+            self.count_scan(&part.state);
+            chunked.extend(rows);
             out.groups.push(pipeline.finish(part.state));
         }
         chunked.sort_by_key(|(c, _)| *c);
         out.rows = chunked.into_iter().flat_map(|(_, r)| r).collect();
         Ok(out)
+    }
+
+    /// Adds a worker's page counts to the database's counters.
+    fn count_scan(&self, state: &PipelineState) {
+        let c = &self.db_inner().counters;
+        c.scan_pages.fetch_add(state.pages, Relaxed);
+        c.scan_pages_pruned.fetch_add(state.pages_pruned, Relaxed);
+        c.scan_bytes_touched.fetch_add(state.bytes_touched, Relaxed);
     }
 
     fn scan_worker(
@@ -265,6 +370,7 @@ impl Transaction {
         first: u64,
         step: u64,
         chunks: u64,
+        sink: &mut dyn FnMut(u64, Vec<Vec<Value>>) -> Result<()>,
     ) -> Result<WorkerPart> {
         let table = ts.id;
         let n = ts.vids.vid_count();
@@ -280,7 +386,6 @@ impl Transaction {
         let mut state = PipelineState::default();
         let mut buf = RunBuffers::default();
         let mut heads = Vec::with_capacity(CHUNK as usize);
-        let mut rows = Vec::new();
         let mut tuples = 0;
         let snapshot = self.snapshot_ref();
         let mut chunk = first;
@@ -324,15 +429,9 @@ impl Transaction {
                 &mut source,
                 &mut buf,
             )?;
-            if !state.rows.is_empty() {
-                rows.push((chunk, std::mem::take(&mut state.rows)));
-            }
+            sink(chunk, std::mem::take(&mut state.rows))?;
             chunk += step;
         }
-        Ok(WorkerPart {
-            state,
-            rows,
-            tuples,
-        })
+        Ok(WorkerPart { state, tuples })
     }
 }

@@ -199,20 +199,6 @@ pub fn narrow(
     })
 }
 
-impl NarrowJoins {
-    /// A row of the first item as the joins start from it: the columns
-    /// in [`NarrowJoins::first`], moved out.
-    pub fn first_columns(&self, mut row: Vec<Value>) -> Vec<Value> {
-        self.first
-            .iter()
-            .map(|&c| {
-                row.get_mut(c)
-                    .map_or(Value::Null, |v| std::mem::replace(v, Value::Null))
-            })
-            .collect()
-    }
-}
-
 /// The last join step's rows hold only the columns read after FROM;
 /// every program after FROM addresses the full layout. A row is widened
 /// into a scratch row of the full layout (NULL where nothing reads) just

@@ -1285,9 +1285,10 @@ impl SelectPlan {
         src: &Source,
         params: &[Value],
         wanted: Option<&[bool]>,
+        narrow: Option<&[usize]>,
     ) -> Result<Vec<(Vid, RecId, Vec<Value>)>> {
         let mut out = Vec::new();
-        self.read_source_each(tx, src, params, wanted, |vid, rid, row| {
+        self.read_source_each(tx, src, params, wanted, narrow, |vid, rid, row| {
             out.push((vid, rid, row));
             Ok(())
         })?;
@@ -1295,12 +1296,16 @@ impl SelectPlan {
     }
 
     /// [`Self::read_source`], each row handed to `visit` as it is read.
+    /// With `narrow`, a row holds only those columns of the table, in
+    /// that order (the first item of a narrow join); otherwise it has the
+    /// table's width, NULL where `wanted` says nothing reads.
     fn read_source_each(
         &self,
         tx: &mut Transaction,
         src: &Source,
         params: &[Value],
         wanted: Option<&[bool]>,
+        narrow: Option<&[usize]>,
         mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<()>,
     ) -> Result<()> {
         // Kept rows lose the columns nothing reads (after the filter).
@@ -1311,6 +1316,16 @@ impl SelectPlan {
             };
             if !kept {
                 return Ok(());
+            }
+            if let Some(columns) = narrow {
+                let narrowed = columns
+                    .iter()
+                    .map(|&c| {
+                        row.get_mut(c)
+                            .map_or(Value::Null, |v| std::mem::replace(v, Value::Null))
+                    })
+                    .collect();
+                return visit(vid, rid, narrowed);
             }
             if let Some(wanted) = wanted {
                 for (v, w) in row.iter_mut().zip(wanted) {
@@ -1339,21 +1354,25 @@ impl SelectPlan {
             }
         };
         match &src.access {
-            // A filtered table of a plain SELECT (no row ids needed):
-            // the scan core's pipeline filters it page by page
-            // on the host workers and hands over the columns read.
+            // A table scan of a plain SELECT (no row ids needed): the
+            // scan core's pipeline filters it page by page on the host
+            // workers and streams the columns read, chunk by chunk.
             Access::Scan
-                if src.filter.is_some()
-                    && wanted.is_some()
-                    && (self.joins.is_empty() || self.narrow_joins().is_some()) =>
+                if wanted.is_some() && (self.joins.is_empty() || self.narrow_joins().is_some()) =>
             {
-                let columns: Vec<u32> = wanted
-                    .into_iter()
-                    .flatten()
-                    .enumerate()
-                    .filter(|(_, w)| **w)
-                    .map(|(c, _)| c as u32)
-                    .collect();
+                let (columns, width): (Vec<u32>, Option<usize>) = match narrow {
+                    Some(columns) => (columns.iter().map(|&c| c as u32).collect(), None),
+                    None => (
+                        wanted
+                            .into_iter()
+                            .flatten()
+                            .enumerate()
+                            .filter(|(_, w)| **w)
+                            .map(|(c, _)| c as u32)
+                            .collect(),
+                        Some(table.types.len()),
+                    ),
+                };
                 let pipeline = Pipeline::new(
                     &table.types,
                     params,
@@ -1362,20 +1381,20 @@ impl SelectPlan {
                         columns: columns.clone(),
                     },
                 );
-                let out = match key_prefix_values(&src.key_prefix, params)? {
-                    Some(prefix) => tx.scan_pipeline_key_prefix(table, &prefix, &pipeline)?,
-                    None => tx.scan_pipeline(table, &pipeline)?,
-                };
-                let width = table.types.len();
-                for projected in out.rows {
-                    let mut row = vec![Value::Null; width];
-                    for (v, &c) in projected.into_iter().zip(&columns) {
-                        if let Some(slot) = row.get_mut(c as usize) {
-                            *slot = v;
+                let prefix = key_prefix_values(&src.key_prefix, params)?;
+                let mut each = |projected: Vec<Value>| match width {
+                    None => visit(Vid(0), RecId::NULL, projected),
+                    Some(width) => {
+                        let mut row = vec![Value::Null; width];
+                        for (v, &c) in projected.into_iter().zip(&columns) {
+                            if let Some(slot) = row.get_mut(c as usize) {
+                                *slot = v;
+                            }
                         }
+                        visit(Vid(0), RecId::NULL, row)
                     }
-                    visit(Vid(0), RecId::NULL, row)?;
-                }
+                };
+                tx.scan_pipeline_each(table, prefix.as_deref(), &pipeline, &mut each)?;
             }
             Access::PrimaryKey(keys) => {
                 let key: Vec<Value> = keys
@@ -1923,7 +1942,7 @@ impl SelectPlan {
             return Ok(());
         }
         let src = &self.sources[0];
-        self.read_source_each(tx, src, params, self.wanted(0), |_, _, row| {
+        self.read_source_each(tx, src, params, self.wanted(0), None, |_, _, row| {
             if let Some(f) = &self.filter {
                 if !f.eval_predicate(&row, params)? {
                     return Ok(());

@@ -59,7 +59,10 @@ impl SelectPlan {
     /// item (a table of a quarter of its rows or fewer, or rows of a
     /// subquery or function). A first table with a filter keeps its
     /// order when the new table may be joined by key lookups (the
-    /// filtered rows may be few).
+    /// filtered rows may be few), unless the new table has a sixteenth
+    /// of its rows or fewer: reading that table costs little beside the
+    /// first table's own scan, and holding the first table's filtered
+    /// rows (CH-benCHmark Q19: half of ORDER-LINE) costs much.
     fn reads_first_table_last(&self, joins: &[JoinStep]) -> bool {
         let (Some(step), [first, second, ..]) = (joins.first(), &self.sources[..]) else {
             return false;
@@ -73,8 +76,11 @@ impl SelectPlan {
         match second.table() {
             None => true,
             Some(t) => {
-                t.vids.vid_count().saturating_mul(4) <= first_table.vids.vid_count()
-                    && (step.lookup.is_none() || first.filter.is_none())
+                let (new_rows, first_rows) = (t.vids.vid_count(), first_table.vids.vid_count());
+                new_rows.saturating_mul(4) <= first_rows
+                    && (step.lookup.is_none()
+                        || first.filter.is_none()
+                        || new_rows.saturating_mul(16) <= first_rows)
             }
         }
     }
@@ -120,7 +126,7 @@ impl SelectPlan {
         let first_last = match (narrow, &ordered, &device) {
             (Some(n), None, None) if self.reads_first_table_last(&n.joins) => {
                 let wanted = self.wanted(1);
-                Some(self.read_source(tx, &self.sources[1], params, wanted)?)
+                Some(self.read_source(tx, &self.sources[1], params, wanted, None)?)
             }
             _ => None,
         };
@@ -139,7 +145,7 @@ impl SelectPlan {
                 } else {
                     None
                 };
-                self.read_source(tx, first, params, wanted)?
+                self.read_source(tx, first, params, wanted, narrow.map(|n| &n.first[..]))?
             }
         };
         let mut steps = Vec::with_capacity(self.sources.len());
@@ -155,8 +161,9 @@ impl SelectPlan {
             None => first_rows
                 .into_iter()
                 .map(|(vid, rid, values)| match narrow {
-                    // Rows of a join carry no ids (nothing reads them).
-                    Some(n) => Joined::of_join(n.first_columns(values)),
+                    // Rows of a join carry no ids (nothing reads them);
+                    // they were read narrow.
+                    Some(_) => Joined::of_join(values),
                     None => Joined {
                         values,
                         ids: vec![(vid, rid)],
@@ -203,9 +210,10 @@ impl SelectPlan {
                 Ok((right, n)) => {
                     let mut built = step.build_right(right, params)?;
                     let mut rows_read = 0;
-                    self.read_source_each(tx, first, params, self.wanted(0), |_, _, row| {
+                    let (wanted, narrow) = (self.wanted(0), Some(&n.first[..]));
+                    self.read_source_each(tx, first, params, wanted, narrow, |_, _, row| {
                         rows_read += 1;
-                        built.probe(n.first_columns(row), params, &mut emit)
+                        built.probe(row, params, &mut emit)
                     })?;
                     built.finish(params, &mut emit)?;
                     let right_rows = built.len();
@@ -251,7 +259,7 @@ impl SelectPlan {
             if streams {
                 let mut built = step.build_left(rows, params)?;
                 let mut rows_read = 0;
-                self.read_source_each(tx, src, params, self.wanted(k + 1), |_, _, row| {
+                self.read_source_each(tx, src, params, self.wanted(k + 1), None, |_, _, row| {
                     rows_read += 1;
                     built.probe(row, params, &mut emit)
                 })?;
@@ -269,7 +277,7 @@ impl SelectPlan {
             }
             let right = match pre_read {
                 Some(right) => right,
-                None => self.read_source(tx, src, params, self.wanted(k + 1))?,
+                None => self.read_source(tx, src, params, self.wanted(k + 1), None)?,
             };
             let read = started.elapsed();
             let rows_read = right.len();
