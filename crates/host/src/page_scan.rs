@@ -59,6 +59,26 @@ struct WorkerPart {
     tuples: u64,
 }
 
+/// The chunks one worker of a scan takes: `first`, `first + step`, …
+/// below `chunks`.
+#[derive(Clone, Copy)]
+struct Share {
+    first: u64,
+    step: u64,
+    chunks: u64,
+}
+
+impl Share {
+    /// Worker `w`'s share of `chunks` among `workers`.
+    fn of(w: usize, workers: usize, chunks: u64) -> Share {
+        Share {
+            first: w as u64,
+            step: workers as u64,
+            chunks,
+        }
+    }
+}
+
 /// A chunk's projected rows, by chunk number.
 type ChunkRows = (u64, Vec<Vec<Value>>);
 
@@ -270,14 +290,8 @@ impl Transaction {
                                     )
                                 })
                             };
-                            self.scan_worker(
-                                ts,
-                                pipeline,
-                                w as u64,
-                                workers as u64,
-                                chunks,
-                                &mut sink,
-                            )
+                            let share = Share::of(w, workers, chunks);
+                            self.scan_worker(ts, pipeline, share, &mut sink)
                         }),
                 );
             }
@@ -327,14 +341,8 @@ impl Transaction {
                                 }
                                 Ok(())
                             };
-                            let part = self.scan_worker(
-                                ts,
-                                pipeline,
-                                w as u64,
-                                workers as u64,
-                                chunks,
-                                &mut sink,
-                            )?;
+                            let share = Share::of(w, workers, chunks);
+                            let part = self.scan_worker(ts, pipeline, share, &mut sink)?;
                             Ok((part, rows))
                         })
                 })
@@ -367,11 +375,14 @@ impl Transaction {
         &self,
         ts: &TableState,
         pipeline: &Pipeline,
-        first: u64,
-        step: u64,
-        chunks: u64,
+        share: Share,
         sink: &mut dyn FnMut(u64, Vec<Vec<Value>>) -> Result<()>,
     ) -> Result<WorkerPart> {
+        let Share {
+            first,
+            step,
+            chunks,
+        } = share;
         let table = ts.id;
         let n = ts.vids.vid_count();
         let own = self.has_writes_to(ts);
