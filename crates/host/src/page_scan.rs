@@ -253,9 +253,9 @@ impl Transaction {
 
     /// [`Transaction::scan_pipeline`] (or, with `prefix`,
     /// [`Transaction::scan_pipeline_key_prefix`]) of a projection whose
-    /// rows go to `visit` chunk by chunk, in VID order, while the workers go on: a join
-    /// probes them as they come instead of holding the whole table's
-    /// rows. Each worker runs at most [`STREAM_AHEAD`] chunks ahead of
+    /// rows go to `visit` chunk by chunk, in VID order, while the workers
+    /// go on: a join probes them as they come instead of holding the
+    /// whole table's rows. Each worker runs at most [`STREAM_AHEAD`] chunks ahead of
     /// `visit`; when `visit` fails, the workers stop at their next chunk.
     /// Returns the tuples walked.
     pub fn scan_pipeline_each(

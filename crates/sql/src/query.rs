@@ -1360,37 +1360,34 @@ impl SelectPlan {
             Access::Scan
                 if wanted.is_some() && (self.joins.is_empty() || self.narrow_joins().is_some()) =>
             {
-                let (columns, width): (Vec<u32>, Option<usize>) = match narrow {
+                // Narrow rows come as projected; full-width ones are the
+                // projected values widened to the table's layout.
+                let (columns, widen) = match narrow {
                     Some(columns) => (columns.iter().map(|&c| c as u32).collect(), None),
-                    None => (
-                        wanted
+                    None => {
+                        let columns: Vec<u32> = wanted
                             .into_iter()
                             .flatten()
                             .enumerate()
                             .filter(|(_, w)| **w)
                             .map(|(c, _)| c as u32)
-                            .collect(),
-                        Some(table.types.len()),
-                    ),
+                            .collect();
+                        let width = table.types.len();
+                        (columns.clone(), Some(Widen { columns, width }))
+                    }
                 };
                 let pipeline = Pipeline::new(
                     &table.types,
                     params,
                     src.filter.as_ref(),
-                    PipelineOp::Project {
-                        columns: columns.clone(),
-                    },
+                    PipelineOp::Project { columns },
                 );
                 let prefix = key_prefix_values(&src.key_prefix, params)?;
-                let mut each = |projected: Vec<Value>| match width {
+                let mut each = |projected: Vec<Value>| match &widen {
                     None => visit(Vid(0), RecId::NULL, projected),
-                    Some(width) => {
-                        let mut row = vec![Value::Null; width];
-                        for (v, &c) in projected.into_iter().zip(&columns) {
-                            if let Some(slot) = row.get_mut(c as usize) {
-                                *slot = v;
-                            }
-                        }
+                    Some(widen) => {
+                        let mut row = widen.scratch();
+                        widen.fill(projected, &mut row);
                         visit(Vid(0), RecId::NULL, row)
                     }
                 };
