@@ -527,6 +527,59 @@ impl Program {
         Some(p)
     }
 
+    /// `self AND other`, short-circuiting as the compiler's AND does.
+    pub fn and(&self, other: &Program) -> Program {
+        let consts_at = self.consts.len() as u32;
+        let ops_at = self.ops.len() as u32 + 1;
+        let mut ops = Vec::with_capacity(self.ops.len() + other.ops.len() + 2);
+        ops.extend(self.ops.iter().cloned());
+        ops.push(Op::JumpIfFalseKeep(0));
+        ops.extend(other.ops.iter().map(|op| match op {
+            Op::Const(i) => Op::Const(i + consts_at),
+            Op::InSorted {
+                first,
+                n,
+                negated,
+                has_null,
+            } => Op::InSorted {
+                first: first + consts_at,
+                n: *n,
+                negated: *negated,
+                has_null: *has_null,
+            },
+            Op::JumpIfFalseKeep(t) => Op::JumpIfFalseKeep(t + ops_at),
+            Op::JumpIfTrueKeep(t) => Op::JumpIfTrueKeep(t + ops_at),
+            Op::JumpIfNotTrue(t) => Op::JumpIfNotTrue(t + ops_at),
+            Op::Jump(t) => Op::Jump(t + ops_at),
+            op => op.clone(),
+        }));
+        ops.push(Op::And);
+        let end = ops.len() as u32;
+        ops[ops_at as usize - 1] = Op::JumpIfFalseKeep(end);
+        let mut consts = self.consts.clone();
+        consts.extend(other.consts.iter().cloned());
+        Program { consts, ops }
+    }
+
+    /// `column IN (items)` with the items as one sorted list; `None` if
+    /// they are not all of one kind (see [`sort_in_list`]).
+    pub fn in_list(column: u32, mut items: Vec<Value>) -> Option<Program> {
+        let has_null = sort_in_list(&mut items)?;
+        let n = items.len() as u32;
+        Some(Program {
+            consts: items,
+            ops: vec![
+                Op::Column(column),
+                Op::InSorted {
+                    first: 0,
+                    n,
+                    negated: false,
+                    has_null,
+                },
+            ],
+        })
+    }
+
     pub fn columns(&self) -> Vec<u32> {
         let mut c: Vec<u32> = self
             .ops
@@ -1362,6 +1415,58 @@ mod tests {
         let mut mixed = vec![Value::Int(1), Value::Text("a".into())];
         assert!(sort_in_list(&mut mixed).is_none());
         assert_eq!(mixed.len(), 2);
+    }
+
+    /// `a.and(b)` is SQL's AND of the two, and short-circuits: with `a`
+    /// FALSE, `b` (which would divide by zero) is not evaluated.
+    #[test]
+    fn and_of_two_programs_with_jumps_and_lists() {
+        // a: col0 <> 0 AND col1 > 0 (a jump of its own)
+        let a = prog(
+            vec![Value::Int(0)],
+            vec![
+                Op::Column(0),
+                Op::Const(0),
+                Op::Ne,
+                Op::JumpIfFalseKeep(8),
+                Op::Column(1),
+                Op::Const(0),
+                Op::Gt,
+                Op::And,
+            ],
+        );
+        // b: 10 / col0 IN (5, 10, NULL)
+        let mut b = Program::in_list(0, vec![Value::Int(10), Value::Null, Value::Int(5)]).unwrap();
+        b.consts.push(Value::Int(10));
+        b.ops = vec![
+            Op::Const(2),
+            Op::Column(0),
+            Op::Div,
+            Op::InSorted {
+                first: 0,
+                n: 2,
+                negated: false,
+                has_null: true,
+            },
+        ];
+        let both = a.and(&b);
+        let mut w = Writer::new();
+        both.encode(&mut w);
+        let bytes = w.into_inner();
+        assert_eq!(Program::decode(&mut Reader::new(&bytes)).unwrap(), both);
+        let at = |x: i32, y: i32| both.eval(&[Value::Int(x), Value::Int(y)], &[]).unwrap();
+        assert_eq!(at(0, 1), Value::Bool(false), "no division by zero");
+        assert_eq!(at(2, 1), Value::Bool(true));
+        assert_eq!(at(1, 1), Value::Bool(true), "10 / 1 = 10");
+        assert_eq!(
+            at(3, 1),
+            Value::Null,
+            "3 is not listed and the list has a NULL"
+        );
+        assert_eq!(at(2, 0), Value::Bool(false));
+        let ints = Program::in_list(2, vec![Value::Int(7), Value::Int(3), Value::Int(7)]).unwrap();
+        assert_eq!(ints.consts, vec![Value::Int(3), Value::Int(7)]);
+        assert!(Program::in_list(0, vec![Value::Int(1), Value::Text("a".into())]).is_none());
     }
 
     #[test]

@@ -20,7 +20,8 @@
 //!   the page summary; chain walks only for heads a snapshot does not see.
 //! - [`predicate`]: expression bytecode compiled into typed comparison
 //!   kernels with SQL's three-valued logic (row-at-a-time fallback for
-//!   anything else).
+//!   anything else); [`in_set`]: the IN kernel of integer lists of any
+//!   length, which runtime join filters use too.
 //! - [`aggregate`]: typed SUM / COUNT / MIN / MAX / AVG over a selection,
 //!   folded into the same accumulators the row path uses.
 //! - [`pipeline`]: filter → operation over pages and single rows; the
@@ -28,6 +29,7 @@
 //! - [`prefetch`]: the cache lines of the pages ahead of the walk.
 
 pub mod aggregate;
+pub mod in_set;
 pub mod page_visibility;
 pub mod pipeline;
 pub mod predicate;

@@ -21,11 +21,14 @@
 //! evaluator would visit.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use ndpdb_formats::expr::{Op, Program};
 use ndpdb_formats::page::layout::ZONE_SIZE;
 use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef, Zone};
 use ndpdb_formats::{DataType, Decimal, Error, Result, Value};
+
+use crate::in_set::IntSet;
 
 pub const FALSE: u8 = 0;
 pub const TRUE: u8 = 1;
@@ -107,6 +110,12 @@ pub enum Node {
     },
     IsNull {
         column: usize,
+        negated: bool,
+    },
+    /// `column [NOT] IN (integers)` of an INT or BIGINT column.
+    InSet {
+        column: usize,
+        set: Arc<IntSet>,
         negated: bool,
     },
     And(Box<Node>, Box<Node>),
@@ -216,7 +225,9 @@ fn replay(program: &Program, types: &[DataType], params: &[Value]) -> Option<Nod
                         _ => None,
                     })
                     .collect::<Option<Vec<Value>>>()?;
-                stack.push(Sym::Pred(in_list(c, types[c], &items, *negated)?));
+                let node = int_set(c, types[c], &items, *negated)
+                    .or_else(|| in_list(c, types[c], &items, *negated))?;
+                stack.push(Sym::Pred(node));
             }
             Op::InSorted {
                 first,
@@ -225,17 +236,18 @@ fn replay(program: &Program, types: &[DataType], params: &[Value]) -> Option<Nod
                 has_null,
             } => {
                 let (first, n) = (*first as usize, *n as usize);
-                if n > MAX_IN_ITEMS {
-                    return None;
-                }
                 let Sym::Column(c) = stack.pop()? else {
                     return None;
                 };
-                let mut items = program.consts.get(first..first + n)?.to_vec();
+                let mut items = program.consts.get(first..first.checked_add(n)?)?.to_vec();
                 if *has_null {
                     items.push(Value::Null);
                 }
-                if items.is_empty() {
+                if let Some(node) = int_set(c, types[c], &items, *negated) {
+                    stack.push(Sym::Pred(node));
+                    continue;
+                }
+                if n > MAX_IN_ITEMS || items.is_empty() {
                     return None;
                 }
                 stack.push(Sym::Pred(in_list(c, types[c], &items, *negated)?));
@@ -261,6 +273,29 @@ fn replay(program: &Program, types: &[DataType], params: &[Value]) -> Option<Nod
 
 /// Longest IN list run as kernels (one comparison per item and row).
 const MAX_IN_ITEMS: usize = 16;
+
+/// `column [NOT] IN (items)` of two or more integers (and NULLs) over an
+/// INT or BIGINT column, as one [`IntSet`] kernel.
+fn int_set(column: usize, ty: DataType, items: &[Value], negated: bool) -> Option<Node> {
+    if !matches!(ty, DataType::Int | DataType::BigInt) || items.len() < 2 {
+        return None;
+    }
+    let mut members = Vec::with_capacity(items.len());
+    let mut has_null = false;
+    for v in items {
+        match v {
+            Value::Int(x) => members.push(*x as i64),
+            Value::BigInt(x) => members.push(*x),
+            Value::Null => has_null = true,
+            _ => return None,
+        }
+    }
+    Some(Node::InSet {
+        column,
+        set: Arc::new(IntSet::new(members, has_null)),
+        negated,
+    })
+}
 
 /// `column [NOT] IN (items)` as an OR of equalities (negated: its NOT).
 fn in_list(column: usize, ty: DataType, items: &[Value], negated: bool) -> Option<Node> {
@@ -461,6 +496,14 @@ impl Node {
                 let col = column(page, *c, types[*c])?;
                 compare(&col, *op, scalar, sel, out)?;
             }
+            Node::InSet {
+                column: c,
+                set,
+                negated,
+            } => {
+                let col = column(page, *c, types[*c])?;
+                set.truths(&col, *negated, sel, out)?;
+            }
             Node::Not(a) => {
                 a.eval(page, types, sel, out, scratch)?;
                 for t in out.iter_mut() {
@@ -563,6 +606,22 @@ impl Node {
                 scratch.bytes += filter_cmp(&col, *op, scalar, sel, scratch)?;
                 Ok(())
             }
+            Node::InSet {
+                column: c,
+                set,
+                negated: false,
+            } => {
+                let col = column(page, *c, types[*c])?;
+                if set.zone_excludes(&col) {
+                    scratch.zone_pruned += 1;
+                    scratch.bytes += ZONE_SIZE as u64;
+                    sel.clear();
+                    return Ok(());
+                }
+                set.keep(&col, sel)?;
+                scratch.bytes += col.footprint as u64;
+                Ok(())
+            }
             _ => {
                 let mut truth = scratch.truth();
                 self.eval(page, types, sel, &mut truth, scratch)?;
@@ -612,7 +671,7 @@ fn filter_cmp(
 }
 
 #[inline]
-fn rd_i32(v: &[u8], i: usize) -> i32 {
+pub(crate) fn rd_i32(v: &[u8], i: usize) -> i32 {
     i32::from_le_bytes([v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]])
 }
 

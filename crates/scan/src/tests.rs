@@ -76,6 +76,8 @@ enum P {
     IsNull(usize, bool),
     /// `column [NOT] IN (constants)`.
     In(usize, Vec<Value>, bool),
+    /// The same with the list sorted once (`Op::InSorted`, long lists).
+    InSorted(usize, Vec<Value>, bool),
     And(Box<P>, Box<P>),
     Or(Box<P>, Box<P>),
     Not(Box<P>),
@@ -98,6 +100,9 @@ fn pred() -> impl Strategy<Value = P> {
         1 => (0..TYPES.len(), 1..5usize, any::<bool>())
             .prop_flat_map(|(c, n, neg)| (Just(c), proptest::collection::vec(constant(c), n), Just(neg)))
             .prop_map(|(c, items, neg)| P::In(c, items, neg)),
+        1 => (0..2usize, 2..40usize, any::<bool>())
+            .prop_flat_map(|(c, n, neg)| (Just(c), proptest::collection::vec(value(TYPES[c]), n), Just(neg)))
+            .prop_map(|(c, items, neg)| P::InSorted(c, items, neg)),
     ];
     leaf.prop_recursive(3, 12, 2, |inner| {
         prop_oneof![
@@ -132,6 +137,24 @@ fn emit(p: &P, prog: &mut Program) {
                 n: items.len() as u32,
                 negated: *negated,
             });
+        }
+        P::InSorted(c, items, negated) => {
+            let mut items = items.clone();
+            let first = prog.consts.len() as u32;
+            let Some(has_null) = ndpdb_formats::expr::sort_in_list(&mut items) else {
+                // Only NULLs: `column IS NULL AND NULL`, always NULL or FALSE.
+                prog.ops.push(Op::Column(*c as u32));
+                prog.ops.push(Op::IsNull);
+                return;
+            };
+            prog.ops.push(Op::Column(*c as u32));
+            prog.ops.push(Op::InSorted {
+                first,
+                n: items.len() as u32,
+                negated: *negated,
+                has_null,
+            });
+            prog.consts.extend(items);
         }
         P::IsNull(c, n) => {
             prog.ops.push(Op::Column(*c as u32));

@@ -472,6 +472,20 @@ impl Built<'_> {
         self.rows.len()
     }
 
+    /// The key programs of the hashed rows and of the rows that probe
+    /// them, in key order.
+    pub fn keys(&self) -> (&[Program], &[Program]) {
+        let step = self.step;
+        match self.hashed {
+            Hashed::Left => (&step.left_keys, &step.right_keys),
+            Hashed::Right => (&step.right_keys, &step.left_keys),
+        }
+    }
+
+    pub fn rows(&self) -> &[Vec<Value>] {
+        &self.rows
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }

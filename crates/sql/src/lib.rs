@@ -54,6 +54,7 @@ pub mod host_aggregate;
 pub mod index_ddl;
 pub mod interval;
 pub mod join;
+pub mod join_filter;
 pub mod join_keys;
 pub mod join_layout;
 pub mod join_lookup;

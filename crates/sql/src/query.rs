@@ -161,6 +161,9 @@ pub struct StepReport {
     pub join: std::time::Duration,
     /// Joined by key lookups instead of a scan.
     pub lookups: bool,
+    /// Read through a runtime join filter listing this many keys (the
+    /// fewest of its key columns; `join_filter.rs`).
+    pub join_filter: Option<usize>,
 }
 
 /// How a query uses NDP (`SET ndp`).
@@ -1306,11 +1309,26 @@ impl SelectPlan {
         params: &[Value],
         wanted: Option<&[bool]>,
         narrow: Option<&[usize]>,
+        visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
+        let filter = src.filter.as_ref();
+        self.read_filtered_each(tx, src, filter, params, (wanted, narrow), visit)
+    }
+
+    /// [`Self::read_source_each`] with `filter` in place of the source's
+    /// own (a runtime join filter, `join_filter.rs`, which includes it).
+    fn read_filtered_each(
+        &self,
+        tx: &mut Transaction,
+        src: &Source,
+        filter: Option<&Program>,
+        params: &[Value],
+        (wanted, narrow): (Option<&[bool]>, Option<&[usize]>),
         mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<()>,
     ) -> Result<()> {
         // Kept rows lose the columns nothing reads (after the filter).
         let mut keep = |vid: Vid, rid: RecId, mut row: Vec<Value>| -> Result<()> {
-            let kept = match &src.filter {
+            let kept = match filter {
                 Some(f) => f.eval_predicate(&row, params)?,
                 None => true,
             };
@@ -1379,7 +1397,7 @@ impl SelectPlan {
                 let pipeline = Pipeline::new(
                     &table.types,
                     params,
-                    src.filter.as_ref(),
+                    filter,
                     PipelineOp::Project { columns },
                 );
                 let prefix = key_prefix_values(&src.key_prefix, params)?;

@@ -9,14 +9,18 @@
 //!                              narrow rows (join_layout.rs), widened one at a time
 //! ```
 //!
+//! A table streamed through a hash table is read through the hashed
+//! side's keys (`join_filter.rs`).
+//!
 //! The plan is `SelectPlan`'s (`query.rs`); the steps are `join.rs`'s.
 
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::Value;
 use ndpdb_host::{Transaction, WriteOutcome};
 
-use super::{Access, SelectPlan, StepReport};
+use super::{Access, SelectPlan, Source, StepReport};
 use crate::join::{Collect, JoinStep, Joined};
+use crate::join_filter::JoinFilter;
 use crate::join_layout::Widen;
 use crate::Result;
 
@@ -83,6 +87,25 @@ impl SelectPlan {
                         || new_rows.saturating_mul(16) <= first_rows)
             }
         }
+    }
+
+    /// The rows of `src` that probe a hash table, read through the
+    /// hashed side's `filter`; none when no row can find a partner.
+    fn read_probing(
+        &self,
+        tx: &mut Transaction,
+        src: &Source,
+        filter: &JoinFilter,
+        params: &[Value],
+        columns: (Option<&[bool]>, Option<&[usize]>),
+        mut probe: impl FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
+        let filter = match filter {
+            JoinFilter::Nothing => return Ok(()),
+            JoinFilter::Keys { program, .. } => Some(program),
+            JoinFilter::None => src.filter.as_ref(),
+        };
+        self.read_filtered_each(tx, src, filter, params, columns, |_, _, row| probe(row))
     }
 
     /// Rows after FROM, WHERE and FOR UPDATE; the rows of joins left
@@ -210,8 +233,10 @@ impl SelectPlan {
                 Ok((right, n)) => {
                     let mut built = step.build_right(right, params)?;
                     let mut rows_read = 0;
-                    let (wanted, narrow) = (self.wanted(0), Some(&n.first[..]));
-                    self.read_source_each(tx, first, params, wanted, narrow, |_, _, row| {
+                    let columns = (self.wanted(0), Some(&n.first[..]));
+                    let table_column = |c: u32| n.first.get(c as usize).map(|&t| t as u32);
+                    let filter = JoinFilter::for_probing(&built, first, table_column, params)?;
+                    self.read_probing(tx, first, &filter, params, columns, |row| {
                         rows_read += 1;
                         built.probe(row, params, &mut emit)
                     })?;
@@ -221,6 +246,7 @@ impl SelectPlan {
                     rows = std::mem::take(&mut collect.rows);
                     if let Some(s) = steps.first_mut() {
                         (s.rows_read, s.rows_out) = (rows_read, rows_read);
+                        s.join_filter = filter.keys();
                     }
                     steps.push(StepReport {
                         alias: src.alias.clone(),
@@ -259,7 +285,9 @@ impl SelectPlan {
             if streams {
                 let mut built = step.build_left(rows, params)?;
                 let mut rows_read = 0;
-                self.read_source_each(tx, src, params, self.wanted(k + 1), None, |_, _, row| {
+                let filter = JoinFilter::for_probing(&built, src, Some, params)?;
+                let columns = (self.wanted(k + 1), None);
+                self.read_probing(tx, src, &filter, params, columns, |row| {
                     rows_read += 1;
                     built.probe(row, params, &mut emit)
                 })?;
@@ -271,6 +299,7 @@ impl SelectPlan {
                     rows_read,
                     rows_out: emitted,
                     join: started.elapsed(),
+                    join_filter: filter.keys(),
                     ..StepReport::default()
                 });
                 continue;
@@ -289,7 +318,7 @@ impl SelectPlan {
                 read,
                 rows_out: emitted,
                 join: started.elapsed() - read,
-                lookups: false,
+                ..StepReport::default()
             });
         }
         if self.sources.len() > 1 {

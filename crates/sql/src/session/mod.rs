@@ -933,9 +933,13 @@ impl Session {
                 let steps = plan.last_steps.lock().unwrap_or_else(|e| e.into_inner());
                 for (k, s) in steps.iter().enumerate() {
                     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+                    let through = match s.join_filter {
+                        Some(keys) => format!(" through a join filter of {keys} keys"),
+                        None => String::new(),
+                    };
                     lines.push(match (k, s.lookups) {
                         (0, _) => format!(
-                            "  {}: {} rows read in {:.3} ms",
+                            "  {}: {} rows read{through} in {:.3} ms",
                             s.alias,
                             s.rows_read,
                             ms(s.read)
@@ -947,7 +951,7 @@ impl Session {
                             ms(s.join)
                         ),
                         (_, false) => format!(
-                            "  {}: {} rows read in {:.3} ms, {} rows joined in {:.3} ms",
+                            "  {}: {} rows read{through} in {:.3} ms, {} rows joined in {:.3} ms",
                             s.alias,
                             s.rows_read,
                             ms(s.read),
