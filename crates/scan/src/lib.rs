@@ -21,7 +21,8 @@
 //! - [`predicate`]: expression bytecode compiled into typed comparison
 //!   kernels with SQL's three-valued logic (row-at-a-time fallback for
 //!   anything else); [`in_set`]: the IN kernel of integer lists of any
-//!   length, which runtime join filters use too.
+//!   length, which runtime join filters use too; [`key_bloom`]: the
+//!   runtime join filter of composite integer keys.
 //! - [`aggregate`]: typed SUM / COUNT / MIN / MAX / AVG over a selection,
 //!   folded into the same accumulators the row path uses.
 //! - [`pipeline`]: filter → operation over pages and single rows; the
@@ -30,6 +31,7 @@
 
 pub mod aggregate;
 pub mod in_set;
+pub mod key_bloom;
 pub mod page_visibility;
 pub mod pipeline;
 pub mod predicate;

@@ -12,6 +12,7 @@
 //! the way the row path's partials always did.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use ndpdb_formats::agg::{Acc, AggSpec};
 use ndpdb_formats::codec::Writer;
@@ -20,6 +21,7 @@ use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{DataType, Result, Value};
 
 use crate::aggregate::{fold_page, AggInput, Batch, RowSource};
+use crate::key_bloom::KeyBloom;
 use crate::predicate::{column, Predicate, Scratch};
 
 /// What a scan computes from its qualifying rows.
@@ -48,6 +50,9 @@ pub struct Pipeline {
     /// Columns whose minipages the page walk prefetches (whole, or the
     /// first line: zone map and nulls).
     prefetch: Vec<(usize, bool)>,
+    /// A runtime join filter over composite keys, after the filter (on
+    /// the page path; a row that passes it anyway is only joined).
+    key_bloom: Option<Arc<KeyBloom>>,
 }
 
 /// One worker's partial result.
@@ -144,7 +149,15 @@ impl Pipeline {
             inputs,
             wanted,
             prefetch,
+            key_bloom: None,
         }
+    }
+
+    /// The pipeline with `bloom` dropping rows after its filter; its key
+    /// columns must be among those the operation reads.
+    pub fn with_key_bloom(mut self, bloom: Option<Arc<KeyBloom>>) -> Pipeline {
+        self.key_bloom = bloom;
+        self
     }
 
     /// Columns the page walk prefetches: `(column, whole minipage)`.
@@ -205,6 +218,9 @@ impl Pipeline {
                 }
                 *sel = kept;
             }
+        }
+        if let (Some(bloom), false) = (&self.key_bloom, sel.is_empty()) {
+            bloom.keep(page, &self.types, sel)?;
         }
         if sel.is_empty() {
             return Ok(());

@@ -43,6 +43,7 @@ use crate::compile::{
 use crate::ddl::table_name;
 use crate::host_aggregate::HostAggregate;
 use crate::join::{key_of, JoinKind, JoinStep, Joined};
+use crate::join_filter::ReadFilter;
 use crate::join_layout::Widen;
 use crate::join_lookup;
 use crate::join_order;
@@ -1311,7 +1312,10 @@ impl SelectPlan {
         narrow: Option<&[usize]>,
         visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<()>,
     ) -> Result<()> {
-        let filter = src.filter.as_ref();
+        let filter = ReadFilter {
+            program: src.filter.as_ref(),
+            bloom: None,
+        };
         self.read_filtered_each(tx, src, filter, params, (wanted, narrow), visit)
     }
 
@@ -1321,14 +1325,14 @@ impl SelectPlan {
         &self,
         tx: &mut Transaction,
         src: &Source,
-        filter: Option<&Program>,
+        ReadFilter { program, bloom }: ReadFilter<'_>,
         params: &[Value],
         (wanted, narrow): (Option<&[bool]>, Option<&[usize]>),
         mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<()>,
     ) -> Result<()> {
         // Kept rows lose the columns nothing reads (after the filter).
         let mut keep = |vid: Vid, rid: RecId, mut row: Vec<Value>| -> Result<()> {
-            let kept = match filter {
+            let kept = match program {
                 Some(f) => f.eval_predicate(&row, params)?,
                 None => true,
             };
@@ -1397,9 +1401,10 @@ impl SelectPlan {
                 let pipeline = Pipeline::new(
                     &table.types,
                     params,
-                    filter,
+                    program,
                     PipelineOp::Project { columns },
-                );
+                )
+                .with_key_bloom(bloom.cloned());
                 let prefix = key_prefix_values(&src.key_prefix, params)?;
                 let mut each = |projected: Vec<Value>| match &widen {
                     None => visit(Vid(0), RecId::NULL, projected),

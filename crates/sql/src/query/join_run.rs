@@ -100,10 +100,8 @@ impl SelectPlan {
         columns: (Option<&[bool]>, Option<&[usize]>),
         mut probe: impl FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<()> {
-        let filter = match filter {
-            JoinFilter::Nothing => return Ok(()),
-            JoinFilter::Keys { program, .. } => Some(program),
-            JoinFilter::None => src.filter.as_ref(),
+        let Some(filter) = filter.read_filter(src) else {
+            return Ok(());
         };
         self.read_filtered_each(tx, src, filter, params, columns, |_, _, row| probe(row))
     }

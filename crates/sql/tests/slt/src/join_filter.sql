@@ -33,6 +33,11 @@ SELECT count(*), sum(l_qty) FROM jf_item, jf_line WHERE l_item = i_id AND i_data
 -- A composite key of an INT and a TEXT column.
 SELECT count(*), sum(p_n) FROM jf_pair, jf_line WHERE p_a = l_item AND p_b = l_note AND p_n < 400
 SELECT p_a, p_b, count(*) FROM jf_line JOIN jf_pair ON p_a = l_item AND p_b = l_note WHERE p_a IN (3, 99, 180) GROUP BY p_a, p_b ORDER BY p_a, p_b
+-- Two or more integer key columns (a Bloom filter over them), NULLs among the probing keys.
+SELECT count(*), sum(l_id) FROM jf_pair, jf_line WHERE l_item = p_a AND l_qty = p_n % 11 AND p_b = 'n2'
+SELECT count(*), sum(l_id) FROM jf_pair, jf_line WHERE l_ib = p_a AND l_qty = p_n % 11
+SELECT count(*), sum(l_qty) FROM jf_item, jf_line WHERE l_big = i_big AND l_qty = i_id % 11 AND l_item = i_id AND i_data LIKE '%4'
+SELECT l_id, p_n FROM jf_line JOIN jf_pair ON l_item = p_a AND l_qty + 0 = p_n % 11 AND l_note = p_b WHERE p_n < 300 ORDER BY l_id
 -- Outer joins keep their unmatched rows.
 SELECT count(*), count(i_id), sum(l_qty) FROM jf_line LEFT JOIN jf_item ON l_item = i_id AND i_data LIKE '%7'
 SELECT i_id, count(l_id) FROM jf_item LEFT JOIN jf_line ON l_item = i_id AND l_qty > 8 WHERE i_id <= 5 GROUP BY i_id ORDER BY i_id
