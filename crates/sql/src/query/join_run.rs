@@ -328,6 +328,9 @@ impl SelectPlan {
         let plain = self.filter.iter().filter(|_| !streamed);
         let filters = plain.map(|f| (f, false));
         for (f, per_row) in filters.chain(self.row_filter.iter().map(|f| (f, true))) {
+            if per_row {
+                self.subqueries.expect_rows(rows.len());
+            }
             let mut kept = Vec::with_capacity(rows.len());
             for mut r in rows {
                 let keep = match per_row {

@@ -66,6 +66,9 @@ struct Residual {
 struct State {
     /// Per-row calls so far (memoized answers not counted).
     calls: usize,
+    /// Calls the caller said are coming (its rows, when it holds them
+    /// all): at least the threshold, and the build starts at once.
+    expected: usize,
     table: Option<Built>,
     /// The build was too big: per row for the rest of the execution.
     gave_up: bool,
@@ -358,7 +361,8 @@ impl HashedExists {
     ) -> Result<Option<bool>> {
         let mut st = self.state();
         if st.table.is_none() {
-            if st.gave_up || st.calls < self.threshold() {
+            let threshold = self.threshold();
+            if st.gave_up || (st.calls < threshold && st.expected < threshold) {
                 st.calls += 1;
                 return Ok(None);
             }
@@ -416,7 +420,10 @@ impl HashedExists {
         let bound = self.build.subqueries.bind(tx, &statement, &[], txn)?;
         let keys = self.probe.len();
         let width = keys + self.residual_width;
-        let mut rows: Vec<Value> = Vec::new();
+        // Room for every inner row at once: growing by doubling would
+        // copy the values and touch twice the memory.
+        let expected = self.inner_rows.saturating_mul(width).min(MAX_VALUES);
+        let mut rows: Vec<Value> = Vec::with_capacity(expected);
         let mut too_big = false;
         self.build.each_row(tx, &bound, |r| {
             if r.len() != width {
@@ -453,6 +460,14 @@ impl HashedExists {
             rows,
             width,
         }))
+    }
+
+    /// The caller will ask for `rows` rows (more than once each, maybe):
+    /// enough of them build the hash table at the first call instead of
+    /// after the threshold's worth of per-row calls.
+    pub fn expect_calls(&self, rows: usize) {
+        let mut st = self.state();
+        st.expected = st.expected.max(rows);
     }
 
     /// Forgets the hash table and the calls (a new execution).

@@ -385,6 +385,16 @@ impl Bindings {
         cols
     }
 
+    /// The caller is about to evaluate its per-row subqueries for `rows`
+    /// rows it holds: a hashed EXISTS builds at once when they are many.
+    pub fn expect_rows(&self, rows: usize) {
+        for (_, s) in self.subplans().filter(|(_, s)| s.per_row) {
+            if let Some(h) = &s.hashed {
+                h.expect_calls(rows);
+            }
+        }
+    }
+
     /// The parameters of one execution: `statement` (the first `base`
     /// statement parameters), the Outer slots from `outer` in order, the
     /// Once slots computed, per-row slots NULL, then `txn` last.
