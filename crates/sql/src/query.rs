@@ -162,8 +162,8 @@ pub struct StepReport {
     pub join: std::time::Duration,
     /// Joined by key lookups instead of a scan.
     pub lookups: bool,
-    /// Read through a runtime join filter listing this many keys (the
-    /// fewest of its key columns; `join_filter.rs`).
+    /// Read through a runtime join filter of this many keys
+    /// (`join_filter.rs`: the IN list's keys, or the Bloom filter's).
     pub join_filter: Option<usize>,
 }
 
