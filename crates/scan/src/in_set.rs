@@ -17,7 +17,7 @@
 use ndpdb_formats::page::{ColumnData, ColumnRef, Zone};
 use ndpdb_formats::{Error, Result};
 
-use crate::predicate::{rd_i32, rd_i64, FALSE, NULL, TRUE};
+use crate::predicate::{keep, rd_i32, rd_i64, FALSE, NULL, TRUE};
 
 /// Widest range (in values) a set's bitmap covers: 2^23 bits, 1 MiB.
 const BITMAP_SPAN: u64 = 1 << 23;
@@ -100,10 +100,10 @@ impl IntSet {
     pub fn keep(&self, col: &ColumnRef<'_>, sel: &mut Vec<u16>) -> Result<()> {
         match col.data {
             ColumnData::Fixed { width: 4, values } => {
-                keep_rows(col, sel, |i| self.contains(rd_i32(values, i) as i64))
+                keep(col, sel, |i| self.contains(rd_i32(values, i) as i64))
             }
             ColumnData::Fixed { width: 8, values } => {
-                keep_rows(col, sel, |i| self.contains(rd_i64(values, i)))
+                keep(col, sel, |i| self.contains(rd_i64(values, i)))
             }
             _ => return Err(no_kernel(col)),
         }
@@ -153,22 +153,6 @@ impl IntSet {
 
 fn no_kernel(col: &ColumnRef<'_>) -> Error {
     Error::corrupted(format!("no IN kernel for a {} column", col.ty))
-}
-
-/// Keeps the selected non-NULL rows that pass `test`.
-#[inline(always)]
-fn keep_rows(col: &ColumnRef<'_>, sel: &mut Vec<u16>, test: impl Fn(usize) -> bool) {
-    if col.has_nulls() {
-        sel.retain(|&s| !col.is_null(s as usize) && test(s as usize));
-    } else {
-        let mut n = 0;
-        for k in 0..sel.len() {
-            let s = sel[k];
-            sel[n] = s;
-            n += test(s as usize) as usize;
-        }
-        sel.truncate(n);
-    }
 }
 
 #[cfg(test)]

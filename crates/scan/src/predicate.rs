@@ -836,7 +836,7 @@ fn truths(col: &ColumnRef<'_>, sel: &[u16], out: &mut Vec<u8>, test: impl Fn(usi
 
 /// Keeps the selected rows that are not NULL and pass `test`.
 #[inline(always)]
-fn keep(col: &ColumnRef<'_>, sel: &mut Vec<u16>, test: impl Fn(usize) -> bool) {
+pub(crate) fn keep(col: &ColumnRef<'_>, sel: &mut Vec<u16>, test: impl Fn(usize) -> bool) {
     if col.has_nulls() {
         sel.retain(|&s| !col.is_null(s as usize) && test(s as usize));
     } else {
