@@ -153,8 +153,8 @@ impl Pipeline {
         }
     }
 
-    /// The pipeline with `bloom` dropping rows after its filter; its key
-    /// columns must be among those the operation reads.
+    /// The pipeline with `bloom` dropping rows after its filter (it reads
+    /// its key columns from the page itself).
     pub fn with_key_bloom(mut self, bloom: Option<Arc<KeyBloom>>) -> Pipeline {
         self.key_bloom = bloom;
         self
