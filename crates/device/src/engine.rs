@@ -4,13 +4,13 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::Ppn;
 use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Result};
 
-use crate::maps::{MapStore, Maps};
+use crate::maps::{Compaction, MapStore, Maps};
 use crate::ndp::NdpEngine;
 use crate::store::PageStore;
 use ndpdb_link::NvmProfile;
@@ -23,6 +23,30 @@ pub struct Core {
     pub(crate) maps: RwLock<Maps>,
     map_store: Mutex<MapStore>,
     merges: AtomicU64,
+    /// The thread writing a map snapshot, if one was started.
+    compaction: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Core {
+    /// Writes the snapshot of a compaction on a thread of its own.
+    fn compact_in_background(self: &Arc<Core>, compaction: Compaction, maps: Maps) {
+        let core = Arc::clone(self);
+        let mut running = self.compaction.lock();
+        let spawned = std::thread::Builder::new()
+            .name("ndp-maps-snap".into())
+            .spawn(move || {
+                let outcome = compaction.write(&maps);
+                core.map_store.lock().end_compaction(&outcome);
+            });
+        match spawned {
+            Ok(handle) => *running = Some(handle),
+            // The set-aside log stays; the next compaction runs in place.
+            Err(e) => self
+                .map_store
+                .lock()
+                .end_compaction(&Err(LinkError::Io(e.to_string()))),
+        }
+    }
 }
 
 /// How the device is built: its compute and its medium.
@@ -71,6 +95,7 @@ impl DeviceEngine {
                 maps: RwLock::new(maps),
                 map_store: Mutex::new(map_store),
                 merges: AtomicU64::new(0),
+                compaction: Mutex::new(None),
             }),
             ndp: NdpEngine::new(options.pes_effective(), options.cpus.clone(), options.slt),
         })
@@ -127,7 +152,14 @@ impl DeviceEngine {
                 maps.apply_merge(&l2p, &vids);
                 core.merges.fetch_add(1, Ordering::Relaxed);
                 if ms.wants_compaction() {
-                    ms.compact(&maps)?;
+                    // The snapshot (tens of MB, fsync'd) is written off
+                    // both locks, from a copy: merges and page reads go on.
+                    let maps = RwLockWriteGuard::downgrade(maps);
+                    if let Some(compaction) = ms.begin_compaction(&maps)? {
+                        let copy = maps.clone();
+                        drop((maps, ms));
+                        core.compact_in_background(compaction, copy);
+                    }
                 }
                 Response::Done
             }
@@ -206,6 +238,17 @@ fn slt_err(e: ndpdb_slt::SltError) -> LinkError {
 
 fn word_out_of_range(word: u64) -> LinkError {
     LinkError::OutOfRange(format!("shared lock table word {word}"))
+}
+
+impl Drop for DeviceEngine {
+    /// A snapshot being written is finished first: whoever opens the
+    /// folder next must not race it.
+    fn drop(&mut self) {
+        let running = self.core.compaction.lock().take();
+        if let Some(handle) = running {
+            let _ = handle.join();
+        }
+    }
 }
 
 impl CommandHandler for DeviceEngine {
@@ -298,6 +341,54 @@ mod tests {
         let vids: Vec<_> = c.dump_vid_map(TableId(1)).unwrap().iter().collect();
         assert_eq!(vids, vec![(3, RecId::new(Lpn(5), 0).raw())]);
         assert_eq!(c.info().unwrap().page_count, 1);
+    }
+
+    /// Merges that outgrow the log start a compaction in the background;
+    /// merges made while it runs and the maps it wrote all survive a
+    /// reopen, and the set-aside log is gone.
+    #[test]
+    fn merges_during_a_background_compaction_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let client = |d: &Path| {
+            let dev = Arc::new(DeviceEngine::open(d).unwrap());
+            DeviceClient::new(Arc::new(InProcessTransport::new(dev)))
+        };
+        let c = client(dir.path());
+        let head = |v: u64, round: u64| RecId::new(Lpn(v % 1000 + round), (v % 7) as u16);
+        let rounds = 40u64;
+        for round in 0..rounds {
+            // About 190 KB of log per merge: 4 MB are passed by round 22.
+            let vids = (0..10_000u64)
+                .map(|v| VidEntry {
+                    table: TableId(1 + (v % 2) as u32),
+                    vid: Vid(v + round * 5_000),
+                    head: head(v, round),
+                })
+                .collect();
+            c.merge_maps(Vec::new(), vids).unwrap();
+        }
+        let dump = |c: &DeviceClient| {
+            let l2p: Vec<_> = c.dump_l2p().unwrap().iter().collect();
+            let t1: Vec<_> = c.dump_vid_map(TableId(1)).unwrap().iter().collect();
+            let t2: Vec<_> = c.dump_vid_map(TableId(2)).unwrap().iter().collect();
+            (l2p, t1, t2)
+        };
+        let before = dump(&c);
+        assert_eq!(
+            before.1.len() + before.2.len(),
+            5_000 * rounds as usize + 5_000
+        );
+        drop(c);
+        assert!(!dir.path().join("maps.log.old").exists());
+        let log = std::fs::metadata(dir.path().join("maps.log"))
+            .unwrap()
+            .len();
+        let snap = std::fs::metadata(dir.path().join("maps.snap"))
+            .unwrap()
+            .len();
+        assert!(log < 4 << 20 && snap > 0, "log {log} B, snapshot {snap} B");
+        let c = client(dir.path());
+        assert_eq!(dump(&c), before);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 mod snapshot;
 mod store;
 
-pub use store::MapStore;
+pub use store::{Compaction, MapStore};
 
 use std::collections::HashMap;
 

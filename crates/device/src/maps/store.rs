@@ -8,8 +8,24 @@
 //!
 //! A merge is durable once its log batch is fsync'd; on open the snapshot
 //! is loaded and the log replayed up to the first torn or corrupt batch.
-//! When the log outgrows the snapshot, a new snapshot is written to a
-//! temporary file, fsync'd, renamed over the old one, and the log emptied.
+//!
+//! When the log outgrows the snapshot it is folded into a new one without
+//! holding up merges for the write (tens of MB, fsync'd):
+//!
+//! ```text
+//!  under the store's lock   maps.log ─rename─► maps.log.old, a fresh maps.log;
+//!                           a copy of the maps (they equal snapshot + old log)
+//!  in the background        copy ─► maps.snap.tmp ─fsync, rename─► maps.snap;
+//!                           maps.log.old removed
+//!  merges meanwhile         appended to the fresh maps.log
+//! ```
+//!
+//! Open replays maps.log.old (when a crash left it) before maps.log. A
+//! batch only assigns (an LPN's PPN, a VID's head) or drops a table's
+//! map, so replaying maps.log.old over a snapshot that already holds it
+//! ends in that same snapshot: every crash point opens to the same maps.
+//! A compaction that failed leaves maps.log.old; the next one is then
+//! written in place, under the lock, and removes it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
@@ -28,7 +44,20 @@ pub struct MapStore {
     log: File,
     log_len: u64,
     snapshot_len: u64,
+    /// A background compaction holds maps.log.old.
+    compacting: bool,
 }
+
+/// A compaction whose log was set aside: [`Compaction::write`] turns the
+/// copy of the maps into the snapshot (off the store's lock), and
+/// [`MapStore::end_compaction`] records the outcome.
+pub struct Compaction {
+    dir: PathBuf,
+}
+
+const LOG: &str = "maps.log";
+const OLD_LOG: &str = "maps.log.old";
+const SNAPSHOT: &str = "maps.snap";
 
 const KIND_MERGE: u8 = 1;
 const KIND_DROP: u8 = 2;
@@ -36,7 +65,7 @@ const KIND_DROP: u8 = 2;
 impl MapStore {
     /// Opens (or creates) the map files and returns the recovered maps.
     pub fn open(dir: &Path) -> Result<(MapStore, Maps)> {
-        let snap_path = dir.join("maps.snap");
+        let snap_path = dir.join(SNAPSHOT);
         let mut maps = Maps::default();
         let mut snapshot_len = 0;
         let mut older_format = false;
@@ -44,13 +73,14 @@ impl MapStore {
             let snap = snapshot::read(&snap_path)?;
             (maps, snapshot_len, older_format) = (snap.maps, snap.len, snap.older_format);
         }
-        let log_path = dir.join("maps.log");
-        let mut log = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(&log_path)
-            .map_err(io)?;
+        // A compaction that did not finish: its log goes first.
+        let old_log = dir.join(OLD_LOG);
+        let interrupted = old_log.exists();
+        if interrupted {
+            let bytes = fs::read(&old_log).map_err(io)?;
+            replay_log(&bytes, &mut maps);
+        }
+        let mut log = open_log(&dir.join(LOG))?;
         let mut bytes = Vec::new();
         log.read_to_end(&mut bytes).map_err(io)?;
         let valid = replay_log(&bytes, &mut maps);
@@ -64,8 +94,9 @@ impl MapStore {
             log,
             log_len: valid as u64,
             snapshot_len,
+            compacting: false,
         };
-        if older_format {
+        if older_format || interrupted {
             store.compact(&maps)?;
         }
         Ok((store, maps))
@@ -95,25 +126,88 @@ impl MapStore {
         Ok(())
     }
 
-    /// Whether the log has grown enough to fold it into a new snapshot.
+    /// Whether the log has grown enough to fold it into a new snapshot
+    /// (and no compaction is under way).
     pub fn wants_compaction(&self) -> bool {
-        self.log_len > (4 << 20).max(self.snapshot_len)
+        !self.compacting && self.log_len > (4 << 20).max(self.snapshot_len)
     }
 
-    /// Writes `maps` as the new snapshot and empties the log.
+    /// Writes `maps` as the new snapshot and empties the log, in place.
     pub fn compact(&mut self, maps: &Maps) -> Result<()> {
-        let tmp = self.dir.join("maps.snap.tmp");
-        let written = snapshot::write(&tmp, maps)?;
-        fs::rename(&tmp, self.dir.join("maps.snap")).map_err(io)?;
-        File::open(&self.dir)
-            .and_then(|d| d.sync_all())
-            .map_err(io)?;
+        let written = write_snapshot(&self.dir, maps)?;
         self.log.set_len(0).map_err(io)?;
         self.log.sync_all().map_err(io)?;
         self.log_len = 0;
         self.snapshot_len = written;
         Ok(())
     }
+
+    /// Starts a compaction of the maps as they are now (`maps`, which
+    /// hold every logged batch): the log is set aside and a fresh one
+    /// takes the merges that follow. `None` when it was done in place
+    /// instead (an earlier compaction failed and left its log).
+    pub fn begin_compaction(&mut self, maps: &Maps) -> Result<Option<Compaction>> {
+        if self.dir.join(OLD_LOG).exists() {
+            self.compact(maps)?;
+            return Ok(None);
+        }
+        fs::rename(self.dir.join(LOG), self.dir.join(OLD_LOG)).map_err(io)?;
+        sync_dir(&self.dir)?;
+        self.log = open_log(&self.dir.join(LOG))?;
+        sync_dir(&self.dir)?;
+        self.log_len = 0;
+        self.compacting = true;
+        Ok(Some(Compaction {
+            dir: self.dir.clone(),
+        }))
+    }
+
+    /// Records how a background compaction ended (its snapshot's size).
+    /// After a failure maps.log.old stays: open replays it, and the next
+    /// compaction is done in place.
+    pub fn end_compaction(&mut self, outcome: &Result<u64>) {
+        self.compacting = false;
+        if let Ok(written) = outcome {
+            self.snapshot_len = *written;
+        }
+    }
+}
+
+impl Compaction {
+    /// Writes `maps` (as they were when the log was set aside) as the
+    /// snapshot and removes the log it replaces; the snapshot's size.
+    pub fn write(self, maps: &Maps) -> Result<u64> {
+        write_snapshot(&self.dir, maps)
+    }
+}
+
+/// `maps` as maps.snap: written aside, fsync'd, renamed over the old
+/// one; then maps.log.old, which it holds, is removed. The snapshot's
+/// size.
+fn write_snapshot(dir: &Path, maps: &Maps) -> Result<u64> {
+    let tmp = dir.join("maps.snap.tmp");
+    let written = snapshot::write(&tmp, maps)?;
+    fs::rename(&tmp, dir.join(SNAPSHOT)).map_err(io)?;
+    sync_dir(dir)?;
+    match fs::remove_file(dir.join(OLD_LOG)) {
+        Ok(()) => sync_dir(dir)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io(e)),
+    }
+    Ok(written)
+}
+
+fn open_log(path: &Path) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(io)
+}
+
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(io)
 }
 
 /// Applies valid batches; returns the length of the valid prefix.
@@ -208,5 +302,74 @@ mod tests {
         drop(f);
         let (_, maps) = MapStore::open(dir.path()).unwrap();
         assert_eq!(maps, expected);
+    }
+
+    /// Logs `n` merges (from `from` on) into `store` and `maps`.
+    fn merge(store: &mut MapStore, maps: &mut Maps, from: u64, n: u64) {
+        for i in from..from + n {
+            let l2p = vec![(Lpn(i % 5), Ppn(i + 100))];
+            let vids = vec![entry(1, i % 3, i), entry(2, i, i)];
+            store.log_merge(&l2p, &vids).unwrap();
+            maps.apply_merge(&l2p, &vids);
+        }
+    }
+
+    /// Every crash point of a background compaction opens to the maps of
+    /// every logged batch.
+    #[test]
+    fn a_background_compaction_is_safe_at_every_crash_point() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path();
+        let (mut store, mut maps) = MapStore::open(path).unwrap();
+        merge(&mut store, &mut maps, 0, 8);
+        let compaction = store.begin_compaction(&maps).unwrap().unwrap();
+        let copy = maps.clone();
+        assert!(!store.wants_compaction(), "one compaction at a time");
+        // Merges go on into the fresh log meanwhile.
+        merge(&mut store, &mut maps, 8, 6);
+        store.log_drop(TableId(2)).unwrap();
+        maps.drop_table(TableId(2));
+        merge(&mut store, &mut maps, 14, 2);
+        let old_log = fs::read(path.join(OLD_LOG)).unwrap();
+
+        // Crash before the snapshot was written: old snapshot (none),
+        // set-aside log, fresh log.
+        let saved = tempfile::tempdir().unwrap();
+        for f in [LOG, OLD_LOG] {
+            fs::copy(path.join(f), saved.path().join(f)).unwrap();
+        }
+        assert_eq!(MapStore::open(saved.path()).unwrap().1, maps);
+        // That open folded the set-aside log in place.
+        assert!(!saved.path().join(OLD_LOG).exists());
+        assert_eq!(MapStore::open(saved.path()).unwrap().1, maps);
+
+        // The snapshot written, the crash before the set-aside log was
+        // removed: replaying it again changes nothing.
+        let written = compaction.write(&copy).unwrap();
+        store.end_compaction(&Ok(written));
+        assert!(!path.join(OLD_LOG).exists());
+        fs::write(path.join(OLD_LOG), &old_log).unwrap();
+        assert_eq!(MapStore::open(path).unwrap().1, maps);
+        // The compaction finished.
+        assert_eq!(MapStore::open(path).unwrap().1, maps);
+    }
+
+    /// A background compaction that failed leaves its log aside; the next
+    /// compaction is done in place and nothing is lost.
+    #[test]
+    fn a_failed_background_compaction_is_redone_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, mut maps) = MapStore::open(dir.path()).unwrap();
+        merge(&mut store, &mut maps, 0, 5);
+        let compaction = store.begin_compaction(&maps).unwrap().unwrap();
+        drop(compaction);
+        store.end_compaction(&Err(ndpdb_link::LinkError::Io("disk full".into())));
+        merge(&mut store, &mut maps, 5, 5);
+        assert!(dir.path().join(OLD_LOG).exists());
+        assert!(store.begin_compaction(&maps).unwrap().is_none());
+        assert!(!dir.path().join(OLD_LOG).exists());
+        merge(&mut store, &mut maps, 10, 3);
+        drop(store);
+        assert_eq!(MapStore::open(dir.path()).unwrap().1, maps);
     }
 }
