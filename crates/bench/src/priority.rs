@@ -1,5 +1,6 @@
-//! CPU priority of a benchmark's analytical sessions: the OS `nice` of
-//! whatever serves them, set the same way on every target.
+//! CPU priority of a benchmark's analytical sessions: the OS `nice` value
+//! or the scheduling policy of whatever serves them, set the same way on
+//! every target.
 //!
 //! ```text
 //!  embedded ndpdb     the client thread itself (the statement runs on it;
@@ -14,6 +15,15 @@
 //! PostgreSQL backend is one thread. Raising a nice value needs no
 //! privilege; the server must run on this machine, under this user or
 //! with this process allowed to renice it (root).
+//!
+//! A nice value only weighs a thread's share of the CPU: a nice-19
+//! thread still runs out its time slice when a nice-0 thread wakes
+//! (Linux's EEVDF scheduler), and OLTP sessions wake thousands of times
+//! a second. `SCHED_IDLE` is the stronger setting: the thread runs only
+//! while no other thread is ready to run, and a waking one takes the CPU
+//! from it at once. Threads it starts inherit the policy, as they do a
+//! nice value. Parallel workers a PostgreSQL backend asks for are started
+//! by the postmaster and keep their own priority.
 
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Error, Result};
@@ -52,6 +62,85 @@ pub fn renice(pid: i32, nice: i32) -> Result<()> {
     }
 }
 
+/// Puts `pid` (0: the calling thread) under the `SCHED_IDLE` policy.
+pub fn set_idle(pid: i32) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: sched_setscheduler reads its arguments and `param`.
+        let rc = unsafe { libc::sched_setscheduler(pid, libc::SCHED_IDLE, &param) };
+        if rc != 0 {
+            return Err(Error::new(
+                SqlState("42501"),
+                format!(
+                    "cannot put {} under SCHED_IDLE: {}",
+                    if pid == 0 {
+                        "this thread".to_string()
+                    } else {
+                        format!("pid {pid}")
+                    },
+                    std::io::Error::last_os_error()
+                ),
+            ));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            "session priorities are set on Linux only",
+        ))
+    }
+}
+
+/// Whether `pid` (0: the calling thread) runs under `SCHED_IDLE`.
+pub fn is_idle(pid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: sched_getscheduler reads its argument.
+        unsafe { libc::sched_getscheduler(pid) == libc::SCHED_IDLE }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// How what serves a benchmark's analytical sessions is scheduled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Priority {
+    /// As it is (nice 0, the normal policy).
+    #[default]
+    Normal,
+    /// A raised nice value, 1–19.
+    Nice(i32),
+    /// `SCHED_IDLE`: only while nothing else is ready to run.
+    Idle,
+}
+
+impl Priority {
+    /// Applies to `pid` (0: the calling thread).
+    fn apply(self, pid: i32) -> Result<()> {
+        match self {
+            Priority::Normal | Priority::Nice(0) => Ok(()),
+            Priority::Nice(n) => renice(pid, n),
+            Priority::Idle => set_idle(pid),
+        }
+    }
+
+    /// " at nice 19", " under SCHED_IDLE", or nothing.
+    pub fn describe(self) -> String {
+        match self {
+            Priority::Normal | Priority::Nice(0) => String::new(),
+            Priority::Nice(n) => format!(" at nice {n}"),
+            Priority::Idle => " under SCHED_IDLE".to_string(),
+        }
+    }
+}
+
 /// The nice value of `pid` (0: the calling thread).
 pub fn nice_of(pid: i32) -> Option<i32> {
     #[cfg(target_os = "linux")]
@@ -71,17 +160,17 @@ pub fn nice_of(pid: i32) -> Option<i32> {
     }
 }
 
-/// Runs the session's statements at `nice` from now on. An embedded
+/// Runs the session's statements at `priority` from now on. An embedded
 /// session's statements run on the thread that calls this.
-pub fn serve_at_nice(conn: &mut Conn, nice: i32) -> Result<()> {
-    if nice == 0 {
+pub fn serve_at(conn: &mut Conn, priority: Priority) -> Result<()> {
+    if priority.describe().is_empty() {
         return Ok(());
     }
     match conn {
-        Conn::Embedded(_) => renice(0, nice),
+        Conn::Embedded(_) => priority.apply(0),
         Conn::Wire(_) => {
             let pid = conn.query_i64("SELECT pg_backend_pid()::bigint")?;
-            renice(pid as i32, nice)
+            priority.apply(pid as i32)
         }
     }
 }
@@ -108,5 +197,21 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// The same for SCHED_IDLE: the analytical session's scan workers and
+    /// device jobs are started by its thread.
+    #[test]
+    fn threads_started_by_an_idle_thread_are_idle() {
+        std::thread::spawn(|| {
+            assert!(!is_idle(0));
+            Priority::Idle.apply(0).unwrap();
+            assert!(is_idle(0));
+            let child = std::thread::spawn(|| is_idle(0)).join().unwrap();
+            assert!(child);
+        })
+        .join()
+        .unwrap();
+        assert!(!is_idle(0), "only the thread that asked is idle");
     }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use ndpdb_bench::ch::{self, report, ChConfig, NdpMode};
 use ndpdb_bench::isolation::Level;
+use ndpdb_bench::priority::Priority;
 use ndpdb_bench::tpcc::{self, RunConfig, Scale};
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Error, Result};
@@ -66,6 +67,12 @@ pub struct ChArgs {
     /// must run on this machine). TPC-C's sessions keep nice 0.
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(i32).range(0..=19))]
     olap_nice: i32,
+    /// Instead of a nice value: what serves the analytical sessions runs
+    /// under Linux's SCHED_IDLE policy during the mix, on every target —
+    /// only while no TPC-C session is ready to run, giving way at once
+    /// when one wakes (a nice value only weighs CPU shares).
+    #[arg(long, conflicts_with = "olap_nice")]
+    olap_idle: bool,
     /// Output folder; default a fresh one under bench-results/.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -132,7 +139,11 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
         phases: a.phases,
         modes,
         power_repeat: a.power_repeat.max(1),
-        olap_nice: a.olap_nice,
+        olap_priority: match (a.olap_idle, a.olap_nice) {
+            (true, _) => Priority::Idle,
+            (false, 0) => Priority::Normal,
+            (false, n) => Priority::Nice(n),
+        },
     };
     let mut summary = Summary::default();
     summary.say(format!(
@@ -142,10 +153,9 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
         scale.customers,
         cfg.tpcc.clients,
         cfg.olap_clients,
-        if a.olap_nice > 0 {
-            format!(" at nice {} on every target", a.olap_nice)
-        } else {
-            String::new()
+        match cfg.olap_priority.describe() {
+            p if p.is_empty() => p,
+            p => format!("{p} on every target"),
         },
         a.duration,
         if a.phases {

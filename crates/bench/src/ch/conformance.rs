@@ -102,7 +102,7 @@ fn small() -> ChConfig {
         phases: false,
         modes: vec![NdpMode::Auto],
         power_repeat: 1,
-        olap_nice: 0,
+        olap_priority: crate::priority::Priority::Normal,
     }
 }
 

@@ -39,6 +39,7 @@ use std::time::{Duration, Instant};
 use ndpdb_host::Result;
 
 use crate::isolation::Level;
+use crate::priority::Priority;
 use crate::target::{Backend, Target};
 use crate::tpcc::check::{self, Condition};
 use crate::tpcc::load::{self as tpcc_load, LoadConfig, LoadReport};
@@ -101,9 +102,9 @@ pub struct ChConfig {
     pub modes: Vec<NdpMode>,
     /// Repetitions of each query in the power run (the median counts).
     pub power_repeat: usize,
-    /// Nice value of what serves the OLAP sessions during the mix, on
-    /// every target (`priority.rs`); 0 leaves them as they are.
-    pub olap_nice: i32,
+    /// Priority of what serves the OLAP sessions during the mix, on
+    /// every target (`priority.rs`).
+    pub olap_priority: Priority,
 }
 
 /// One placement mode on one target: the power run and the mix.
@@ -237,7 +238,7 @@ pub fn mix(backend: &Backend, cfg: &ChConfig, mode: NdpMode) -> Result<Mix> {
                     cfg.olap_clients,
                     mode,
                     cfg.tpcc.isolation,
-                    cfg.olap_nice,
+                    cfg.olap_priority,
                     completed.clone(),
                 ) {
                     Ok(s) => streams = Some(s),

@@ -23,6 +23,7 @@ use ndpdb_host::Result;
 use super::queries::{Q15_CREATE_VIEW, Q15_DROP_VIEW, QUERIES};
 use super::NdpMode;
 use crate::isolation::Level;
+use crate::priority::Priority;
 use crate::report::histogram;
 use crate::target::{Backend, Canceler, Conn};
 
@@ -184,7 +185,7 @@ impl Streams {
         clients: usize,
         mode: NdpMode,
         level: Level,
-        nice: i32,
+        priority: Priority,
         completed: Arc<AtomicU64>,
     ) -> Result<Streams> {
         let stop = Arc::new(AtomicBool::new(false));
@@ -193,15 +194,15 @@ impl Streams {
         for k in 0..clients {
             let mut conn = connect(backend, mode, level)?;
             if !matches!(conn, Conn::Embedded(_)) {
-                crate::priority::serve_at_nice(&mut conn, nice)?;
+                crate::priority::serve_at(&mut conn, priority)?;
             }
             cancelers.push(conn.canceler());
             let (stop, completed) = (stop.clone(), completed.clone());
             let start = QUERIES.len() * k / clients.max(1);
             handles.push(std::thread::spawn(move || {
                 if matches!(conn, Conn::Embedded(_)) {
-                    // Raising one's own nice value cannot fail.
-                    let _ = crate::priority::serve_at_nice(&mut conn, nice);
+                    // Lowering one's own priority cannot fail.
+                    let _ = crate::priority::serve_at(&mut conn, priority);
                 }
                 let qs = queries(k);
                 let mut stats: Vec<QueryStats> =

@@ -28,7 +28,7 @@ fn tiny() -> ChConfig {
         phases: true,
         modes: vec![NdpMode::Auto, NdpMode::Off],
         power_repeat: 1,
-        olap_nice: 0,
+        olap_priority: crate::priority::Priority::Normal,
     }
 }
 
