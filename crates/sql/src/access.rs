@@ -15,11 +15,17 @@
 //! version read. An index range that covers more than a quarter of the
 //! index's entries gives way to a scan when it runs (a scan reads pages
 //! in order; an index read is one lookup per row).
+//!
+//! The primary key in order is built from every key on its first read,
+//! not when a plan names it: a plan may never read it (a correlated
+//! EXISTS that hashes its table instead, CH-benCHmark Q4), and building
+//! it for 3 M ORDER-LINE keys costs seconds.
 
 use std::sync::Arc;
 
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::DataType;
+use ndpdb_host::catalog::IndexMeta;
 use ndpdb_host::database::TableState;
 use ndpdb_host::secondary_index::SecondaryIndex;
 use sqlparser::ast::{BinaryOperator, Expr};
@@ -37,10 +43,60 @@ pub enum Access {
     Index(IndexAccess),
 }
 
+/// The index a plan reads.
+#[derive(Clone)]
+pub enum PlannedIndex {
+    Secondary(Arc<SecondaryIndex>),
+    /// The primary key in SQL order (`TableState::key_order`), built on
+    /// the first read.
+    KeyOrder(IndexMeta),
+}
+
+impl PlannedIndex {
+    /// The primary key in order of `ts`, if it has a key.
+    fn key_order(ts: &TableState) -> Option<PlannedIndex> {
+        let meta = ts.meta();
+        let columns = &meta.schema.primary_key;
+        (ts.pk.get().is_some() && !columns.is_empty()).then(|| {
+            PlannedIndex::KeyOrder(IndexMeta {
+                name: meta.pk_constraint_name(),
+                columns: columns.clone(),
+                unique: false,
+                constraint: false,
+            })
+        })
+    }
+
+    pub fn meta(&self) -> &IndexMeta {
+        match self {
+            PlannedIndex::Secondary(ix) => &ix.meta,
+            PlannedIndex::KeyOrder(meta) => meta,
+        }
+    }
+
+    /// Whether `table` still has the index (a secondary index may have
+    /// been dropped since the plan was made).
+    pub fn present(&self, table: &TableState) -> bool {
+        match self {
+            PlannedIndex::Secondary(ix) => table.has_index(ix),
+            PlannedIndex::KeyOrder(_) => table.pk.get().is_some(),
+        }
+    }
+
+    /// The index to read, built now if it is the key order's first read;
+    /// `None` when `table` no longer has it.
+    pub fn get(&self, table: &TableState) -> Result<Option<Arc<SecondaryIndex>>> {
+        match self {
+            PlannedIndex::Secondary(ix) => Ok(table.has_index(ix).then(|| ix.clone())),
+            PlannedIndex::KeyOrder(_) => Ok(table.key_order()?),
+        }
+    }
+}
+
 /// A secondary-index range: `col = v` on the first `prefix.len()` key
 /// columns, then optional bounds (value, inclusive) on the next one.
 pub struct IndexAccess {
-    pub index: Arc<SecondaryIndex>,
+    pub index: PlannedIndex,
     pub prefix: Vec<Program>,
     pub lower: Option<(Program, bool)>,
     pub upper: Option<(Program, bool)>,
@@ -52,7 +108,7 @@ impl Access {
         match self {
             Access::Scan => "Scan".into(),
             Access::PrimaryKey(_) => "Index Lookup (primary key)".into(),
-            Access::Index(ix) => format!("Index Scan using {}", ix.index.meta.name),
+            Access::Index(ix) => format!("Index Scan using {}", ix.index.meta().name),
         }
     }
 }
@@ -191,7 +247,7 @@ fn index_access(
         let prefix = cols.iter().take_while(|&&c| has(c, true)).count();
         (prefix, cols.get(prefix).is_some_and(|&c| has(c, false)))
     };
-    let mut best: Option<(usize, bool, Arc<SecondaryIndex>)> = None;
+    let mut best: Option<(usize, bool, PlannedIndex)> = None;
     for index in ts.indexes() {
         let (prefix, range) = fit(&index.meta.columns);
         if prefix == 0 && !range {
@@ -201,19 +257,19 @@ fn index_access(
             .as_ref()
             .is_none_or(|(p, r, _)| (prefix, range) > (*p, *r))
         {
-            best = Some((prefix, range, index));
+            best = Some((prefix, range, PlannedIndex::Secondary(index)));
         }
     }
     // The primary key in order serves terms fixing a proper prefix of it
     // (all of it is a key lookup), when no index serves them better; it
-    // is built on first use (`TableState::key_order`).
+    // is built on its first read (`TableState::key_order`).
     let (prefix, range) = fit(&meta.schema.primary_key);
     if prefix > 0
         && best
             .as_ref()
             .is_none_or(|(p, r, _)| (prefix, range) > (*p, *r))
     {
-        if let Some(order) = ts.key_order()? {
+        if let Some(order) = PlannedIndex::key_order(ts) {
             best = Some((prefix, range, order));
         }
     }
@@ -221,7 +277,7 @@ fn index_access(
         return Ok(Access::Scan);
     };
     let mut prefix = Vec::new();
-    for &c in &index.meta.columns[..prefix_len] {
+    for &c in &index.meta().columns[..prefix_len] {
         let ty = meta.schema.columns[c].ty;
         let value = terms
             .iter()
@@ -233,7 +289,7 @@ fn index_access(
         }
     }
     let (mut lower, mut upper) = (None, None);
-    if let Some(&c) = index.meta.columns.get(prefix_len) {
+    if let Some(&c) = index.meta().columns.get(prefix_len) {
         let ty = meta.schema.columns[c].ty;
         for (col, op, v) in &terms {
             if *col != c {

@@ -55,7 +55,7 @@ pub fn plan(
     if !is_key_order || order.is_empty() {
         return None;
     }
-    let columns = &ix.index.meta.columns;
+    let columns = &ix.index.meta().columns;
     let fixed = &columns[..ix.prefix.len()];
     let mut next = ix.prefix.len();
     let descending = order[0].1;
@@ -125,7 +125,10 @@ pub fn read(
     if take == 0 {
         return Ok(out);
     }
-    for vid in ix.index.lookup_in_order(&range, read.descending) {
+    let Some(index) = ix.index.get(table)? else {
+        return Ok(out);
+    };
+    for vid in index.lookup_in_order(&range, read.descending) {
         if let Some((rid, row)) = tx.get(table, vid)? {
             if keep(&row)? {
                 out.push((vid, rid, row));

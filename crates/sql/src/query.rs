@@ -36,7 +36,7 @@ use sqlparser::ast::{
 };
 use std::sync::Mutex;
 
-use crate::access::{key_prefix, plan_access, Access, IndexAccess};
+use crate::access::{key_prefix, plan_access, Access, IndexAccess, PlannedIndex};
 use crate::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
@@ -1179,9 +1179,20 @@ fn key_prefix_values(prefix: &[Program], params: &[Value]) -> Result<Option<Vec<
     Ok((!values.iter().any(Value::is_null)).then_some(values))
 }
 
-fn index_range(ix: &IndexAccess, params: &[Value]) -> Result<Option<Vec<Vid>>> {
+/// Whether no column appears twice in `columns` (a narrowed row takes
+/// each column's value once).
+fn distinct_columns(columns: &[usize]) -> bool {
+    let mut seen = HashSet::with_capacity(columns.len());
+    columns.iter().all(|c| seen.insert(*c))
+}
+
+fn index_range(table: &TableState, ix: &IndexAccess, params: &[Value]) -> Result<Option<Vec<Vid>>> {
     match ordered_read::key_range(ix, params)? {
-        Some(range) => Ok(ix.index.lookup(&range, (ix.index.len() / 4).max(64))),
+        Some(range) => match ix.index.get(table)? {
+            Some(index) => Ok(index.lookup(&range, (index.len() / 4).max(64))),
+            // Dropped since the plan was made: a scan.
+            None => Ok(None),
+        },
         None => Ok(Some(Vec::new())),
     }
 }
@@ -1193,10 +1204,8 @@ impl SelectPlan {
         let [src] = &self.sources[..] else {
             return Ok(None);
         };
-        let Some(table) = src.table() else {
-            return Ok(None);
-        };
-        if self.limit.is_none()
+        if src.table().is_none()
+            || self.limit.is_none()
             || self.agg.is_some()
             || self.distinct
             || self.filter.is_some()
@@ -1205,16 +1214,8 @@ impl SelectPlan {
         {
             return Ok(None);
         }
-        // An index access over the key order has built it already; other
-        // plans must not build it here.
-        let is_key_order = match &src.access {
-            Access::Index(ix) => table
-                .pk
-                .get()
-                .and_then(|pk| pk.ordered_if_built())
-                .is_some_and(|order| Arc::ptr_eq(&ix.index, order)),
-            _ => false,
-        };
+        let is_key_order = matches!(&src.access,
+            Access::Index(ix) if matches!(ix.index, PlannedIndex::KeyOrder(_)));
         Ok(ordered_read::plan(
             &src.access,
             is_key_order,
@@ -1258,7 +1259,7 @@ impl SelectPlan {
         let (Some(table), Access::Index(ix)) = (src.table(), &src.access) else {
             return Ok(None);
         };
-        if !table.has_index(&ix.index) {
+        if !ix.index.present(table) {
             return Ok(None);
         }
         match key_prefix_values(&src.key_prefix, params)? {
@@ -1428,14 +1429,14 @@ impl SelectPlan {
                     keep(vid, rid, row)?;
                 }
             }
-            Access::Index(ix) if table.has_index(&ix.index) => {
+            Access::Index(ix) if ix.index.present(table) => {
                 // SERIALIZABLE: an index range reads the whole table, or
                 // the primary-key prefix its terms fix.
                 match key_prefix_values(&src.key_prefix, params)? {
                     Some(prefix) => tx.read_key_prefix(table, &prefix)?,
                     None => tx.read_predicate(table)?,
                 }
-                if let Some(vids) = index_range(ix, params)? {
+                if let Some(vids) = index_range(table, ix, params)? {
                     for vid in vids {
                         if let Some((rid, row)) = tx.get(table, vid)? {
                             keep(vid, rid, row)?;
@@ -1962,6 +1963,18 @@ impl SelectPlan {
             return Ok(());
         }
         let src = &self.sources[0];
+        // Columns projected as they are (a hashed subquery's keys): the
+        // rows are read as projected, never widened to the table's width.
+        let columns: Option<Vec<usize>> = match &self.filter {
+            Some(_) => None,
+            None => self.projection.iter().map(Program::single_column).collect(),
+        };
+        if let Some(columns) = columns.filter(|c| distinct_columns(c)) {
+            let wanted = self.wanted(0);
+            return self.read_source_each(tx, src, params, wanted, Some(&columns), |_, _, row| {
+                visit(row)
+            });
+        }
         self.read_source_each(tx, src, params, self.wanted(0), None, |_, _, row| {
             if let Some(f) = &self.filter {
                 if !f.eval_predicate(&row, params)? {

@@ -144,3 +144,42 @@ fn indexes_are_rebuilt_after_a_crash_and_still_enforce_uniqueness() {
     // The key 'a' was freed by the update.
     s.execute("INSERT INTO t VALUES (5, 'a', 5)").unwrap();
 }
+
+/// The primary key in SQL order (an index range over a key prefix) is
+/// built from every key on its first read, not when a plan names it: a
+/// correlated EXISTS that hashes its table never reads it, and building
+/// it for millions of keys costs seconds.
+#[test]
+fn the_primary_key_in_order_is_built_on_its_first_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let mut s = Session::new(db.clone());
+    s.execute(
+        "CREATE TABLE o (w INT, id INT, PRIMARY KEY (w, id));
+         CREATE TABLE l (w INT, o INT, n INT, d INT, PRIMARY KEY (w, o, n));
+         INSERT INTO o SELECT 1 + g % 3, g FROM generate_series(1, 300) g",
+    )
+    .unwrap();
+    s.execute(
+        "INSERT INTO l SELECT 1 + g % 3, g, k, g % 7 FROM generate_series(1, 300) g, generate_series(1, 4) k",
+    )
+    .unwrap();
+    let built = |name: &str| {
+        db.table(name)
+            .unwrap()
+            .pk
+            .get()
+            .is_some_and(|pk| pk.ordered_if_built().is_some())
+    };
+    let q = "SELECT count(*) FROM o WHERE EXISTS \
+             (SELECT 1 FROM l WHERE l.w = o.w AND l.o = o.id AND l.d > 2)";
+    assert!(explain(&mut s, q).contains("Index Scan using l_pkey"));
+    assert!(!built("l"), "planning built the key order");
+    assert_eq!(rows(&mut s, q), vec![vec![Value::BigInt(172)]]);
+    assert!(!built("l"), "the hashed EXISTS read the key order");
+    // A read of a key prefix builds it, and answers from it.
+    let prefix = "SELECT count(*) FROM l WHERE w = 2 AND o > 250";
+    assert!(explain(&mut s, prefix).contains("Index Scan using l_pkey"));
+    assert_eq!(rows(&mut s, prefix), vec![vec![Value::BigInt(64)]]);
+    assert!(built("l"));
+}
