@@ -30,6 +30,21 @@ use ndpdb_host::{Error, Result};
 
 use crate::target::Conn;
 
+/// The OS refused to `what` (`{}`: the thread or process) for `pid`:
+/// 42501, with the OS's reason.
+#[cfg(target_os = "linux")]
+fn refused(pid: i32, what: &str) -> Error {
+    let os = std::io::Error::last_os_error();
+    let whom = match pid {
+        0 => "this thread".to_string(),
+        pid => format!("pid {pid}"),
+    };
+    Error::new(
+        SqlState("42501"),
+        format!("cannot {}: {os}", what.replacen("{}", &whom, 1)),
+    )
+}
+
 /// Sets the nice value of `pid` (0: the calling thread) to `nice`.
 pub fn renice(pid: i32, nice: i32) -> Result<()> {
     #[cfg(target_os = "linux")]
@@ -37,17 +52,9 @@ pub fn renice(pid: i32, nice: i32) -> Result<()> {
         // SAFETY: setpriority reads only its arguments.
         let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, pid as libc::id_t, nice) };
         if rc != 0 {
-            return Err(Error::new(
-                SqlState("42501"),
-                format!(
-                    "cannot set the nice value of {} to {nice}: {}",
-                    if pid == 0 {
-                        "this thread".to_string()
-                    } else {
-                        format!("pid {pid}")
-                    },
-                    std::io::Error::last_os_error()
-                ),
+            return Err(refused(
+                pid,
+                &format!("set the nice value of {{}} to {nice}"),
             ));
         }
         Ok(())
@@ -70,18 +77,7 @@ pub fn set_idle(pid: i32) -> Result<()> {
         // SAFETY: sched_setscheduler reads its arguments and `param`.
         let rc = unsafe { libc::sched_setscheduler(pid, libc::SCHED_IDLE, &param) };
         if rc != 0 {
-            return Err(Error::new(
-                SqlState("42501"),
-                format!(
-                    "cannot put {} under SCHED_IDLE: {}",
-                    if pid == 0 {
-                        "this thread".to_string()
-                    } else {
-                        format!("pid {pid}")
-                    },
-                    std::io::Error::last_os_error()
-                ),
-            ));
+            return Err(refused(pid, "put {} under SCHED_IDLE"));
         }
         Ok(())
     }

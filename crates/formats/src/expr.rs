@@ -506,7 +506,6 @@ impl Program {
         Ok(out)
     }
 
-    /// Positions of the row columns the program reads.
     /// The column this program is, when it only reads one column.
     pub fn single_column(&self) -> Option<usize> {
         match self.ops.as_slice() {
