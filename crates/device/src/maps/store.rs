@@ -152,9 +152,18 @@ impl MapStore {
             return Ok(None);
         }
         fs::rename(self.dir.join(LOG), self.dir.join(OLD_LOG)).map_err(io)?;
-        sync_dir(&self.dir)?;
-        self.log = open_log(&self.dir.join(LOG))?;
-        sync_dir(&self.dir)?;
+        let fresh = sync_dir(&self.dir)
+            .and_then(|()| open_log(&self.dir.join(LOG)))
+            .and_then(|f| sync_dir(&self.dir).map(|()| f));
+        self.log = match fresh {
+            Ok(f) => f,
+            Err(e) => {
+                // The log goes back: `self.log` still writes to it.
+                let _ = fs::remove_file(self.dir.join(LOG));
+                fs::rename(self.dir.join(OLD_LOG), self.dir.join(LOG)).map_err(io)?;
+                return Err(e);
+            }
+        };
         self.log_len = 0;
         self.compacting = true;
         Ok(Some(Compaction {
