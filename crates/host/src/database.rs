@@ -41,6 +41,7 @@ use ndpdb_wal::{CheckpointInfo, Wal};
 use crate::autovacuum::Autovacuum;
 use crate::buffer_pool::BufferPool;
 use crate::catalog::{Catalog, ColumnDefault, Dependent, IndexMeta, TableMeta, ViewMeta};
+use crate::checkpointer::Checkpointer;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::foreign_key::ForeignKeyMeta;
@@ -261,6 +262,8 @@ pub(crate) struct DbInner {
     pub(crate) gc: Mutex<GcState>,
     pub(crate) gc_running: Mutex<()>,
     pub(crate) autovacuum: Arc<Autovacuum>,
+    /// Takes the checkpoints commits ask for (`crate::checkpointer`).
+    pub(crate) checkpointer: Arc<Checkpointer>,
     /// A commit carried a table past its autovacuum threshold.
     pub(crate) gc_due: AtomicBool,
     /// Clones of the database users hold.
@@ -280,6 +283,11 @@ pub(crate) struct DbInner {
     pub(crate) violable: Mutex<rustc_hash::FxHashMap<TxId, Arc<crate::ndp::lock_violation::Eot>>>,
     flush_lock: Mutex<()>,
     pub(crate) checkpoint_gate: RwLock<()>,
+    /// The next TxId of the WAL's last checkpoint record, set under the
+    /// gate: the PK index manifest may name only that checkpoint.
+    last_checkpoint: AtomicU64,
+    /// One PK index save at a time (they run after the gate is released).
+    pk_save: Mutex<()>,
     failed: AtomicBool,
     /// How a device process that restarted is joined again
     /// (`crate::reattach`); set when the host attaches to one.
@@ -384,6 +392,7 @@ impl Drop for Database {
     fn drop(&mut self) {
         if self.user && self.inner.user_handles.fetch_sub(1, Ordering::AcqRel) == 1 {
             self.inner.autovacuum.stop();
+            self.inner.checkpointer.stop();
         }
     }
 }
@@ -489,6 +498,7 @@ impl Database {
             gc: Mutex::new(GcState::default()),
             gc_running: Mutex::new(()),
             autovacuum: Arc::new(Autovacuum::default()),
+            checkpointer: Arc::new(Checkpointer::default()),
             gc_due: AtomicBool::new(false),
             user_handles: AtomicU64::new(1),
             ndp_tags: Mutex::new(Default::default()),
@@ -498,6 +508,8 @@ impl Database {
             violable: Mutex::new(Default::default()),
             flush_lock: Mutex::new(()),
             checkpoint_gate: RwLock::new(()),
+            last_checkpoint: AtomicU64::new(u64::MAX),
+            pk_save: Mutex::new(()),
             failed: AtomicBool::new(false),
             slt_opener: std::sync::OnceLock::new(),
             counters: EngineCounters::default(),
@@ -522,6 +534,7 @@ impl Database {
             None => db.inner.overflow_committed.lock().extend(found),
         }
         Autovacuum::start(&db.inner);
+        Checkpointer::start(&db.inner);
         Ok(db)
     }
 
@@ -849,6 +862,10 @@ impl Database {
             (
                 "pk_index.save_failures".into(),
                 get(&c.pk_index_save_failures) as i64,
+            ),
+            (
+                "wal.checkpoint_failures".into(),
+                get(&c.checkpoint_failures) as i64,
             ),
             (
                 "recovery.pk_indexes_loaded".into(),
@@ -1298,7 +1315,9 @@ impl DbInner {
                 self.flush_holding(guard)?;
             }
         }
-        if self.wal.bytes_since_checkpoint() >= self.config.checkpoint_wal_bytes {
+        if self.wal.bytes_since_checkpoint() >= self.config.checkpoint_wal_bytes
+            && !self.checkpointer.request()
+        {
             self.checkpoint()?;
         }
         // After the flush: GC then finds the new heads on device pages.
@@ -1387,11 +1406,16 @@ impl DbInner {
         Ok(())
     }
 
-    /// Writes the PK indexes that gained keys and a manifest naming the
-    /// checkpoint `next_txid` is about to be logged for. The indexes can
-    /// always be rebuilt from the heads: a failed write leaves no manifest
-    /// for this checkpoint, and the next open rebuilds them.
-    fn save_pk_indexes(&self, next_txid: TxId) {
+    /// Writes the PK indexes that gained keys, then a manifest naming the
+    /// checkpoint logged for `next_txid` — if that is still the WAL's last
+    /// one. Runs after the checkpoint record, outside the gate: every key
+    /// of a version the checkpoint covers was in the index before the
+    /// record was logged (keys go in at insert time and never leave), so
+    /// files written now hold a superset of them. A crash before the
+    /// manifest leaves one naming an older checkpoint, and the next open
+    /// rebuilds the indexes from the head records.
+    pub(crate) fn save_pk_indexes(&self, next_txid: TxId) {
+        let _one = self.pk_save.lock();
         let dir = pk_index::index_dir(&self.dir);
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
         let mut ok = true;
@@ -1400,23 +1424,35 @@ impl DbInner {
                 ok &= pk.save(&dir, ts.id).is_ok() && !pk.is_broken();
             }
         }
+        if self.last_checkpoint.load(Ordering::Acquire) != next_txid.0 {
+            // A later checkpoint was logged meanwhile: its own save names it.
+            return;
+        }
         if !(ok && pk_index::write_manifest(&dir, next_txid).is_ok()) {
             EngineCounters::inc(&self.counters.pk_index_save_failures);
         }
     }
 
+    /// A checkpoint. Commits wait (the gate) only while the delta buffer's
+    /// remainder is flushed and the record is logged: most of the buffer
+    /// is flushed before, the PK index files are written after.
     pub fn checkpoint(&self) -> Result<()> {
-        let _g = self.checkpoint_gate.write();
-        self.checkpoint_holding_gate().map(|_| ())
+        self.flush()?;
+        let logged = {
+            let _g = self.checkpoint_gate.write();
+            self.checkpoint_holding_gate()?
+        };
+        self.save_pk_indexes(logged.next_txid);
+        Ok(())
     }
 
-    /// A checkpoint while the caller holds the checkpoint gate: returns
-    /// its LSN.
-    pub(crate) fn checkpoint_holding_gate(&self) -> Result<Lsn> {
+    /// The part of a checkpoint done while the caller holds the checkpoint
+    /// gate: flush, sequences, the WAL record. The caller then releases
+    /// the gate and calls [`Self::save_pk_indexes`].
+    pub(crate) fn checkpoint_holding_gate(&self) -> Result<Logged> {
         self.check_ok()?;
         self.flush()?;
         let next_txid = self.txm.next_txid();
-        self.save_pk_indexes(next_txid);
         self.sequences.checkpoint()?;
         let covered = std::mem::take(&mut *self.overflow_committed.lock());
         let at = match self.wal.checkpoint(CheckpointInfo { next_txid }) {
@@ -1426,6 +1462,7 @@ impl DbInner {
                 return Err(e.into());
             }
         };
+        self.last_checkpoint.store(next_txid.0, Ordering::Release);
         if self.wal.retained_from().is_some() {
             // A restore from the kept backup replays those jobs.
             self.overflow_retained.lock().extend(covered);
@@ -1436,6 +1473,12 @@ impl DbInner {
             }
         }
         EngineCounters::inc(&self.counters.checkpoints);
-        Ok(at)
+        Ok(Logged { at, next_txid })
     }
+}
+
+/// A checkpoint record in the WAL.
+pub(crate) struct Logged {
+    pub at: Lsn,
+    pub next_txid: TxId,
 }

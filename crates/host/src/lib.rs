@@ -16,6 +16,7 @@
 //! - [`shared_state`]: the delta buffer (new versions not yet on the device).
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
 //! - [`database`]: opening (on any connected device), commit, flush & append, checkpoints.
+//! - `checkpointer`: the background thread that takes the checkpoints commits ask for.
 //! - [`attach`]: a device in another process, reached through the socket link.
 //! - [`rewrite`]: a table rewritten into a new column layout (ADD / DROP COLUMN).
 //! - `reattach`: a restarted device process joined again without a host restart.
@@ -37,6 +38,7 @@ mod autovacuum;
 pub mod backup;
 pub mod buffer_pool;
 pub mod catalog;
+mod checkpointer;
 mod commit;
 pub mod config;
 pub mod database;

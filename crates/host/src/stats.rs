@@ -12,6 +12,9 @@ pub struct EngineCounters {
     /// Checkpoints whose PK index files could not be written (the next
     /// open rebuilds those indexes from the head records).
     pub pk_index_save_failures: AtomicU64,
+    /// Background checkpoints that failed (taken again at the next
+    /// request).
+    pub checkpoint_failures: AtomicU64,
     pub gc_runs: AtomicU64,
     pub gc_failures: AtomicU64,
     pub gc_versions_reclaimed: AtomicU64,

@@ -167,6 +167,31 @@ fn a_damaged_or_stale_index_file_is_rebuilt_from_the_heads() {
     check(&db, 2000);
 }
 
+/// A checkpoint writes the index files after its WAL record, outside the
+/// gate commits take. A crash between the record and the manifest leaves
+/// the manifest of the checkpoint before, beside files newer than it: the
+/// open must not trust them, and rebuilds.
+#[test]
+fn a_crash_between_the_checkpoint_record_and_the_manifest_rebuilds() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = dir.path().join("pk").join("MANIFEST");
+    let (db, mut s) = create(dir.path());
+    insert_range(&mut s, 0, 1000);
+    db.checkpoint().unwrap();
+    let older = std::fs::read(&manifest).unwrap();
+    insert_range(&mut s, 1000, 1500);
+    db.checkpoint().unwrap();
+    assert_ne!(std::fs::read(&manifest).unwrap(), older);
+    std::fs::write(&manifest, &older).unwrap();
+    insert_range(&mut s, 1500, 1600);
+    drop(s);
+    db.close_like_a_crash();
+    let db = open(dir.path());
+    assert_eq!(db.stat("recovery.pk_indexes_loaded"), 0);
+    assert_eq!(db.stat("recovery.pk_indexes_rebuilt"), 1);
+    check(&db, 1600);
+}
+
 /// A large index is a mapped base file whose data an open does not read:
 /// damage there shows when a lookup reaches it (XX001, never a wrong
 /// row), and the next open rebuilds the index.

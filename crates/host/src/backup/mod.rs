@@ -99,9 +99,11 @@ impl Database {
             retained_before: None,
         };
         // The checkpoint, and what storage held at it.
-        let (at, next_txid, maps, covered) = {
+        inner.flush()?;
+        let (at, next_txid, maps, covered, logged_txid) = {
             let _gate = inner.checkpoint_gate.write();
-            let at = inner.checkpoint_holding_gate()?;
+            let logged = inner.checkpoint_holding_gate()?;
+            let at = logged.at;
             let maps = files::BackupMaps {
                 l2p: inner.device.dump_l2p()?,
                 vids: inner
@@ -119,8 +121,9 @@ impl Database {
                 .wal
                 .retain_from(Some(before.map_or(at, |b| b.min(at))));
             let covered = inner.overflow_retained.lock().clone();
-            (at, inner.txm.next_txid(), maps, covered)
+            (at, inner.txm.next_txid(), maps, covered, logged.next_txid)
         };
+        inner.save_pk_indexes(logged_txid);
         let checkpoint_secs = started.elapsed().as_secs_f64();
         let maps_file = maps.write(to)?;
         let mut ppns: Vec<Ppn> = maps.l2p.iter().map(|(_, p)| Ppn(p)).collect();
