@@ -128,15 +128,11 @@ pub fn read(
     let Some(index) = ix.index.get(table)? else {
         return Ok(out);
     };
-    for vid in index.lookup_in_order(&range, read.descending) {
-        if let Some((rid, row)) = tx.get(table, vid)? {
-            if keep(&row)? {
-                out.push((vid, rid, row));
-                if out.len() == take {
-                    break;
-                }
-            }
+    tx.read_in_key_order(table, &index, &range, read.descending, |vid, rid, row| {
+        if keep(&row)? {
+            out.push((vid, rid, row));
         }
-    }
+        Ok(out.len() < take)
+    })?;
     Ok(out)
 }

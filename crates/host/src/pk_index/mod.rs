@@ -23,15 +23,16 @@
 //!             └─────────────── merged into a new base (rename) ──┘
 //! ```
 //!
-//! A checkpoint writes the files of indexes that gained keys since their
-//! last write — the delta alone while it is small, else a new base with
-//! every key — then the manifest, then the WAL's checkpoint record. An
+//! A checkpoint logs its WAL record, then (outside the checkpoint gate,
+//! while commits go on) writes the files of indexes that gained keys
+//! since their last write — the delta alone while it is small, else a new
+//! base with every key — then the manifest naming that checkpoint. An
 //! open trusts the files only when the manifest names the WAL's last
-//! checkpoint; otherwise (a crash between the two, a missing or corrupt
-//! file) it rebuilds the index from the head records. A file written
-//! after the manifest (a crash before the WAL record) holds a superset of
-//! the manifest's keys: the extra keys are those of the WAL tail, or name
-//! empty VIDs.
+//! checkpoint; otherwise (a crash before the manifest, a missing or
+//! corrupt file) it rebuilds the index from the head records. Every key
+//! of a version the checkpoint covers was in the index before its record
+//! was logged, so files written after it hold a superset of those keys:
+//! the extra keys are those of the WAL tail, or name empty VIDs.
 
 mod files;
 mod keys;
@@ -39,7 +40,7 @@ mod mapped;
 mod order;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
@@ -48,7 +49,7 @@ use ndpdb_formats::codec::Writer;
 use ndpdb_formats::{DataType, Error, Result, TableId, Value, Vid};
 
 use crate::catalog::IndexMeta;
-use crate::secondary_index::SecondaryIndex;
+use crate::secondary_index::{Entry, SecondaryIndex};
 
 pub use files::{read_manifest, write_manifest};
 use keys::Keys;
@@ -68,6 +69,8 @@ pub struct PkIndex {
     /// The keys in SQL order, once a key-prefix lookup asked for them
     /// ([`PkIndex::ordered`]); every key added later goes there too.
     order: OnceLock<KeyOrder>,
+    /// Ordered entries dropped so far ([`PkIndex::forget_ordered`]).
+    forgotten: AtomicU64,
 }
 
 #[derive(Default)]
@@ -141,16 +144,46 @@ impl PkIndex {
     }
 
     /// Returns the key's VID, allocating one with `alloc` if the key is new.
-    pub fn get_or_insert(&self, key: Vec<u8>, alloc: impl FnOnce() -> Vid) -> Result<(Vid, bool)> {
+    pub fn get_or_insert(&self, key: &[u8], alloc: impl FnOnce() -> Vid) -> Result<(Vid, bool)> {
         let mut p = self.inner.write();
-        if let Some(v) = self.noting_damage(p.find(&key))? {
+        if let Some(v) = self.noting_damage(p.find(key))? {
             return Ok((v, false));
         }
         let v = alloc();
-        p.delta.set(&key, v);
+        p.delta.set(key, v);
         self.dirty.store(true, Ordering::Release);
-        self.order_add(&key, v)?;
+        self.order_add(key, v)?;
         Ok((v, true))
+    }
+
+    /// How many ordered entries were dropped so far: an insert that
+    /// reads it before [`PkIndex::get_or_insert`] and sees it changed
+    /// once it holds the tuple's lock puts its entry back.
+    pub fn forgotten(&self) -> u64 {
+        self.forgotten.load(Ordering::Acquire)
+    }
+
+    /// Drops `entry` from the ordered index when `still_dead` holds,
+    /// under the lock inserts take (a key-order read passed a tuple dead
+    /// to every snapshot, and holds the tuple's lock).
+    pub fn forget_ordered(&self, entry: &Entry, still_dead: impl FnOnce() -> bool) -> bool {
+        let _p = self.inner.write();
+        let Some(o) = self.order.get() else {
+            return false;
+        };
+        let dropped = still_dead() && o.index.remove(entry);
+        if dropped {
+            self.forgotten.fetch_add(1, Ordering::AcqRel);
+        }
+        dropped
+    }
+
+    /// Puts `key`'s entry for `vid` back into the ordered index if built
+    /// (an insert holding the tuple's lock: a re-inserted key, or one
+    /// whose entry a read may have dropped since `get_or_insert`).
+    pub fn restore_ordered(&self, key: &[u8], vid: Vid) -> Result<()> {
+        let _p = self.inner.write();
+        self.order_add(key, vid)
     }
 
     pub fn insert(&self, key: Vec<u8>, vid: Vid) -> Result<()> {
@@ -443,12 +476,12 @@ mod tests {
         // A few more keys: a delta file beside the base.
         for i in 10_000..10_100u64 {
             assert_eq!(
-                back.get_or_insert(key(i), || Vid(i * 2)).unwrap(),
+                back.get_or_insert(&key(i), || Vid(i * 2)).unwrap(),
                 (Vid(i * 2), true)
             );
         }
         assert_eq!(
-            back.get_or_insert(key(5), || unreachable!()).unwrap(),
+            back.get_or_insert(&key(5), || unreachable!()).unwrap(),
             (Vid(10), false)
         );
         assert!(back.save(dir.path(), t).unwrap());

@@ -17,7 +17,9 @@
 //! PostgreSQL names the key's index), so planning and lookups treat it
 //! like one: an entry names a tuple, a lookup re-checks the WHERE on the
 //! version it reads, and keys whose tuple was deleted or never committed
-//! cost a read, never a wrong row. It is not written to disk: opening a
+//! cost a read, never a wrong row. Key-order reads drop the entries of
+//! tuples dead to every snapshot as they pass them, and an insert puts
+//! its key's entry back (`transaction/key_order.rs`). It is not written to disk: opening a
 //! database reads no key for it, and a table never queried by a key
 //! prefix never builds it.
 

@@ -14,7 +14,9 @@
 //! removes none. So every version any snapshot can see is reachable from
 //! its key, and a lookup re-checks the key on the version it reads — a
 //! stale entry costs a read, never a wrong row. An UPDATE that keeps the
-//! key adds nothing (the entry exists).
+//! key adds nothing (the entry exists). (The primary key's ordered index,
+//! `pk_index/order.rs`, also loses entries: key-order reads drop those of
+//! tuples dead to every snapshot, `transaction/key_order.rs`.)
 //!
 //! The index lives in memory: `CREATE INDEX` builds it while no
 //! transaction runs (as `ALTER TABLE … ADD PRIMARY KEY` does), and every
@@ -94,7 +96,7 @@ pub struct KeyRange {
 }
 
 /// An entry: a key and the tuple with it.
-type Entry = (Vec<Part>, Vid);
+pub type Entry = (Vec<Part>, Vid);
 
 /// Most key parts [`sort_integer_keys`] packs.
 const PACKED_PARTS: usize = 4;
@@ -228,19 +230,39 @@ impl SecondaryIndex {
         Some(vids)
     }
 
-    /// The entries' tuples in `range` in key order (backwards when
-    /// `descending`), a tuple once per entry.
-    pub fn lookup_in_order(&self, range: &KeyRange, descending: bool) -> Vec<Vid> {
-        let Some(bounds) = Self::bounds(range) else {
+    /// Up to `max` entries of `range` in key order (backwards when
+    /// `descending`), those after `after` when given (an entry of the
+    /// range a walk passed last). A walk in batches holds the entries'
+    /// lock only while it copies a batch.
+    pub fn entries_in_order(
+        &self,
+        range: &KeyRange,
+        descending: bool,
+        after: Option<&Entry>,
+        max: usize,
+    ) -> Vec<Entry> {
+        let Some((mut lower, mut upper)) = Self::bounds(range) else {
             return Vec::new();
         };
-        let entries = self.entries.read();
-        let found = entries.range(bounds).map(|(_, vid)| *vid);
-        if descending {
-            found.rev().collect()
-        } else {
-            found.collect()
+        match (after, descending) {
+            (Some(a), false) => lower = Bound::Excluded(a.clone()),
+            (Some(a), true) => upper = Bound::Excluded(a.clone()),
+            (None, _) => {}
         }
+        if !bounds_ordered(&lower, &upper) {
+            return Vec::new();
+        }
+        let entries = self.entries.read();
+        let found = entries.range((lower, upper)).cloned();
+        match descending {
+            true => found.rev().take(max).collect(),
+            false => found.take(max).collect(),
+        }
+    }
+
+    /// Removes `entry`; whether it was there.
+    pub(crate) fn remove(&self, entry: &Entry) -> bool {
+        self.entries.write().remove(entry)
     }
 
     /// The BTreeSet bounds of `range`; `None` when it is empty.
@@ -287,7 +309,9 @@ impl SecondaryIndex {
 fn bounds_ordered(lower: &Bound<Entry>, upper: &Bound<Entry>) -> bool {
     match (lower, upper) {
         (Bound::Included(l), Bound::Included(u)) => l <= u,
-        (Bound::Included(l), Bound::Excluded(u)) => l < u,
+        (Bound::Included(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Excluded(u))
+        | (Bound::Excluded(l), Bound::Included(u)) => l < u,
         _ => true,
     }
 }
@@ -364,6 +388,20 @@ mod tests {
         assert_eq!(vids(&ix, &[4], None, None), Vec::<u64>::new());
     }
 
+    /// The VIDs of `range` in order, walked two entries at a time.
+    fn in_order(ix: &SecondaryIndex, range: &KeyRange, descending: bool) -> Vec<Vid> {
+        let mut out = Vec::new();
+        let mut after: Option<Entry> = None;
+        loop {
+            let batch = ix.entries_in_order(range, descending, after.as_ref(), 2);
+            out.extend(batch.iter().map(|(_, v)| *v));
+            match batch.len() {
+                2 => after = batch.into_iter().last(),
+                _ => return out,
+            }
+        }
+    }
+
     #[test]
     fn ordered_lookups_follow_the_key_both_ways() {
         let ix = index();
@@ -374,15 +412,15 @@ mod tests {
         };
         let ids = |v: Vec<Vid>| v.into_iter().map(|v| v.0).collect::<Vec<_>>();
         // (1,1)=0, (1,2)=1, (1,3)=2, (1,NULL)=10: NULL sorts last.
-        assert_eq!(ids(ix.lookup_in_order(&r(None), false)), vec![0, 1, 2, 10]);
-        assert_eq!(ids(ix.lookup_in_order(&r(None), true)), vec![10, 2, 1, 0]);
-        assert_eq!(ids(ix.lookup_in_order(&r(Some(2)), false)), vec![1, 2, 10]);
+        assert_eq!(ids(in_order(&ix, &r(None), false)), vec![0, 1, 2, 10]);
+        assert_eq!(ids(in_order(&ix, &r(None), true)), vec![10, 2, 1, 0]);
+        assert_eq!(ids(in_order(&ix, &r(Some(2)), false)), vec![1, 2, 10]);
         let empty = KeyRange {
             prefix: vec![],
             lower: Some((Value::Int(3), false)),
             upper: Some((Value::Int(1), true)),
         };
-        assert!(ix.lookup_in_order(&empty, false).is_empty());
+        assert!(in_order(&ix, &empty, false).is_empty());
     }
 
     /// The packed sort orders integer keys as the entries' own order
@@ -428,8 +466,9 @@ mod tests {
             upper: None,
         };
         let order: Vec<u64> = ix
-            .lookup_in_order(&all, false)
+            .entries_in_order(&all, false, None, usize::MAX)
             .into_iter()
+            .map(|(_, v)| v)
             .map(|v| v.0)
             .collect();
         assert_eq!(order, vec![2, 0, 1]);

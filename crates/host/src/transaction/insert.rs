@@ -103,7 +103,8 @@ impl Transaction {
             return Ok(Inserted::Row(vid));
         };
         let key = ts.pk_key(&row).unwrap_or_default();
-        let (vid, _) = pk.get_or_insert(key, || ts.vids.allocate())?;
+        let forgotten = pk.forgotten();
+        let (vid, fresh) = pk.get_or_insert(&key, || ts.vids.allocate())?;
         let lock_key = (ts.id, vid);
         if let Some(e) = self.writes.get(&lock_key) {
             if !e.tombstone {
@@ -122,6 +123,13 @@ impl Transaction {
             return Ok(Inserted::Row(vid));
         }
         self.lock(lock_key)?;
+        // A key-order read drops the ordered entry of a tuple dead to
+        // every snapshot while it holds the tuple's lock: the entry of a
+        // key inserted again, or one dropped since `get_or_insert`, is
+        // put back now that this insert holds it.
+        if !fresh || pk.forgotten() != forgotten {
+            pk.restore_ordered(&key, vid)?;
+        }
         let head = self.head_of(ts, vid);
         if !head.is_null() {
             let bytes = self.db.inner.fetch(head)?;

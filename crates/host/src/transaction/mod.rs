@@ -20,6 +20,7 @@
 mod end;
 mod foreign_key;
 mod insert;
+mod key_order;
 mod savepoint;
 mod serializable;
 mod unique;

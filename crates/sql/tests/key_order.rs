@@ -1,0 +1,144 @@
+//! Reads in primary-key order that stop at a LIMIT (TPC-C Delivery's
+//! oldest NEW-ORDER of a district) drop the ordered entries of tuples
+//! dead to every snapshot as they pass them, so that the next read does
+//! not walk them again — and never the entry of a tuple some snapshot
+//! still sees, or of a key inserted again.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use ndpdb_formats::Value;
+use ndpdb_host::Database;
+use ndpdb_sql::{Output, Session};
+
+fn rows(s: &mut Session, sql: &str) -> Vec<Vec<Value>> {
+    match s.execute(sql).unwrap().pop().unwrap() {
+        Output::Rows { rows, .. } => rows,
+        o => panic!("{o:?}"),
+    }
+}
+
+const OLDEST: &str = "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 1";
+
+fn oldest(s: &mut Session) -> Option<i32> {
+    rows(s, OLDEST).first().map(|r| match r[0] {
+        Value::Int(o) => o,
+        ref v => panic!("{v:?}"),
+    })
+}
+
+/// Entries of the primary key's ordered index of `no`.
+fn entries(db: &Database) -> usize {
+    let t = db.table("no").unwrap();
+    let pk = t.pk.get().unwrap();
+    pk.ordered_if_built().map_or(0, |o| o.len())
+}
+
+fn create(n: i32) -> (tempfile::TempDir, Database, Session) {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let mut s = Session::new(db.clone());
+    s.execute(&format!(
+        "CREATE TABLE no (w INT, d INT, o INT, PRIMARY KEY (w, d, o));
+         INSERT INTO no SELECT 1, 1, g FROM generate_series(1, {n}) g"
+    ))
+    .unwrap();
+    (dir, db, s)
+}
+
+#[test]
+fn delivering_orders_one_by_one_leaves_no_trail_in_the_key_order() {
+    let (_dir, db, mut s) = create(200);
+    assert!(s
+        .execute(&format!("EXPLAIN {OLDEST}"))
+        .map(|o| format!("{o:?}").contains("no_pkey"))
+        .unwrap());
+    for o in 1..=150 {
+        assert_eq!(oldest(&mut s), Some(o));
+        s.execute(&format!("DELETE FROM no WHERE w = 1 AND d = 1 AND o = {o}"))
+            .unwrap();
+    }
+    assert_eq!(oldest(&mut s), Some(151));
+    // The 150 delivered orders' entries are gone (the last read passed
+    // them all); the 50 live ones stay.
+    assert_eq!(entries(&db), 50);
+    // A key inserted again is found again, in its place.
+    s.execute("INSERT INTO no VALUES (1, 1, 7)").unwrap();
+    assert_eq!(oldest(&mut s), Some(7));
+    assert_eq!(entries(&db), 51);
+    let all = rows(
+        &mut s,
+        "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 1000",
+    );
+    assert_eq!(all.len(), 51);
+    // An insert that rolls back leaves the key's tuple dead again.
+    s.execute("BEGIN; INSERT INTO no VALUES (1, 1, 3); ROLLBACK")
+        .unwrap();
+    assert_eq!(oldest(&mut s), Some(7));
+}
+
+/// A snapshot older than a delete still reads the deleted row in key
+/// order, after a newer read passed it.
+#[test]
+fn an_older_snapshot_keeps_the_entries_it_can_see() {
+    let (_dir, db, mut s) = create(10);
+    assert_eq!(oldest(&mut s), Some(1));
+    let mut old = Session::new(db.clone());
+    old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
+    assert_eq!(oldest(&mut old), Some(1));
+    s.execute("DELETE FROM no WHERE w = 1 AND d = 1 AND o <= 3")
+        .unwrap();
+    assert_eq!(oldest(&mut s), Some(4));
+    assert_eq!(entries(&db), 10);
+    assert_eq!(oldest(&mut old), Some(1));
+    assert_eq!(
+        rows(
+            &mut old,
+            "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o DESC LIMIT 20"
+        )
+        .len(),
+        10
+    );
+    old.execute("COMMIT").unwrap();
+    assert_eq!(oldest(&mut s), Some(4));
+    assert_eq!(entries(&db), 7);
+}
+
+/// Keys deleted and inserted again while other sessions read in key
+/// order: every live key stays reachable.
+#[test]
+fn keys_inserted_again_under_concurrent_readers_stay_in_the_key_order() {
+    let (_dir, db, mut s) = create(20);
+    assert_eq!(oldest(&mut s), Some(1));
+    let done = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            let db = db.clone();
+            let done = &done;
+            scope.spawn(move || {
+                let mut r = Session::new(db);
+                while !done.load(Ordering::Acquire) {
+                    rows(
+                        &mut r,
+                        "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 100",
+                    );
+                }
+            });
+        }
+        let mut w = Session::new(db.clone());
+        for i in 0..600 {
+            let o = 1 + i % 20;
+            w.execute(&format!("DELETE FROM no WHERE w = 1 AND d = 1 AND o = {o}"))
+                .unwrap();
+            w.execute(&format!("INSERT INTO no VALUES (1, 1, {o})"))
+                .unwrap();
+        }
+        done.store(true, Ordering::Release);
+    });
+    let all = rows(
+        &mut s,
+        "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 100",
+    );
+    let want: Vec<Vec<Value>> = (1..=20).map(|o| vec![Value::Int(o)]).collect();
+    assert_eq!(all, want);
+    assert_eq!(entries(&db), 20);
+}
