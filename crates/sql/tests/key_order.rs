@@ -83,7 +83,8 @@ fn an_older_snapshot_keeps_the_entries_it_can_see() {
     let (_dir, db, mut s) = create(10);
     assert_eq!(oldest(&mut s), Some(1));
     let mut old = Session::new(db.clone());
-    old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
+    old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .unwrap();
     assert_eq!(oldest(&mut old), Some(1));
     s.execute("DELETE FROM no WHERE w = 1 AND d = 1 AND o <= 3")
         .unwrap();

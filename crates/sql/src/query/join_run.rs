@@ -15,7 +15,8 @@
 //! The plan is `SelectPlan`'s (`query.rs`); the steps are `join.rs`'s.
 
 use ndpdb_formats::expr::Program;
-use ndpdb_formats::Value;
+use ndpdb_formats::{Value, Vid};
+use ndpdb_host::database::TableState;
 use ndpdb_host::{Transaction, WriteOutcome};
 
 use super::{Access, SelectPlan, Source, StepReport};
@@ -40,6 +41,38 @@ fn passes(
     let keep = f.eval_predicate(scratch, params);
     layout.swap(row, scratch);
     Ok(keep?)
+}
+
+/// Tables of fewer rows are not sampled (see `reads_first_table_last`).
+const SAMPLED_MIN_ROWS: u64 = 100_000;
+
+/// Rows sampled to estimate a filter's selectivity.
+const FILTER_SAMPLE: u64 = 256;
+
+/// The share of `ts`'s rows `filter` keeps, from the visible rows of
+/// VIDs spread evenly over the table. A row the filter fails on counts
+/// as kept (the read itself reports the error, if it reaches the row).
+fn sampled_selectivity(
+    tx: &Transaction,
+    ts: &TableState,
+    filter: &Program,
+    params: &[Value],
+) -> Result<f64> {
+    let n = ts.vids.vid_count();
+    let step = (n / FILTER_SAMPLE).max(1);
+    let (mut seen, mut kept) = (0u32, 0u32);
+    let mut vid = step / 2;
+    while vid < n {
+        if let Some((_, row)) = tx.get(ts, Vid(vid))? {
+            seen += 1;
+            kept += u32::from(filter.eval_predicate(&row, params).unwrap_or(true));
+        }
+        vid += step;
+    }
+    Ok(match seen {
+        0 => 1.0,
+        _ => f64::from(kept) / f64::from(seen),
+    })
 }
 
 /// Rows of the full layout from joined rows left narrow.
@@ -67,25 +100,46 @@ impl SelectPlan {
     /// of its rows or fewer: reading that table costs little beside the
     /// first table's own scan, and holding the first table's filtered
     /// rows (CH-benCHmark Q19: half of ORDER-LINE) costs much.
-    fn reads_first_table_last(&self, joins: &[JoinStep]) -> bool {
+    ///
+    /// A filtered first table that may be joined by key lookups also
+    /// streams when a sample says its filter keeps at least twice the
+    /// new table's rows (CH-benCHmark Q15: ORDER-LINE's 3 M rows, nearly
+    /// all kept, through STOCK's 1 M, instead of holding them all and
+    /// probing STOCK's hash table with them afterwards).
+    fn reads_first_table_last(
+        &self,
+        tx: &Transaction,
+        joins: &[JoinStep],
+        params: &[Value],
+    ) -> Result<bool> {
         let (Some(step), [first, second, ..]) = (joins.first(), &self.sources[..]) else {
-            return false;
+            return Ok(false);
         };
         let Some(first_table) = first.table() else {
-            return false;
+            return Ok(false);
         };
         if !step.builds_left() || !matches!(first.access, Access::Scan) {
-            return false;
+            return Ok(false);
         }
-        match second.table() {
-            None => true,
-            Some(t) => {
-                let (new_rows, first_rows) = (t.vids.vid_count(), first_table.vids.vid_count());
-                new_rows.saturating_mul(4) <= first_rows
-                    && (step.lookup.is_none()
-                        || first.filter.is_none()
-                        || new_rows.saturating_mul(16) <= first_rows)
+        let Some(t) = second.table() else {
+            return Ok(true);
+        };
+        let (new_rows, first_rows) = (t.vids.vid_count(), first_table.vids.vid_count());
+        if new_rows.saturating_mul(4) <= first_rows
+            && (step.lookup.is_none()
+                || first.filter.is_none()
+                || new_rows.saturating_mul(16) <= first_rows)
+        {
+            return Ok(true);
+        }
+        match &first.filter {
+            Some(f)
+                if first_rows >= SAMPLED_MIN_ROWS && new_rows.saturating_mul(2) <= first_rows =>
+            {
+                let kept = first_rows as f64 * sampled_selectivity(tx, first_table, f, params)?;
+                Ok(kept >= 2.0 * new_rows as f64)
             }
+            _ => Ok(false),
         }
     }
 
@@ -145,7 +199,7 @@ impl SelectPlan {
         // The second item read first, when the first table is the larger:
         // the first table's rows then stream through its hash table.
         let first_last = match (narrow, &ordered, &device) {
-            (Some(n), None, None) if self.reads_first_table_last(&n.joins) => {
+            (Some(n), None, None) if self.reads_first_table_last(tx, &n.joins, params)? => {
                 let wanted = self.wanted(1);
                 Some(self.read_source(tx, &self.sources[1], params, wanted, None)?)
             }
