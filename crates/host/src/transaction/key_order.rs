@@ -69,7 +69,8 @@ impl Transaction {
                 let vid = entry.1;
                 match self.get(ts, vid)? {
                     Some((rid, row)) => {
-                        if !visit(vid, rid, row)? {
+                        let more = visit(vid, rid, row)?;
+                        if !more {
                             break 'walk;
                         }
                     }
