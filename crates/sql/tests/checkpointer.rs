@@ -61,17 +61,23 @@ fn count(db: &Database) -> i64 {
     }
 }
 
-#[test]
-fn commits_past_the_threshold_get_a_checkpoint_from_the_checkpointer() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = open(dir.path());
+/// `t` with rows `0..n`, and the checkpoints they asked for taken.
+fn checkpointed(db: &Database, n: i64) -> Session {
     let mut s = Session::new(db.clone());
     s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
         .unwrap();
     let before = db.stat("wal.checkpoints");
-    insert(&mut s, 0, 4000);
-    settled(&db);
+    insert(&mut s, 0, n);
+    settled(db);
     assert!(db.stat("wal.checkpoints") > before);
+    s
+}
+
+#[test]
+fn commits_past_the_threshold_get_a_checkpoint_from_the_checkpointer() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    checkpointed(&db, 4000);
     assert_eq!(db.stat("wal.checkpoint_failures"), 0);
     assert_eq!(count(&db), 4000);
 }
@@ -115,13 +121,7 @@ fn a_crash_after_background_checkpoints_loses_no_commit() {
     let dir = tempfile::tempdir().unwrap();
     {
         let db = open(dir.path());
-        let mut s = Session::new(db.clone());
-        s.execute("CREATE TABLE t (k BIGINT PRIMARY KEY, v TEXT)")
-            .unwrap();
-        let before = db.stat("wal.checkpoints");
-        insert(&mut s, 0, 3000);
-        settled(&db);
-        assert!(db.stat("wal.checkpoints") > before);
+        let mut s = checkpointed(&db, 3000);
         // The WAL tail after the last checkpoint, then the crash.
         insert(&mut s, 3000, 3100);
         drop(s);
