@@ -100,7 +100,7 @@ impl Database {
         };
         // The checkpoint, and what storage held at it.
         inner.flush()?;
-        let (at, next_txid, maps, covered, logged_txid) = {
+        let (logged, next_txid, maps, covered) = {
             let _gate = inner.checkpoint_gate.write();
             let logged = inner.checkpoint_holding_gate()?;
             let at = logged.at;
@@ -121,9 +121,10 @@ impl Database {
                 .wal
                 .retain_from(Some(before.map_or(at, |b| b.min(at))));
             let covered = inner.overflow_retained.lock().clone();
-            (at, inner.txm.next_txid(), maps, covered, logged.next_txid)
+            (logged, inner.txm.next_txid(), maps, covered)
         };
-        inner.save_pk_indexes(logged_txid);
+        inner.save_pk_indexes(logged.next_txid);
+        let at = logged.at;
         let checkpoint_secs = started.elapsed().as_secs_f64();
         let maps_file = maps.write(to)?;
         let mut ppns: Vec<Ppn> = maps.l2p.iter().map(|(_, p)| Ppn(p)).collect();

@@ -468,8 +468,7 @@ mod tests {
         let order: Vec<u64> = ix
             .entries_in_order(&all, false, None, usize::MAX)
             .into_iter()
-            .map(|(_, v)| v)
-            .map(|v| v.0)
+            .map(|(_, v)| v.0)
             .collect();
         assert_eq!(order, vec![2, 0, 1]);
     }
