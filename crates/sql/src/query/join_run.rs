@@ -383,7 +383,22 @@ impl SelectPlan {
         let filters = plain.map(|f| (f, false));
         for (f, per_row) in filters.chain(self.row_filter.iter().map(|f| (f, true))) {
             if per_row {
-                self.subqueries.expect_rows(rows.len());
+                let held = rows.len();
+                self.subqueries
+                    .answer_held_rows(tx, params, held, |visit| {
+                        for r in rows.iter_mut() {
+                            match layout {
+                                Some(layout) => {
+                                    layout.swap(&mut r.values, &mut scratch);
+                                    let visited = visit(&scratch);
+                                    layout.swap(&mut r.values, &mut scratch);
+                                    visited?;
+                                }
+                                None => visit(&r.values)?,
+                            }
+                        }
+                        Ok(())
+                    })?;
             }
             let mut kept = Vec::with_capacity(rows.len());
             for mut r in rows {

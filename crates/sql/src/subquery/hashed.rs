@@ -30,13 +30,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use ndpdb_formats::expr::{Op, Program};
+use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, Value};
 use ndpdb_host::Transaction;
 use sqlparser::ast::{
     BinaryOperator, Expr, Query, SelectItem, SetExpr, Visit, Visitor as AstVisitor,
 };
 
+use super::hashed_callers::{first_columns, Answered};
 use crate::join_keys::KeyTable;
 use crate::query::{conjuncts, NdpMode, SelectPlan};
 use crate::scope::{ident_name, Scope, ScopeColumn};
@@ -55,20 +56,19 @@ const MAX_VALUES: usize = 64 << 20;
 
 /// The residual terms: over the build row's columns, with the caller's
 /// values they name as parameters.
-struct Residual {
-    program: Program,
+pub(super) struct Residual {
+    pub(super) program: Program,
     /// The caller's values, over its row, in slot order.
-    args: Vec<Program>,
+    pub(super) args: Vec<Program>,
 }
 
 /// The build side of one execution.
 #[derive(Default)]
-struct State {
+pub(super) struct State {
     /// Per-row calls so far (memoized answers not counted).
     calls: usize,
-    /// Calls the caller said are coming (its rows, when it holds them
-    /// all): at least the threshold, and the build starts at once.
-    expected: usize,
+    /// The answers for the rows the caller held (`hashed_callers.rs`).
+    pub(super) answered: Option<Answered>,
     table: Option<Built>,
     /// The build was too big: per row for the rest of the execution.
     gave_up: bool,
@@ -86,14 +86,14 @@ struct Built {
 
 /// A correlated EXISTS answered from a hash table of its subquery's rows.
 pub struct HashedExists {
-    build: SelectPlan,
+    pub(super) build: SelectPlan,
     /// Caller-side values of the keys, over the caller's row.
-    probe: Vec<Program>,
-    residual: Option<Residual>,
+    pub(super) probe: Vec<Program>,
+    pub(super) residual: Option<Residual>,
     /// Columns of the build row after the keys (what the residual reads).
-    residual_width: usize,
+    pub(super) residual_width: usize,
     /// The statement parameters the subquery names.
-    base: u32,
+    pub(super) base: u32,
     /// Inner rows of a build, estimated at planning.
     inner_rows: usize,
     state: Mutex<State>,
@@ -340,12 +340,12 @@ impl HashedExists {
         })
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Per-row calls after which the build pays.
-    fn threshold(&self) -> usize {
+    pub(super) fn threshold(&self) -> usize {
         MIN_CALLS.max(self.inner_rows / ROWS_PER_CALL)
     }
 
@@ -360,9 +360,14 @@ impl HashedExists {
         params: &[Value],
     ) -> Result<Option<bool>> {
         let mut st = self.state();
+        if let Some(answered) = st.answered.as_mut() {
+            if let Some(found) = answered.lookup(self, row, params)? {
+                return Ok(Some(found));
+            }
+        }
         if st.table.is_none() {
             let threshold = self.threshold();
-            if st.gave_up || (st.calls < threshold && st.expected < threshold) {
+            if st.gave_up || st.calls < threshold {
                 st.calls += 1;
                 return Ok(None);
             }
@@ -448,26 +453,13 @@ impl HashedExists {
         if too_big {
             return Ok(None);
         }
-        let key_columns: Vec<Program> = (0..keys as u32)
-            .map(|c| Program {
-                consts: Vec::new(),
-                ops: vec![Op::Column(c)],
-            })
-            .collect();
+        let key_columns = first_columns(keys);
         let table = KeyTable::build(&key_columns, rows.chunks_exact(width.max(1)), &[])?;
         Ok(Some(Built {
             keys: table,
             rows,
             width,
         }))
-    }
-
-    /// The caller will ask for `rows` rows (more than once each, maybe):
-    /// enough of them build the hash table at the first call instead of
-    /// after the threshold's worth of per-row calls.
-    pub fn expect_calls(&self, rows: usize) {
-        let mut st = self.state();
-        st.expected = st.expected.max(rows);
     }
 
     /// Forgets the hash table and the calls (a new execution).

@@ -41,6 +41,7 @@
 //! middle query too, which passes it down.
 
 mod hashed;
+mod hashed_callers;
 mod subplan;
 mod volatile;
 

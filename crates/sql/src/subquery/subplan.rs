@@ -385,14 +385,36 @@ impl Bindings {
         cols
     }
 
-    /// The caller is about to evaluate its per-row subqueries for `rows`
-    /// rows it holds: a hashed EXISTS builds at once when they are many.
-    pub fn expect_rows(&self, rows: usize) {
-        for (_, s) in self.subplans().filter(|(_, s)| s.per_row) {
-            if let Some(h) = &s.hashed {
-                h.expect_calls(rows);
-            }
+    /// The caller holds `rows` rows and is about to evaluate its per-row
+    /// subqueries on them: a hashed EXISTS worth it answers them all at
+    /// once (`hashed_callers.rs`). `each` visits every held row.
+    pub fn answer_held_rows(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+        rows: usize,
+        each: impl FnOnce(&mut dyn FnMut(&[Value]) -> Result<()>) -> Result<()>,
+    ) -> Result<()> {
+        let wanting: Vec<&HashedExists> = self
+            .subplans()
+            .filter(|(_, s)| s.per_row)
+            .filter_map(|(_, s)| s.hashed.as_ref())
+            .filter(|h| h.wants_callers(rows))
+            .collect();
+        if wanting.is_empty() {
+            return Ok(());
         }
+        let mut values: Vec<Vec<Value>> = wanting.iter().map(|_| Vec::new()).collect();
+        each(&mut |row| {
+            for (h, v) in wanting.iter().zip(values.iter_mut()) {
+                h.caller_values(row, params, v)?;
+            }
+            Ok(())
+        })?;
+        for (h, v) in wanting.into_iter().zip(values) {
+            h.answer_callers(tx, v, params)?;
+        }
+        Ok(())
     }
 
     /// The parameters of one execution: `statement` (the first `base`

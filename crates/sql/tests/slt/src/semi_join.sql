@@ -23,6 +23,14 @@ SELECT count(*) FROM orders WHERE EXISTS (SELECT * FROM lines WHERE l_o = o_id A
 SELECT count(*) FROM orders o WHERE EXISTS (SELECT * FROM lines l WHERE l.l_o = o.o_id AND l.l_w = o.o_w AND l.l_d = o.o_d AND l.l_n = 3) AND o.o_cnt < 12;
 -- In a join: the caller's row is a joined row (CH-benCHmark Q21's shape).
 SELECT l1.l_tag, count(*) FROM lines l1 JOIN orders ON l1.l_o = o_id AND l1.l_w = o_w AND l1.l_d = o_d WHERE l1.l_delivery > o_entry AND NOT EXISTS (SELECT * FROM lines l2 WHERE l2.l_o = l1.l_o AND l2.l_w = l1.l_w AND l2.l_d = l1.l_d AND l2.l_delivery > l1.l_delivery) GROUP BY l1.l_tag ORDER BY l1.l_tag;
+-- Callers sharing a key with different residual arguments: each gets its own answer.
+SELECT s, count(*), sum(o_id) FROM orders, generate_series(0, 4) AS g(s) WHERE EXISTS (SELECT * FROM lines WHERE l_o = o_id AND l_w = o_w AND l_n > s) GROUP BY s ORDER BY s;
+SELECT s, count(*) FROM orders, generate_series(0, 4) AS g(s) WHERE NOT EXISTS (SELECT * FROM lines WHERE l_o = o_id AND l_delivery >= o_entry + s) GROUP BY s ORDER BY s;
+-- Caller keys with NULL parts among held rows: EXISTS false, NOT EXISTS true.
+SELECT count(*), sum(o_id) FROM orders WHERE EXISTS (SELECT * FROM lines WHERE l_o = CASE WHEN o_id % 4 = 0 THEN NULL ELSE o_id END AND l_w = o_w);
+SELECT count(*), sum(o_id) FROM orders WHERE NOT EXISTS (SELECT * FROM lines WHERE l_o = CASE WHEN o_id % 4 = 0 THEN NULL ELSE o_id END AND l_w = o_w);
+-- Two EXISTS on one caller, one of them negated.
+SELECT count(*), sum(o_id) FROM orders WHERE EXISTS (SELECT * FROM lines WHERE l_o = o_id AND l_n = 1) AND NOT EXISTS (SELECT * FROM lines WHERE l_o = o_id AND l_n = 3 AND l_delivery < o_entry);
 -- A few caller rows: answered per row, same answers.
 SELECT o_id FROM orders WHERE o_id < 40 AND EXISTS (SELECT * FROM lines WHERE l_o = o_id AND l_n = 4) ORDER BY o_id;
 SELECT o_id FROM orders WHERE o_id < 40 AND NOT EXISTS (SELECT * FROM lines WHERE l_o = o_id AND l_n = 4) ORDER BY o_id;
