@@ -8,7 +8,7 @@
 //! partials from several PEs merge exactly.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result, SqlState};
@@ -108,13 +108,13 @@ pub struct Acc {
     dbl_sum: f64,
     best: Option<Value>,
     /// DISTINCT: the distinct values seen (folded at finish).
-    distinct: Option<HashMap<Vec<u8>, Value>>,
+    distinct: Option<FxHashMap<Vec<u8>, Value>>,
 }
 
 impl Acc {
     pub fn new(spec: &AggSpec) -> Acc {
         Acc {
-            distinct: (spec.distinct && spec.func != AggFunc::CountStar).then(HashMap::new),
+            distinct: (spec.distinct && spec.func != AggFunc::CountStar).then(FxHashMap::default),
             ..Acc::default()
         }
     }
