@@ -7,8 +7,8 @@
 //! DISTINCT aggregates keep their distinct values until the end, so
 //! partials from several PEs merge exactly.
 
-use std::cmp::Ordering;
 use rustc_hash::FxHashMap;
+use std::cmp::Ordering;
 
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result, SqlState};

@@ -30,6 +30,7 @@
 //! - [`prefetch`]: the cache lines of the pages ahead of the walk.
 
 pub mod aggregate;
+pub mod group_page;
 pub mod in_set;
 pub mod key_bloom;
 pub mod page_visibility;

@@ -3,7 +3,11 @@
 //!
 //! ```text
 //!  page + selection ─► Predicate (kernels | rows) ─► Aggregate: Acc per spec
-//!  one decoded row  ─► Program::eval_predicate    ─►   (GROUP BY: per row)
+//!  one decoded row  ─► Program::eval_predicate    ─►   (GROUP BY columns:
+//!                                                     the selection split
+//!                                                     by key, group_page.rs;
+//!                                                     other groupings and
+//!                                                     single rows: per row)
 //!                                                   Project: rows of Values
 //! ```
 //!
@@ -21,6 +25,7 @@ use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{DataType, Result, Value};
 
 use crate::aggregate::{fold_page, AggInput, Batch, RowSource};
+use crate::group_page::{fold_grouped_page, group_bytes, group_columns, GroupScratch, GroupedPage};
 use crate::key_bloom::KeyBloom;
 use crate::predicate::{column, Predicate, Scratch};
 
@@ -45,6 +50,9 @@ pub struct Pipeline {
     program: Option<Program>,
     op: PipelineOp,
     inputs: Vec<AggInput>,
+    /// GROUP BY columns, when every group is a column as stored: the
+    /// page path groups the selection (`group_page.rs`).
+    group_columns: Option<Vec<usize>>,
     /// Columns the row path decodes.
     wanted: Vec<bool>,
     /// Columns whose minipages the page walk prefetches (whole, or the
@@ -74,6 +82,7 @@ pub struct PipelineState {
     /// evaluated; a zone map alone where it decided).
     pub bytes_touched: u64,
     scratch: Scratch,
+    group_scratch: GroupScratch,
     row: Vec<Value>,
 }
 
@@ -140,7 +149,12 @@ impl Pipeline {
             .filter(|&c| wanted[c])
             .map(|c| (c, whole[c]))
             .collect();
+        let group_columns = match &op {
+            PipelineOp::Aggregate { groups, .. } => group_columns(groups, types),
+            PipelineOp::Project { .. } => None,
+        };
         Pipeline {
+            group_columns,
             types: types.to_vec(),
             params: params.to_vec(),
             filter: filter.map(|f| Predicate::compile(f, types, params)),
@@ -260,6 +274,27 @@ impl Pipeline {
                 for ((acc, spec), input) in accs.iter_mut().zip(aggs).zip(&self.inputs) {
                     fold_page(acc, spec, input, &batch, &mut rows)?;
                 }
+            }
+            PipelineOp::Aggregate { aggs, .. } if self.group_columns.is_some() => {
+                let group_columns = self.group_columns.as_deref().unwrap_or(&[]);
+                st.bytes_touched += self.aggregate_bytes(page) + group_bytes(page, group_columns);
+                let mut rows = PageRows {
+                    page,
+                    wanted: &self.wanted,
+                    row: &mut st.row,
+                };
+                let grouped = GroupedPage {
+                    batch: Batch {
+                        page,
+                        types: &self.types,
+                        sel,
+                        params: &self.params,
+                    },
+                    group_columns,
+                    aggs,
+                    inputs: &self.inputs,
+                };
+                fold_grouped_page(&grouped, &mut st.groups, &mut st.group_scratch, &mut rows)?;
             }
             PipelineOp::Aggregate { .. } => {
                 let mut row = std::mem::take(&mut st.row);

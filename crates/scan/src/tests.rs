@@ -302,4 +302,76 @@ proptest! {
             prop_assert!(same(g, &w), "{:?}: {:?} vs {:?}", s, g, w);
         }
     }
+
+    /// GROUP BY columns: the page path (rows split by key, kernels per
+    /// group) and the row path fold into the same groups, and the
+    /// results are those of grouping row by row.
+    #[test]
+    fn grouped_kernels_aggregate_like_the_row_path(
+        rows in rows(),
+        grouping in prop_oneof![Just(vec![0usize]), Just(vec![7, 0]), Just(vec![4]), Just(vec![6, 2])],
+        on_page in 0usize..60,
+    ) {
+        let page = page_of(&rows);
+        let view = PageRef::parse_verified(page.as_bytes()).unwrap();
+        let mut aggs = vec![agg(AggFunc::CountStar, None, DataType::BigInt)];
+        aggs.push(agg(AggFunc::Sum, Some(0), DataType::BigInt));
+        aggs.push(agg(AggFunc::Avg, Some(2), DataType::Numeric { precision: 0, scale: 0 }));
+        aggs.push(agg(AggFunc::Max, Some(4), DataType::Text));
+        aggs.push(agg(AggFunc::Count, Some(5), DataType::BigInt));
+        let mut distinct = agg(AggFunc::Count, Some(1), DataType::BigInt);
+        distinct.distinct = true;
+        aggs.push(distinct);
+        let groups: Vec<Program> = grouping
+            .iter()
+            .map(|&c| Program { consts: vec![], ops: vec![Op::Column(c as u32)] })
+            .collect();
+        let op = PipelineOp::Aggregate { groups, aggs: aggs.clone() };
+        let pipe = Pipeline::new(&TYPES, &[], None, op);
+        let mut st = PipelineState::default();
+        // The first rows by the page path, the others one at a time.
+        let split = on_page.min(rows.len());
+        let mut sel: Vec<u16> = (0..split as u16).collect();
+        pipe.page(&mut st, &view, &mut sel).unwrap();
+        for r in &rows[split..] {
+            pipe.row(&mut st, r).unwrap();
+        }
+        let got = pipe.finish(st);
+        let mut want: std::collections::HashMap<Vec<u8>, Vec<Acc>> = Default::default();
+        for r in &rows {
+            let mut key = Writer::new();
+            for &c in &grouping {
+                r[c].key_bytes(&mut key);
+            }
+            let accs = want
+                .entry(key.into_inner())
+                .or_insert_with(|| aggs.iter().map(Acc::new).collect());
+            for (a, s) in accs.iter_mut().zip(&aggs) {
+                let v = s.arg.as_ref().map_or(Value::Null, |p| p.eval(r, &[]).unwrap());
+                a.add(s, v).unwrap();
+            }
+        }
+        prop_assert_eq!(got.len(), want.len());
+        for (key, (values, accs)) in got {
+            let w = want.remove(&key);
+            prop_assert!(w.is_some(), "group {:?} not in the row path's", values);
+            let first = rows
+                .iter()
+                .find(|r| {
+                    let mut k = Writer::new();
+                    for &c in &grouping {
+                        r[c].key_bytes(&mut k);
+                    }
+                    k.as_slice() == key.as_slice()
+                })
+                .unwrap();
+            for (v, &c) in values.iter().zip(&grouping) {
+                prop_assert!(same(v, &first[c]), "group value {:?} vs {:?}", v, first[c]);
+            }
+            for ((g, w), s) in accs.into_iter().zip(w.unwrap()).zip(&aggs) {
+                let (g, w) = (g.finish(s).unwrap(), w.finish(s).unwrap());
+                prop_assert!(same(&g, &w), "{:?}: {:?} vs {:?}", s, g, w);
+            }
+        }
+    }
 }
