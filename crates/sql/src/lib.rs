@@ -75,6 +75,7 @@ pub mod scope;
 pub mod select_extras;
 pub mod sequence_ddl;
 pub mod session;
+pub mod shared_view;
 pub mod subquery;
 pub mod time_setting;
 pub mod token_text;

@@ -149,6 +149,9 @@ pub struct SelectPlan {
     /// read took, rows after its join and the time the join took
     /// (EXPLAIN ANALYZE).
     pub last_steps: Mutex<Vec<StepReport>>,
+    /// The rows of a view this plan reads, shared with the view's other
+    /// references in the statement (`shared_view.rs`).
+    pub shared: Option<Arc<crate::shared_view::SharedRows>>,
 }
 
 /// What one FROM item of a join cost in an execution.
@@ -1102,6 +1105,7 @@ fn plan_select(
         narrow: std::sync::OnceLock::new(),
         single_wanted: std::sync::OnceLock::new(),
         last_steps: Mutex::new(Vec::new()),
+        shared: None,
     })
 }
 
@@ -1362,10 +1366,22 @@ impl SelectPlan {
         let table = match &src.input {
             Input::Table(t) => t,
             Input::Derived(plan) => {
-                let txn = params.last().cloned().unwrap_or(Value::Null);
-                let bound = plan.subqueries.bind(tx, params, &[], txn)?;
-                for row in plan.rows(tx, &bound)? {
-                    keep(Vid(0), RecId::NULL, row)?;
+                let Some(shared) = &plan.shared else {
+                    for row in plan.derived_rows(tx, params)? {
+                        keep(Vid(0), RecId::NULL, row)?;
+                    }
+                    return Ok(());
+                };
+                let rows = match shared.get() {
+                    Some(rows) => rows,
+                    None => {
+                        let rows = Arc::new(plan.derived_rows(tx, params)?);
+                        shared.keep(rows.clone());
+                        rows
+                    }
+                };
+                for row in rows.iter() {
+                    keep(Vid(0), RecId::NULL, row.clone())?;
                 }
                 return Ok(());
             }
@@ -1690,11 +1706,22 @@ impl SelectPlan {
     /// Forgets subquery answers memoized by an earlier execution.
     pub fn reset_caches(&self) {
         self.subqueries.reset();
+        if let Some(shared) = &self.shared {
+            shared.forget();
+        }
         for src in &self.sources {
             if let Input::Derived(plan) = &src.input {
                 plan.reset_caches();
             }
         }
+    }
+
+    /// The rows of this plan as a query in FROM, under the enclosing
+    /// query's `params`.
+    fn derived_rows(&self, tx: &mut Transaction, params: &[Value]) -> Result<Vec<Vec<Value>>> {
+        let txn = params.last().cloned().unwrap_or(Value::Null);
+        let bound = self.subqueries.bind(tx, params, &[], txn)?;
+        self.rows(tx, &bound)
     }
 
     /// The statement's parameters extended with this query's slots (see
@@ -1900,6 +1927,14 @@ impl SelectPlan {
                 "  {access} on {name} [{side}]{}",
                 if src.filter.is_some() { " filter" } else { "" }
             ));
+            if let Input::Derived(plan) = &src.input {
+                if let Some(shared) = plan.shared.as_ref().filter(|s| s.references() > 1) {
+                    lines.push(format!(
+                        "    computed once per execution for the view's {} references",
+                        shared.references()
+                    ));
+                }
+            }
             if i == 0 && self.key_order_read.is_some() {
                 lines.push("    in key order, stopping at the LIMIT".into());
             }
@@ -2183,5 +2218,6 @@ pub fn plan_filter(
         narrow: std::sync::OnceLock::new(),
         single_wanted: std::sync::OnceLock::new(),
         last_steps: Mutex::new(Vec::new()),
+        shared: None,
     })
 }

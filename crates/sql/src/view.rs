@@ -180,8 +180,10 @@ pub(crate) fn from_relation(
     if columns.len() < view.columns.len() {
         columns.extend(view.columns[columns.len()..].iter().map(|c| c.name.clone()));
     }
-    let input = inside_view(|| plan_derived(db, &query, alias, &columns, Arc::default(), params))?;
-    if let Input::Derived(plan) = &input {
+    let mut input =
+        inside_view(|| plan_derived(db, &query, alias, &columns, Arc::default(), params))?;
+    if let Input::Derived(plan) = &mut input {
+        plan.shared = crate::shared_view::shared_for(&view.name, &view.sql);
         let types: Vec<DataType> = plan.columns.iter().map(|c| c.ty).collect();
         let stored: Vec<DataType> = view.columns.iter().map(|c| c.ty).collect();
         if types != stored {

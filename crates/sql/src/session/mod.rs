@@ -361,7 +361,8 @@ impl Session {
         crate::view::refuse_write(&self.db, stmt)?;
         Ok(Some(match stmt {
             Statement::Query(q) => {
-                let mut plan = plan_query(&self.db, q, param_types)?;
+                let mut plan =
+                    crate::shared_view::sharing_views(|| plan_query(&self.db, q, param_types))?;
                 plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db);
                 PreparedKind::Select(Box::new(plan))
             }
