@@ -201,7 +201,12 @@ pub fn side_by_side(results: &[TargetResult], cfg: &ChConfig) -> Vec<String> {
     }
     let pad = if has_pg { "" } else { " not run |" };
     let mut lines = vec![
-        "power run (each query once on the loaded database), ms:".to_string(),
+        match cfg.power_repeat {
+            0 | 1 => "power run (each query once on the loaded database), ms:".to_string(),
+            n => format!(
+                "power run (the median of {n} runs of each query on the loaded database), ms:"
+            ),
+        },
         format!("| query | {} |", header.join(" | ")),
         format!("|---|{}", "---:|".repeat(header.len())),
     ];

@@ -114,6 +114,14 @@ fn hash_alike(a: DataType, b: DataType) -> bool {
         || (a == b && !matches!(a, DataType::Double | DataType::Char(_)))
 }
 
+/// 'XX000' for a build row of another width than the plan's.
+pub(super) fn width_mismatch(expected: usize, got: usize) -> crate::Error {
+    crate::Error::new(
+        ndpdb_formats::SqlState::INTERNAL_ERROR,
+        format!("a hashed EXISTS expected rows of {expected} values, got {got}"),
+    )
+}
+
 /// The column references of an expression, and whether it holds a subquery.
 #[derive(Default)]
 struct Names {
@@ -432,13 +440,7 @@ impl HashedExists {
         let mut too_big = false;
         self.build.each_row(tx, &bound, |r| {
             if r.len() != width {
-                return Err(crate::Error::new(
-                    ndpdb_formats::SqlState::INTERNAL_ERROR,
-                    format!(
-                        "a hashed EXISTS expected rows of {width} values, got {}",
-                        r.len()
-                    ),
-                ));
+                return Err(width_mismatch(width, r.len()));
             }
             if too_big || r[..keys].iter().any(Value::is_null) {
                 return Ok(());

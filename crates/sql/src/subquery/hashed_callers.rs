@@ -117,13 +117,7 @@ impl HashedExists {
                 return Ok(());
             }
             if inner.len() != inner_width {
-                return Err(crate::Error::new(
-                    ndpdb_formats::SqlState::INTERNAL_ERROR,
-                    format!(
-                        "a hashed EXISTS expected rows of {inner_width} values, got {}",
-                        inner.len()
-                    ),
-                ));
+                return Err(super::hashed::width_mismatch(inner_width, inner.len()));
             }
             for at in table.probe(&key_columns, &inner, &[])? {
                 if found[at] {
