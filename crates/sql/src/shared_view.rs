@@ -20,6 +20,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ndpdb_formats::Value;
@@ -35,7 +36,7 @@ thread_local! {
 pub struct SharedRows {
     rows: Mutex<Option<Arc<Vec<Vec<Value>>>>>,
     /// References planned with this result.
-    references: Mutex<usize>,
+    references: AtomicUsize,
 }
 
 impl SharedRows {
@@ -54,7 +55,7 @@ impl SharedRows {
     }
 
     pub fn references(&self) -> usize {
-        *self.references.lock().unwrap_or_else(|e| e.into_inner())
+        self.references.load(Ordering::Relaxed)
     }
 }
 
@@ -83,7 +84,7 @@ pub fn shared_for(name: &str, sql: &str) -> Option<Arc<SharedRows>> {
     REGISTRY.with(|r| {
         let mut r = r.borrow_mut();
         let shared = r.as_mut()?.entry(name.to_string()).or_default().clone();
-        *shared.references.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        shared.references.fetch_add(1, Ordering::Relaxed);
         Some(shared)
     })
 }

@@ -381,8 +381,12 @@ impl SelectPlan {
         // then those with a subquery per row.
         let plain = self.filter.iter().filter(|_| !streamed);
         let filters = plain.map(|f| (f, false));
+        // The first filter with per-row subqueries answers their hashed
+        // EXISTS for the rows held then; the next filters keep a subset.
+        let mut held_answered = false;
         for (f, per_row) in filters.chain(self.row_filter.iter().map(|f| (f, true))) {
-            if per_row {
+            if per_row && !held_answered {
+                held_answered = true;
                 let held = rows.len();
                 self.subqueries
                     .answer_held_rows(tx, params, held, |visit| {

@@ -62,6 +62,27 @@ pub(super) struct Residual {
     pub(super) args: Vec<Program>,
 }
 
+impl Residual {
+    /// Lays out the residual's parameters in `local`: the statement's,
+    /// one caller's `args` (its values of [`Residual::args`]), the time.
+    pub(super) fn params_into(
+        statement: &[Value],
+        args: &[Value],
+        txn: &Value,
+        local: &mut Vec<Value>,
+    ) {
+        local.clear();
+        local.extend_from_slice(statement);
+        local.extend_from_slice(args);
+        local.push(txn.clone());
+    }
+
+    /// Whether it holds for the build row `row` under `local`.
+    pub(super) fn holds(&self, row: &[Value], local: &[Value]) -> Result<bool> {
+        Ok(matches!(self.program.eval(row, local)?, Value::Bool(true)))
+    }
+}
+
 /// The build side of one execution.
 #[derive(Default)]
 pub(super) struct State {
@@ -400,17 +421,23 @@ impl HashedExists {
         let Some(residual) = &self.residual else {
             return Ok(Some(true));
         };
-        // The residual's parameters: the statement's, the caller's values, the time.
-        let mut local = super::statement_params(params, self.base);
-        for a in &residual.args {
-            local.push(a.eval(row, params)?);
-        }
-        local.push(params.last().cloned().unwrap_or(Value::Null));
+        let args = residual
+            .args
+            .iter()
+            .map(|a| a.eval(row, params))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let txn = params.last().cloned().unwrap_or(Value::Null);
+        let mut local = Vec::new();
+        Residual::params_into(
+            &super::statement_params(params, self.base),
+            &args,
+            &txn,
+            &mut local,
+        );
         if self.residual_width == 0 {
             // The residual names the caller's values only: one test for the key.
             let no_columns = vec![Value::Null; self.probe.len()];
-            let holds = residual.program.eval(&no_columns, &local)?;
-            return Ok(Some(matches!(holds, Value::Bool(true))));
+            return Ok(Some(residual.holds(&no_columns, &local)?));
         }
         let width = table.width;
         for at in matches {
@@ -418,7 +445,7 @@ impl HashedExists {
             let Some(build_row) = table.rows.get(at * width..(at + 1) * width) else {
                 continue;
             };
-            if matches!(residual.program.eval(build_row, &local)?, Value::Bool(true)) {
+            if residual.holds(build_row, &local)? {
                 return Ok(Some(true));
             }
         }

@@ -29,7 +29,7 @@ use ndpdb_formats::expr::{Op, Program};
 use ndpdb_formats::Value;
 use ndpdb_host::Transaction;
 
-use super::hashed::HashedExists;
+use super::hashed::{HashedExists, Residual};
 use crate::join_keys::KeyTable;
 use crate::Result;
 
@@ -102,11 +102,9 @@ impl HashedExists {
         let mut found = vec![false; callers];
         let mut left = callers;
 
-        // The residual's parameters: the statement's, one caller's
-        // arguments, the time; the arguments are replaced per caller.
         let statement = super::statement_params(params, self.base);
         let txn = params.last().cloned().unwrap_or(Value::Null);
-        let mut local = statement.clone();
+        let mut local = Vec::new();
         let bound = self
             .build
             .subqueries
@@ -129,10 +127,8 @@ impl HashedExists {
                         let args = values
                             .get(at * width + keys..(at + 1) * width)
                             .unwrap_or(&[]);
-                        local.truncate(statement.len());
-                        local.extend_from_slice(args);
-                        local.push(txn.clone());
-                        matches!(residual.program.eval(&inner, &local)?, Value::Bool(true))
+                        Residual::params_into(&statement, args, &txn, &mut local);
+                        residual.holds(&inner, &local)?
                     }
                 };
                 if holds {
