@@ -183,7 +183,8 @@ impl Database {
             .changes_since_gc
             .load(std::sync::atomic::Ordering::Relaxed);
         let horizon = inner.txm.horizon();
-        let tx = self.begin(Isolation::Snapshot)?;
+        // A maintenance TxId: the run holds back no other horizon.
+        let tx = self.begin_as(inner.txm.begin_maintenance(), Isolation::Snapshot)?;
         let req = NdpRequest {
             filter: None,
             conjuncts: Vec::new(),

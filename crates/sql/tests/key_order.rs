@@ -34,8 +34,12 @@ fn entries(db: &Database) -> usize {
 }
 
 fn create(n: i32) -> (tempfile::TempDir, Database, Session) {
+    create_with(n, ndpdb_host::Config::default())
+}
+
+fn create_with(n: i32, config: ndpdb_host::Config) -> (tempfile::TempDir, Database, Session) {
     let dir = tempfile::tempdir().unwrap();
-    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let db = ndpdb_embedded::open_with(dir.path(), config).unwrap();
     let mut s = Session::new(db.clone());
     s.execute(&format!(
         "CREATE TABLE no (w INT, d INT, o INT, PRIMARY KEY (w, d, o));
@@ -142,4 +146,89 @@ fn keys_inserted_again_under_concurrent_readers_stay_in_the_key_order() {
     let want: Vec<Vec<Value>> = (1..=20).map(|o| vec![Value::Int(o)]).collect();
     assert_eq!(all, want);
     assert_eq!(entries(&db), 20);
+}
+
+/// A GC run takes seconds on a large table; it creates no version, so
+/// the orders delivered meanwhile are dropped from the key order as
+/// soon as no snapshot sees them, not when the run ends.
+#[test]
+fn a_running_gc_holds_back_no_drop() {
+    // The only GC run is the test's.
+    let config = ndpdb_host::Config {
+        autovacuum: false,
+        ..ndpdb_host::Config::default()
+    };
+    let (_dir, db, mut s) = create_with(200, config);
+    assert_eq!(oldest(&mut s), Some(1));
+    let pad = "x".repeat(200);
+    s.execute(&format!(
+        "CREATE TABLE big (k INT PRIMARY KEY, pad TEXT);
+         INSERT INTO big SELECT g, '{pad}' FROM generate_series(1, 4000) g"
+    ))
+    .unwrap();
+    s.execute("UPDATE big SET pad = 'y'").unwrap();
+    let gc = {
+        let db = db.clone();
+        std::thread::spawn(move || {
+            // A page read costs 1: a pause after every page.
+            let slow = ndpdb_host::GcCost {
+                delay: std::time::Duration::from_millis(10),
+                limit: 1,
+            };
+            db.vacuum_with(Some("big"), true, slow).unwrap()
+        })
+    };
+    while db.stat("gc.micros") == 0 {
+        std::thread::yield_now();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    for o in 1..=100 {
+        assert_eq!(oldest(&mut s), Some(o));
+        s.execute(&format!("DELETE FROM no WHERE w = 1 AND d = 1 AND o = {o}"))
+            .unwrap();
+    }
+    assert_eq!(oldest(&mut s), Some(101));
+    assert_eq!(entries(&db), 100);
+    assert!(!gc.is_finished(), "the GC run ended before the deliveries");
+    let report = gc.join().unwrap();
+    assert!(report.pages_freed > 0, "{report:?}");
+}
+
+/// While an old snapshot keeps deleted orders in the key order, reads
+/// pass them by their noted tombstones; a key inserted again is seen at
+/// once, and the old snapshot still reads what it saw.
+#[test]
+fn noted_tombstones_never_hide_a_row() {
+    let (_dir, db, mut s) = create(10);
+    assert_eq!(oldest(&mut s), Some(1));
+    let mut old = Session::new(db.clone());
+    old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .unwrap();
+    assert_eq!(oldest(&mut old), Some(1));
+    s.execute("DELETE FROM no WHERE w = 1 AND d = 1 AND o <= 5")
+        .unwrap();
+    // The first read notes the five tombstones, the second passes them.
+    assert_eq!(oldest(&mut s), Some(6));
+    assert_eq!(oldest(&mut s), Some(6));
+    assert_eq!(entries(&db), 10);
+    s.execute("INSERT INTO no VALUES (1, 1, 3)").unwrap();
+    assert_eq!(oldest(&mut s), Some(3));
+    // Deleted again in a transaction of its own: its own read sees the
+    // delete, a concurrent one the row.
+    let mut w = Session::new(db.clone());
+    w.execute("BEGIN; DELETE FROM no WHERE w = 1 AND d = 1 AND o = 3")
+        .unwrap();
+    assert_eq!(oldest(&mut w), Some(6));
+    assert_eq!(oldest(&mut s), Some(3));
+    w.execute("COMMIT").unwrap();
+    assert_eq!(oldest(&mut s), Some(6));
+    assert_eq!(oldest(&mut old), Some(1));
+    let seen = rows(
+        &mut old,
+        "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 20",
+    );
+    assert_eq!(seen.len(), 10);
+    old.execute("COMMIT").unwrap();
+    assert_eq!(oldest(&mut s), Some(6));
+    assert_eq!(entries(&db), 5);
 }

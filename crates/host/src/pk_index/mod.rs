@@ -54,8 +54,8 @@ use crate::secondary_index::{Entry, SecondaryIndex};
 pub use files::{read_manifest, write_manifest};
 use keys::Keys;
 use mapped::MappedIndex;
-pub use order::decode_key;
 use order::KeyOrder;
+pub use order::{decode_key, Tombstone};
 
 /// The index of one table.
 #[derive(Default)]
@@ -173,9 +173,23 @@ impl PkIndex {
         };
         let dropped = still_dead() && o.index.remove(entry);
         if dropped {
+            o.tombstones.write().remove(&entry.1);
             self.forgotten.fetch_add(1, Ordering::AcqRel);
         }
         dropped
+    }
+
+    /// The tombstone a key-order read last found at `vid`'s head, if any
+    /// (compare it with the head before trusting it).
+    pub fn tombstone(&self, vid: Vid) -> Option<Tombstone> {
+        self.order.get()?.tombstones.read().get(&vid).copied()
+    }
+
+    /// Notes that `vid`'s head is a tombstone (a key-order read found it).
+    pub fn note_tombstone(&self, vid: Vid, t: Tombstone) {
+        if let Some(o) = self.order.get() {
+            o.tombstones.write().insert(vid, t);
+        }
     }
 
     /// Puts `key`'s entry for `vid` back into the ordered index if built

@@ -19,24 +19,43 @@
 //! version it reads, and keys whose tuple was deleted or never committed
 //! cost a read, never a wrong row. Key-order reads drop the entries of
 //! tuples dead to every snapshot as they pass them, and an insert puts
-//! its key's entry back (`transaction/key_order.rs`). It is not written to disk: opening a
+//! its key's entry back (`transaction/key_order.rs`). A read that finds
+//! an entry's head is a tombstone notes the head and its deleter here,
+//! so that later reads whose snapshot sees the delete pass the entry
+//! without reading the page (while a long snapshot keeps the entry from
+//! being dropped). It is not written to disk: opening a
 //! database reads no key for it, and a table never queried by a key
 //! prefix never builds it.
 
 use std::sync::Arc;
 
+use parking_lot::RwLock;
+use rustc_hash::FxHashMap;
+
 use ndpdb_formats::codec::Reader;
-use ndpdb_formats::{DataType, Decimal, Error, Result, Value, Vid};
+use ndpdb_formats::{DataType, Decimal, Error, RecId, Result, TxId, Value, Vid};
 
 use crate::catalog::IndexMeta;
 use crate::secondary_index::SecondaryIndex;
 
 use super::INTEGRAL_TAG;
 
-/// The ordered index and the key columns' types (to decode keys).
+/// A head a key-order read found to be a tombstone, and its deleter.
+/// Valid while the tuple's head is still `head`: a RecId names one
+/// record for the life of the database (LPNs are never handed out
+/// twice), so an unchanged head is still that tombstone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tombstone {
+    pub head: RecId,
+    pub deleter: TxId,
+}
+
+/// The ordered index, the key columns' types (to decode keys) and the
+/// tombstones reads found under its entries.
 pub(super) struct KeyOrder {
     pub index: Arc<SecondaryIndex>,
     types: Vec<DataType>,
+    pub tombstones: RwLock<FxHashMap<Vid, Tombstone>>,
 }
 
 impl KeyOrder {
@@ -44,6 +63,7 @@ impl KeyOrder {
         KeyOrder {
             index: Arc::new(SecondaryIndex::new(meta)),
             types,
+            tombstones: RwLock::default(),
         }
     }
 
