@@ -1186,7 +1186,8 @@ impl DbInner {
         if self.delta.read().table_pages(table) > PASS_ALONG_MAX_PAGES {
             self.flush()?;
         }
-        Ok(self.delta.read().capture(table))
+        let captured = self.delta.read().capture(table);
+        Ok(captured.into_shared())
     }
 
     /// The bytes of the record at `rid`: delta buffer first, then

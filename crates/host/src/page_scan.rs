@@ -109,6 +109,9 @@ struct HostPages<'a> {
     last: Option<(Lpn, Page)>,
 }
 
+/// LPNs checked against the delta buffer per hold of its lock.
+const DELTA_CHECK_BATCH: usize = 64;
+
 /// Puts the device pages of `heads` into `pages` (emptied first): cached
 /// ones from the pool, the rest read in one READ_PAGES without entering
 /// the pool (a scan streams through pages of its own). Pages in the delta
@@ -119,25 +122,27 @@ pub(crate) fn prefetch_heads(
     pages: &mut FxHashMap<Ppn, Page>,
 ) -> Result<()> {
     pages.clear();
-    let mut missing = Vec::new();
-    let mut prev = None;
-    {
+    let mut lpns: Vec<Lpn> = heads
+        .iter()
+        .filter(|h| !h.is_null())
+        .map(|h| h.lpn())
+        .collect();
+    lpns.dedup();
+    // The delta buffer's lock is held for the membership checks only,
+    // a batch at a time: a commit waiting for it waits for no page-map
+    // or pool lookup, nor for a scan preempted while it held the lock.
+    let mut flushed = Vec::with_capacity(lpns.len());
+    for batch in lpns.chunks(DELTA_CHECK_BATCH) {
         let delta = db.delta.read();
-        for h in heads.iter().filter(|h| !h.is_null()) {
-            let lpn = h.lpn();
-            if prev == Some(lpn) {
-                continue;
-            }
-            prev = Some(lpn);
-            if delta.has_page(lpn) {
-                continue;
-            }
-            if let Some(ppn) = db.l2p.get(lpn) {
-                if let Some(p) = db.pool.get_cached(ppn) {
-                    pages.insert(ppn, p);
-                } else {
-                    missing.push(ppn);
-                }
+        flushed.extend(batch.iter().copied().filter(|l| !delta.has_page(*l)));
+    }
+    let mut missing = Vec::new();
+    for lpn in flushed {
+        if let Some(ppn) = db.l2p.get(lpn) {
+            if let Some(p) = db.pool.get_cached(ppn) {
+                pages.insert(ppn, p);
+            } else {
+                missing.push(ppn);
             }
         }
     }

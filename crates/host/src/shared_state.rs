@@ -221,20 +221,52 @@ impl DeltaBuffer {
         self.open.remove(&table);
     }
 
-    /// Copies of the table's pages and its ΔVID overlay (last entry wins).
-    pub fn capture(&self, table: TableId) -> ndpdb_link::ndp::SharedState {
-        let mut pages: Vec<(Lpn, Vec<u8>)> = self
+    /// The table's pages and ΔVID entries ([`Captured`]).
+    pub fn capture(&self, table: TableId) -> Captured {
+        let pages = self
             .pages
             .iter()
             .filter(|(_, p)| p.table() == table)
-            .map(|(l, p)| (*l, p.bytes().to_vec()))
+            .map(|(l, p)| match p {
+                DeltaPage::Open(b) => (*l, Page::copy_from_slice(b.as_bytes())),
+                DeltaPage::Sealed { image, .. } => (*l, image.clone()),
+            })
+            .collect();
+        let vids = self
+            .delta_vid
+            .iter()
+            .filter(|e| e.table == table)
+            .map(|e| (e.vid, e.head))
+            .collect();
+        Captured { pages, vids }
+    }
+}
+
+/// A table's shared state as [`DeltaBuffer::capture`] takes it under the
+/// delta buffer's lock: sealed pages shared, not copied, and the ΔVID
+/// entries in log order. [`Captured::into_shared`] builds the message
+/// form after the lock is released, so that commits waiting for the
+/// lock do not wait for the copies (an analytical query capturing at a
+/// low CPU priority held them up while it was preempted).
+pub struct Captured {
+    pages: Vec<(Lpn, Page)>,
+    vids: Vec<(ndpdb_formats::Vid, RecId)>,
+}
+
+impl Captured {
+    /// The pages in LPN order, the ΔVID overlay with the newest entry per
+    /// VID, in VID order.
+    pub fn into_shared(self) -> ndpdb_link::ndp::SharedState {
+        let mut pages: Vec<(Lpn, Vec<u8>)> = self
+            .pages
+            .into_iter()
+            .map(|(l, p)| (l, p.to_vec()))
             .collect();
         pages.sort_by_key(|(l, _)| *l);
-        let mut vids: HashMap<ndpdb_formats::Vid, RecId> = HashMap::new();
-        for e in self.delta_vid.iter().filter(|e| e.table == table) {
-            vids.insert(e.vid, e.head);
-        }
-        let mut vids: Vec<_> = vids.into_iter().collect();
+        let mut newest: HashMap<ndpdb_formats::Vid, RecId> =
+            HashMap::with_capacity(self.vids.len());
+        newest.extend(self.vids);
+        let mut vids: Vec<_> = newest.into_iter().collect();
         vids.sort();
         ndpdb_link::ndp::SharedState { pages, vids }
     }
