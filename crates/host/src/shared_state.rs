@@ -271,3 +271,88 @@ impl Captured {
         ndpdb_link::ndp::SharedState { pages, vids }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use ndpdb_formats::codec::Writer;
+    use ndpdb_formats::record::{encode_record, RecordHeader};
+    use ndpdb_formats::{TxId, Value, Vid};
+
+    use super::*;
+
+    fn record(vid: u64, pad: usize) -> Vec<u8> {
+        let mut w = Writer::new();
+        let header = RecordHeader {
+            creator: TxId(1),
+            pred: RecId::NULL,
+            vid: Vid(vid),
+            flags: 0,
+        };
+        let values = [Value::BigInt(vid as i64), Value::Text("x".repeat(pad))];
+        encode_record(
+            &header,
+            &[DataType::BigInt, DataType::Text],
+            &values,
+            &mut w,
+        )
+        .unwrap();
+        w.into_inner()
+    }
+
+    /// A capture holds the table's pages, sealed and open, in LPN order
+    /// with their bytes, and the newest ΔVID entry per VID; nothing of
+    /// another table.
+    #[test]
+    fn a_capture_is_the_tables_pages_and_newest_heads() {
+        let types = [DataType::BigInt, DataType::Text];
+        let mut d = DeltaBuffer::default();
+        let mut next = 10u64;
+        let mut alloc = || {
+            next += 1;
+            Lpn(next)
+        };
+        let (t, other) = (TableId(3), TableId(4));
+        let mut heads = Vec::new();
+        for vid in 0..40 {
+            let table = if vid % 4 == 3 { other } else { t };
+            let rid = d
+                .append(table, &types, &record(vid, 900), &mut alloc)
+                .unwrap();
+            d.push_delta_vid(VidEntry {
+                table,
+                vid: Vid(vid),
+                head: rid,
+            });
+            heads.push((table, rid));
+        }
+        // A newer head for VID 0 (an update), after a flush sealed the
+        // pages so far.
+        let sealed = d.take_for_flush();
+        assert!(sealed.pages.len() > 2);
+        let rid = d.append(t, &types, &record(0, 10), &mut alloc).unwrap();
+        d.push_delta_vid(VidEntry {
+            table: t,
+            vid: Vid(0),
+            head: rid,
+        });
+        let shared = d.capture(t).into_shared();
+        let lpns: Vec<Lpn> = shared.pages.iter().map(|(l, _)| *l).collect();
+        let mut want: Vec<Lpn> = heads
+            .iter()
+            .filter(|(table, _)| *table == t)
+            .map(|(_, r)| r.lpn())
+            .chain([rid.lpn()])
+            .collect();
+        want.sort();
+        want.dedup();
+        assert_eq!(lpns, want);
+        for (lpn, bytes) in &shared.pages {
+            assert_eq!(Some(bytes.clone()), d.page_image(*lpn));
+        }
+        let vids: Vec<(Vid, RecId)> = shared.vids;
+        assert_eq!(vids.len(), 30);
+        assert!(vids.windows(2).all(|w| w[0].0 < w[1].0));
+        assert_eq!(vids[0], (Vid(0), rid));
+        assert!(vids.iter().all(|(v, _)| v.0 % 4 != 3));
+    }
+}
