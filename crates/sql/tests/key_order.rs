@@ -33,6 +33,16 @@ fn entries(db: &Database) -> usize {
     pk.ordered_if_built().map_or(0, |o| o.len())
 }
 
+/// A REPEATABLE READ session that has read the oldest order (1): its
+/// snapshot keeps every order deleted from now on.
+fn old_reader(db: &Database) -> Session {
+    let mut old = Session::new(db.clone());
+    old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .unwrap();
+    assert_eq!(oldest(&mut old), Some(1));
+    old
+}
+
 fn create(n: i32) -> (tempfile::TempDir, Database, Session) {
     create_with(n, ndpdb_host::Config::default())
 }
@@ -86,10 +96,7 @@ fn delivering_orders_one_by_one_leaves_no_trail_in_the_key_order() {
 fn an_older_snapshot_keeps_the_entries_it_can_see() {
     let (_dir, db, mut s) = create(10);
     assert_eq!(oldest(&mut s), Some(1));
-    let mut old = Session::new(db.clone());
-    old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        .unwrap();
-    assert_eq!(oldest(&mut old), Some(1));
+    let mut old = old_reader(&db);
     s.execute("DELETE FROM no WHERE w = 1 AND d = 1 AND o <= 3")
         .unwrap();
     assert_eq!(oldest(&mut s), Some(4));
@@ -201,10 +208,7 @@ fn a_running_gc_holds_back_no_drop() {
 fn noted_tombstones_never_hide_a_row() {
     let (_dir, db, mut s) = create(10);
     assert_eq!(oldest(&mut s), Some(1));
-    let mut old = Session::new(db.clone());
-    old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
-        .unwrap();
-    assert_eq!(oldest(&mut old), Some(1));
+    let mut old = old_reader(&db);
     s.execute("DELETE FROM no WHERE w = 1 AND d = 1 AND o <= 5")
         .unwrap();
     // The first read notes the five tombstones, the second passes them.
