@@ -43,6 +43,13 @@ struct TxInner {
 }
 
 impl TxInner {
+    /// The next TxId, handed out.
+    fn allocate(&mut self) -> TxId {
+        let id = TxId(self.next);
+        self.next += 1;
+        id
+    }
+
     /// A transaction or a maintenance job runs.
     fn running(&self) -> bool {
         !self.active.is_empty() || !self.maintenance.is_empty()
@@ -70,8 +77,7 @@ impl TxManager {
         }
         let begin = || {
             let mut g = self.inner.lock();
-            let id = TxId(g.next);
-            g.next += 1;
+            let id = g.allocate();
             g.active.insert(id, id);
             id
         };
@@ -81,8 +87,7 @@ impl TxManager {
     pub fn begin(&self) -> TxId {
         let _admitted = self.admission.read();
         let mut g = self.inner.lock();
-        let id = TxId(g.next);
-        g.next += 1;
+        let id = g.allocate();
         g.active.insert(id, id);
         id
     }
@@ -98,8 +103,7 @@ impl TxManager {
     pub fn begin_maintenance(&self) -> TxId {
         let _admitted = self.admission.read();
         let mut g = self.inner.lock();
-        let id = TxId(g.next);
-        g.next += 1;
+        let id = g.allocate();
         g.maintenance.insert(id);
         id
     }

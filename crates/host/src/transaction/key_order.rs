@@ -89,45 +89,41 @@ impl Transaction {
             let last_batch = entries.len() < batch;
             for entry in entries {
                 let vid = entry.1;
-                let Some(pk) = pk else {
-                    if let Some((rid, row)) = self.get(ts, vid)? {
-                        if !visit(vid, rid, row)? {
-                            break 'walk;
-                        }
-                    }
-                    after = Some(entry);
-                    continue;
-                };
                 // A tombstone noted before, still the head, and a delete
                 // this snapshot sees: nothing to read.
-                let noted = pk.tombstone(vid).filter(|t| {
+                let note = pk.and_then(|pk| pk.tombstone(vid));
+                let noted = note.filter(|t| {
                     !self.touched(ts, vid)
                         && self.head_of(ts, vid) == t.head
                         && self.snapshot.sees(t.deleter)
                 });
-                let unseen = match noted {
-                    Some(t) => Some(Unseen::Deleted(t)),
-                    None => match self.get(ts, vid)? {
-                        Some((rid, row)) => {
-                            if !visit(vid, rid, row)? {
-                                break 'walk;
-                            }
-                            None
-                        }
-                        None => self.unseen(ts, vid)?,
-                    },
+                let seen = match noted {
+                    Some(_) => None,
+                    None => self.get(ts, vid)?,
                 };
-                match unseen {
-                    Some(Unseen::Gone) => dead.push((entry.clone(), RecId::NULL)),
-                    Some(Unseen::Deleted(t)) => {
-                        if noted.is_none() {
-                            pk.note_tombstone(vid, t);
-                        }
-                        if t.deleter < horizon {
-                            dead.push((entry.clone(), t.head));
-                        }
+                if let Some((rid, row)) = seen {
+                    if !visit(vid, rid, row)? {
+                        break 'walk;
                     }
-                    None => {}
+                } else if let Some(pk) = pk {
+                    let unseen = match noted {
+                        Some(t) => Some(Unseen::Deleted(t)),
+                        None => self.unseen(ts, vid)?,
+                    };
+                    match unseen {
+                        Some(Unseen::Gone) => dead.push((entry.clone(), RecId::NULL)),
+                        Some(Unseen::Deleted(t)) => {
+                            // Written once per tombstone, not by every
+                            // older snapshot that cannot use the note.
+                            if note != Some(t) {
+                                pk.note_tombstone(vid, t);
+                            }
+                            if t.deleter < horizon {
+                                dead.push((entry.clone(), t.head));
+                            }
+                        }
+                        None => {}
+                    }
                 }
                 after = Some(entry);
             }
