@@ -177,9 +177,10 @@ fn a_running_gc_holds_back_no_drop() {
     let gc = {
         let db = db.clone();
         std::thread::spawn(move || {
-            // A page read costs 1: a pause after every page.
+            // A page read costs 1: a pause after every page, about
+            // two seconds in all.
             let slow = ndpdb_host::GcCost {
-                delay: std::time::Duration::from_millis(10),
+                delay: std::time::Duration::from_millis(100),
                 limit: 1,
             };
             db.vacuum_with(Some("big"), true, slow).unwrap()
@@ -189,14 +190,26 @@ fn a_running_gc_holds_back_no_drop() {
         std::thread::yield_now();
     }
     std::thread::sleep(std::time::Duration::from_millis(50));
+    // Deliveries one by one; after each, the read has dropped every
+    // entry delivered so far. Counted only while the run goes on
+    // (checked after the count): those drops did not wait for it.
+    let mut while_running = 0;
     for o in 1..=100 {
         assert_eq!(oldest(&mut s), Some(o));
         s.execute(&format!("DELETE FROM no WHERE w = 1 AND d = 1 AND o = {o}"))
             .unwrap();
+        assert_eq!(oldest(&mut s), Some(o + 1));
+        let left = entries(&db);
+        if !gc.is_finished() {
+            assert_eq!(left, 200 - o as usize, "after delivering order {o}");
+            while_running = o;
+        }
     }
-    assert_eq!(oldest(&mut s), Some(101));
     assert_eq!(entries(&db), 100);
-    assert!(!gc.is_finished(), "the GC run ended before the deliveries");
+    assert!(
+        while_running >= 10,
+        "the GC run ended after {while_running} deliveries"
+    );
     let report = gc.join().unwrap();
     assert!(report.pages_freed > 0, "{report:?}");
 }
