@@ -1436,27 +1436,31 @@ impl DbInner {
 
     /// A checkpoint. Commits wait (the gate) only while the delta buffer's
     /// remainder is flushed and the record is logged: most of the buffer
-    /// is flushed before, the PK index files are written after.
+    /// is flushed before; the older WAL segments are deleted and the PK
+    /// index files written after.
     pub fn checkpoint(&self) -> Result<()> {
         self.flush()?;
         let logged = {
             let _g = self.checkpoint_gate.write();
             self.checkpoint_holding_gate()?
         };
+        // Segments left by a failure here go at the next checkpoint.
+        let removed = self.wal.remove_obsolete();
         self.save_pk_indexes(logged.next_txid);
-        Ok(())
+        removed.map_err(Into::into)
     }
 
     /// The part of a checkpoint done while the caller holds the checkpoint
     /// gate: flush, sequences, the WAL record. The caller then releases
-    /// the gate and calls [`Self::save_pk_indexes`].
+    /// the gate, deletes the older WAL segments (`Wal::remove_obsolete`)
+    /// and calls [`Self::save_pk_indexes`].
     pub(crate) fn checkpoint_holding_gate(&self) -> Result<Logged> {
         self.check_ok()?;
         self.flush()?;
         let next_txid = self.txm.next_txid();
         self.sequences.checkpoint()?;
         let covered = std::mem::take(&mut *self.overflow_committed.lock());
-        let at = match self.wal.checkpoint(CheckpointInfo { next_txid }) {
+        let at = match self.wal.log_checkpoint(CheckpointInfo { next_txid }) {
             Ok(at) => at,
             Err(e) => {
                 self.fail();

@@ -303,6 +303,16 @@ impl Wal {
     /// durable and deletes all older segments. The caller guarantees that
     /// everything logged before is reflected in durable storage.
     pub fn checkpoint(&self, checkpoint: CheckpointInfo) -> Result<Lsn> {
+        let start = self.log_checkpoint(checkpoint)?;
+        self.remove_obsolete()?;
+        Ok(start)
+    }
+
+    /// [`Wal::checkpoint`] without deleting the older segments: a caller
+    /// that holds back commits meanwhile deletes them after letting the
+    /// commits go on ([`Wal::remove_obsolete`]); deleting a large
+    /// segment takes about 10 ms.
+    pub fn log_checkpoint(&self, checkpoint: CheckpointInfo) -> Result<Lsn> {
         let _g = self.sync_lock.lock();
         let mut inner = self.inner.lock();
         // Flush what is buffered into the old segment first.
@@ -325,11 +335,15 @@ impl Wal {
         inner.file = Arc::new(file);
         self.durable.store(inner.next_lsn, Ordering::Release);
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
-        drop(inner);
-        drop(_g);
-        let keep = self.retain_from.load(Ordering::Acquire).min(start);
-        self.remove_before(Lsn(keep))?;
         Ok(Lsn(start))
+    }
+
+    /// Deletes the segments before the last checkpoint's that no kept
+    /// backup needs ([`Wal::retain_from`]).
+    pub fn remove_obsolete(&self) -> Result<()> {
+        let start = self.inner.lock().segment_start;
+        let keep = self.retain_from.load(Ordering::Acquire).min(start);
+        self.remove_before(Lsn(keep))
     }
 
     /// Keeps the segments from `lsn` on at every later checkpoint (`None`:
@@ -558,6 +572,30 @@ mod tests {
         let (_, rec) = Wal::open(dir.path()).unwrap();
         assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(2));
         assert_eq!(rec.records.len(), 2);
+    }
+
+    /// A checkpoint logged without deleting: commits after it append to
+    /// the new segment, an open reads from the checkpoint on, and the old
+    /// segment goes when deleted later.
+    #[test]
+    fn a_checkpoint_logged_first_deletes_the_old_segment_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(dir.path()).unwrap();
+        let lsn = wal.append(&[redo(1), WalRecord::Commit { txid: TxId(1) }]);
+        wal.sync(lsn).unwrap();
+        let at = wal
+            .log_checkpoint(CheckpointInfo { next_txid: TxId(2) })
+            .unwrap();
+        let lsn = wal.append(&[redo(2), WalRecord::Commit { txid: TxId(2) }]);
+        wal.sync(lsn).unwrap();
+        assert_eq!(list_segments(dir.path()).unwrap().len(), 2);
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(2));
+        assert_eq!(rec.records.len(), 2);
+        wal.remove_obsolete().unwrap();
+        let segs = list_segments(dir.path()).unwrap();
+        assert_eq!(segs.len(), 1);
+        assert_eq!(segs[0].0, at.0);
     }
 
     #[test]

@@ -123,6 +123,7 @@ impl Database {
             let covered = inner.overflow_retained.lock().clone();
             (logged, inner.txm.next_txid(), maps, covered)
         };
+        inner.wal.remove_obsolete()?;
         inner.save_pk_indexes(logged.next_txid);
         let at = logged.at;
         let checkpoint_secs = started.elapsed().as_secs_f64();
