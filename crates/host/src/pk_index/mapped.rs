@@ -34,7 +34,7 @@
 //! another rename, and the mapping of the old one stays valid).
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -315,7 +315,7 @@ pub fn write(path: &Path, table: TableId, visit: &Visit<'_>) -> Result<()> {
     header.extend_from_slice(&crc32fast::hash(&meta).to_le_bytes());
     let crc = crc32fast::hash(&header);
     header.extend_from_slice(&crc.to_le_bytes());
-    publish(path, |f: &mut BufWriter<File>| {
+    publish(path, |f: &mut dyn Write| {
         f.write_all(&header)?;
         f.write_all(&meta)?;
         f.write_all(&data)
