@@ -9,8 +9,7 @@
 //!  checkpointer thread: wait ◄──────────────────────────────────┘  one runs: one more)
 //!      still past the threshold? ──► DbInner::checkpoint
 //!          flush (commits go on) · gate: flush the rest, log the record
-//!          · PK index files and manifest (commits go on), on a thread
-//!            at nice 10
+//!          · PK index files and manifest (commits go on)
 //!  last user handle dropped ──► stop, join (before the final checkpoint)
 //! ```
 //!
@@ -21,13 +20,6 @@
 //! committed meanwhile. Now no session waits for a checkpoint but for the
 //! gate, while the remainder of the delta buffer is flushed and the
 //! record logged (tens of milliseconds).
-//!
-//! Merging a large PK index's delta into a new base (ORDER-LINE's at 10
-//! warehouses, 1–1.4 CPU-seconds) would take a CPU from the sessions
-//! meanwhile: TPC-C's rate fell by a third for the 1–2 s it took. The
-//! files are written on a thread of their own at nice 10
-//! ([`save_pk_indexes_in_background`]), which gives way to the sessions
-//! and still runs ahead of analytical sessions under SCHED_IDLE.
 //!
 //! Like the autovacuum worker, the thread holds the engine only while it
 //! works (a weak reference otherwise). A checkpoint that fails is counted
@@ -123,42 +115,4 @@ fn run(cp: &Checkpointer, weak: Weak<DbInner>) {
             EngineCounters::inc(&inner.counters.checkpoint_failures);
         }
     }
-}
-
-/// Nice value of the thread that writes the PK index files.
-const PK_SAVE_NICE: i32 = 10;
-
-/// `DbInner::save_pk_indexes` on a thread at nice [`PK_SAVE_NICE`];
-/// returns when it is done. The caller's own priority stays as it is
-/// (raising a nice value again needs a privilege).
-pub(crate) fn save_pk_indexes_in_background(inner: &DbInner, next_txid: ndpdb_formats::TxId) {
-    std::thread::scope(|s| {
-        let saver = std::thread::Builder::new()
-            .name("ndpdb-pk-save".into())
-            .spawn_scoped(s, || {
-                lower_priority(PK_SAVE_NICE);
-                inner.save_pk_indexes(next_txid)
-            });
-        match saver {
-            Ok(saver) => {
-                if let Err(panic) = saver.join() {
-                    std::panic::resume_unwind(panic)
-                }
-            }
-            // No thread to be had: written at the caller's priority.
-            Err(_) => inner.save_pk_indexes(next_txid),
-        }
-    })
-}
-
-/// Sets the calling thread's nice value (Linux: `setpriority` on
-/// thread 0 is this thread alone). Elsewhere, or refused: unchanged.
-fn lower_priority(nice: i32) {
-    #[cfg(target_os = "linux")]
-    // SAFETY: setpriority reads only its arguments.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, nice);
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = nice;
 }

@@ -1446,7 +1446,7 @@ impl DbInner {
         };
         // Segments left by a failure here go at the next checkpoint.
         let removed = self.wal.remove_obsolete();
-        crate::checkpointer::save_pk_indexes_in_background(self, logged.next_txid);
+        self.save_pk_indexes(logged.next_txid);
         removed.map_err(Into::into)
     }
 
