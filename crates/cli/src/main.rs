@@ -36,7 +36,8 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 /// thread of the process, the OLTP sessions too — and the next query
 /// faults them back in as zeroed pages. Kept, the heap stays at its peak,
 /// as PostgreSQL's shared buffers do. In CH-benCHmark (10 warehouses),
-/// OLTP beside the analytics went from 74–76 % of alone to 79–88 %.
+/// OLTP beside the analytics went from a mean of 75 % of alone (5 runs)
+/// to 82 % (7 runs; docs/BENCHMARKS.md).
 /// `MIMALLOC_PURGE_DELAY` in the environment still decides when set.
 fn keep_freed_memory() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {

@@ -513,6 +513,12 @@ mod tests {
     use super::*;
     use ndpdb_formats::{Lpn, RecId, TableId, TxId};
 
+    /// Logs a redo record and the commit of `tx`, and syncs them.
+    fn commit(wal: &Wal, tx: u64) {
+        let lsn = wal.append(&[redo(tx), WalRecord::Commit { txid: TxId(tx) }]);
+        wal.sync(lsn).unwrap();
+    }
+
     fn redo(tx: u64) -> WalRecord {
         WalRecord::Redo {
             txid: TxId(tx),
@@ -528,8 +534,7 @@ mod tests {
             let (wal, rec) = Wal::open(dir.path()).unwrap();
             assert!(rec.records.is_empty());
             for tx in 1..=5 {
-                let lsn = wal.append(&[redo(tx), WalRecord::Commit { txid: TxId(tx) }]);
-                wal.sync(lsn).unwrap();
+                commit(&wal, tx);
             }
             // Buffered but never synced: lost, which is fine (not acknowledged).
             wal.append(&[redo(6)]);
@@ -561,12 +566,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let (wal, _) = Wal::open(dir.path()).unwrap();
-            let lsn = wal.append(&[redo(1), WalRecord::Commit { txid: TxId(1) }]);
-            wal.sync(lsn).unwrap();
+            commit(&wal, 1);
             wal.checkpoint(CheckpointInfo { next_txid: TxId(2) })
                 .unwrap();
-            let lsn = wal.append(&[redo(2), WalRecord::Commit { txid: TxId(2) }]);
-            wal.sync(lsn).unwrap();
+            commit(&wal, 2);
         }
         assert_eq!(list_segments(dir.path()).unwrap().len(), 1);
         let (_, rec) = Wal::open(dir.path()).unwrap();
@@ -581,13 +584,11 @@ mod tests {
     fn a_checkpoint_logged_first_deletes_the_old_segment_later() {
         let dir = tempfile::tempdir().unwrap();
         let (wal, _) = Wal::open(dir.path()).unwrap();
-        let lsn = wal.append(&[redo(1), WalRecord::Commit { txid: TxId(1) }]);
-        wal.sync(lsn).unwrap();
+        commit(&wal, 1);
         let at = wal
             .log_checkpoint(CheckpointInfo { next_txid: TxId(2) })
             .unwrap();
-        let lsn = wal.append(&[redo(2), WalRecord::Commit { txid: TxId(2) }]);
-        wal.sync(lsn).unwrap();
+        commit(&wal, 2);
         assert_eq!(list_segments(dir.path()).unwrap().len(), 2);
         let (_, rec) = Wal::open(dir.path()).unwrap();
         assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(2));
@@ -616,22 +617,19 @@ mod tests {
         let backup_at;
         {
             let (wal, _) = Wal::open(dir.path()).unwrap();
-            let lsn = wal.append(&[redo(1), WalRecord::Commit { txid: TxId(1) }]);
-            wal.sync(lsn).unwrap();
+            commit(&wal, 1);
             backup_at = wal
                 .checkpoint(CheckpointInfo { next_txid: TxId(2) })
                 .unwrap();
             wal.retain_from(Some(backup_at));
             for tx in 2..5 {
-                let lsn = wal.append(&[redo(tx), WalRecord::Commit { txid: TxId(tx) }]);
-                wal.sync(lsn).unwrap();
+                commit(&wal, tx);
                 wal.checkpoint(CheckpointInfo {
                     next_txid: TxId(tx + 1),
                 })
                 .unwrap();
             }
-            let lsn = wal.append(&[redo(5), WalRecord::Commit { txid: TxId(5) }]);
-            wal.sync(lsn).unwrap();
+            commit(&wal, 5);
         }
         let segs = list_segments(dir.path()).unwrap();
         assert_eq!(segs.len(), 4, "the backup's segment and the later ones");
