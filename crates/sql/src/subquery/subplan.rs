@@ -108,7 +108,12 @@ pub struct SubPlan {
     /// A correlated EXISTS answered by a hash semi join once enough rows
     /// asked (`hashed.rs`).
     pub hashed: Option<HashedExists>,
+    /// Memoized answers per argument tuple (a correlated subquery).
     cache: Mutex<HashMap<Vec<u8>, Answer>>,
+    /// The one answer of a subquery without arguments, asked per row
+    /// only for its row-side operand (`x NOT IN (SELECT …)`): no key
+    /// to build and hash per row.
+    uncorrelated: Mutex<Option<Answer>>,
 }
 
 impl SubPlan {
@@ -127,6 +132,7 @@ impl SubPlan {
             per_row,
             hashed: None,
             cache: Mutex::new(HashMap::new()),
+            uncorrelated: Mutex::new(None),
         }
     }
 
@@ -149,6 +155,14 @@ impl SubPlan {
                 return Ok(Value::Bool(found != *negated));
             }
         }
+        if self.args.is_empty() {
+            let mut single = self.uncorrelated.lock().unwrap_or_else(|e| e.into_inner());
+            let answer = match &mut *single {
+                Some(answer) => answer,
+                slot @ None => slot.insert(self.run(tx, &[], params)?),
+            };
+            return self.apply(answer, row, params);
+        }
         let args = self
             .args
             .iter()
@@ -159,6 +173,23 @@ impl SubPlan {
         if let Some(v) = cached {
             return v;
         }
+        let answer = self.run(tx, &args, params)?;
+        let v = self.apply(&answer, row, params);
+        let mut cache = self.cache();
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(key, answer);
+        v
+    }
+
+    /// Runs the subquery for the argument values `args`.
+    fn run(
+        &self,
+        tx: Option<&mut Transaction>,
+        args: &[Value],
+        params: &[Value],
+    ) -> Result<Answer> {
         let Some(tx) = tx else {
             // A row re-checked after a concurrent update (READ COMMITTED)
             // whose correlated values changed: the subquery would have to
@@ -171,16 +202,9 @@ impl SubPlan {
         let statement = super::statement_params(params, self.base);
         let txn = params.last().cloned().unwrap_or(Value::Null);
         let sub = &self.plan;
-        let bound = sub.subqueries.bind(tx, &statement, &args, txn)?;
+        let bound = sub.subqueries.bind(tx, &statement, args, txn)?;
         let rows = sub.rows(tx, &bound)?;
-        let answer = self.answer(rows)?;
-        let v = self.apply(&answer, row, params);
-        let mut cache = self.cache();
-        if cache.len() >= CACHE_LIMIT {
-            cache.clear();
-        }
-        cache.insert(key, answer);
-        v
+        self.answer(rows)
     }
 
     fn answer(&self, rows: Vec<Vec<Value>>) -> Result<Answer> {
@@ -502,6 +526,7 @@ impl Bindings {
     pub fn reset(&self) {
         for (_, s) in self.subplans() {
             s.cache().clear();
+            *s.uncorrelated.lock().unwrap_or_else(|e| e.into_inner()) = None;
             s.plan.reset_caches();
             if let Some(h) = &s.hashed {
                 h.reset();

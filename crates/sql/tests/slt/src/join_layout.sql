@@ -34,3 +34,7 @@ SELECT n_name, count(*), sum(l_amount) FROM jl_l, jl_n WHERE n_key = l_n AND l_d
 SELECT l_o, l_w, l_n, n_name FROM jl_l, jl_n WHERE n_key = l_n AND l_amount > 45 ORDER BY l_o, l_w, l_n
 -- A subquery with more rows than the first table: the first table is read first after all.
 SELECT n_name, count(*) FROM jl_n, (SELECT l_n AS k FROM jl_l) t WHERE n_key = k GROUP BY n_name ORDER BY n_name
+-- Q16's shape: grouped by plain columns and a computed one, a DISTINCT count of an expression, a per-row NOT IN over an uncorrelated subquery.
+SELECT c_name, substring(o_pad from 1 for 3) AS brand, c_bal, count(DISTINCT mod(o_id * o_w, 7)) AS kinds, sum(DISTINCT o_cnt) AS cnts FROM jl_c, jl_o WHERE c_id = o_c AND c_w = o_w AND mod(o_id * o_w, 7) NOT IN (SELECT n_key FROM jl_n WHERE n_name LIKE '%2') GROUP BY c_name, brand, c_bal ORDER BY kinds DESC, c_name
+-- The same grouping without the subquery: computed group values first, then plain columns, a group seen again after others.
+SELECT o_day % 3 AS d, c_city, count(*), min(c_name), max(o_id) FROM jl_c, jl_o WHERE c_id = o_c AND c_w = o_w GROUP BY d, c_city ORDER BY d, c_city
