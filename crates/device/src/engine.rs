@@ -252,6 +252,20 @@ impl Drop for DeviceEngine {
 }
 
 impl CommandHandler for DeviceEngine {
+    /// Views of the mapped store, each page's checksum verified once since
+    /// it was written; one NVM read charged per page, as by READ_PAGES.
+    fn read_pages_in_place(&self, ppns: &[Ppn]) -> Option<Result<Vec<bytes::Bytes>>> {
+        let store = &self.core.store;
+        Some(
+            ppns.iter()
+                .map(|&ppn| {
+                    store.nvm.read_access();
+                    store.page(ppn).map(bytes::Bytes::from_owner)
+                })
+                .collect(),
+        )
+    }
+
     fn handle(&self, frame: &[u8]) -> Vec<u8> {
         // WRITE_PAGES: each page written from the request frame itself.
         match Request::write_pages_in(frame) {
@@ -341,6 +355,40 @@ mod tests {
         let vids: Vec<_> = c.dump_vid_map(TableId(1)).unwrap().iter().collect();
         assert_eq!(vids, vec![(3, RecId::new(Lpn(5), 0).raw())]);
         assert_eq!(c.info().unwrap().page_count, 1);
+    }
+
+    /// Pages read for a host in this process are views of the store with
+    /// the bytes that were written, counted on the data plane as the
+    /// READ_PAGES frame they stand for; a page past the store is refused.
+    #[test]
+    fn pages_read_in_place_are_the_pages_written_and_counted_as_frames() {
+        let dir = tempfile::tempdir().unwrap();
+        let dev = Arc::new(DeviceEngine::open(dir.path()).unwrap());
+        let c = DeviceClient::new(Arc::new(InProcessTransport::new(dev)));
+        let types = [ndpdb_formats::DataType::Int];
+        let images: Vec<Vec<u8>> = (0..3u64)
+            .map(|p| {
+                let mut page = PageBuf::new(TableId(1), Lpn(p), &types);
+                page.seal();
+                page.as_bytes().to_vec()
+            })
+            .collect();
+        let writes = images.iter().enumerate();
+        c.write_pages(writes.map(|(p, b)| (Ppn(p as u64), b.clone())).collect())
+            .unwrap();
+        let before = c.stats().bytes(Plane::Data, Direction::ToHost);
+        let pages = c.read_pages_shared(vec![Ppn(2), Ppn(0)]).unwrap();
+        assert_eq!(pages[0][..], images[2][..]);
+        assert_eq!(pages[1][..], images[0][..]);
+        let frame = ndpdb_link::command::read_pages_frame_sizes(2).1 as u64;
+        assert_eq!(
+            c.stats().bytes(Plane::Data, Direction::ToHost) - before,
+            frame
+        );
+        assert!(matches!(
+            c.read_pages_shared(vec![Ppn(1), Ppn(3)]),
+            Err(LinkError::OutOfRange(_))
+        ));
     }
 
     /// Merges that outgrow the log start a compaction in the background;

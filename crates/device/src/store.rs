@@ -85,6 +85,12 @@ pub enum PageBytes {
     Mapped(Arc<Mmap>, usize),
 }
 
+impl AsRef<[u8]> for PageBytes {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
 impl std::ops::Deref for PageBytes {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -196,9 +202,10 @@ impl PageStore {
     /// A checksum-verified page for a PE, without copying it: a view into
     /// the mapped store (no NVM latency is charged; callers charge it).
     ///
-    /// The mapping is read-only and the store is append-only: a page is
-    /// written before any map points to it and is not rewritten while a
-    /// job may read it (only pages of aborted jobs are reused). A store
+    /// The mapping is read-only and the store is append-only where it
+    /// matters: a page is written before any map points to it, and a freed
+    /// page is written again only once no job or transaction may still
+    /// read it (the host's free-space epochs). A store
     /// file truncated behind the engine's back would fault the process,
     /// as it would any database that maps its files.
     pub(crate) fn page(&self, ppn: Ppn) -> Result<PageBytes> {

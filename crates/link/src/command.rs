@@ -466,6 +466,11 @@ const STATUS_CORRUPTED: u16 = 2;
 const STATUS_UNSUPPORTED: u16 = 3;
 const STATUS_OUT_OF_RANGE: u16 = 4;
 
+/// The sizes of READ_PAGES' request and answer frames for `n` pages.
+pub fn read_pages_frame_sizes(n: usize) -> (usize, usize) {
+    (ENVELOPE_SIZE + 4 + n * 8, ENVELOPE_SIZE + 4 + n * PAGE_SIZE)
+}
+
 impl Response {
     /// The frame of READ_PAGES' answer for `n` pages, each page written in
     /// place by `fill(i, page)`: the device copies each page once, from

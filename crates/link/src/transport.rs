@@ -3,6 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use ndpdb_formats::Ppn;
+
 use crate::model::{LinkModel, Throttle};
 use crate::Result;
 
@@ -103,12 +105,26 @@ impl LinkStats {
 pub trait CommandHandler: Send + Sync {
     /// Executes one request frame and returns the response frame.
     fn handle(&self, request: &[u8]) -> Vec<u8>;
+
+    /// READ_PAGES answered in place: read-only views of the pages where
+    /// the device keeps them, for a host in the same process (`None`: this
+    /// device answers by frame only). A view stays valid while it is held:
+    /// the device rewrites no page that a reader may still hold.
+    fn read_pages_in_place(&self, _ppns: &[Ppn]) -> Option<Result<Vec<bytes::Bytes>>> {
+        None
+    }
 }
 
 /// Carries one request frame to the device and its response back.
 pub trait Transport: Send + Sync {
     fn roundtrip(&self, plane: Plane, request: Vec<u8>) -> Result<Vec<u8>>;
     fn stats(&self) -> &LinkStats;
+    /// READ_PAGES without a response frame, where the transport can hand
+    /// the device's own pages over ([`CommandHandler::read_pages_in_place`]);
+    /// `None`: use the frame. Counted and throttled as the frame would be.
+    fn read_pages_in_place(&self, _ppns: &[Ppn]) -> Option<Result<Vec<bytes::Bytes>>> {
+        None
+    }
     /// The link preset the data plane runs under.
     fn model(&self) -> LinkModel {
         LinkModel::UNTHROTTLED
@@ -160,6 +176,16 @@ impl Metered {
         Ok(response)
     }
 
+    /// Counts and throttles an exchange of frames of these sizes that
+    /// was carried without the frames themselves.
+    pub fn account(&self, plane: Plane, request: usize, response: usize) {
+        self.stats.record(plane, Direction::ToDevice, request);
+        self.stats.record(plane, Direction::ToHost, response);
+        if plane == Plane::Data {
+            self.throttle.pass(request + response);
+        }
+    }
+
     pub fn stats(&self) -> &LinkStats {
         &self.stats
     }
@@ -171,6 +197,9 @@ impl Metered {
 
 /// The embedded default: the device engine runs in this process, and the
 /// transport hands it byte frames (never references to host memory).
+/// Pages read for the host are the one exception: they are handed over
+/// as read-only views of the device's store (no copy per page), counted
+/// on the data plane as the READ_PAGES frames they stand for.
 pub struct InProcessTransport {
     device: Arc<dyn CommandHandler>,
     metered: Metered,
@@ -202,5 +231,12 @@ impl Transport for InProcessTransport {
 
     fn model(&self) -> LinkModel {
         self.metered.model()
+    }
+
+    fn read_pages_in_place(&self, ppns: &[Ppn]) -> Option<Result<Vec<bytes::Bytes>>> {
+        let pages = self.device.read_pages_in_place(ppns)?;
+        let (request, response) = crate::command::read_pages_frame_sizes(ppns.len());
+        self.metered.account(Plane::Data, request, response);
+        Some(pages)
     }
 }
