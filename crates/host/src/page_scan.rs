@@ -235,6 +235,10 @@ impl HostPages<'_> {
     }
 }
 
+/// What a scan's workers do to each chunk's projected rows before the
+/// caller sees them: rows in, rows out, in order.
+pub type ChunkMap<'a> = dyn Fn(Vec<Vec<Value>>) -> Result<Vec<Vec<Value>>> + Sync + 'a;
+
 impl Transaction {
     /// Runs `pipeline` over every tuple of `ts` this transaction sees —
     /// its own writes included — on [`Transaction::host_workers`] threads.
@@ -270,6 +274,21 @@ impl Transaction {
         pipeline: &Pipeline,
         visit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<u64> {
+        self.scan_pipeline_mapped(ts, prefix, pipeline, &|rows| Ok(rows), visit)
+    }
+
+    /// [`Transaction::scan_pipeline_each`] whose workers pass each chunk's
+    /// rows through `map` before they go to `visit` (a join's probe: the
+    /// workers probe their chunks at once, `visit` takes the joined rows
+    /// in chunk order). A failing `map` stops the scan with its error.
+    pub fn scan_pipeline_mapped(
+        &self,
+        ts: &TableState,
+        prefix: Option<&[Value]>,
+        pipeline: &Pipeline,
+        map: &ChunkMap<'_>,
+        visit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<u64> {
         match prefix {
             Some(prefix) => self.read_key_prefix(ts, prefix)?,
             None => self.ssi_read(crate::ssi::Target::Table(ts.id))?,
@@ -288,7 +307,7 @@ impl Transaction {
                         .name(format!("host-scan-{w}"))
                         .spawn_scoped(s, move || {
                             let mut sink = |_, rows| {
-                                send.send(rows).map_err(|_| {
+                                send.send(map(rows)?).map_err(|_| {
                                     Error::new(
                                         ndpdb_formats::SqlState::QUERY_CANCELED,
                                         "the scan's reader stopped",
@@ -320,13 +339,31 @@ impl Transaction {
             handles.into_iter().map(joined).collect()
         });
         visited?;
+        // A worker stopped by another's failure only reports that the
+        // reader stopped: the failure itself is the error.
         let mut tuples = 0;
+        let mut failed: Option<Error> = None;
         for p in parts {
-            let part = p?;
-            tuples += part.tuples;
-            self.count_scan(&part.state);
+            match p {
+                Ok(part) => {
+                    tuples += part.tuples;
+                    self.count_scan(&part.state);
+                }
+                Err(e) => {
+                    let cancel = ndpdb_formats::SqlState::QUERY_CANCELED;
+                    if failed
+                        .as_ref()
+                        .is_none_or(|f| f.code == cancel && e.code != cancel)
+                    {
+                        failed = Some(e);
+                    }
+                }
+            }
         }
-        Ok(tuples)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(tuples),
+        }
     }
 
     fn run_pipeline(&self, ts: &TableState, pipeline: &Pipeline) -> Result<ScanOutput> {

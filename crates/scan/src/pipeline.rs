@@ -61,6 +61,9 @@ pub struct Pipeline {
     /// A runtime join filter over composite keys, after the filter (on
     /// the page path; a row that passes it anyway is only joined).
     key_bloom: Option<Arc<KeyBloom>>,
+    /// Projected rows keep the table's layout: each value at its column's
+    /// position, NULL where a column is not projected.
+    table_layout: bool,
 }
 
 /// One worker's partial result.
@@ -164,7 +167,35 @@ impl Pipeline {
             wanted,
             prefetch,
             key_bloom: None,
+            table_layout: false,
         }
+    }
+
+    /// The pipeline with its projected rows in the table's layout (the
+    /// projected columns at their positions, NULL elsewhere), built on
+    /// the scan's workers for a caller that reads rows by table column.
+    pub fn with_rows_in_table_layout(mut self) -> Pipeline {
+        self.table_layout = true;
+        self
+    }
+
+    /// A projected row: `value(i)` is the i-th projected column's value.
+    fn projected_row(
+        &self,
+        columns: &[u32],
+        mut value: impl FnMut(usize) -> Result<Value>,
+    ) -> Result<Vec<Value>> {
+        if !self.table_layout {
+            return (0..columns.len()).map(value).collect();
+        }
+        let mut row = Vec::with_capacity(self.types.len());
+        row.resize_with(self.types.len(), || Value::Null);
+        for (i, &c) in columns.iter().enumerate() {
+            if let Some(slot) = row.get_mut(c as usize) {
+                *slot = value(i)?;
+            }
+        }
+        Ok(row)
     }
 
     /// The pipeline with `bloom` dropping rows after its filter (it reads
@@ -248,11 +279,11 @@ impl Pipeline {
                     .collect::<Result<Vec<_>>>()?;
                 st.bytes_touched += cols.iter().map(|c| c.footprint as u64).sum::<u64>();
                 for &s in sel.iter() {
-                    st.rows.push(
-                        cols.iter()
-                            .map(|c| c.value(s as usize))
-                            .collect::<Result<_>>()?,
-                    );
+                    let row = self.projected_row(columns, |i| match cols.get(i) {
+                        Some(c) => c.value(s as usize),
+                        None => Ok(Value::Null),
+                    })?;
+                    st.rows.push(row);
                 }
             }
             PipelineOp::Aggregate { groups, aggs } if groups.is_empty() => {
@@ -341,8 +372,11 @@ impl Pipeline {
         st.qualified += 1;
         match &self.op {
             PipelineOp::Project { columns } => {
-                st.rows
-                    .push(columns.iter().map(|&c| row[c as usize].clone()).collect());
+                let projected = self.projected_row(columns, |i| {
+                    let c = columns.get(i).map_or(usize::MAX, |&c| c as usize);
+                    Ok(row.get(c).cloned().unwrap_or(Value::Null))
+                })?;
+                st.rows.push(projected);
                 Ok(())
             }
             PipelineOp::Aggregate { .. } => self.fold_row(st, row),

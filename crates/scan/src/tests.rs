@@ -266,6 +266,32 @@ proptest! {
     }
 
     #[test]
+    fn rows_in_table_layout_keep_the_projected_columns_in_place(rows in rows()) {
+        let page = page_of(&rows);
+        let view = PageRef::parse_verified(page.as_bytes()).unwrap();
+        let project = PipelineOp::Project { columns: vec![2, 0] };
+        let pipe = Pipeline::new(&TYPES, &[], None, project).with_rows_in_table_layout();
+        let mut st = PipelineState::default();
+        let mut sel: Vec<u16> = (0..rows.len() as u16).collect();
+        pipe.page(&mut st, &view, &mut sel).unwrap();
+        let mut by_row = PipelineState::default();
+        for r in &rows {
+            pipe.row(&mut by_row, r).unwrap();
+        }
+        prop_assert_eq!(st.rows.len(), rows.len());
+        prop_assert_eq!(by_row.rows.len(), rows.len());
+        for ((paged, decoded), r) in st.rows.iter().zip(&by_row.rows).zip(&rows) {
+            prop_assert_eq!(paged.len(), TYPES.len());
+            prop_assert_eq!(decoded.len(), TYPES.len());
+            for c in 0..TYPES.len() {
+                let want = if c == 0 || c == 2 { r[c].clone() } else { Value::Null };
+                prop_assert!(same(&paged[c], &want), "{:?} vs {:?}", paged, r);
+                prop_assert!(same(&decoded[c], &want), "{:?} vs {:?}", decoded, r);
+            }
+        }
+    }
+
+    #[test]
     fn kernels_aggregate_like_the_row_path(rows in rows()) {
         let page = page_of(&rows);
         let view = PageRef::parse_verified(page.as_bytes()).unwrap();

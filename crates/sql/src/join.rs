@@ -22,7 +22,7 @@ use ndpdb_formats::{RecId, Value, Vid};
 
 use ndpdb_formats::SqlState;
 
-use crate::join_keys::KeyTable;
+use crate::join_keys::{KeyTable, ProbeScratch};
 use crate::join_lookup::KeyLookup;
 use crate::packed_table::prefetch;
 use crate::{Error, Result};
@@ -133,6 +133,12 @@ pub struct Joined {
     pub ids: Vec<(Vid, RecId)>,
 }
 
+impl AsRef<[Value]> for Joined {
+    fn as_ref(&self) -> &[Value] {
+        &self.values
+    }
+}
+
 impl Joined {
     /// A row out of a join step (no ids).
     pub fn of_join(values: Vec<Value>) -> Joined {
@@ -145,6 +151,14 @@ impl Joined {
 
 /// Rows of the other side that probe a hash table together.
 const PROBE_BATCH: usize = 256;
+
+/// Rows held in memory that one thread joins per round of
+/// [`Built::join_held`] (the rows out of a round are held until it ends).
+const HELD_ROUND_ROWS: usize = 16_384;
+
+/// Rows (both sides) from which [`JoinStep::run_on`] probes on more
+/// than one thread.
+const PARALLEL_JOIN_ROWS: usize = 2 * HELD_ROUND_ROWS;
 
 /// The values of the i-th of a batch of table rows.
 fn row_of(rows: &[(Vid, RecId, Vec<Value>)], i: usize) -> &[Value] {
@@ -249,6 +263,31 @@ impl JoinStep {
         Ok(())
     }
 
+    /// [`JoinStep::run`] on up to `threads` threads: an inner equi-join
+    /// of at least [`PARALLEL_JOIN_ROWS`] rows hashes the smaller side (as
+    /// `run` does) and probes it with the other side's rows on `threads`
+    /// threads at once ([`Built::join_held`]); the rows out come in the
+    /// order `run` gives them.
+    pub fn run_on(
+        &self,
+        threads: usize,
+        left: Vec<Joined>,
+        right: Vec<(Vid, RecId, Vec<Value>)>,
+        params: &[Value],
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
+        if !self.builds_left() || threads < 2 || left.len() + right.len() < PARALLEL_JOIN_ROWS {
+            return self.run(left, right, params, emit);
+        }
+        if left.len() < right.len() {
+            let built = self.build_left(left, params)?;
+            let probing: Vec<Vec<Value>> = right.into_iter().map(|(_, _, r)| r).collect();
+            return built.join_held(&probing, params, threads, emit);
+        }
+        let built = self.build_right(right, params)?;
+        built.join_held(&left, params, threads, emit)
+    }
+
     /// Whether this join may hash the rows so far and let the new
     /// table's rows probe them (an inner equi-join).
     pub fn builds_left(&self) -> bool {
@@ -285,9 +324,7 @@ impl JoinStep {
             hashed,
             rows,
             table,
-            scratch: Vec::new(),
-            matches: Vec::new(),
-            pending: Vec::with_capacity(PROBE_BATCH),
+            scratch: JoinScratch::default(),
         })
     }
 
@@ -385,48 +422,27 @@ enum Hashed {
 /// One side of an inner equi-join hashed on its keys; the other side's
 /// rows probe it in batches of up to [`PROBE_BATCH`], so that the memory
 /// reads of a batch's probes (hash slots, then matched rows) overlap.
+/// Probing only reads it: threads probe one table at once, each with a
+/// scratch of its own ([`Built::join_rows`]).
 pub struct Built<'s> {
     step: &'s JoinStep,
     hashed: Hashed,
     rows: Vec<Vec<Value>>,
     table: KeyTable,
-    scratch: Vec<Value>,
-    /// Reused: (probing row, hashed row) of each match of a batch.
+    scratch: JoinScratch,
+}
+
+/// What joining a batch reuses: one per thread that probes a [`Built`].
+#[derive(Default)]
+struct JoinScratch {
+    probe: ProbeScratch,
+    /// Room for left ++ right when the output is narrowed.
+    combined: Vec<Value>,
+    /// (probing row, hashed row) of each match of a batch.
     matches: Vec<(u32, u32)>,
-    /// Rows handed to [`Built::probe`] and not yet probed.
-    pending: Vec<Vec<Value>>,
 }
 
 impl Built<'_> {
-    /// Joins one row of the other side, read as it streams, once a batch
-    /// of them is gathered ([`Built::finish`] joins the rest).
-    pub fn probe(
-        &mut self,
-        row: Vec<Value>,
-        params: &[Value],
-        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
-    ) -> Result<()> {
-        self.pending.push(row);
-        match self.pending.len() < PROBE_BATCH {
-            true => Ok(()),
-            false => self.finish(params, emit),
-        }
-    }
-
-    /// Joins the rows handed to [`Built::probe`] not joined yet.
-    pub fn finish(
-        &mut self,
-        params: &[Value],
-        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
-    ) -> Result<()> {
-        let pending = std::mem::take(&mut self.pending);
-        let row = |i: usize| pending.get(i).map_or(&[][..], Vec::as_slice);
-        self.probe_batch(pending.len(), row, params, emit)?;
-        self.pending = pending;
-        self.pending.clear();
-        Ok(())
-    }
-
     /// Joins a batch of `n` rows of the other side (`row(i)`: the i-th)
     /// with the hashed rows each matches, each row out handed to `emit`
     /// in probing-row order.
@@ -437,33 +453,114 @@ impl Built<'_> {
         params: &[Value],
         emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<()> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let joined = self.join_batch(n, row, params, &mut scratch, emit);
+        self.scratch = scratch;
+        joined
+    }
+
+    /// Joins a chunk of the other side's rows, the rows out in probing
+    /// order (as [`Built::probe_batch`] emits them). Only reads the
+    /// table: the scan's workers join their chunks at once.
+    pub fn join_rows<R: AsRef<[Value]>>(
+        &self,
+        rows: &[R],
+        params: &[Value],
+    ) -> Result<Vec<Vec<Value>>> {
+        let mut scratch = JoinScratch::default();
+        let mut out = Vec::with_capacity(rows.len());
+        let mut push = |values| {
+            out.push(values);
+            Ok(())
+        };
+        for batch in rows.chunks(PROBE_BATCH) {
+            let row = |i: usize| batch.get(i).map_or(&[][..], AsRef::as_ref);
+            self.join_batch(batch.len(), row, params, &mut scratch, &mut push)?;
+        }
+        Ok(out)
+    }
+
+    /// Joins rows of the other side held in memory on up to `threads`
+    /// threads (this one among them), [`HELD_ROUND_ROWS`] rows each per
+    /// round; the rows out go to `emit` here, in the order of `rows`.
+    pub fn join_held<R: AsRef<[Value]> + Sync>(
+        &self,
+        rows: &[R],
+        params: &[Value],
+        threads: usize,
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
+        let threads = threads.max(1);
+        for round in rows.chunks(HELD_ROUND_ROWS * threads) {
+            let mut parts = round.chunks(round.len().div_ceil(threads));
+            let mine = parts.next().unwrap_or_default();
+            let joined: Vec<Result<Vec<Vec<Value>>>> = std::thread::scope(|s| {
+                let others: Vec<_> = parts
+                    .map(|part| {
+                        let spawned = std::thread::Builder::new()
+                            .name("host-join".into())
+                            .spawn_scoped(s, move || self.join_rows(part, params));
+                        // Without a thread, the part is joined here.
+                        spawned.map_err(|_| part)
+                    })
+                    .collect();
+                let mut joined = vec![self.join_rows(mine, params)];
+                joined.extend(others.into_iter().map(|h| match h {
+                    Ok(h) => h.join().unwrap_or_else(|_| {
+                        Err(Error::new(
+                            SqlState::INTERNAL_ERROR,
+                            "a join thread panicked",
+                        ))
+                    }),
+                    Err(part) => self.join_rows(part, params),
+                }));
+                joined
+            });
+            for part in joined {
+                part?.into_iter().try_for_each(&mut *emit)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn join_batch<'r>(
+        &self,
+        n: usize,
+        row: impl Fn(usize) -> &'r [Value],
+        params: &[Value],
+        scratch: &mut JoinScratch,
+        emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
+    ) -> Result<()> {
         let step = self.step;
         let keys = match self.hashed {
             Hashed::Left => &step.right_keys,
             Hashed::Right => &step.left_keys,
         };
-        let mut matches = std::mem::take(&mut self.matches);
+        let JoinScratch {
+            probe,
+            combined,
+            matches,
+        } = scratch;
         self.table
-            .probe_batch(keys, n, &row, params, &mut matches)?;
-        for &(_, at) in &matches {
+            .probe_batch_with(keys, n, &row, params, probe, matches)?;
+        for &(_, at) in matches.iter() {
             if let Some(v) = self.rows.get(at as usize).and_then(|r| r.first()) {
                 prefetch(v);
             }
         }
-        for &(r, at) in &matches {
+        for &(r, at) in matches.iter() {
             let Some(hashed) = self.rows.get(at as usize) else {
                 continue;
             };
             let probing = row(r as usize);
             let joined = match self.hashed {
-                Hashed::Left => step.combine(hashed, probing, params, &mut self.scratch)?,
-                Hashed::Right => step.combine(probing, hashed, params, &mut self.scratch)?,
+                Hashed::Left => step.combine(hashed, probing, params, combined)?,
+                Hashed::Right => step.combine(probing, hashed, params, combined)?,
             };
             if let Some(values) = joined {
                 emit(values)?;
             }
         }
-        self.matches = matches;
         Ok(())
     }
 

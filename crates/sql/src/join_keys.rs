@@ -61,10 +61,10 @@ fn key_of(
     row: &[Value],
     params: &[Value],
     packed: bool,
-    bytes: &mut Writer,
+    ProbeScratch { bytes, owned, .. }: &mut ProbeScratch,
 ) -> Result<Key> {
     let mut parts = [0i32; PACKED_PARTS];
-    let mut owned = Vec::new();
+    owned.clear();
     let mut all_small = packed && keys.len() <= PACKED_PARTS;
     for (k, p) in keys.iter().enumerate() {
         // A plain column needs no evaluation (nor a copy).
@@ -108,9 +108,19 @@ fn key_of(
 /// Row positions by key.
 pub struct KeyTable {
     map: Map,
-    /// Reused for byte keys.
-    scratch: Writer,
-    /// Reused by batches: (row, key, home) of each row's packed key.
+    /// For [`KeyTable::probe`] and [`KeyTable::probe_batch`].
+    scratch: ProbeScratch,
+}
+
+/// What probing a [`KeyTable`] reuses from row to row: one per thread
+/// that probes (the table itself is only read).
+#[derive(Default)]
+pub struct ProbeScratch {
+    /// A byte key.
+    bytes: Writer,
+    /// Computed key parts of one row.
+    owned: Vec<Value>,
+    /// (row, key, home) of each row's packed key in a batch.
     batch: Vec<(u32, u128, Home)>,
 }
 
@@ -127,7 +137,7 @@ impl KeyTable {
         params: &[Value],
     ) -> Result<KeyTable> {
         let n = rows.len();
-        let mut scratch = Writer::new();
+        let mut scratch = ProbeScratch::default();
         let mut heads = PackedTable::with_capacity(n);
         let mut next = vec![END; n];
         let mut packed = true;
@@ -145,7 +155,6 @@ impl KeyTable {
             return Ok(KeyTable {
                 map: Map::Packed { heads, next },
                 scratch,
-                batch: Vec::new(),
             });
         }
         drop((heads, next));
@@ -154,7 +163,7 @@ impl KeyTable {
         for (i, row) in rows.enumerate() {
             if let Key::Bytes = key_of(keys, row, params, false, &mut scratch)? {
                 table
-                    .entry(scratch.as_slice().to_vec())
+                    .entry(scratch.bytes.as_slice().to_vec())
                     .or_default()
                     .push(i as u32);
             }
@@ -162,7 +171,6 @@ impl KeyTable {
         Ok(KeyTable {
             map: Map::Bytes(table),
             scratch,
-            batch: Vec::new(),
         })
     }
 
@@ -178,14 +186,27 @@ impl KeyTable {
         params: &[Value],
         out: &mut Vec<(u32, u32)>,
     ) -> Result<()> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let probed = self.probe_batch_with(keys, rows, row, params, &mut scratch, out);
+        self.scratch = scratch;
+        probed
+    }
+
+    /// [`KeyTable::probe_batch`] with the caller's scratch: threads that
+    /// share the table probe it at once.
+    pub fn probe_batch_with<'r>(
+        &self,
+        keys: &[Program],
+        rows: usize,
+        row: impl Fn(usize) -> &'r [Value],
+        params: &[Value],
+        scratch: &mut ProbeScratch,
+        out: &mut Vec<(u32, u32)>,
+    ) -> Result<()> {
         out.clear();
-        let KeyTable {
-            map,
-            scratch,
-            batch,
-        } = self;
-        match map {
+        match &self.map {
             Map::Packed { heads, next } => {
+                let mut batch = std::mem::take(&mut scratch.batch);
                 batch.clear();
                 for r in 0..rows {
                     if let Key::Packed(k) = key_of(keys, row(r), params, true, scratch)? {
@@ -201,11 +222,12 @@ impl KeyTable {
                         at = next.get(at as usize).copied().unwrap_or(END);
                     }
                 }
+                scratch.batch = batch;
             }
             Map::Bytes(t) => {
                 for r in 0..rows {
                     if let Key::Bytes = key_of(keys, row(r), params, false, scratch)? {
-                        if let Some(v) = t.get(scratch.as_slice()) {
+                        if let Some(v) = t.get(scratch.bytes.as_slice()) {
                             out.extend(v.iter().map(|&p| (r as u32, p)));
                         }
                     }
@@ -233,7 +255,7 @@ impl KeyTable {
             },
             // Not a small integer: equals no packed key.
             (Map::Packed { .. }, Key::Bytes) => Matches::None,
-            (Map::Bytes(t), _) => match t.get(self.scratch.as_slice()) {
+            (Map::Bytes(t), _) => match t.get(self.scratch.bytes.as_slice()) {
                 Some(v) => Matches::Slice(v.iter()),
                 None => Matches::None,
             },

@@ -27,6 +27,7 @@ use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, RecId, SqlState, Value, Vid};
 use ndpdb_host::database::TableState;
 use ndpdb_host::ndp::{NdpReport, NdpRequest};
+use ndpdb_host::page_scan::ChunkMap;
 use ndpdb_host::{Database, Transaction};
 use ndpdb_link::ndp::NdpOp;
 use sqlparser::ast::{
@@ -1321,18 +1322,33 @@ impl SelectPlan {
             program: src.filter.as_ref(),
             bloom: None,
         };
-        self.read_filtered_each(tx, src, filter, params, (wanted, narrow), visit)
+        self.read_filtered_each(tx, src, filter, params, (wanted, narrow), None, visit)
+    }
+
+    /// Whether [`Self::read_filtered_each`] reads `src` through the scan
+    /// core's pipeline on the host workers (and so can pass each chunk
+    /// of rows through a map there).
+    pub(super) fn reads_by_pipeline(&self, src: &Source, wanted: Option<&[bool]>) -> bool {
+        matches!(src.input, Input::Table(_))
+            && matches!(src.access, Access::Scan)
+            && wanted.is_some()
+            && (self.joins.is_empty() || self.narrow_joins().is_some())
     }
 
     /// [`Self::read_source_each`] with `filter` in place of the source's
     /// own (a runtime join filter, `join_filter.rs`, which includes it).
-    fn read_filtered_each(
+    /// With `map`, a pipeline read ([`Self::reads_by_pipeline`]) passes
+    /// each chunk's rows through it on the workers, and `visit` gets the
+    /// rows out of it; other reads ignore it.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn read_filtered_each(
         &self,
         tx: &mut Transaction,
         src: &Source,
         ReadFilter { program, bloom }: ReadFilter<'_>,
         params: &[Value],
         (wanted, narrow): (Option<&[bool]>, Option<&[usize]>),
+        map: Option<&ChunkMap<'_>>,
         mut visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<()>,
     ) -> Result<()> {
         // Kept rows lose the columns nothing reads (after the filter).
@@ -1396,13 +1412,12 @@ impl SelectPlan {
             // A table scan of a plain SELECT (no row ids needed): the
             // scan core's pipeline filters it page by page on the host
             // workers and streams the columns read, chunk by chunk.
-            Access::Scan
-                if wanted.is_some() && (self.joins.is_empty() || self.narrow_joins().is_some()) =>
-            {
-                // Narrow rows come as projected; full-width ones are the
-                // projected values widened to the table's layout.
-                let (columns, widen) = match narrow {
-                    Some(columns) => (columns.iter().map(|&c| c as u32).collect(), None),
+            Access::Scan if self.reads_by_pipeline(src, wanted) => {
+                // Narrow rows come as projected; full-width ones keep the
+                // projected values at their places in the table's layout
+                // (built by the scan's workers).
+                let (columns, table_layout) = match narrow {
+                    Some(columns) => (columns.iter().map(|&c| c as u32).collect(), false),
                     None => {
                         let columns: Vec<u32> = wanted
                             .into_iter()
@@ -1411,8 +1426,7 @@ impl SelectPlan {
                             .filter(|(_, w)| **w)
                             .map(|(c, _)| c as u32)
                             .collect();
-                        let width = table.types.len();
-                        (columns.clone(), Some(Widen { columns, width }))
+                        (columns, true)
                     }
                 };
                 let pipeline = Pipeline::new(
@@ -1422,16 +1436,24 @@ impl SelectPlan {
                     PipelineOp::Project { columns },
                 )
                 .with_key_bloom(bloom.cloned());
+                let pipeline = match table_layout {
+                    true => pipeline.with_rows_in_table_layout(),
+                    false => pipeline,
+                };
                 let prefix = key_prefix_values(&src.key_prefix, params)?;
-                let mut each = |projected: Vec<Value>| match &widen {
-                    None => visit(Vid(0), RecId::NULL, projected),
-                    Some(widen) => {
-                        let mut row = widen.scratch();
-                        widen.fill(projected, &mut row);
-                        visit(Vid(0), RecId::NULL, row)
+                let mut each = |row: Vec<Value>| visit(Vid(0), RecId::NULL, row);
+                match map {
+                    Some(map) => tx.scan_pipeline_mapped(
+                        table,
+                        prefix.as_deref(),
+                        &pipeline,
+                        map,
+                        &mut each,
+                    )?,
+                    None => {
+                        tx.scan_pipeline_each(table, prefix.as_deref(), &pipeline, &mut each)?
                     }
                 };
-                tx.scan_pipeline_each(table, prefix.as_deref(), &pipeline, &mut each)?;
             }
             Access::PrimaryKey(keys) => {
                 let key: Vec<Value> = keys

@@ -64,3 +64,58 @@ fn a_filter_keeping_most_rows_streams_the_large_table_through_the_small_one() {
         ]]
     );
 }
+
+/// Three tables where each join streams the larger table through the
+/// rows joined so far: the scan's workers probe their chunks at once.
+/// The answers are those of joining row by row (computed here), and an
+/// error raised while joining on a worker is the statement's error.
+#[test]
+fn rows_streamed_through_a_join_are_joined_on_the_scan_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let mut s = Session::new(db);
+    s.execute(
+        "CREATE TABLE n (k INT PRIMARY KEY, name TEXT);
+         CREATE TABLE s (w INT, i INT, q INT, PRIMARY KEY (w, i));
+         CREATE TABLE l (o INT PRIMARY KEY, w INT, i INT, amt INT, d INT);
+         INSERT INTO n SELECT k, 'n' || k FROM generate_series(0, 6) k;
+         INSERT INTO s SELECT w, g, g % 7 FROM generate_series(1, 25000) g, generate_series(1, 2) w;
+         INSERT INTO l SELECT g, 1 + (g * 7) % 2, 1 + (g * 13) % 25000, g % 100, g % 50
+             FROM generate_series(1, 120000) g",
+    )
+    .unwrap();
+    let joins = "FROM n, s, l WHERE n.k = s.q AND l.w = s.w AND l.i = s.i";
+    let sql = format!("SELECT name, count(*), sum(amt) {joins} GROUP BY name ORDER BY name");
+    let plan = explain_analyze(&mut s, &sql);
+    assert!(plan.contains("s: 50000 rows read through"), "{plan}");
+    assert!(plan.contains("l: 120000 rows read through"), "{plan}");
+    // Every order line finds its stock row; its group is that row's q.
+    let mut expected = std::collections::BTreeMap::<i64, (i64, i64)>::new();
+    for g in 1..=120_000i64 {
+        let i = 1 + (g * 13) % 25_000;
+        let e = expected.entry(i % 7).or_default();
+        e.0 += 1;
+        e.1 += g % 100;
+    }
+    let expected: Vec<Vec<Value>> = expected
+        .into_iter()
+        .map(|(q, (n, sum))| {
+            vec![
+                Value::Text(format!("n{q}")),
+                Value::BigInt(n),
+                Value::BigInt(sum),
+            ]
+        })
+        .collect();
+    assert_eq!(rows(&mut s, &sql), expected);
+    // Beside an outer join, an inner join's ON term that is not a key is
+    // evaluated as rows are joined; l.d equals s.q for some of them.
+    let err = s
+        .execute(
+            "SELECT count(*) FROM n JOIN s ON n.k = s.q
+                 JOIN l ON l.w = s.w AND l.i = s.i AND l.amt / (l.d - s.q) >= 0
+                 LEFT JOIN n AS m ON m.k = l.d",
+        )
+        .unwrap_err();
+    assert_eq!(err.code.0, "22012", "{err:?}");
+}

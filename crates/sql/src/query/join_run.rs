@@ -10,13 +10,20 @@
 //! ```
 //!
 //! A table streamed through a hash table is read through the hashed
-//! side's keys (`join_filter.rs`).
+//! side's keys (`join_filter.rs`), and the scan's workers probe the table
+//! with their chunks as they read them; rows held in memory probe on
+//! `host_workers` threads too (`JoinStep::run_on`). The rows out come
+//! here in the order of the rows read, as from one thread.
 //!
 //! The plan is `SelectPlan`'s (`query.rs`); the steps are `join.rs`'s.
+
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{Value, Vid};
 use ndpdb_host::database::TableState;
+use ndpdb_host::page_scan::ChunkMap;
 use ndpdb_host::{Transaction, WriteOutcome};
 
 use super::{Access, SelectPlan, Source, StepReport};
@@ -42,6 +49,10 @@ fn passes(
     layout.swap(row, scratch);
     Ok(keep?)
 }
+
+/// Rows read outside the scan's workers (not by a pipeline) that are
+/// joined together.
+const JOINED_HERE_BATCH: usize = 1024;
 
 /// Tables of fewer rows are not sampled (see `reads_first_table_last`).
 const SAMPLED_MIN_ROWS: u64 = 100_000;
@@ -144,20 +155,39 @@ impl SelectPlan {
     }
 
     /// The rows of `src` that probe a hash table, read through the
-    /// hashed side's `filter`; none when no row can find a partner.
-    fn read_probing(
+    /// hashed side's `filter` (none when no row can find a partner) and
+    /// joined by `join`, a chunk at a time: on the scan's workers for a
+    /// pipeline read, else here; the joined rows go to `emit` in the
+    /// order of the rows read.
+    #[allow(clippy::too_many_arguments)]
+    fn join_probing(
         &self,
         tx: &mut Transaction,
         src: &Source,
         filter: &JoinFilter,
         params: &[Value],
         columns: (Option<&[bool]>, Option<&[usize]>),
-        mut probe: impl FnMut(Vec<Value>) -> Result<()>,
+        join: &ChunkMap<'_>,
+        mut emit: impl FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<()> {
         let Some(filter) = filter.read_filter(src) else {
             return Ok(());
         };
-        self.read_filtered_each(tx, src, filter, params, columns, |_, _, row| probe(row))
+        if self.reads_by_pipeline(src, columns.0) {
+            let emit_row = |_, _, row| emit(row);
+            return self.read_filtered_each(tx, src, filter, params, columns, Some(join), emit_row);
+        }
+        let mut pending = Vec::with_capacity(JOINED_HERE_BATCH);
+        self.read_filtered_each(tx, src, filter, params, columns, None, |_, _, row| {
+            pending.push(row);
+            if pending.len() < JOINED_HERE_BATCH {
+                return Ok(());
+            }
+            join(std::mem::take(&mut pending))?
+                .into_iter()
+                .try_for_each(&mut emit)
+        })?;
+        join(pending)?.into_iter().try_for_each(emit)
     }
 
     /// Rows after FROM, WHERE and FOR UPDATE; the rows of joins left
@@ -283,16 +313,17 @@ impl SelectPlan {
             let pre_read = match pre_read {
                 Err(pre_read) => pre_read,
                 Ok((right, n)) => {
-                    let mut built = step.build_right(right, params)?;
-                    let mut rows_read = 0;
+                    let built = step.build_right(right, params)?;
+                    let rows_read = AtomicUsize::new(0);
                     let columns = (self.wanted(0), Some(&n.first[..]));
                     let table_column = |c: u32| n.first.get(c as usize).map(|&t| t as u32);
                     let filter = JoinFilter::for_probing(&built, first, table_column, params)?;
-                    self.read_probing(tx, first, &filter, params, columns, |row| {
-                        rows_read += 1;
-                        built.probe(row, params, &mut emit)
-                    })?;
-                    built.finish(params, &mut emit)?;
+                    let join = |rows: Vec<Vec<Value>>| {
+                        rows_read.fetch_add(rows.len(), Relaxed);
+                        built.join_rows(&rows, params)
+                    };
+                    self.join_probing(tx, first, &filter, params, columns, &join, &mut emit)?;
+                    let rows_read = rows_read.into_inner();
                     let right_rows = built.len();
                     drop(built);
                     rows = std::mem::take(&mut collect.rows);
@@ -335,15 +366,16 @@ impl SelectPlan {
                     .table()
                     .is_some_and(|t| (rows.len() as u64) < t.vids.vid_count());
             if streams {
-                let mut built = step.build_left(rows, params)?;
-                let mut rows_read = 0;
+                let built = step.build_left(rows, params)?;
+                let rows_read = AtomicUsize::new(0);
                 let filter = JoinFilter::for_probing(&built, src, Some, params)?;
                 let columns = (self.wanted(k + 1), None);
-                self.read_probing(tx, src, &filter, params, columns, |row| {
-                    rows_read += 1;
-                    built.probe(row, params, &mut emit)
-                })?;
-                built.finish(params, &mut emit)?;
+                let join = |rows: Vec<Vec<Value>>| {
+                    rows_read.fetch_add(rows.len(), Relaxed);
+                    built.join_rows(&rows, params)
+                };
+                self.join_probing(tx, src, &filter, params, columns, &join, &mut emit)?;
+                let rows_read = rows_read.into_inner();
                 drop(built);
                 rows = std::mem::take(&mut collect.rows);
                 steps.push(StepReport {
@@ -362,7 +394,7 @@ impl SelectPlan {
             };
             let read = started.elapsed();
             let rows_read = right.len();
-            step.run(rows, right, params, &mut emit)?;
+            step.run_on(tx.host_workers(), rows, right, params, &mut emit)?;
             rows = std::mem::take(&mut collect.rows);
             steps.push(StepReport {
                 alias: src.alias.clone(),
