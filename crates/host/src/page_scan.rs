@@ -236,8 +236,9 @@ impl HostPages<'_> {
 }
 
 /// What a scan's workers do to each chunk's projected rows before the
-/// caller sees them: rows in, rows out, in order.
-pub type ChunkMap<'a> = dyn Fn(Vec<Vec<Value>>) -> Result<Vec<Vec<Value>>> + Sync + 'a;
+/// caller sees them: `(chunk, rows)` in, rows out, in order. Chunks
+/// number the table's rows in VID order, 1,024 VIDs a chunk.
+pub type ChunkMap<'a> = dyn Fn(u64, Vec<Vec<Value>>) -> Result<Vec<Vec<Value>>> + Sync + 'a;
 
 impl Transaction {
     /// Runs `pipeline` over every tuple of `ts` this transaction sees —
@@ -274,7 +275,7 @@ impl Transaction {
         pipeline: &Pipeline,
         visit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<u64> {
-        self.scan_pipeline_mapped(ts, prefix, pipeline, &|rows| Ok(rows), visit)
+        self.scan_pipeline_mapped(ts, prefix, pipeline, &|_, rows| Ok(rows), visit)
     }
 
     /// [`Transaction::scan_pipeline_each`] whose workers pass each chunk's
@@ -306,8 +307,8 @@ impl Transaction {
                     std::thread::Builder::new()
                         .name(format!("host-scan-{w}"))
                         .spawn_scoped(s, move || {
-                            let mut sink = |_, rows| {
-                                send.send(map(rows)?).map_err(|_| {
+                            let mut sink = |chunk, rows| {
+                                send.send(map(chunk, rows)?).map_err(|_| {
                                     Error::new(
                                         ndpdb_formats::SqlState::QUERY_CANCELED,
                                         "the scan's reader stopped",

@@ -15,6 +15,12 @@
 //! summed: CH-benCHmark's Q10 and Q18 join 3 M order lines into a few
 //! hundred thousand groups.
 //!
+//! With `host_workers` above 1, the threads that join the last step's
+//! rows fold them themselves ([`PartedAggregate`]): one part per thread,
+//! merged when the rows are all in; each group remembers where its
+//! first row came (part number, row in the part), so the groups come out
+//! in the order one thread would have made them.
+//!
 //! Per row, nothing is allocated for a group seen before:
 //! - the grouping and argument programs are rewritten once for the narrow
 //!   rows the join hands over, so a row is not first widened into the
@@ -25,10 +31,12 @@
 
 use std::borrow::Cow;
 
-use ndpdb_formats::agg::Acc;
+use ndpdb_formats::agg::{Acc, AggFunc};
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
-use ndpdb_formats::{Error as FormatError, Value};
+use std::sync::Mutex;
+
+use ndpdb_formats::{DataType, Error as FormatError, Value};
 use rustc_hash::FxHashMap;
 
 use crate::compile::AggContext;
@@ -45,6 +53,8 @@ pub struct HostAggregate<'p> {
     layout: Option<&'p Widen>,
     groups: FxHashMap<Vec<u8>, usize>,
     states: Vec<(Vec<Value>, Vec<Acc>)>,
+    /// Per group, where its first row came: (part, row in the part).
+    first: Vec<(u64, u32)>,
     /// The values of the current row's computed grouping programs, and
     /// its key (reused across rows).
     computed: Vec<Value>,
@@ -121,6 +131,7 @@ impl<'p> HostAggregate<'p> {
             layout,
             groups: FxHashMap::default(),
             states: Vec::new(),
+            first: Vec::new(),
             computed: Vec::with_capacity(ctx.group_programs.len()),
             key: Writer::new(),
             scratch: layout.map_or_else(Vec::new, Widen::scratch),
@@ -129,6 +140,13 @@ impl<'p> HostAggregate<'p> {
 
     /// Adds one row (of the layout given to [`HostAggregate::new`]).
     pub fn add(&mut self, row: Vec<Value>) -> Result<()> {
+        let at = (0, self.first.len() as u32);
+        self.add_at(row, at)
+    }
+
+    /// Adds a row that came `at` (part, row in the part): groups are
+    /// given out in the order of their first rows.
+    fn add_at(&mut self, row: Vec<Value>, at: (u64, u32)) -> Result<()> {
         let row = match self.layout {
             Some(layout) => {
                 layout.fill(row, &mut self.scratch);
@@ -152,7 +170,12 @@ impl<'p> HostAggregate<'p> {
         // One lookup per row; key and values are copied only for a new
         // group.
         let idx = match self.groups.get(self.key.as_slice()) {
-            Some(&i) => i,
+            Some(&i) => {
+                if let Some(first) = self.first.get_mut(i) {
+                    *first = (*first).min(at);
+                }
+                i
+            }
             None => {
                 let mut computed = self.computed.drain(..);
                 let mut values = Vec::with_capacity(programs.group.len());
@@ -164,6 +187,7 @@ impl<'p> HostAggregate<'p> {
                 }
                 drop(computed);
                 self.states.push((values, new_accs(self.ctx)));
+                self.first.push(at);
                 self.groups
                     .insert(self.key.as_slice().to_vec(), self.states.len() - 1);
                 self.states.len() - 1
@@ -189,6 +213,12 @@ impl<'p> HostAggregate<'p> {
     pub fn finish(self) -> Result<Vec<Vec<Value>>> {
         let ctx = self.ctx;
         let mut states = self.states;
+        if !self.first.is_sorted() {
+            let mut order: Vec<usize> = (0..states.len()).collect();
+            order.sort_by_key(|&i| self.first.get(i).copied());
+            let mut taken: Vec<Option<_>> = states.into_iter().map(Some).collect();
+            states = order.iter().filter_map(|&i| taken[i].take()).collect();
+        }
         if states.is_empty() && ctx.group_programs.is_empty() {
             states.push((Vec::new(), new_accs(ctx)));
         }
@@ -201,6 +231,98 @@ impl<'p> HostAggregate<'p> {
             out.push(row);
         }
         Ok(out)
+    }
+
+    /// Adds `other`'s groups: a group both have merges its aggregates'
+    /// states and keeps the earlier first row.
+    fn absorb(&mut self, other: HostAggregate<'p>) -> Result<()> {
+        let mut theirs: Vec<Option<_>> = other.states.into_iter().map(Some).collect();
+        for (key, i) in other.groups {
+            let (Some(Some((values, accs))), Some(&at)) =
+                (theirs.get_mut(i).map(Option::take), other.first.get(i))
+            else {
+                continue;
+            };
+            match self.groups.get(&key) {
+                Some(&mine) => {
+                    let (_, mine_accs) = &mut self.states[mine];
+                    for ((acc, call), a) in mine_accs.iter_mut().zip(&self.ctx.aggregates).zip(accs)
+                    {
+                        acc.merge(&call.spec, a)?;
+                    }
+                    if let Some(first) = self.first.get_mut(mine) {
+                        *first = (*first).min(at);
+                    }
+                }
+                None => {
+                    self.states.push((values, accs));
+                    self.first.push(at);
+                    self.groups.insert(key, self.states.len() - 1);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A [`HostAggregate`] the threads that join rows feed at once: one part
+/// per thread (part `order mod parts`: a scan worker's chunks, a join
+/// thread's parts), merged when the rows are all in. The groups come out
+/// in the order of their first rows, as from one thread.
+pub struct PartedAggregate<'p> {
+    parts: Vec<Mutex<HostAggregate<'p>>>,
+}
+
+impl<'p> PartedAggregate<'p> {
+    pub fn new(
+        ctx: &'p AggContext,
+        layout: Option<&'p Widen>,
+        params: &'p [Value],
+        parts: usize,
+    ) -> Self {
+        let parts = (0..parts.max(1))
+            .map(|_| Mutex::new(HostAggregate::new(ctx, layout, params)))
+            .collect();
+        PartedAggregate { parts }
+    }
+
+    /// Whether folding `ctx`'s aggregates in parts gives what folding
+    /// them in one does: not for sums and averages of floating-point
+    /// values, whose rounding depends on the order they are added in.
+    pub fn exact(ctx: &AggContext) -> bool {
+        ctx.aggregates.iter().all(|a| {
+            !matches!(a.spec.func, AggFunc::Sum | AggFunc::Avg)
+                || a.spec.result_ty != DataType::Double
+        })
+    }
+
+    /// Adds part `order`'s rows.
+    pub fn add(&self, order: u64, rows: Vec<Vec<Value>>) -> Result<()> {
+        let Some(part) = self.parts.get(order as usize % self.parts.len()) else {
+            return Ok(());
+        };
+        let mut part = part.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, row) in (0u32..).zip(rows) {
+            part.add_at(row, (order, i))?;
+        }
+        Ok(())
+    }
+
+    /// The parts merged, to finish.
+    pub fn merged(self) -> Result<HostAggregate<'p>> {
+        let mut parts = self
+            .parts
+            .into_iter()
+            .map(|p| p.into_inner().unwrap_or_else(|e| e.into_inner()));
+        let Some(mut all) = parts.next() else {
+            return Err(Error::from(FormatError::corrupted(
+                "an aggregate without parts",
+            )));
+        };
+        for part in parts {
+            all.absorb(part)?;
+        }
+        Ok(all)
     }
 }
 

@@ -22,6 +22,8 @@ use ndpdb_formats::{RecId, Value, Vid};
 
 use ndpdb_formats::SqlState;
 
+use ndpdb_host::page_scan::ChunkMap;
+
 use crate::join_keys::{KeyTable, ProbeScratch};
 use crate::join_lookup::KeyLookup;
 use crate::packed_table::prefetch;
@@ -266,14 +268,16 @@ impl JoinStep {
     /// [`JoinStep::run`] on up to `threads` threads: an inner equi-join
     /// of at least [`PARALLEL_JOIN_ROWS`] rows hashes the smaller side (as
     /// `run` does) and probes it with the other side's rows on `threads`
-    /// threads at once ([`Built::join_held`]); the rows out come in the
-    /// order `run` gives them.
+    /// threads at once ([`Built::join_held`]), each thread passing its
+    /// rows out through `after`; the rows out come in the order `run`
+    /// gives them. Otherwise `run`, and `after` is not called.
     pub fn run_on(
         &self,
         threads: usize,
         left: Vec<Joined>,
         right: Vec<(Vid, RecId, Vec<Value>)>,
         params: &[Value],
+        after: &ChunkMap<'_>,
         emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<()> {
         if !self.builds_left() || threads < 2 || left.len() + right.len() < PARALLEL_JOIN_ROWS {
@@ -282,10 +286,10 @@ impl JoinStep {
         if left.len() < right.len() {
             let built = self.build_left(left, params)?;
             let probing: Vec<Vec<Value>> = right.into_iter().map(|(_, _, r)| r).collect();
-            return built.join_held(&probing, params, threads, emit);
+            return built.join_held(&probing, params, threads, after, emit);
         }
         let built = self.build_right(right, params)?;
-        built.join_held(&left, params, threads, emit)
+        built.join_held(&left, params, threads, after, emit)
     }
 
     /// Whether this join may hash the rows so far and let the new
@@ -482,29 +486,36 @@ impl Built<'_> {
 
     /// Joins rows of the other side held in memory on up to `threads`
     /// threads (this one among them), [`HELD_ROUND_ROWS`] rows each per
-    /// round; the rows out go to `emit` here, in the order of `rows`.
+    /// round. Each thread passes its rows out through `after` with the
+    /// part's number (parts are numbered in the order of `rows`); what
+    /// `after` returns goes to `emit` here, in the order of `rows`.
     pub fn join_held<R: AsRef<[Value]> + Sync>(
         &self,
         rows: &[R],
         params: &[Value],
         threads: usize,
+        after: &ChunkMap<'_>,
         emit: &mut dyn FnMut(Vec<Value>) -> Result<()>,
     ) -> Result<()> {
         let threads = threads.max(1);
-        for round in rows.chunks(HELD_ROUND_ROWS * threads) {
-            let mut parts = round.chunks(round.len().div_ceil(threads));
-            let mine = parts.next().unwrap_or_default();
+        let rounds = rows.chunks(HELD_ROUND_ROWS * threads);
+        for (round, round_rows) in (0u64..).zip(rounds) {
+            let first_part = round * threads as u64;
+            let join = |i: u64, part: &[R]| after(first_part + i, self.join_rows(part, params)?);
+            let mut parts = (0u64..).zip(round_rows.chunks(round_rows.len().div_ceil(threads)));
+            let mine = parts.next().unwrap_or((0, &[]));
             let joined: Vec<Result<Vec<Vec<Value>>>> = std::thread::scope(|s| {
+                let join = &join;
                 let others: Vec<_> = parts
-                    .map(|part| {
+                    .map(|(i, part)| {
                         let spawned = std::thread::Builder::new()
                             .name("host-join".into())
-                            .spawn_scoped(s, move || self.join_rows(part, params));
+                            .spawn_scoped(s, move || join(i, part));
                         // Without a thread, the part is joined here.
-                        spawned.map_err(|_| part)
+                        spawned.map_err(|_| (i, part))
                     })
                     .collect();
-                let mut joined = vec![self.join_rows(mine, params)];
+                let mut joined = vec![join(mine.0, mine.1)];
                 joined.extend(others.into_iter().map(|h| match h {
                     Ok(h) => h.join().unwrap_or_else(|_| {
                         Err(Error::new(
@@ -512,7 +523,7 @@ impl Built<'_> {
                             "a join thread panicked",
                         ))
                     }),
-                    Err(part) => self.join_rows(part, params),
+                    Err((i, part)) => join(i, part),
                 }));
                 joined
             });

@@ -42,7 +42,7 @@ use crate::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
 use crate::ddl::table_name;
-use crate::host_aggregate::HostAggregate;
+use crate::host_aggregate::{HostAggregate, PartedAggregate};
 use crate::join::{key_of, JoinKind, JoinStep, Joined};
 use crate::join_filter::ReadFilter;
 use crate::join_layout::Widen;
@@ -66,7 +66,9 @@ fn unsupported(what: impl std::fmt::Display) -> Error {
 }
 
 mod join_run;
+mod row_sink;
 use join_run::widen_all;
+use row_sink::Sink;
 
 /// What a FROM item reads.
 pub enum Input {
@@ -1632,10 +1634,25 @@ impl SelectPlan {
                 Some(rows) => rows,
                 None => {
                     let layout = self.narrow_joins().map(|n| &n.last);
-                    let mut agg = HostAggregate::new(ctx, layout, params);
-                    let mut add = |row: Vec<Value>| agg.add(row);
-                    self.joined_rows_reading(tx, params, true, true, Some(&mut add))?;
-                    agg.finish()?
+                    // Joined rows are folded by the threads that join them.
+                    let threads = tx.host_workers();
+                    if !self.joins.is_empty() && threads > 1 && PartedAggregate::exact(ctx) {
+                        let agg = PartedAggregate::new(ctx, layout, params, threads);
+                        let add = |order: u64, rows: Vec<Vec<Value>>| agg.add(order, rows);
+                        self.joined_rows_reading(tx, params, true, true, Some(Sink::Parts(&add)))?;
+                        agg.merged()?.finish()?
+                    } else {
+                        let mut agg = HostAggregate::new(ctx, layout, params);
+                        let mut add = |row: Vec<Value>| agg.add(row);
+                        self.joined_rows_reading(
+                            tx,
+                            params,
+                            true,
+                            true,
+                            Some(Sink::Each(&mut add)),
+                        )?;
+                        agg.finish()?
+                    }
                 }
             },
         };

@@ -26,29 +26,12 @@ use ndpdb_host::database::TableState;
 use ndpdb_host::page_scan::ChunkMap;
 use ndpdb_host::{Transaction, WriteOutcome};
 
+use super::row_sink::{kept_rows, passes, Sink};
 use super::{Access, SelectPlan, Source, StepReport};
 use crate::join::{Collect, JoinStep, Joined};
 use crate::join_filter::JoinFilter;
 use crate::join_layout::Widen;
 use crate::Result;
-
-/// Whether `f` holds for `row` (narrow in `layout`, swapped into the
-/// full-layout `scratch` and back).
-fn passes(
-    f: &Program,
-    layout: Option<&Widen>,
-    row: &mut [Value],
-    scratch: &mut [Value],
-    params: &[Value],
-) -> Result<bool> {
-    let Some(layout) = layout else {
-        return Ok(f.eval_predicate(row, params)?);
-    };
-    layout.swap(row, scratch);
-    let keep = f.eval_predicate(scratch, params);
-    layout.swap(row, scratch);
-    Ok(keep?)
-}
 
 /// Rows read outside the scan's workers (not by a pipeline) that are
 /// joined together.
@@ -178,22 +161,26 @@ impl SelectPlan {
             return self.read_filtered_each(tx, src, filter, params, columns, Some(join), emit_row);
         }
         let mut pending = Vec::with_capacity(JOINED_HERE_BATCH);
+        let mut batches = 0u64..;
         self.read_filtered_each(tx, src, filter, params, columns, None, |_, _, row| {
             pending.push(row);
             if pending.len() < JOINED_HERE_BATCH {
                 return Ok(());
             }
-            join(std::mem::take(&mut pending))?
+            let batch = batches.next().unwrap_or(u64::MAX);
+            join(batch, std::mem::take(&mut pending))?
                 .into_iter()
                 .try_for_each(&mut emit)
         })?;
-        join(pending)?.into_iter().try_for_each(emit)
+        let batch = batches.next().unwrap_or(u64::MAX);
+        join(batch, pending)?.into_iter().try_for_each(emit)
     }
 
     /// Rows after FROM, WHERE and FOR UPDATE; the rows of joins left
     /// narrow, with the layout that widens them. With a `sink`, the rows
-    /// go there instead (the last join step's as they are made) and none
-    /// are returned; `in_key_order`: the first rows may come
+    /// go there instead (the last join step's as they are made: with
+    /// [`Sink::Parts`], on the threads that joined them) and none are
+    /// returned; `in_key_order`: the first rows may come
     /// from a key-order read that stops at the LIMIT; `narrow_rows`: a
     /// one-table read may leave out the columns the query does not read
     /// (not for the rows an UPDATE or DELETE writes).
@@ -203,7 +190,7 @@ impl SelectPlan {
         params: &[Value],
         in_key_order: bool,
         narrow_rows: bool,
-        sink: Option<&mut dyn FnMut(Vec<Value>) -> Result<()>>,
+        sink: Option<Sink<'_>>,
     ) -> Result<(Vec<Joined>, Option<&Widen>)> {
         let Some(first) = self.sources.first() else {
             let row = Joined {
@@ -291,17 +278,39 @@ impl SelectPlan {
             let mut collect = Collect::default();
             let mut emitted = 0usize;
             let last = k + 1 == joins.len();
+            // The rows out, on the threads that joined them: a sink of
+            // parts takes the last step's there, WHERE applied.
+            let parts = match &sink {
+                Some(Sink::Parts(parts)) if last && streams_out => Some(*parts),
+                _ => None,
+            };
+            let consumed = AtomicUsize::new(0);
+            let filter = self.filter.as_ref();
+            let after = |order: u64, rows: Vec<Vec<Value>>| -> Result<Vec<Vec<Value>>> {
+                let Some(parts) = parts else {
+                    return Ok(rows);
+                };
+                consumed.fetch_add(rows.len(), Relaxed);
+                parts(order, kept_rows(filter, layout, rows, params)?)?;
+                Ok(Vec::new())
+            };
+            let mut orders = 0u64..;
             let mut emit = |values: Vec<Value>| -> Result<()> {
                 emitted += 1;
-                match sink.as_deref_mut() {
+                let mut values = values;
+                match &mut sink {
                     Some(sink) if last && streams_out => {
-                        let mut values = values;
-                        if let Some(f) = &self.filter {
+                        if let Some(f) = filter {
                             if !passes(f, layout, &mut values, &mut scratch, params)? {
                                 return Ok(());
                             }
                         }
-                        sink(values)
+                        match sink {
+                            Sink::Each(sink) => sink(values),
+                            Sink::Parts(parts) => {
+                                parts(orders.next().unwrap_or(u64::MAX), vec![values])
+                            }
+                        }
                     }
                     _ => collect.push(values),
                 }
@@ -318,12 +327,13 @@ impl SelectPlan {
                     let columns = (self.wanted(0), Some(&n.first[..]));
                     let table_column = |c: u32| n.first.get(c as usize).map(|&t| t as u32);
                     let filter = JoinFilter::for_probing(&built, first, table_column, params)?;
-                    let join = |rows: Vec<Vec<Value>>| {
+                    let join = |chunk: u64, rows: Vec<Vec<Value>>| {
                         rows_read.fetch_add(rows.len(), Relaxed);
-                        built.join_rows(&rows, params)
+                        after(chunk, built.join_rows(&rows, params)?)
                     };
                     self.join_probing(tx, first, &filter, params, columns, &join, &mut emit)?;
                     let rows_read = rows_read.into_inner();
+                    emitted += consumed.load(Relaxed);
                     let right_rows = built.len();
                     drop(built);
                     rows = std::mem::take(&mut collect.rows);
@@ -370,12 +380,13 @@ impl SelectPlan {
                 let rows_read = AtomicUsize::new(0);
                 let filter = JoinFilter::for_probing(&built, src, Some, params)?;
                 let columns = (self.wanted(k + 1), None);
-                let join = |rows: Vec<Vec<Value>>| {
+                let join = |chunk: u64, rows: Vec<Vec<Value>>| {
                     rows_read.fetch_add(rows.len(), Relaxed);
-                    built.join_rows(&rows, params)
+                    after(chunk, built.join_rows(&rows, params)?)
                 };
                 self.join_probing(tx, src, &filter, params, columns, &join, &mut emit)?;
                 let rows_read = rows_read.into_inner();
+                emitted += consumed.load(Relaxed);
                 drop(built);
                 rows = std::mem::take(&mut collect.rows);
                 steps.push(StepReport {
@@ -394,7 +405,8 @@ impl SelectPlan {
             };
             let read = started.elapsed();
             let rows_read = right.len();
-            step.run_on(tx.host_workers(), rows, right, params, &mut emit)?;
+            step.run_on(tx.host_workers(), rows, right, params, &after, &mut emit)?;
+            emitted += consumed.load(Relaxed);
             rows = std::mem::take(&mut collect.rows);
             steps.push(StepReport {
                 alias: src.alias.clone(),
@@ -482,10 +494,14 @@ impl SelectPlan {
             }
             rows = locked;
         }
-        if let Some(sink) = sink {
-            for r in rows.drain(..) {
-                sink(r.values)?;
+        match sink {
+            Some(Sink::Each(sink)) => {
+                for r in rows.drain(..) {
+                    sink(r.values)?;
+                }
             }
+            Some(Sink::Parts(parts)) => parts(0, rows.drain(..).map(|r| r.values).collect())?,
+            None => {}
         }
         Ok((rows, layout))
     }
