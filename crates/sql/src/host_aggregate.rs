@@ -30,12 +30,11 @@
 //!   the row's value, which is copied only when it starts a group.
 
 use std::borrow::Cow;
+use std::sync::Mutex;
 
 use ndpdb_formats::agg::{Acc, AggFunc};
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::expr::Program;
-use std::sync::Mutex;
-
 use ndpdb_formats::{DataType, Error as FormatError, Value};
 use rustc_hash::FxHashMap;
 
