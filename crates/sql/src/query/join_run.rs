@@ -28,7 +28,7 @@ use ndpdb_host::{Transaction, WriteOutcome};
 
 use super::row_sink::{kept_rows, passes, Sink};
 use super::{Access, SelectPlan, Source, StepReport};
-use crate::join::{Collect, JoinStep, Joined};
+use crate::join::{Built, Collect, JoinStep, Joined};
 use crate::join_filter::JoinFilter;
 use crate::join_layout::Widen;
 use crate::Result;
@@ -137,28 +137,35 @@ impl SelectPlan {
         }
     }
 
-    /// The rows of `src` that probe a hash table, read through the
-    /// hashed side's `filter` (none when no row can find a partner) and
-    /// joined by `join`, a chunk at a time: on the scan's workers for a
-    /// pipeline read, else here; the joined rows go to `emit` in the
-    /// order of the rows read.
+    /// The rows of `src` that probe `built`, read through the hashed
+    /// side's `filter` (none when no row can find a partner) and joined a
+    /// chunk at a time: on the scan's workers for a pipeline read, else
+    /// here. Each chunk's joined rows pass through `after` where they were
+    /// joined; what it returns goes to `emit` in the order of the rows
+    /// read. Returns the rows read.
     #[allow(clippy::too_many_arguments)]
     fn join_probing(
         &self,
         tx: &mut Transaction,
         src: &Source,
-        filter: &JoinFilter,
+        (built, filter): (&Built<'_>, &JoinFilter),
         params: &[Value],
         columns: (Option<&[bool]>, Option<&[usize]>),
-        join: &ChunkMap<'_>,
+        after: &ChunkMap<'_>,
         mut emit: impl FnMut(Vec<Value>) -> Result<()>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let Some(filter) = filter.read_filter(src) else {
-            return Ok(());
+            return Ok(0);
+        };
+        let rows_read = AtomicUsize::new(0);
+        let join = |chunk: u64, rows: Vec<Vec<Value>>| {
+            rows_read.fetch_add(rows.len(), Relaxed);
+            after(chunk, built.join_rows(&rows, params)?)
         };
         if self.reads_by_pipeline(src, columns.0) {
             let emit_row = |_, _, row| emit(row);
-            return self.read_filtered_each(tx, src, filter, params, columns, Some(join), emit_row);
+            self.read_filtered_each(tx, src, filter, params, columns, Some(&join), emit_row)?;
+            return Ok(rows_read.into_inner());
         }
         let mut pending = Vec::with_capacity(JOINED_HERE_BATCH);
         let mut batches = 0u64..;
@@ -173,7 +180,8 @@ impl SelectPlan {
                 .try_for_each(&mut emit)
         })?;
         let batch = batches.next().unwrap_or(u64::MAX);
-        join(batch, pending)?.into_iter().try_for_each(emit)
+        join(batch, pending)?.into_iter().try_for_each(emit)?;
+        Ok(rows_read.into_inner())
     }
 
     /// Rows after FROM, WHERE and FOR UPDATE; the rows of joins left
@@ -323,16 +331,12 @@ impl SelectPlan {
                 Err(pre_read) => pre_read,
                 Ok((right, n)) => {
                     let built = step.build_right(right, params)?;
-                    let rows_read = AtomicUsize::new(0);
                     let columns = (self.wanted(0), Some(&n.first[..]));
                     let table_column = |c: u32| n.first.get(c as usize).map(|&t| t as u32);
                     let filter = JoinFilter::for_probing(&built, first, table_column, params)?;
-                    let join = |chunk: u64, rows: Vec<Vec<Value>>| {
-                        rows_read.fetch_add(rows.len(), Relaxed);
-                        after(chunk, built.join_rows(&rows, params)?)
-                    };
-                    self.join_probing(tx, first, &filter, params, columns, &join, &mut emit)?;
-                    let rows_read = rows_read.into_inner();
+                    let hashed = (&built, &filter);
+                    let rows_read =
+                        self.join_probing(tx, first, hashed, params, columns, &after, &mut emit)?;
                     emitted += consumed.load(Relaxed);
                     let right_rows = built.len();
                     drop(built);
@@ -377,15 +381,11 @@ impl SelectPlan {
                     .is_some_and(|t| (rows.len() as u64) < t.vids.vid_count());
             if streams {
                 let built = step.build_left(rows, params)?;
-                let rows_read = AtomicUsize::new(0);
                 let filter = JoinFilter::for_probing(&built, src, Some, params)?;
                 let columns = (self.wanted(k + 1), None);
-                let join = |chunk: u64, rows: Vec<Vec<Value>>| {
-                    rows_read.fetch_add(rows.len(), Relaxed);
-                    after(chunk, built.join_rows(&rows, params)?)
-                };
-                self.join_probing(tx, src, &filter, params, columns, &join, &mut emit)?;
-                let rows_read = rows_read.into_inner();
+                let hashed = (&built, &filter);
+                let rows_read =
+                    self.join_probing(tx, src, hashed, params, columns, &after, &mut emit)?;
                 emitted += consumed.load(Relaxed);
                 drop(built);
                 rows = std::mem::take(&mut collect.rows);
