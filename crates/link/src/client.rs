@@ -71,9 +71,8 @@ impl DeviceClient {
     }
 
     /// READ_PAGES, the pages handed out as views of the one frame they
-    /// arrived in (no copy per page).
-    /// A device in this process hands over views of its own pages
-    /// instead (no copy at all).
+    /// arrived in (no copy per page). A device in this process hands over
+    /// views of its own pages instead (no copy at all).
     pub fn read_pages_shared(&self, ppns: Vec<Ppn>) -> Result<Vec<bytes::Bytes>> {
         let n = ppns.len();
         if let Some(pages) = self.transport.read_pages_in_place(&ppns) {

@@ -167,17 +167,13 @@ impl Metered {
         request: Vec<u8>,
         carry: impl FnOnce(&[u8]) -> Result<Vec<u8>>,
     ) -> Result<Vec<u8>> {
-        self.stats.record(plane, Direction::ToDevice, request.len());
         let response = carry(&request)?;
-        self.stats.record(plane, Direction::ToHost, response.len());
-        if plane == Plane::Data {
-            self.throttle.pass(request.len() + response.len());
-        }
+        self.account(plane, request.len(), response.len());
         Ok(response)
     }
 
-    /// Counts and throttles an exchange of frames of these sizes that
-    /// was carried without the frames themselves.
+    /// Counts and throttles an exchange of frames of these sizes (also
+    /// one carried without the frames themselves).
     pub fn account(&self, plane: Plane, request: usize, response: usize) {
         self.stats.record(plane, Direction::ToDevice, request);
         self.stats.record(plane, Direction::ToHost, response);
