@@ -36,7 +36,7 @@ pub use session_values::SESSION_VALUE;
 
 use crate::ddl;
 use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
-use crate::limits::with_statement_stack;
+use crate::limits::{with_stack_for, with_statement_stack};
 use crate::output::{Notice, Output, ResultColumn};
 use crate::query::{plan_query, NdpMode, SelectPlan};
 use crate::time_setting;
@@ -563,7 +563,7 @@ impl Session {
     }
 
     pub fn execute_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Output> {
-        with_statement_stack(|| self.run_statement(stmt, params))
+        with_stack_for(stmt, || self.run_statement(stmt, params))
     }
 
     fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Output> {
