@@ -12,9 +12,9 @@
 //! ```
 //!
 //! **Group commit**: appenders copy records into a shared buffer and then
-//! call [`Wal::sync`]; one of them writes and fsyncs everything buffered so
-//! far, and every committer whose LSN that covered returns without its own
-//! fsync. **Checkpoints** start a new segment with a checkpoint record and
+//! call [`Wal::sync`]; one of them takes the turn and writes and fsyncs
+//! everything buffered so far, the others sleep until a turn ends, and
+//! every committer whose LSN that covered returns without its own fsync. **Checkpoints** start a new segment with a checkpoint record and
 //! delete the older segments. **Torn tails**: on open, the first record
 //! that is short, has a bad CRC or an unexpected LSN ends the log; the file
 //! is cut there and later segments are removed.
@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::Lsn;
@@ -70,12 +70,28 @@ pub struct WalStats {
 pub struct Wal {
     dir: PathBuf,
     inner: Mutex<Inner>,
-    sync_lock: Mutex<()>,
+    /// Whether someone holds the turn to write and sync the log (one at a
+    /// time: a group commit's leader, a checkpoint, a removal).
+    sync_turn: Mutex<bool>,
+    /// Signalled when a turn ends: committers wait here, asleep, while the
+    /// leader's fsync runs, and return if it covered their LSN (a lock held
+    /// over the fsync would have them spin and yield the CPU first).
+    turn_ended: Condvar,
     durable: AtomicU64,
     /// Checkpoints keep the segments from this LSN on (a base backup's
     /// checkpoint); `u64::MAX`: none kept.
     retain_from: AtomicU64,
     pub stats: WalStats,
+}
+
+/// The turn to write and sync the log; ending it wakes the waiters.
+struct SyncTurn<'a>(&'a Wal);
+
+impl Drop for SyncTurn<'_> {
+    fn drop(&mut self) {
+        *self.0.sync_turn.lock() = false;
+        self.0.turn_ended.notify_all();
+    }
 }
 
 /// What [`Wal::open`] found: the records from the last checkpoint on.
@@ -211,7 +227,8 @@ impl Wal {
                 next_lsn: end_lsn,
                 segment_start: segs[0].0,
             }),
-            sync_lock: Mutex::new(()),
+            sync_turn: Mutex::new(false),
+            turn_ended: Condvar::new(),
             durable: AtomicU64::new(end_lsn),
             retain_from: AtomicU64::new(u64::MAX),
             stats: WalStats::default(),
@@ -276,14 +293,40 @@ impl Wal {
     }
 
     /// Makes everything up to `upto` durable (group commit).
+    /// Waits for the turn to write and sync the log.
+    fn turn(&self) -> SyncTurn<'_> {
+        let mut busy = self.sync_turn.lock();
+        while *busy {
+            self.turn_ended.wait(&mut busy);
+        }
+        *busy = true;
+        SyncTurn(self)
+    }
+
+    /// Waits for the turn, asleep, unless `done` holds first (checked
+    /// whenever a turn ends): `None` then.
+    fn turn_unless(&self, done: impl Fn() -> bool) -> Option<SyncTurn<'_>> {
+        let mut busy = self.sync_turn.lock();
+        loop {
+            if done() {
+                return None;
+            }
+            if !*busy {
+                *busy = true;
+                return Some(SyncTurn(self));
+            }
+            self.turn_ended.wait(&mut busy);
+        }
+    }
+
     pub fn sync(&self, upto: Lsn) -> Result<()> {
         if self.durable.load(Ordering::Acquire) >= upto.0 {
             return Ok(());
         }
-        let _g = self.sync_lock.lock();
-        if self.durable.load(Ordering::Acquire) >= upto.0 {
+        let Some(_turn) = self.turn_unless(|| self.durable.load(Ordering::Acquire) >= upto.0)
+        else {
             return Ok(());
-        }
+        };
         let (pending, end, file) = {
             let mut inner = self.inner.lock();
             (
@@ -313,7 +356,7 @@ impl Wal {
     /// commits go on ([`Wal::remove_obsolete`]); deleting a large
     /// segment takes about 10 ms.
     pub fn log_checkpoint(&self, checkpoint: CheckpointInfo) -> Result<Lsn> {
-        let _g = self.sync_lock.lock();
+        let _turn = self.turn();
         let mut inner = self.inner.lock();
         // Flush what is buffered into the old segment first.
         let pending = std::mem::take(&mut inner.pending);
@@ -364,7 +407,7 @@ impl Wal {
     /// Deletes the segments that hold only records before `lsn` (never
     /// the last one, which appends go to).
     pub fn remove_before(&self, lsn: Lsn) -> Result<()> {
-        let _g = self.sync_lock.lock();
+        let _turn = self.turn();
         let segs = list_segments(&self.dir)?;
         let mut removed = false;
         for (pair, (_, p)) in segs.windows(2).zip(&segs) {
@@ -559,6 +602,55 @@ mod tests {
         drop(wal);
         let (_, rec) = Wal::open(dir.path()).unwrap();
         assert_eq!(rec.records.len(), 10);
+    }
+
+    /// Committers at once, with checkpoints among them: each sync returns
+    /// only once its records are durable, one turn at a time writes, and
+    /// the log reads back whole.
+    #[test]
+    fn concurrent_commits_and_checkpoints_take_turns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(dir.path()).unwrap();
+        let (threads, per_thread) = (6u64, 80u64);
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let wal = &wal;
+                s.spawn(move || {
+                    for i in 0..per_thread {
+                        let tx = 1 + t * per_thread + i;
+                        let lsn = wal.append(&[redo(tx), WalRecord::Commit { txid: TxId(tx) }]);
+                        wal.sync(lsn).unwrap();
+                        assert!(wal.durable_lsn() >= lsn, "sync returned before {lsn:?}");
+                    }
+                });
+            }
+            let wal = &wal;
+            s.spawn(move || {
+                for n in 0..4 {
+                    wal.log_checkpoint(CheckpointInfo { next_txid: TxId(n) })
+                        .unwrap();
+                    wal.remove_obsolete().unwrap();
+                }
+            });
+        });
+        let commits = threads * per_thread;
+        assert!(wal.stats.fsyncs.load(Ordering::Relaxed) <= commits + 8);
+        drop(wal);
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.cut_bytes, 0);
+        assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(3));
+        // After the last checkpoint every redo is followed by its commit.
+        let mut open = None;
+        for (_, r) in &rec.records {
+            match r {
+                WalRecord::Redo { txid, .. } => {
+                    assert_eq!(open.replace(*txid), None);
+                }
+                WalRecord::Commit { txid } => assert_eq!(open.take(), Some(*txid)),
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert_eq!(open, None);
     }
 
     #[test]
