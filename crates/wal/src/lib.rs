@@ -14,7 +14,8 @@
 //! **Group commit**: appenders copy records into a shared buffer and then
 //! call [`Wal::sync`]; one of them takes the turn and writes and fsyncs
 //! everything buffered so far, the others sleep until a turn ends, and
-//! every committer whose LSN that covered returns without its own fsync. **Checkpoints** start a new segment with a checkpoint record and
+//! every committer whose LSN that covered returns without its own fsync.
+//! **Checkpoints** start a new segment with a checkpoint record and
 //! delete the older segments. **Torn tails**: on open, the first record
 //! that is short, has a bad CRC or an unexpected LSN ends the log; the file
 //! is cut there and later segments are removed.
@@ -292,7 +293,6 @@ impl Wal {
         Lsn(self.inner.lock().next_lsn)
     }
 
-    /// Makes everything up to `upto` durable (group commit).
     /// Waits for the turn to write and sync the log.
     fn turn(&self) -> SyncTurn<'_> {
         let mut busy = self.sync_turn.lock();
@@ -319,6 +319,7 @@ impl Wal {
         }
     }
 
+    /// Makes everything up to `upto` durable (group commit).
     pub fn sync(&self, upto: Lsn) -> Result<()> {
         if self.durable.load(Ordering::Acquire) >= upto.0 {
             return Ok(());
