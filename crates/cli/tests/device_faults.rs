@@ -231,14 +231,33 @@ fn the_device_killed_sixty_times_under_clients() {
 #[test]
 fn the_device_killed_sixty_times_under_clients_over_tcp() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
     let token = dir.path().join("token");
     std::fs::write(&token, "a shared secret").unwrap();
-    kill_sixty_times(dir.path(), format!("tcp:127.0.0.1:{port}"), Some(token));
+    kill_sixty_times(
+        dir.path(),
+        tcp_listen_outside_ephemeral_ports(),
+        Some(token),
+    );
+}
+
+/// A `tcp:127.0.0.1:PORT` for a device restarted sixty times on one
+/// port. The port lies below the kernel's ephemeral range: a port from
+/// that range (what binding port 0 gives) can be taken, between two
+/// restarts, by any outgoing connection of the tests running beside.
+fn tcp_listen_outside_ephemeral_ports() -> String {
+    let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32768);
+    let span = low.saturating_sub(1024).clamp(1, 8000);
+    let mut rng = rand::rngs::SmallRng::seed_from_u64(u64::from(std::process::id()));
+    for _ in 0..100 {
+        let port = low - 1 - rng.gen_range(0..span);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return format!("tcp:127.0.0.1:{port}");
+        }
+    }
+    panic!("no free TCP port below {low}");
 }
 
 fn kill_sixty_times(dir: &Path, listen: String, token_file: Option<PathBuf>) {

@@ -13,9 +13,11 @@
 //! sqllogictest files, the differential NDP tests) open their databases
 //! through [`open_variant`]; CI runs them once per variant.
 
+use std::io::{BufRead, BufReader};
 use std::ops::Deref;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 use ndpdb_formats::SqlState;
@@ -28,6 +30,7 @@ pub const DEVICE_BIN_VAR: &str = "NDPDB_TEST_DEVICE_BIN";
 /// dropped.
 pub struct DeviceProcess {
     child: Child,
+    endpoint: String,
 }
 
 impl DeviceProcess {
@@ -38,9 +41,13 @@ impl DeviceProcess {
         DeviceProcess::spawn_at(bin, store, &listen, None, pes, &[])
     }
 
-    /// Starts `bin device` on `listen` (`unix:PATH` or `tcp:HOST:PORT`),
-    /// with a token file and PEs pinned to `cpus` if given, and waits
-    /// until it accepts connections.
+    /// Starts `bin device` on `listen` (`unix:PATH` or `tcp:HOST:PORT`,
+    /// port 0 for any free one), with a token file and PEs pinned to
+    /// `cpus` if given, and waits until it accepts connections.
+    ///
+    /// Readiness is the device's own "listening on ENDPOINT" line, not a
+    /// probe connection: a probe could reach another process that holds
+    /// the port, and the line names the port a `:0` resolved to.
     pub fn spawn_at(
         bin: &Path,
         store: &Path,
@@ -64,24 +71,45 @@ impl DeviceProcess {
             let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
             c.arg("--device-cpus").arg(list.join(","));
         }
-        let child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
-        let mut p = DeviceProcess { child };
-        let ready = || match listen.split_once(':') {
-            Some(("unix", path)) => std::os::unix::net::UnixStream::connect(path).is_ok(),
-            Some(("tcp", addr)) => std::net::TcpStream::connect(addr).is_ok(),
-            _ => false,
+        let mut child = c.stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut p = DeviceProcess {
+            child,
+            endpoint: String::new(),
         };
-        let t = Instant::now();
-        while !ready() {
-            if t.elapsed() > Duration::from_secs(20) || p.child.try_wait()?.is_some() {
-                return Err(Error::new(
-                    SqlState("08006"),
-                    format!("the device process at {listen} did not start"),
-                ));
+        let (tx, rx) = std::sync::mpsc::channel();
+        // Reads to the end, so the device never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some((_, endpoint)) = line.rsplit_once("listening on ") {
+                    let _ = tx.send(endpoint.trim().to_string());
+                }
             }
-            std::thread::sleep(Duration::from_millis(10));
+        });
+        let t = Instant::now();
+        loop {
+            match rx.recv_timeout(Duration::from_millis(10)) {
+                Ok(endpoint) => {
+                    p.endpoint = endpoint;
+                    return Ok(p);
+                }
+                Err(RecvTimeoutError::Timeout)
+                    if t.elapsed() < Duration::from_secs(20) && p.child.try_wait()?.is_none() => {}
+                Err(_) => {
+                    return Err(Error::new(
+                        SqlState("08006"),
+                        format!("the device process at {listen} did not start"),
+                    ))
+                }
+            }
         }
-        Ok(p)
+    }
+
+    /// The endpoint the device listens on, as it reported it (a TCP port
+    /// 0 resolved).
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
     }
 }
 
@@ -204,15 +232,13 @@ impl DeviceAt {
             LinkKind::InProcess => return Ok(None),
             LinkKind::Unix => (format!("unix:{}", dir.join("device.sock").display()), None),
             LinkKind::Tcp => {
-                let port = std::net::TcpListener::bind("127.0.0.1:0")?
-                    .local_addr()?
-                    .port();
                 let token = dir.join("device.token");
                 let mut secret = [0u8; 16];
                 std::io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut secret)?;
                 let hex: String = secret.iter().map(|b| format!("{b:02x}")).collect();
                 std::fs::write(&token, hex)?;
-                (format!("tcp:127.0.0.1:{port}"), Some(token))
+                // Any free port: the device reports the one it bound.
+                ("tcp:127.0.0.1:0".to_string(), Some(token))
             }
         };
         let process = DeviceProcess::spawn_at(
@@ -228,8 +254,8 @@ impl DeviceAt {
             None => Vec::new(),
         };
         Ok(Some(DeviceAt {
+            listen: process.endpoint().to_string(),
             process,
-            listen,
             secret,
         }))
     }
