@@ -23,6 +23,7 @@
 
 pub mod build;
 pub mod layout;
+pub mod scrub;
 
 pub use build::PageBuf;
 pub use layout::{
