@@ -49,6 +49,17 @@ pub fn scrub(run: &[u8]) -> Scrub {
 }
 
 impl Scrub {
+    /// Adds the scrub of a run that starts `first` pages into the whole.
+    pub fn add(&mut self, first: u64, run: &Scrub) {
+        self.pages += run.pages;
+        self.verified += run.verified;
+        self.never_written += run.never_written;
+        self.bad += run.bad;
+        if self.first_bad.is_none() {
+            self.first_bad = run.first_bad.map(|b| first + b);
+        }
+    }
+
     pub fn encode(&self) -> [u8; SCRUB_BYTES] {
         let mut out = [0u8; SCRUB_BYTES];
         let fields = [

@@ -1,25 +1,37 @@
-//! PPN-addressed page store in one file: page `p` lives at `p × 8 KiB`.
+//! PPN-addressed page store: page `p` of a device is found by its
+//! number alone, on one of two media.
 //!
-//! Writes go to the OS page cache; `sync` makes them durable. The store
-//! assumes a medium that may tear a page on power loss: that is why the
-//! host seals every page with a checksum and only merges maps that point
-//! to pages after a `sync`.
+//! ```text
+//!  PageStore (page count, verified bits, NVM latency, PageBytes for PEs)
+//!     ├─ file.rs   one file, page p at p × 8 KiB; mapped read-only for PEs
+//!     └─ rados.rs  RADOS objects `PREFIX.pages.N` of 512 pages (4 MiB):
+//!                  page p in object p / 512 at (p mod 512) × 8 KiB
+//! ```
+//!
+//! On a file, writes go to the OS page cache and `sync` makes them
+//! durable; on RADOS a write is durable on its replicas when it returns.
+//! Either medium may tear a page on a crash (a file on power loss, a run
+//! of pages across two objects in RADOS): that is why the host seals
+//! every page with a checksum and only merges maps that point to pages
+//! after a `sync`. A page never written reads as zeros on both.
 
-use std::fs::{File, OpenOptions};
-use std::os::unix::fs::FileExt;
+mod file;
+mod rados;
+
+use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-
 use std::sync::Arc;
 
-use memmap2::{Mmap, MmapOptions};
+use memmap2::Mmap;
 use parking_lot::RwLock;
 
 use ndpdb_formats::page::{PageRef, PAGE_SIZE};
 use ndpdb_formats::Ppn;
-use ndpdb_link::{LinkError, Result};
+use ndpdb_link::{LinkError, NvmProfile, Result};
 
-use ndpdb_link::NvmProfile;
+use file::FilePages;
+pub use rados::{RadosPages, PAGES_PER_OBJECT};
 
 /// The store format this build writes and reads: 2 = PAX pages.
 pub const STORE_FORMAT: u32 = ndpdb_formats::page::PAGE_VERSION as u32;
@@ -65,16 +77,19 @@ pub fn check_format(dir: &Path) -> Result<()> {
 }
 
 pub struct PageStore {
-    file: File,
+    medium: Medium,
     page_count: AtomicU64,
     /// Added latency per access (see [`crate::nvm`]).
     pub(crate) nvm: NvmProfile,
-    /// The file mapped read-only for processing elements (remapped when
-    /// the store grows past it).
-    map: RwLock<Option<Arc<Mmap>>>,
     /// One bit per PPN: its checksum was verified since it was last
     /// written, so PEs check each page once, not on every scan.
     verified: RwLock<Vec<AtomicU64>>,
+}
+
+/// Where the pages are.
+enum Medium {
+    File(FilePages),
+    Rados(RadosPages),
 }
 
 /// A page as a PE holds it: a slice of the mapped store or an owned copy
@@ -113,26 +128,40 @@ fn io(e: std::io::Error) -> LinkError {
 }
 
 impl PageStore {
+    /// The store in one file at `path` (created if missing).
     pub fn open(path: &Path, nvm: NvmProfile) -> Result<PageStore> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io)?;
-        let len = file.metadata().map_err(io)?.len();
-        Ok(PageStore {
-            file,
-            page_count: AtomicU64::new(len / PAGE_SIZE as u64),
+        let (medium, pages) = FilePages::open(path)?;
+        Ok(PageStore::with(Medium::File(medium), pages, nvm))
+    }
+
+    /// The store in RADOS objects named after `prefix` in `pool`.
+    pub fn open_rados(pool: ndpdb_rados::Pool, prefix: &str, nvm: NvmProfile) -> Result<PageStore> {
+        let (medium, pages) = RadosPages::open(pool, prefix)?;
+        Ok(PageStore::with(Medium::Rados(medium), pages, nvm))
+    }
+
+    fn with(medium: Medium, pages: u64, nvm: NvmProfile) -> PageStore {
+        PageStore {
+            medium,
+            page_count: AtomicU64::new(pages),
             nvm,
-            map: RwLock::new(None),
             verified: RwLock::new(Vec::new()),
-        })
+        }
     }
 
     pub fn page_count(&self) -> u64 {
         self.page_count.load(Ordering::Acquire)
+    }
+
+    fn in_range(&self, ppn: Ppn) -> Result<()> {
+        if ppn.0 >= self.page_count() {
+            return Err(LinkError::OutOfRange(format!(
+                "PPN {} beyond the store's {} pages",
+                ppn.0,
+                self.page_count()
+            )));
+        }
+        Ok(())
     }
 
     /// Reads a page as one NVM access.
@@ -144,18 +173,18 @@ impl PageStore {
     /// Reads a page without charging NVM latency: for callers that charge
     /// their accesses themselves (a PE per record, the preloader per batch).
     pub(crate) fn read_untimed(&self, ppn: Ppn) -> Result<Vec<u8>> {
-        if ppn.0 >= self.page_count() {
-            return Err(LinkError::OutOfRange(format!(
-                "PPN {} beyond the store's {} pages",
-                ppn.0,
-                self.page_count()
-            )));
-        }
+        self.in_range(ppn)?;
         let mut buf = vec![0u8; PAGE_SIZE];
-        self.file
-            .read_exact_at(&mut buf, ppn.0 * PAGE_SIZE as u64)
-            .map_err(io)?;
+        self.read_run(ppn, &mut buf)?;
         Ok(buf)
+    }
+
+    /// Pages `first…` into `out` (whole pages), from the medium.
+    fn read_run(&self, first: Ppn, out: &mut [u8]) -> Result<()> {
+        match &self.medium {
+            Medium::File(f) => f.read_at(first, out),
+            Medium::Rados(r) => r.read_run(first, out),
+        }
     }
 
     /// Copies a page into `out` (one copy: from the mapped store, or read
@@ -163,17 +192,11 @@ impl PageStore {
     pub fn read_into(&self, ppn: Ppn, out: &mut [u8]) -> Result<()> {
         self.nvm.read_access();
         debug_assert_eq!(out.len(), PAGE_SIZE);
-        if ppn.0 >= self.page_count() {
-            return Err(LinkError::OutOfRange(format!(
-                "PPN {} beyond the store's {} pages",
-                ppn.0,
-                self.page_count()
-            )));
-        }
+        self.in_range(ppn)?;
         let off = ppn.0 as usize * PAGE_SIZE;
         match self.mapping(off + PAGE_SIZE)? {
             Some(m) => out.copy_from_slice(&m[off..off + PAGE_SIZE]),
-            None => self.file.read_exact_at(out, off as u64).map_err(io)?,
+            None => self.read_run(ppn, out)?,
         }
         Ok(())
     }
@@ -199,8 +222,9 @@ impl PageStore {
         }
     }
 
-    /// A checksum-verified page for a PE, without copying it: a view into
-    /// the mapped store (no NVM latency is charged; callers charge it).
+    /// A checksum-verified page for a PE, without copying it where the
+    /// medium allows: a view into the mapped file (no NVM latency is
+    /// charged; callers charge it), an owned copy from RADOS.
     ///
     /// The mapping is read-only and the store is append-only where it
     /// matters: a page is written before any map points to it, and a freed
@@ -209,13 +233,7 @@ impl PageStore {
     /// file truncated behind the engine's back would fault the process,
     /// as it would any database that maps its files.
     pub(crate) fn page(&self, ppn: Ppn) -> Result<PageBytes> {
-        if ppn.0 >= self.page_count() {
-            return Err(LinkError::OutOfRange(format!(
-                "PPN {} beyond the store's {} pages",
-                ppn.0,
-                self.page_count()
-            )));
-        }
+        self.in_range(ppn)?;
         let off = ppn.0 as usize * PAGE_SIZE;
         let map = self.mapping(off + PAGE_SIZE)?;
         let page = match map {
@@ -231,23 +249,22 @@ impl PageStore {
 
     /// Checksum-verified pages for a PE's batch, as [`PageStore::page`]
     /// reads them one by one, with the mapping and the verified bits
-    /// looked up once for the batch. `ppns` are sorted.
+    /// looked up once for the batch (on RADOS: one read per run of
+    /// consecutive pages). `ppns` are sorted.
     pub(crate) fn pages(&self, ppns: &[Ppn], out: &mut Vec<(Ppn, PageBytes)>) -> Result<()> {
         let Some(&last) = ppns.last() else {
             return Ok(());
         };
-        if last.0 >= self.page_count() {
-            return Err(LinkError::OutOfRange(format!(
-                "PPN {} beyond the store's {} pages",
-                last.0,
-                self.page_count()
-            )));
-        }
-        let Some(map) = self.mapping((last.0 as usize + 1) * PAGE_SIZE)? else {
-            for &ppn in ppns {
-                out.push((ppn, self.page(ppn)?));
+        self.in_range(last)?;
+        let map = match self.mapping((last.0 as usize + 1) * PAGE_SIZE)? {
+            Some(map) => map,
+            None if matches!(self.medium, Medium::Rados(_)) => return self.pages_by_run(ppns, out),
+            None => {
+                for &ppn in ppns {
+                    out.push((ppn, self.page(ppn)?));
+                }
+                return Ok(());
             }
-            return Ok(());
         };
         let mut unverified = Vec::new();
         {
@@ -270,25 +287,36 @@ impl PageStore {
         Ok(())
     }
 
-    /// The mapping if it covers `end` bytes, remapping once if the file
-    /// has grown; `None` if it still does not (read by copy instead).
+    /// [`PageStore::pages`] without a mapping: each run of consecutive
+    /// PPNs read in one piece, then cut into owned pages.
+    fn pages_by_run(&self, ppns: &[Ppn], out: &mut Vec<(Ppn, PageBytes)>) -> Result<()> {
+        let mut start = 0;
+        while start < ppns.len() {
+            let mut end = start + 1;
+            while end < ppns.len() && ppns[end].0 == ppns[end - 1].0 + 1 {
+                end += 1;
+            }
+            let mut run = vec![0u8; (end - start) * PAGE_SIZE];
+            self.read_run(ppns[start], &mut run)?;
+            for (&ppn, bytes) in ppns[start..end].iter().zip(run.chunks_exact(PAGE_SIZE)) {
+                if !self.is_verified(ppn) {
+                    PageRef::parse_verified(bytes)?;
+                    self.set_verified(ppn, true);
+                }
+                out.push((ppn, PageBytes::Owned(Arc::new(bytes.to_vec()))));
+            }
+            start = end;
+        }
+        Ok(())
+    }
+
+    /// The file's mapping if it covers `end` bytes; `None` on RADOS or
+    /// where the mapping does not reach (read by copy instead).
     fn mapping(&self, end: usize) -> Result<Option<Arc<Mmap>>> {
-        if let Some(m) = self.map.read().as_ref().filter(|m| m.len() >= end) {
-            return Ok(Some(m.clone()));
+        match &self.medium {
+            Medium::File(f) => f.mapping(end),
+            Medium::Rados(_) => Ok(None),
         }
-        let mut g = self.map.write();
-        if let Some(m) = g.as_ref().filter(|m| m.len() >= end) {
-            return Ok(Some(m.clone()));
-        }
-        let len = self.file.metadata().map_err(io)?.len() as usize;
-        if len < end {
-            return Ok(None);
-        }
-        // SAFETY: the map is read-only; the engine only appends to the
-        // file and never truncates it while open (see `page`).
-        let m = Arc::new(unsafe { MmapOptions::new().len(len).map(&self.file) }.map_err(io)?);
-        *g = Some(m.clone());
-        Ok(Some(m))
     }
 
     fn is_verified(&self, ppn: Ppn) -> bool {
@@ -319,8 +347,9 @@ impl PageStore {
     }
 
     /// Writes pages; a run of consecutive PPNs goes down in one write (a
-    /// flush allocates its pages' PPNs in one block). A page of the wrong
-    /// size fails its run before anything of the run is written.
+    /// flush allocates its pages' PPNs in one block; on RADOS, one write
+    /// per object the run touches). A page of the wrong size fails its
+    /// run before anything of the run is written.
     pub fn write_many(&self, pages: &[(Ppn, &[u8])]) -> Result<()> {
         let mut joined: Vec<u8> = Vec::new();
         let mut start = 0;
@@ -346,9 +375,10 @@ impl PageStore {
                     .for_each(|(_, page)| joined.extend_from_slice(page));
                 &joined
             };
-            self.file
-                .write_all_at(bytes, run[0].0 .0 * PAGE_SIZE as u64)
-                .map_err(io)?;
+            match &self.medium {
+                Medium::File(f) => f.write_run(run[0].0, bytes)?,
+                Medium::Rados(r) => r.write_run(run[0].0, bytes)?,
+            }
             self.page_count
                 .fetch_max(run[run.len() - 1].0 .0 + 1, Ordering::AcqRel);
             start = end;
@@ -356,8 +386,34 @@ impl PageStore {
         Ok(())
     }
 
+    /// Makes every write so far durable (on RADOS they already are).
     pub fn sync(&self) -> Result<()> {
-        self.file.sync_data().map_err(io)
+        match &self.medium {
+            Medium::File(f) => f.sync(),
+            Medium::Rados(_) => Ok(()),
+        }
+    }
+
+    /// Verifies every stored page where it lies: on RADOS by the object
+    /// class `ndp` inside the OSDs, one call per object at once (only the
+    /// summaries cross the network); on a file, here.
+    pub fn scrub(&self) -> Result<ndpdb_formats::page::scrub::Scrub> {
+        match &self.medium {
+            Medium::Rados(r) => r.scrub(self.page_count()),
+            Medium::File(_) => {
+                let mut total = ndpdb_formats::page::scrub::Scrub::default();
+                let mut buf = vec![0u8; PAGES_PER_OBJECT as usize * PAGE_SIZE];
+                let mut first = 0;
+                while first < self.page_count() {
+                    let n = (self.page_count() - first).min(PAGES_PER_OBJECT);
+                    let run = &mut buf[..n as usize * PAGE_SIZE];
+                    self.read_run(Ppn(first), run)?;
+                    total.add(first, &ndpdb_formats::page::scrub::scrub(run));
+                    first += n;
+                }
+                Ok(total)
+            }
+        }
     }
 }
 
@@ -393,5 +449,36 @@ mod tests {
         assert_eq!(store.page_count(), 10);
         let short: Vec<(Ppn, &[u8])> = vec![(Ppn(11), &a), (Ppn(12), &a[..100])];
         assert!(store.write_many(&short).is_err());
+    }
+
+    #[test]
+    fn a_file_scrub_counts_sealed_unwritten_and_damaged_pages() {
+        use ndpdb_formats::ids::{Lpn, TableId};
+        use ndpdb_formats::page::scrub::Scrub;
+        use ndpdb_formats::page::PageBuf;
+        use ndpdb_formats::types::DataType;
+        let sealed = |lpn: u64| {
+            let mut p = PageBuf::new(TableId(1), Lpn(lpn), &[DataType::Int]);
+            p.seal();
+            p.as_bytes().to_vec()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let store = PageStore::open(&dir.path().join("pages"), NvmProfile::OFF).unwrap();
+        let last = PAGES_PER_OBJECT + 3;
+        let mut damaged = sealed(last);
+        damaged[100] ^= 1;
+        let (p0, p1) = (sealed(0), sealed(1));
+        let pages: Vec<(Ppn, &[u8])> = vec![(Ppn(0), &p0), (Ppn(1), &p1), (Ppn(last), &damaged)];
+        store.write_many(&pages).unwrap();
+        assert_eq!(
+            store.scrub().unwrap(),
+            Scrub {
+                pages: last + 1,
+                verified: 2,
+                never_written: last - 2,
+                bad: 1,
+                first_bad: Some(last)
+            }
+        );
     }
 }
