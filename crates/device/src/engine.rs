@@ -89,7 +89,29 @@ impl DeviceEngine {
         crate::store::check_format(dir)?;
         let store = PageStore::open(&dir.join("pages.dat"), options.nvm)?;
         let (map_store, maps) = MapStore::open(dir)?;
-        Ok(DeviceEngine {
+        Ok(DeviceEngine::with(store, map_store, maps, options))
+    }
+
+    /// Opens the device's storage in RADOS: the objects named after
+    /// `prefix` in `pool` (created if missing; see `store/rados.rs` and
+    /// `maps/rados.rs` for the objects).
+    pub fn open_rados(
+        pool: Arc<ndpdb_rados::Pool>,
+        prefix: &str,
+        options: DeviceOptions,
+    ) -> Result<DeviceEngine> {
+        let (map_store, maps) = MapStore::open_rados(pool.clone(), prefix)?;
+        let store = PageStore::open_rados(pool, prefix, options.nvm)?;
+        Ok(DeviceEngine::with(store, map_store, maps, options))
+    }
+
+    fn with(
+        store: PageStore,
+        map_store: MapStore,
+        maps: Maps,
+        options: DeviceOptions,
+    ) -> DeviceEngine {
+        DeviceEngine {
             core: Arc::new(Core {
                 store,
                 maps: RwLock::new(maps),
@@ -98,7 +120,7 @@ impl DeviceEngine {
                 compaction: Mutex::new(None),
             }),
             ndp: NdpEngine::new(options.pes_effective(), options.cpus.clone(), options.slt),
-        })
+        }
     }
 
     fn execute(&self, req: Request) -> Result<Response> {

@@ -72,6 +72,7 @@ api! {
     rados_read: fn(IoctxT, *const c_char, *mut c_char, usize, u64) -> c_int;
     rados_stat: fn(IoctxT, *const c_char, *mut u64, *mut libc::time_t) -> c_int;
     rados_remove: fn(IoctxT, *const c_char) -> c_int;
+    rados_trunc: fn(IoctxT, *const c_char, u64) -> c_int;
     rados_exec: fn(IoctxT, *const c_char, *const c_char, *const c_char, *const c_char, usize, *mut c_char, usize) -> c_int;
     rados_aio_create_completion2: fn(*mut c_void, CallbackT, *mut CompletionT) -> c_int;
     rados_aio_wait_for_complete: fn(CompletionT) -> c_int;

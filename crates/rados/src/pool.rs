@@ -245,6 +245,14 @@ impl Pool {
         check(r.into(), "removing", oid).map(|_| ())
     }
 
+    /// Cuts (or extends with zeros) the object to `size` bytes.
+    pub fn truncate(&self, oid: &str, size: u64) -> Result<()> {
+        let o = cstr(oid)?;
+        // SAFETY: as above.
+        let r = unsafe { (self.api().rados_trunc)(self.io, o.as_ptr(), size) };
+        check(r.into(), "truncating", oid).map(|_| ())
+    }
+
     /// The names of every object in the pool (default namespace).
     pub fn objects(&self) -> Result<Vec<String>> {
         let api = self.api();

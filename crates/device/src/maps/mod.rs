@@ -4,6 +4,7 @@
 //! - [`snapshot`]: the snapshot file, read straight into the arrays.
 //! - [`store`]: the merge log and compaction.
 
+mod rados;
 mod snapshot;
 mod store;
 

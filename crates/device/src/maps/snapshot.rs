@@ -37,6 +37,20 @@ fn corrupted(what: &str) -> LinkError {
 
 /// Writes `maps` as a snapshot to `path` (and syncs it).
 pub fn write(path: &Path, maps: &Maps) -> Result<u64> {
+    let file = File::create(path).map_err(io)?;
+    let (written, w) = write_to(BufWriter::with_capacity(CHUNK, file), maps)?;
+    let f = w.into_inner().map_err(|e| io(e.into_error()))?;
+    f.sync_all().map_err(io)?;
+    Ok(written)
+}
+
+/// `maps` as snapshot bytes in memory (a RADOS store's snapshot).
+pub fn encode(maps: &Maps) -> Result<Vec<u8>> {
+    Ok(write_to(Vec::new(), maps)?.1)
+}
+
+/// Writes `maps` as a snapshot to `w`; the bytes written and `w`.
+fn write_to<W: Write>(w: W, maps: &Maps) -> Result<(u64, W)> {
     let (dense, sparse) = maps.l2p.parts();
     let mut tables: Vec<_> = maps.vids.iter().collect();
     tables.sort_by_key(|(t, _)| **t);
@@ -50,7 +64,7 @@ pub fn write(path: &Path, maps: &Maps) -> Result<u64> {
             .map(|(_, v)| 12 + 8 * v.len() as u64)
             .sum::<u64>();
     let mut out = Sink {
-        w: BufWriter::with_capacity(CHUNK, File::create(path).map_err(io)?),
+        w,
         crc: crc32fast::Hasher::new(),
     };
     out.w.write_all(MAGIC).map_err(io)?;
@@ -69,9 +83,7 @@ pub fn write(path: &Path, maps: &Maps) -> Result<u64> {
     }
     let crc = out.crc.finalize();
     out.w.write_all(&crc.to_le_bytes()).map_err(io)?;
-    let f = out.w.into_inner().map_err(|e| io(e.into_error()))?;
-    f.sync_all().map_err(io)?;
-    Ok(payload_len + 16)
+    Ok((payload_len + 16, out.w))
 }
 
 /// A snapshot read back.
@@ -88,7 +100,16 @@ pub struct Snapshot {
 pub fn read(path: &Path) -> Result<Snapshot> {
     let file = File::open(path).map_err(io)?;
     let len = file.metadata().map_err(io)?.len();
-    let mut r = BufReader::with_capacity(CHUNK, file);
+    read_from(BufReader::with_capacity(CHUNK, file), len)
+}
+
+/// Reads a snapshot from bytes in memory (a RADOS store's snapshot).
+pub fn decode(bytes: &[u8]) -> Result<Snapshot> {
+    read_from(bytes, bytes.len() as u64)
+}
+
+/// Reads a snapshot of `len` bytes from `r`.
+fn read_from<R: Read>(mut r: R, len: u64) -> Result<Snapshot> {
     let mut magic = [0u8; 4];
     r.read_exact(&mut magic)
         .map_err(|_| corrupted("truncated header"))?;
@@ -134,7 +155,7 @@ pub fn read(path: &Path) -> Result<Snapshot> {
     })
 }
 
-fn decode_payload(s: &mut Stream) -> Result<Maps> {
+fn decode_payload<R: Read>(s: &mut Stream<R>) -> Result<Maps> {
     let dense_len = s.u64()?;
     let dense = s.u64s(dense_len)?;
     let sparse_len = s.u64()?;
@@ -164,14 +185,14 @@ fn decode_payload(s: &mut Stream) -> Result<Maps> {
 }
 
 /// The payload being read, checksummed as it goes.
-struct Stream {
-    r: BufReader<File>,
+struct Stream<R> {
+    r: R,
     crc: crc32fast::Hasher,
     left: u64,
     buf: Vec<u8>,
 }
 
-impl Stream {
+impl<R: Read> Stream<R> {
     fn take(&mut self, n: usize) -> Result<&[u8]> {
         if n as u64 > self.left {
             return Err(corrupted("a field beyond the payload"));
@@ -214,12 +235,12 @@ impl Stream {
 }
 
 /// The payload being written, checksummed as it goes.
-struct Sink {
-    w: BufWriter<File>,
+struct Sink<W> {
+    w: W,
     crc: crc32fast::Hasher,
 }
 
-impl Sink {
+impl<W: Write> Sink<W> {
     fn put(&mut self, b: &[u8]) -> Result<()> {
         self.crc.update(b);
         self.w.write_all(b).map_err(io)

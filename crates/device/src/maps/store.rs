@@ -26,33 +26,47 @@
 //! ends in that same snapshot: every crash point opens to the same maps.
 //! A compaction that failed leaves maps.log.old; the next one is then
 //! written in place, under the lock, and removes it.
+//!
+//! A store on RADOS keeps the same snapshot and log bytes in objects and
+//! follows the same rules, with a head object in place of the renames
+//! (rados.rs).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::{Lpn, Ppn, TableId};
 use ndpdb_link::command::{decode_map_delta, encode_map_delta};
 use ndpdb_link::{Result, VidEntry};
 
+use ndpdb_rados::Pool;
+
+use super::rados::{RadosCompaction, RadosMaps};
 use super::{io, snapshot, Maps};
 
-/// Persistence of [`Maps`] in a directory.
+/// Persistence of [`Maps`] in a directory or in RADOS objects.
 pub struct MapStore {
-    dir: PathBuf,
-    log: File,
+    medium: Medium,
     log_len: u64,
     snapshot_len: u64,
-    /// A background compaction holds maps.log.old.
-    compacting: bool,
+    /// A background compaction holds maps.log.old (on RADOS: the
+    /// generation its snapshot will have).
+    compacting: Option<u64>,
+}
+
+enum Medium {
+    Dir { dir: PathBuf, log: File },
+    Rados(RadosMaps),
 }
 
 /// A compaction whose log was set aside: [`Compaction::write`] turns the
 /// copy of the maps into the snapshot (off the store's lock), and
 /// [`MapStore::end_compaction`] records the outcome.
-pub struct Compaction {
-    dir: PathBuf,
+pub enum Compaction {
+    Dir(PathBuf),
+    Rados(RadosCompaction),
 }
 
 const LOG: &str = "maps.log";
@@ -90,11 +104,44 @@ impl MapStore {
             log.sync_all().map_err(io)?;
         }
         let mut store = MapStore {
-            dir: dir.to_path_buf(),
-            log,
+            medium: Medium::Dir {
+                dir: dir.to_path_buf(),
+                log,
+            },
             log_len: valid as u64,
             snapshot_len,
-            compacting: false,
+            compacting: None,
+        };
+        if older_format || interrupted {
+            store.compact(&maps)?;
+        }
+        Ok((store, maps))
+    }
+
+    /// Opens (or creates) the map objects under `prefix` in `pool` and
+    /// returns the recovered maps.
+    pub fn open_rados(pool: Arc<Pool>, prefix: &str) -> Result<(MapStore, Maps)> {
+        let opened = RadosMaps::open(pool, prefix, crate::store::STORE_FORMAT)?;
+        let mut rados = opened.maps;
+        let mut maps = Maps::default();
+        let (mut snapshot_len, mut older_format) = (0, false);
+        if let Some(bytes) = opened.snapshot {
+            let snap = snapshot::decode(&bytes)?;
+            (maps, snapshot_len, older_format) = (snap.maps, snap.len, snap.older_format);
+        }
+        let mut valid = 0;
+        for (i, bytes) in opened.logs.iter().enumerate() {
+            valid = replay_log(bytes, &mut maps);
+            if i + 1 == opened.logs.len() && valid < bytes.len() {
+                rados.cut_log(valid as u64)?;
+            }
+        }
+        let interrupted = rados.interrupted();
+        let mut store = MapStore {
+            medium: Medium::Rados(rados),
+            log_len: valid as u64,
+            snapshot_len,
+            compacting: None,
         };
         if older_format || interrupted {
             store.compact(&maps)?;
@@ -120,8 +167,13 @@ impl MapStore {
         w.u32(batch.len() as u32)
             .u32(crc32fast::hash(batch))
             .raw(batch);
-        self.log.write_all(w.as_slice()).map_err(io)?;
-        self.log.sync_data().map_err(io)?;
+        match &mut self.medium {
+            Medium::Dir { log, .. } => {
+                log.write_all(w.as_slice()).map_err(io)?;
+                log.sync_data().map_err(io)?;
+            }
+            Medium::Rados(r) => r.append(self.log_len, w.as_slice())?,
+        }
         self.log_len += w.len() as u64;
         Ok(())
     }
@@ -129,14 +181,20 @@ impl MapStore {
     /// Whether the log has grown enough to fold it into a new snapshot
     /// (and no compaction is under way).
     pub fn wants_compaction(&self) -> bool {
-        !self.compacting && self.log_len > (4 << 20).max(self.snapshot_len)
+        self.compacting.is_none() && self.log_len > (4 << 20).max(self.snapshot_len)
     }
 
     /// Writes `maps` as the new snapshot and empties the log, in place.
     pub fn compact(&mut self, maps: &Maps) -> Result<()> {
-        let written = write_snapshot(&self.dir, maps)?;
-        self.log.set_len(0).map_err(io)?;
-        self.log.sync_all().map_err(io)?;
+        let written = match &mut self.medium {
+            Medium::Dir { dir, log } => {
+                let written = write_snapshot(dir, maps)?;
+                log.set_len(0).map_err(io)?;
+                log.sync_all().map_err(io)?;
+                written
+            }
+            Medium::Rados(r) => r.compact(maps)?,
+        };
         self.log_len = 0;
         self.snapshot_len = written;
         Ok(())
@@ -147,37 +205,52 @@ impl MapStore {
     /// takes the merges that follow. `None` when it was done in place
     /// instead (an earlier compaction failed and left its log).
     pub fn begin_compaction(&mut self, maps: &Maps) -> Result<Option<Compaction>> {
-        if self.dir.join(OLD_LOG).exists() {
+        let in_place = match &self.medium {
+            Medium::Dir { dir, .. } => dir.join(OLD_LOG).exists(),
+            Medium::Rados(r) => r.interrupted(),
+        };
+        if in_place {
             self.compact(maps)?;
             return Ok(None);
         }
-        fs::rename(self.dir.join(LOG), self.dir.join(OLD_LOG)).map_err(io)?;
-        let fresh = sync_dir(&self.dir)
-            .and_then(|()| open_log(&self.dir.join(LOG)))
-            .and_then(|f| sync_dir(&self.dir).map(|()| f));
-        self.log = match fresh {
-            Ok(f) => f,
-            Err(e) => {
-                // The log goes back: `self.log` still writes to it.
-                let _ = fs::remove_file(self.dir.join(LOG));
-                fs::rename(self.dir.join(OLD_LOG), self.dir.join(LOG)).map_err(io)?;
-                return Err(e);
+        let (compaction, gen) = match &mut self.medium {
+            Medium::Dir { dir, log } => {
+                fs::rename(dir.join(LOG), dir.join(OLD_LOG)).map_err(io)?;
+                let fresh = sync_dir(dir)
+                    .and_then(|()| open_log(&dir.join(LOG)))
+                    .and_then(|f| sync_dir(dir).map(|()| f));
+                *log = match fresh {
+                    Ok(f) => f,
+                    Err(e) => {
+                        // The log goes back: `log` still writes to it.
+                        let _ = fs::remove_file(dir.join(LOG));
+                        fs::rename(dir.join(OLD_LOG), dir.join(LOG)).map_err(io)?;
+                        return Err(e);
+                    }
+                };
+                (Compaction::Dir(dir.clone()), 0)
+            }
+            Medium::Rados(r) => {
+                let job = r.begin_compaction()?;
+                let gen = job.generation();
+                (Compaction::Rados(job), gen)
             }
         };
         self.log_len = 0;
-        self.compacting = true;
-        Ok(Some(Compaction {
-            dir: self.dir.clone(),
-        }))
+        self.compacting = Some(gen);
+        Ok(Some(compaction))
     }
 
     /// Records how a background compaction ended (its snapshot's size).
-    /// After a failure maps.log.old stays: open replays it, and the next
-    /// compaction is done in place.
+    /// After a failure maps.log.old stays (on RADOS: the head names both
+    /// logs): open replays it, and the next compaction is done in place.
     pub fn end_compaction(&mut self, outcome: &Result<u64>) {
-        self.compacting = false;
+        let gen = self.compacting.take();
         if let Ok(written) = outcome {
             self.snapshot_len = *written;
+            if let (Medium::Rados(r), Some(gen)) = (&mut self.medium, gen) {
+                r.end_compaction(gen, *written);
+            }
         }
     }
 }
@@ -186,7 +259,10 @@ impl Compaction {
     /// Writes `maps` (as they were when the log was set aside) as the
     /// snapshot and removes the log it replaces; the snapshot's size.
     pub fn write(self, maps: &Maps) -> Result<u64> {
-        write_snapshot(&self.dir, maps)
+        match self {
+            Compaction::Dir(dir) => write_snapshot(&dir, maps),
+            Compaction::Rados(job) => job.write(maps),
+        }
     }
 }
 

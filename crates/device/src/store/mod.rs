@@ -31,6 +31,7 @@ use ndpdb_formats::Ppn;
 use ndpdb_link::{LinkError, NvmProfile, Result};
 
 use file::FilePages;
+pub(crate) use rados::link_err;
 pub use rados::{RadosPages, PAGES_PER_OBJECT};
 
 /// The store format this build writes and reads: 2 = PAX pages.
@@ -135,7 +136,11 @@ impl PageStore {
     }
 
     /// The store in RADOS objects named after `prefix` in `pool`.
-    pub fn open_rados(pool: ndpdb_rados::Pool, prefix: &str, nvm: NvmProfile) -> Result<PageStore> {
+    pub fn open_rados(
+        pool: Arc<ndpdb_rados::Pool>,
+        prefix: &str,
+        nvm: NvmProfile,
+    ) -> Result<PageStore> {
         let (medium, pages) = RadosPages::open(pool, prefix)?;
         Ok(PageStore::with(Medium::Rados(medium), pages, nvm))
     }

@@ -16,6 +16,8 @@
 //! At open the page count is recovered from the highest object and its
 //! size: one listing of the pool.
 
+use std::sync::Arc;
+
 use ndpdb_formats::page::scrub::{Scrub, SCRUB_BYTES};
 use ndpdb_formats::page::PAGE_SIZE;
 use ndpdb_formats::Ppn;
@@ -27,7 +29,7 @@ pub const PAGES_PER_OBJECT: u64 = 512;
 
 /// The pages of one device store in a pool.
 pub struct RadosPages {
-    pool: Pool,
+    pool: Arc<Pool>,
     /// Objects are `{prefix}.pages.N`.
     prefix: String,
 }
@@ -44,7 +46,7 @@ pub(crate) fn link_err(e: RadosError) -> LinkError {
 
 impl RadosPages {
     /// The store under `prefix` in `pool`, with the pages it holds.
-    pub fn open(pool: Pool, prefix: &str) -> Result<(RadosPages, u64)> {
+    pub fn open(pool: Arc<Pool>, prefix: &str) -> Result<(RadosPages, u64)> {
         let pages = RadosPages {
             pool,
             prefix: prefix.to_string(),
