@@ -38,12 +38,20 @@ pub struct DeviceArgs {
     /// Attach to a device process (`ndpdb device`) at unix:PATH or
     /// tcp:HOST:PORT instead of opening the embedded device in DIR/device
     /// (the device's own options then apply, not --pes, --device-cpus or
-    /// --nvm).
+    /// --nvm); or `rados`: the embedded device with its store in Ceph
+    /// RADOS (--ceph-conf, --pool).
     #[arg(long, value_name = "ADDR")]
     pub device: Option<String>,
     /// File with the shared secret the device requires (TCP).
     #[arg(long)]
     pub token_file: Option<std::path::PathBuf>,
+    /// The Ceph cluster's config for `--device rados` (default
+    /// $CEPH_CONF, else /etc/ceph/ceph.conf).
+    #[arg(long, value_name = "FILE")]
+    pub ceph_conf: Option<std::path::PathBuf>,
+    /// The RADOS pool of the device store for `--device rados`.
+    #[arg(long, default_value = "ndpdb")]
+    pub pool: String,
 }
 
 /// Resolves an NVM latency profile name.
@@ -64,6 +72,10 @@ impl DeviceArgs {
             config,
             self.device.as_deref(),
             self.token_file.as_deref(),
+            &crate::device::RadosArgs {
+                ceph_conf: self.ceph_conf.clone(),
+                pool: self.pool.clone(),
+            },
         )
     }
 

@@ -34,15 +34,34 @@ pub fn read_token(file: Option<&Path>) -> Result<Vec<u8>> {
     Ok(text.trim_ascii().to_vec())
 }
 
+/// Where `--device rados` finds its store.
+pub struct RadosArgs {
+    pub ceph_conf: Option<PathBuf>,
+    pub pool: String,
+}
+
+impl RadosArgs {
+    /// `--ceph-conf`, else `$CEPH_CONF`, else Ceph's default path.
+    pub fn conf(&self) -> PathBuf {
+        self.ceph_conf
+            .clone()
+            .or_else(|| std::env::var_os("CEPH_CONF").map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("/etc/ceph/ceph.conf"))
+    }
+}
+
 /// Opens the database in `dir`: on the device process at `device` if
-/// given, else with the embedded device.
+/// given, with its store in RADOS for `rados`, else with the embedded
+/// device.
 pub fn open(
     dir: &Path,
     config: Config,
     device: Option<&str>,
     token: Option<&Path>,
+    rados: &RadosArgs,
 ) -> Result<Database> {
     match device {
+        Some("rados") => ndpdb_embedded::open_rados(dir, config, &rados.conf(), &rados.pool),
         Some(addr) => Database::attach(dir, config, addr, read_token(token)?),
         None => ndpdb_embedded::open_with(dir, config),
     }

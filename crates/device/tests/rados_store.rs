@@ -154,7 +154,7 @@ fn maps_survive_reopen_torn_tails_and_compaction_crash_points() {
         merge(&mut store, &mut maps);
     }
     drop(store);
-    let (mut store, mut maps) = open();
+    let (store, mut maps) = open();
     check(&maps, 3);
 
     // A torn batch at the log's end: cut on open, and later batches land

@@ -15,6 +15,9 @@
 //! database either way for the suites that run on every engine variant.
 
 pub mod process;
+pub mod rados;
+
+pub use rados::open_rados;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -9,6 +9,10 @@
 //!                                  + Database::attach        (device process)
 //! ```
 //!
+//! `NDPDB_TEST_DEVICE=rados` (with `CEPH_CONF` naming a cluster) opens
+//! the in-process device with its store in RADOS instead: pool `ndpdb`,
+//! objects under a prefix of each database's own (`crate::rados`).
+//!
 //! The test suites that must hold for every engine variant (the
 //! sqllogictest files, the differential NDP tests) open their databases
 //! through [`open_variant`]; CI runs them once per variant.
@@ -25,6 +29,8 @@ use ndpdb_host::{Config, Database, Error, Result};
 
 /// The variable naming the `ndpdb` binary that runs device processes.
 pub const DEVICE_BIN_VAR: &str = "NDPDB_TEST_DEVICE_BIN";
+/// The variable choosing the device store's medium (`rados`).
+pub const DEVICE_KIND_VAR: &str = "NDPDB_TEST_DEVICE";
 
 /// A device process, killed (and its lock-table region removed) when
 /// dropped.
@@ -140,6 +146,18 @@ impl Deref for Opened {
 /// Opens the database in `dir` as the environment chooses (see the
 /// module docs).
 pub fn open_variant(dir: &Path, config: Config) -> Result<Opened> {
+    if std::env::var_os(DEVICE_KIND_VAR).is_some_and(|v| v == "rados") {
+        let conf = std::env::var_os("CEPH_CONF").ok_or_else(|| {
+            Error::new(
+                SqlState("58P01"),
+                format!("{DEVICE_KIND_VAR}=rados needs CEPH_CONF"),
+            )
+        })?;
+        return Ok(Opened {
+            db: crate::open_rados(dir, config, Path::new(&conf), "ndpdb")?,
+            _device: None,
+        });
+    }
     match std::env::var_os(DEVICE_BIN_VAR) {
         None => Ok(Opened {
             db: crate::open_with(dir, config)?,
