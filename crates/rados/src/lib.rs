@@ -34,11 +34,13 @@
 //! changes an I/O context's settings (snapshots, namespaces, locator
 //! keys), which are the exceptions.
 
+mod counters;
 mod error;
 mod ffi;
 mod ops;
 mod pool;
 
+pub use counters::{counters, Counters};
 pub use error::{Error, Result};
 pub use ops::WriteOp;
 pub use pool::{Cluster, Pool};

@@ -187,7 +187,9 @@ impl Pool {
         let r = unsafe {
             (self.api().rados_write_full)(self.io, o.as_ptr(), data.as_ptr().cast(), data.len())
         };
-        check(r.into(), "writing", oid).map(|_| ())
+        check(r.into(), "writing", oid)?;
+        crate::counters::written(data.len());
+        Ok(())
     }
 
     /// Writes `data` at `offset` (creating the object, growing it).
@@ -203,7 +205,9 @@ impl Pool {
                 offset,
             )
         };
-        check(r.into(), "writing", oid).map(|_| ())
+        check(r.into(), "writing", oid)?;
+        crate::counters::written(data.len());
+        Ok(())
     }
 
     /// Up to `len` bytes from `offset`: fewer at the object's end.
@@ -216,6 +220,7 @@ impl Pool {
         };
         let n = check(r.into(), "reading", oid)? as usize;
         buf.truncate(n.min(len));
+        crate::counters::read(buf.len());
         Ok(buf)
     }
 
@@ -313,6 +318,7 @@ impl Pool {
         };
         let n = reply(r, &format!("{class}.{method}"), oid, reply_cap)?;
         out.truncate(n);
+        crate::counters::replied(n);
         Ok(out)
     }
 
@@ -381,6 +387,7 @@ impl Pool {
                 unsafe { (api.rados_aio_release)(f.completion) };
                 let n = reply(r, &op, oid, reply_cap)?;
                 f.out.truncate(n);
+                crate::counters::replied(n);
                 Ok(f.out)
             })
             .collect();
