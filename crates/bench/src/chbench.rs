@@ -797,6 +797,30 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
             t.as_secs_f64()
         ));
     }
+    // The same rows once more, into a database whose device store is
+    // in RADOS.
+    let rados_dir = opts.out.join("db-rados");
+    if opts.links.contains(&LinkKind::Rados) {
+        if rados_dir.exists() {
+            std::fs::remove_dir_all(&rados_dir)?;
+        }
+        let bin = std::env::current_exe()?;
+        let db = ndpdb_embedded::process::open_over(
+            &rados_dir,
+            opts.base.clone(),
+            LinkKind::Rados,
+            &bin,
+        )?;
+        let before = ndpdb_rados::counters();
+        let t = load(&db, opts.rows, true)?;
+        let moved = ndpdb_rados::counters().since(&before);
+        log(&format!(
+            "loaded {} order lines into RADOS in {:.1} s ({} B written to objects)",
+            opts.rows,
+            t.as_secs_f64(),
+            moved.written_bytes
+        ));
+    }
     let mut all = Vec::new();
     for preset in &opts.presets {
         let config = Config {
@@ -843,10 +867,28 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
         }
     }
     for &link in opts.links.iter().filter(|l| **l != LinkKind::InProcess) {
+        let at = if link == LinkKind::Rados {
+            &rados_dir
+        } else {
+            &dir
+        };
         for ndp in [false, true] {
-            let m = measure_over(&dir, &opts.base, link, "query-sum", QUERY_SUM, ndp)?;
+            let before = ndpdb_rados::counters();
+            let m = measure_over(at, &opts.base, link, "query-sum", QUERY_SUM, ndp)?;
+            let moved = ndpdb_rados::counters().since(&before);
+            let from_rados = if link == LinkKind::Rados {
+                // measure_over opens the database, then runs the query
+                // RUNS times: per run, what the opening read is shared.
+                format!(
+                    "  read from RADOS {:>12} B per run ({} calls)",
+                    moved.read_bytes / RUNS as u64,
+                    moved.calls / RUNS as u64
+                )
+            } else {
+                String::new()
+            };
             log(&format!(
-                "query-sum  {:<12} ndp {:<3} {}  data to host {:>12} B  link messages {:>7}  result {}",
+                "query-sum  {:<12} ndp {:<3} {}  data to host {:>12} B  link messages {:>7}  result {}{from_rados}",
                 link.name(),
                 if ndp { "on" } else { "off" },
                 m.timing(),

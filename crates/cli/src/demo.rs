@@ -323,7 +323,9 @@ pub enum Bench {
         target: Vec<String>,
         /// Also run Query-SUM with the device as its own process, reached
         /// over these links (comma separated: unix, tcp), serving the
-        /// same store.
+        /// same store; rados: the same rows loaded into a database whose
+        /// device store is in Ceph RADOS ($CEPH_CONF, pool
+        /// $NDPDB_RADOS_POOL or ndpdb).
         #[arg(long, value_delimiter = ',')]
         links: Vec<String>,
     },
@@ -914,7 +916,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                     ndpdb_embedded::process::LinkKind::by_name(l.trim()).ok_or_else(|| {
                         Error::new(
                             SqlState::INVALID_PARAMETER_VALUE,
-                            format!("unknown link {l} (in-process, unix or tcp)"),
+                            format!("unknown link {l} (in-process, unix, tcp or rados)"),
                         )
                     })
                 })

@@ -190,6 +190,10 @@ pub enum LinkKind {
     Unix,
     /// An `ndpdb device` process over TCP on the loopback interface.
     Tcp,
+    /// The device engine in this process with its store in Ceph RADOS
+    /// (the cluster `$CEPH_CONF` names, pool `$NDPDB_RADOS_POOL` or
+    /// `ndpdb`): a database of its own, loaded there, not `DIR/device`.
+    Rados,
 }
 
 impl LinkKind {
@@ -198,6 +202,7 @@ impl LinkKind {
             LinkKind::InProcess => "in-process",
             LinkKind::Unix => "unix-socket",
             LinkKind::Tcp => "tcp",
+            LinkKind::Rados => "rados",
         }
     }
 
@@ -206,6 +211,7 @@ impl LinkKind {
             "in-process" | "inproc" => Some(LinkKind::InProcess),
             "unix" | "unix-socket" => Some(LinkKind::Unix),
             "tcp" => Some(LinkKind::Tcp),
+            "rados" => Some(LinkKind::Rados),
             _ => None,
         }
     }
@@ -215,6 +221,19 @@ impl LinkKind {
 /// `ndpdb device` process (`bin`) serves the database's own store
 /// (`DIR/device`), so every kind reads the same pages.
 pub fn open_over(dir: &Path, config: Config, link: LinkKind, bin: &Path) -> Result<Opened> {
+    if link == LinkKind::Rados {
+        let conf = std::env::var_os("CEPH_CONF").ok_or_else(|| {
+            Error::new(
+                SqlState("58P01"),
+                "the rados link needs CEPH_CONF (the cluster's ceph.conf)",
+            )
+        })?;
+        let pool = std::env::var("NDPDB_RADOS_POOL").unwrap_or_else(|_| "ndpdb".into());
+        return Ok(Opened {
+            db: crate::open_rados(dir, config, Path::new(&conf), &pool)?,
+            _device: None,
+        });
+    }
     match DeviceAt::start(dir, &config, link, bin)? {
         None => Ok(Opened {
             db: crate::open_with(dir, config)?,
@@ -247,7 +266,7 @@ impl DeviceAt {
     ) -> Result<Option<DeviceAt>> {
         std::fs::create_dir_all(dir)?;
         let (listen, token) = match link {
-            LinkKind::InProcess => return Ok(None),
+            LinkKind::InProcess | LinkKind::Rados => return Ok(None),
             LinkKind::Unix => (format!("unix:{}", dir.join("device.sock").display()), None),
             LinkKind::Tcp => {
                 let token = dir.join("device.token");
