@@ -11,6 +11,8 @@
 #   scripts/ceph-test-cluster.sh stop DIR    stops every daemon by its pid
 #                                            file DIR/run/$name.pid
 #   scripts/ceph-test-cluster.sh status DIR  `ceph -s` against it
+#   scripts/ceph-test-cluster.sh start-osd DIR N   starts osd.N again (a test
+#                                            killed it) and waits for health
 #
 #   DIR/ceph.conf        the cluster's config (clients read it too)
 #   DIR/run/NAME.pid     one per daemon: mon.a, mgr.x, osd.0 … osd.2
@@ -33,7 +35,7 @@ set -euo pipefail
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || {
-  echo "usage: $0 start|stop|status|install-classes DIR" >&2
+  echo "usage: $0 start|stop|status|install-classes|start-osd DIR [N]" >&2
   exit 2
 }
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -149,6 +151,12 @@ osd pool default size = 3
 osd pool default min size = 2
 osd pool default pg autoscale mode = off
 osd crush chooseleaf type = 0
+# A killed OSD is marked down within seconds, not the default 20+, so
+# clients move on to the replicas while a test waits.
+osd heartbeat interval = 1
+osd heartbeat grace = 4
+mon osd min down reporters = 1
+mon osd reporter subtree level = osd
 mon allow pool delete = true
 mon allow pool size one = true
 mon warn on pool no redundancy = false
@@ -229,8 +237,18 @@ stop() {
   rm -f "$dir"/run/*.pid
 }
 
+# Starts osd.N again (after a test killed it) and waits until every OSD
+# is up and every placement group active+clean.
+start_osd() {
+  local id=${3:?usage: $0 start-osd DIR N}
+  ceph-osd -c "$dir/ceph.conf" -i "$id"
+  wait_for 60 "$osds OSDs up" osds_up
+  wait_for 90 "placement groups active+clean" pgs_clean
+}
+
 case "$cmd" in
   start) start ;;
+  start-osd) start_osd "$@" ;;
   stop) stop ;;
   status) ceph_ -s ;;
   install-classes) install_classes ;;

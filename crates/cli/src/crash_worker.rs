@@ -171,7 +171,7 @@ impl Dependent {
     }
 }
 
-pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
+pub fn run(dir: &Path, seed: u64, ceph_conf: Option<&Path>) -> Result<ExitCode> {
     let config = Config {
         delta_buffer_bytes: 64 << 10,
         checkpoint_wal_bytes: 512 << 10,
@@ -181,7 +181,10 @@ pub fn run(dir: &Path, seed: u64) -> Result<ExitCode> {
         autovacuum_scale_factor: 0.05,
         ..Config::default()
     };
-    let db = ndpdb_embedded::open_with(dir, config)?;
+    let db = match ceph_conf {
+        None => ndpdb_embedded::open_with(dir, config)?,
+        Some(conf) => ndpdb_embedded::open_rados(dir, config, conf, "ndpdb")?,
+    };
     let mut s = Session::new(db.clone());
     let mut old = OldSnapshot::new(db.clone());
     s.execute(

@@ -198,6 +198,10 @@ enum Command {
         db: PathBuf,
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// The device store in RADOS (pool ndpdb) of the cluster this
+        /// config names.
+        #[arg(long)]
+        ceph_conf: Option<PathBuf>,
     },
 }
 
@@ -334,7 +338,11 @@ fn main() -> ExitCode {
                 token_file,
             })
         }),
-        Command::CrashWorker { db, seed } => crash_worker::run(&db, seed),
+        Command::CrashWorker {
+            db,
+            seed,
+            ceph_conf,
+        } => crash_worker::run(&db, seed, ceph_conf.as_deref()),
     };
     match result {
         Ok(code) => code,
