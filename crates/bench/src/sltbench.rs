@@ -375,6 +375,48 @@ pub fn postgres_row(conninfo: &str, ops: u64) -> Result<LatencyRow> {
     ))
 }
 
+/// A lock entry kept in a RADOS object, as a device on another machine
+/// would keep the shared lock table: a 16-byte queue word per key,
+/// acquired and released with one compare-and-write each (update NDP
+/// §5.1's CAS, done by the OSD holding the object, over the network).
+pub fn rados_row(pool: &ndpdb_rados::Pool, ops: u64) -> Result<LatencyRow> {
+    const KEYS: u64 = 1_000;
+    let oid = format!("ndpdb.bench.slt.{}", std::process::id());
+    let rados = |e: ndpdb_rados::Error| {
+        ndpdb_host::Error::new(ndpdb_formats::SqlState::IO_ERROR, e.to_string())
+    };
+    pool.write_full(&oid, &vec![0u8; KEYS as usize * 16])
+        .map_err(rados)?;
+    let mut failed = None;
+    let p50_p99 = time_ops(ops, |i| {
+        let at = (i % KEYS) * 16;
+        let mut held = [0u8; 16];
+        held[..8].copy_from_slice(&(i + 1).to_le_bytes());
+        let result = pool
+            .compare_and_write(&oid, at, &[0u8; 16], &held)
+            .and_then(|ok| {
+                ok.then_some(()).ok_or(ndpdb_rados::Error::Mismatch {
+                    oid: oid.clone(),
+                    offset: at,
+                })?;
+                pool.compare_and_write(&oid, at, &held, &[0u8; 16])
+            });
+        if let Err(e) = result {
+            failed.get_or_insert(e);
+        }
+    });
+    let _ = pool.remove(&oid);
+    if let Some(e) = failed {
+        return Err(rados(e));
+    }
+    Ok(LatencyRow::host_uncontended(
+        "rados",
+        "lock object (2 compare-and-writes)",
+        p50_p99,
+        ops,
+    ))
+}
+
 /// Writes `slt.csv`, `summary.txt` and the plots into `out`.
 pub fn write(out: &Path, rows: &[LatencyRow], header: &str) -> Result<PathBuf> {
     std::fs::create_dir_all(out)?;

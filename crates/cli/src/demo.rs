@@ -274,7 +274,8 @@ pub enum Bench {
         #[arg(long, default_value_t = 20_000)]
         remote_ops: u64,
         /// Where else the table lives: shm (a device process maps it with
-        /// this one), tcp (a device process, reached by messages).
+        /// this one), tcp (a device process, reached by messages), rados
+        /// (lock entries in a RADOS object, $CEPH_CONF).
         #[arg(long, value_delimiter = ',', default_value = "shm,tcp")]
         links: Vec<String>,
         /// PostgreSQL for the advisory-lock column: postgres[=CONNSTRING]

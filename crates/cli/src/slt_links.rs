@@ -8,6 +8,8 @@
 //!  bench ── attach::connect_device ──► ndpdb device (fresh store)
 //!    ├─ unix: SharedLockTable::open_shm   one CAS instruction per change
 //!    └─ tcp:  SharedLockTable::remote     one SLT_CAS round trip per change
+//!  bench ── librados ──► a lock object in pool ndpdb ($CEPH_CONF)
+//!    └─ rados: compare-and-write          one OSD write operation per change
 //! ```
 
 use ndpdb_bench::sltbench::{describe, host_rows, postgres_row, LatencyRow};
@@ -26,10 +28,16 @@ pub fn run(links: &[String], ops: u64, target: &str) -> Result<Vec<LatencyRow>> 
         let (label, kind) = match name.as_str() {
             "shm" | "unix" => ("shm", LinkKind::Unix),
             "tcp" => ("tcp", LinkKind::Tcp),
+            "rados" => {
+                let r = rados_row(ops)?;
+                println!("{}", describe(&r));
+                rows.push(r);
+                continue;
+            }
             other => {
                 return Err(Error::new(
                     SqlState::INVALID_PARAMETER_VALUE,
-                    format!("unknown link {other} (shm, tcp)"),
+                    format!("unknown link {other} (shm, tcp, rados)"),
                 ))
             }
         };
@@ -70,4 +78,20 @@ pub fn run(links: &[String], ops: u64, target: &str) -> Result<Vec<LatencyRow>> 
         }
     }
     Ok(rows)
+}
+
+/// The `rados` row: lock entries in an object of pool `ndpdb` (or
+/// `$NDPDB_RADOS_POOL`) of the cluster `$CEPH_CONF` names.
+fn rados_row(ops: u64) -> Result<LatencyRow> {
+    let conf = std::env::var_os("CEPH_CONF").ok_or_else(|| {
+        Error::new(
+            SqlState("58P01"),
+            "the rados link needs CEPH_CONF (the cluster's ceph.conf)",
+        )
+    })?;
+    let pool = std::env::var("NDPDB_RADOS_POOL").unwrap_or_else(|_| "ndpdb".into());
+    let err = |e: ndpdb_rados::Error| Error::new(SqlState("08006"), e.to_string());
+    let cluster = ndpdb_rados::Cluster::connect(std::path::Path::new(&conf)).map_err(err)?;
+    let pool = cluster.pool(&pool).map_err(err)?;
+    ndpdb_bench::sltbench::rados_row(&pool, ops)
 }
