@@ -83,15 +83,9 @@ pub fn run(links: &[String], ops: u64, target: &str) -> Result<Vec<LatencyRow>> 
 /// The `rados` row: lock entries in an object of pool `ndpdb` (or
 /// `$NDPDB_RADOS_POOL`) of the cluster `$CEPH_CONF` names.
 fn rados_row(ops: u64) -> Result<LatencyRow> {
-    let conf = std::env::var_os("CEPH_CONF").ok_or_else(|| {
-        Error::new(
-            SqlState("58P01"),
-            "the rados link needs CEPH_CONF (the cluster's ceph.conf)",
-        )
-    })?;
-    let pool = std::env::var("NDPDB_RADOS_POOL").unwrap_or_else(|_| "ndpdb".into());
-    let err = |e: ndpdb_rados::Error| Error::new(SqlState("08006"), e.to_string());
-    let cluster = ndpdb_rados::Cluster::connect(std::path::Path::new(&conf)).map_err(err)?;
-    let pool = cluster.pool(&pool).map_err(err)?;
+    use ndpdb_embedded::rados::{cluster_from_env, rados_error};
+    let (conf, pool) = cluster_from_env()?;
+    let cluster = ndpdb_rados::Cluster::connect(&conf).map_err(rados_error)?;
+    let pool = cluster.pool(&pool).map_err(rados_error)?;
     ndpdb_bench::sltbench::rados_row(&pool, ops)
 }

@@ -10,8 +10,9 @@
 //! ```
 //!
 //! `NDPDB_TEST_DEVICE=rados` (with `CEPH_CONF` naming a cluster) opens
-//! the in-process device with its store in RADOS instead: pool `ndpdb`,
-//! objects under a prefix of each database's own (`crate::rados`).
+//! the in-process device with its store in RADOS instead: pool `ndpdb`
+//! (or `$NDPDB_RADOS_POOL`), objects under a prefix of each database's
+//! own (`crate::rados`).
 //!
 //! The test suites that must hold for every engine variant (the
 //! sqllogictest files, the differential NDP tests) open their databases
@@ -147,14 +148,9 @@ impl Deref for Opened {
 /// module docs).
 pub fn open_variant(dir: &Path, config: Config) -> Result<Opened> {
     if std::env::var_os(DEVICE_KIND_VAR).is_some_and(|v| v == "rados") {
-        let conf = std::env::var_os("CEPH_CONF").ok_or_else(|| {
-            Error::new(
-                SqlState("58P01"),
-                format!("{DEVICE_KIND_VAR}=rados needs CEPH_CONF"),
-            )
-        })?;
+        let (conf, pool) = crate::rados::cluster_from_env()?;
         return Ok(Opened {
-            db: crate::open_rados(dir, config, Path::new(&conf), "ndpdb")?,
+            db: crate::open_rados(dir, config, &conf, &pool)?,
             _device: None,
         });
     }
@@ -222,15 +218,9 @@ impl LinkKind {
 /// (`DIR/device`), so every kind reads the same pages.
 pub fn open_over(dir: &Path, config: Config, link: LinkKind, bin: &Path) -> Result<Opened> {
     if link == LinkKind::Rados {
-        let conf = std::env::var_os("CEPH_CONF").ok_or_else(|| {
-            Error::new(
-                SqlState("58P01"),
-                "the rados link needs CEPH_CONF (the cluster's ceph.conf)",
-            )
-        })?;
-        let pool = std::env::var("NDPDB_RADOS_POOL").unwrap_or_else(|_| "ndpdb".into());
+        let (conf, pool) = crate::rados::cluster_from_env()?;
         return Ok(Opened {
-            db: crate::open_rados(dir, config, Path::new(&conf), &pool)?,
+            db: crate::open_rados(dir, config, &conf, &pool)?,
             _device: None,
         });
     }

@@ -104,7 +104,22 @@ impl RadosStore {
     }
 }
 
-fn rados_error(e: ndpdb_rados::Error) -> Error {
+/// The cluster config and pool the environment names for benchmarks and
+/// test variants: `$CEPH_CONF`, and `$NDPDB_RADOS_POOL` or `ndpdb`.
+pub fn cluster_from_env() -> Result<(std::path::PathBuf, String)> {
+    let conf = std::env::var_os("CEPH_CONF").ok_or_else(|| {
+        Error::new(
+            SqlState("58P01"),
+            "a device store in RADOS needs CEPH_CONF (the cluster's ceph.conf)",
+        )
+    })?;
+    let pool = std::env::var("NDPDB_RADOS_POOL").unwrap_or_else(|_| "ndpdb".into());
+    Ok((conf.into(), pool))
+}
+
+/// A RADOS error as a database error: a missing library or object is
+/// 58P01, an unreachable cluster 08006, anything else 58030.
+pub fn rados_error(e: ndpdb_rados::Error) -> Error {
     let state = match e {
         ndpdb_rados::Error::Unavailable(_) => SqlState("58P01"),
         ndpdb_rados::Error::Connect { .. } => SqlState("08006"),
