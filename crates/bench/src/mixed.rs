@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ndpdb_host::{Config, Database, Result};
+use ndpdb_host::{Database, Result};
 use ndpdb_sql::{Output, Session};
 
 use crate::clients::{thread_panic, Clients, ISOLATION};
@@ -341,9 +341,4 @@ pub fn plot(path: &Path, runs: &[MixedRun], title: &str) -> std::result::Result<
         })
         .collect();
     crate::plot::line_chart(path, title, "time (s)", "YCSB ops/s", &series)
-}
-
-/// Opens the database for a run (fresh buffer pool).
-pub fn open(dir: &Path, config: &Config) -> Result<Database> {
-    ndpdb_embedded::open_with(dir, config.clone())
 }

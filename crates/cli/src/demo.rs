@@ -550,7 +550,8 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             };
             let embedded = targets.contains(&Target::Ndpdb);
             if embedded {
-                let db = ndpdb_embedded::open_with(&dir, config.clone())?;
+                // On the device --device names (a device process, RADOS).
+                let db = device.open(&dir, config.clone())?;
                 say(machine_line(&db));
                 if db.table(ycsb::TABLE).is_err() {
                     let t = ycsb::load(&db, records, 10, 100, true)?;
@@ -593,7 +594,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 for &ndp in ndp_modes(wire.as_ref()) {
                     let backend = match &wire {
                         Some(b) => b,
-                        None => &Backend::Embedded(ndpdb_bench::mixed::open(&dir, &config)?),
+                        None => &Backend::Embedded(device.open(&dir, config.clone())?),
                     };
                     let r = ndpdb_bench::mixed::run(backend, &opts, ndp)?;
                     let before = r.mean(ndpdb_bench::mixed::BEFORE);
@@ -679,7 +680,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 Err(e) => say(format!("plot failed: {e}")),
             }
             if !no_sweep && embedded {
-                let db = ndpdb_bench::mixed::open(&dir, &config)?;
+                let db = device.open(&dir, config.clone())?;
                 let sweep =
                     ndpdb_bench::mixed::sweep(&db, &[0, 10, 25, 50, 100], |l| say(l.to_string()))?;
                 let mut csv = String::from("selectivity,ndp,ms,rows\n");
