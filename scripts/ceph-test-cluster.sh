@@ -8,6 +8,8 @@
 #                                            cluster, creates the pool
 #                                            `ndpdb` (3 replicas, min_size
 #                                            2) and prints CEPH_CONF=DIR/ceph.conf
+#   scripts/ceph-test-cluster.sh install DIR only the packages (the object
+#                                            class builds against their headers)
 #   scripts/ceph-test-cluster.sh stop DIR    stops every daemon by its pid
 #                                            file DIR/run/$name.pid
 #   scripts/ceph-test-cluster.sh status DIR  `ceph -s` against it
@@ -35,7 +37,7 @@ set -euo pipefail
 cmd=${1:-}
 dir=${2:-}
 [ -n "$cmd" ] && [ -n "$dir" ] || {
-  echo "usage: $0 start|stop|status|install-classes|start-osd DIR [N]" >&2
+  echo "usage: $0 install|start|stop|status|install-classes|start-osd DIR [N]" >&2
   exit 2
 }
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -247,13 +249,14 @@ start_osd() {
 }
 
 case "$cmd" in
+  install) install_packages ;;
   start) start ;;
   start-osd) start_osd "$@" ;;
   stop) stop ;;
   status) ceph_ -s ;;
   install-classes) install_classes ;;
   *)
-    echo "usage: $0 start|stop|status|install-classes DIR" >&2
+    echo "usage: $0 install|start|stop|status|install-classes|start-osd DIR [N]" >&2
     exit 2
     ;;
 esac

@@ -518,11 +518,19 @@ fn plots(out: &Path, all: &[Measurement], postgres: Option<Duration>) -> Result<
     ] {
         let mut cats = Vec::new();
         let mut values = Vec::new();
-        for m in all.iter().filter(|m| m.label == label && !m.ndp) {
+        // By link preset, then the measurements over other links
+        // (`query-sum@rados`: the device's store in RADOS), by link.
+        fn link_of<'m>(m: &'m Measurement, label: &str) -> Option<&'m str> {
+            m.label.strip_prefix(label)?.strip_prefix('@')
+        }
+        for m in all
+            .iter()
+            .filter(|m| (m.label == label || link_of(m, label).is_some()) && !m.ndp)
+        {
             let on = all
                 .iter()
                 .find(|o| o.label == m.label && o.preset == m.preset && o.ndp);
-            cats.push(m.preset.clone());
+            cats.push(link_of(m, label).map_or_else(|| m.preset.clone(), str::to_string));
             let mut v = vec![ms(m), on.map_or(0.0, ms)];
             if let (Some(pg), "query-sum") = (postgres, label) {
                 v.push(pg.as_secs_f64() * 1e3);

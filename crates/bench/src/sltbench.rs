@@ -472,10 +472,13 @@ fn plots(out: &Path, rows: &[LatencyRow]) -> Result<bool, String> {
     )? {
         return Ok(false);
     }
-    // One host lock per link, with PostgreSQL's lock manager beside it.
+    // One host lock per link (a lock object on RADOS), with PostgreSQL's
+    // lock manager beside it.
     let across: Vec<&LatencyRow> = rows
         .iter()
-        .filter(|r| r.variant == "slt + hlt (integrated)" || r.link == "postgres")
+        .filter(|r| {
+            r.variant == "slt + hlt (integrated)" || r.link == "postgres" || r.link == "rados"
+        })
         .filter(|r| r.hot_keys.is_none())
         .collect();
     if across.iter().any(|r| r.link != "in-process") {

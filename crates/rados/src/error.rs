@@ -36,22 +36,10 @@ impl Error {
         match -r {
             e if e == i64::from(libc::ENOENT) => Error::NotFound(what.to_string()),
             e if e == i64::from(libc::EEXIST) => Error::Exists(what.to_string()),
-            e if e == i64::from(libc::ERANGE) => Error::ReplyTooLarge {
-                op: format!("{op} {what}"),
-                cap: 0,
-            },
             e => Error::Os {
                 op: format!("{op} {what}"),
                 errno: i32::try_from(e).unwrap_or(libc::EIO),
             },
-        }
-    }
-
-    /// The errno of an [`Error::Os`].
-    pub fn errno(&self) -> Option<i32> {
-        match self {
-            Error::Os { errno, .. } => Some(*errno),
-            _ => None,
         }
     }
 }

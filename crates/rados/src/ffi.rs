@@ -62,9 +62,6 @@ api! {
     rados_conf_get: fn(RadosT, *const c_char, *mut c_char, usize) -> c_int;
     rados_connect: fn(RadosT) -> c_int;
     rados_shutdown: fn(RadosT);
-    rados_pool_lookup: fn(RadosT, *const c_char) -> i64;
-    rados_pool_create: fn(RadosT, *const c_char) -> c_int;
-    rados_pool_delete: fn(RadosT, *const c_char) -> c_int;
     rados_ioctx_create: fn(RadosT, *const c_char, *mut IoctxT) -> c_int;
     rados_ioctx_destroy: fn(IoctxT);
     rados_write_full: fn(IoctxT, *const c_char, *const c_char, usize) -> c_int;
@@ -85,7 +82,6 @@ api! {
     rados_write_op_cmpext: fn(WriteOpT, *const c_char, usize, u64, *mut c_int);
     rados_write_op_write: fn(WriteOpT, *const c_char, usize, u64);
     rados_write_op_write_full: fn(WriteOpT, *const c_char, usize);
-    rados_write_op_remove: fn(WriteOpT);
     rados_write_op_omap_set2: fn(WriteOpT, *const *const c_char, *const *const c_char, *const usize, *const usize, usize);
     rados_write_op_omap_rm_keys2: fn(WriteOpT, *const *const c_char, *const usize, usize);
     rados_write_op_operate: fn(WriteOpT, IoctxT, *const c_char, *mut libc::time_t, c_int) -> c_int;

@@ -26,7 +26,6 @@ enum Step {
     Compare { offset: u64, expected: Vec<u8> },
     Write { offset: u64, data: Vec<u8> },
     WriteFull(Vec<u8>),
-    Remove,
     OmapSet(Vec<(String, Vec<u8>)>),
     OmapRemove(Vec<String>),
 }
@@ -71,12 +70,6 @@ impl WriteOp {
     /// Replaces the object's data with `data`.
     pub fn write_full(mut self, data: &[u8]) -> WriteOp {
         self.steps.push(Step::WriteFull(data.to_vec()));
-        self
-    }
-
-    /// Removes the object.
-    pub fn remove(mut self) -> WriteOp {
-        self.steps.push(Step::Remove);
         self
     }
 
@@ -176,7 +169,6 @@ impl Pool {
                     Step::WriteFull(data) => {
                         (api.rados_write_op_write_full)(raw, data.as_ptr().cast(), data.len())
                     }
-                    Step::Remove => (api.rados_write_op_remove)(raw),
                     Step::OmapSet(pairs) => {
                         let keys: Vec<*const c_char> =
                             pairs.iter().map(|(k, _)| k.as_ptr().cast()).collect();

@@ -48,7 +48,6 @@ impl Drop for Handle {
 #[derive(Clone)]
 pub struct Cluster {
     h: Arc<Handle>,
-    conf: String,
 }
 
 impl Cluster {
@@ -95,44 +94,7 @@ impl Cluster {
         if r < 0 {
             return Err(fail(os(r)));
         }
-        Ok(Cluster {
-            h: Arc::new(h),
-            conf: conf_s,
-        })
-    }
-
-    /// The config file this client was made from.
-    pub fn conf(&self) -> &str {
-        &self.conf
-    }
-
-    /// Whether the pool exists.
-    pub fn pool_exists(&self, name: &str) -> Result<bool> {
-        let n = cstr(name)?;
-        // SAFETY: a connected handle; `n` lives across the call.
-        let r = unsafe { (self.h.api.rados_pool_lookup)(self.h.cluster, n.as_ptr()) };
-        match r {
-            r if r >= 0 => Ok(true),
-            r if r == -i64::from(libc::ENOENT) => Ok(false),
-            r => Err(Error::from_ret(r, "looking up pool", name)),
-        }
-    }
-
-    /// Creates a pool with the cluster's default size and rules.
-    pub fn create_pool(&self, name: &str) -> Result<()> {
-        let n = cstr(name)?;
-        // SAFETY: as above.
-        let r = unsafe { (self.h.api.rados_pool_create)(self.h.cluster, n.as_ptr()) };
-        check(r.into(), "creating pool", name).map(|_| ())
-    }
-
-    /// Deletes a pool and every object in it (the monitors must allow
-    /// pool deletion).
-    pub fn delete_pool(&self, name: &str) -> Result<()> {
-        let n = cstr(name)?;
-        // SAFETY: as above.
-        let r = unsafe { (self.h.api.rados_pool_delete)(self.h.cluster, n.as_ptr()) };
-        check(r.into(), "deleting pool", name).map(|_| ())
+        Ok(Cluster { h: Arc::new(h) })
     }
 
     /// Opens a pool for I/O.

@@ -229,15 +229,8 @@ impl RadosMaps {
     /// in place; the snapshot's size.
     pub fn compact(&mut self, maps: &Maps) -> Result<u64> {
         let gen = self.current_log() + 1;
-        let job = self.job(gen, vec![gen]);
-        let written = job.write(maps)?;
-        self.head = Head {
-            logs: vec![gen],
-            ..self.head.clone()
-        };
-        self.head.snapshot_gen = gen;
-        self.head.snapshot_len = written;
-        self.head.chunks = chunks_of(written);
+        let written = self.job(gen).write(maps)?;
+        self.end_compaction(gen, written);
         Ok(written)
     }
 
@@ -249,18 +242,21 @@ impl RadosMaps {
         head.logs.push(gen);
         self.write_head(&head)?;
         self.head = head;
-        Ok(self.job(gen, vec![gen]))
+        Ok(self.job(gen))
     }
 
-    /// Records that a background compaction installed its snapshot.
+    /// Records that a compaction installed snapshot `gen` (the head it
+    /// wrote: that snapshot, and log `gen` alone).
     pub fn end_compaction(&mut self, gen: u64, written: u64) {
         self.head.snapshot_gen = gen;
         self.head.snapshot_len = written;
         self.head.chunks = chunks_of(written);
-        self.head.logs.retain(|&g| g >= gen);
+        self.head.logs = vec![gen];
     }
 
-    fn job(&self, gen: u64, logs: Vec<u64>) -> RadosCompaction {
+    /// The compaction that writes snapshot `gen` and leaves log `gen`
+    /// as the only one.
+    fn job(&self, gen: u64) -> RadosCompaction {
         RadosCompaction {
             pool: self.pool.clone(),
             prefix: self.prefix.clone(),
@@ -269,7 +265,7 @@ impl RadosMaps {
                 snapshot_gen: gen,
                 snapshot_len: 0,
                 chunks: 0,
-                logs,
+                logs: vec![gen],
             },
             old_logs: self
                 .head

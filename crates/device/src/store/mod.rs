@@ -254,22 +254,15 @@ impl PageStore {
 
     /// Checksum-verified pages for a PE's batch, as [`PageStore::page`]
     /// reads them one by one, with the mapping and the verified bits
-    /// looked up once for the batch (on RADOS: one read per run of
-    /// consecutive pages). `ppns` are sorted.
+    /// looked up once for the batch (without a mapping: one read per run
+    /// of consecutive pages). `ppns` are sorted.
     pub(crate) fn pages(&self, ppns: &[Ppn], out: &mut Vec<(Ppn, PageBytes)>) -> Result<()> {
         let Some(&last) = ppns.last() else {
             return Ok(());
         };
         self.in_range(last)?;
-        let map = match self.mapping((last.0 as usize + 1) * PAGE_SIZE)? {
-            Some(map) => map,
-            None if matches!(self.medium, Medium::Rados(_)) => return self.pages_by_run(ppns, out),
-            None => {
-                for &ppn in ppns {
-                    out.push((ppn, self.page(ppn)?));
-                }
-                return Ok(());
-            }
+        let Some(map) = self.mapping((last.0 as usize + 1) * PAGE_SIZE)? else {
+            return self.pages_by_run(ppns, out);
         };
         let mut unverified = Vec::new();
         {
@@ -292,8 +285,9 @@ impl PageStore {
         Ok(())
     }
 
-    /// [`PageStore::pages`] without a mapping: each run of consecutive
-    /// PPNs read in one piece, then cut into owned pages.
+    /// [`PageStore::pages`] without a mapping (RADOS, or a file grown
+    /// past its mapping): each run of consecutive PPNs read in one piece,
+    /// then cut into owned pages.
     fn pages_by_run(&self, ppns: &[Ppn], out: &mut Vec<(Ppn, PageBytes)>) -> Result<()> {
         let mut start = 0;
         while start < ppns.len() {
