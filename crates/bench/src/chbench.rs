@@ -421,23 +421,6 @@ pub fn measure_with(
     measure_on(&db, config, label, settings, sql, ndp)
 }
 
-/// [`measure`] with the device reached over `link` (a device process
-/// serving the database's own store for the socket kinds); the
-/// measurement's label gets `@<link>`.
-pub fn measure_over(
-    dir: &Path,
-    config: &Config,
-    link: LinkKind,
-    label: &str,
-    sql: &str,
-    ndp: bool,
-) -> Result<Measurement> {
-    let bin = std::env::current_exe()?;
-    let db = ndpdb_embedded::process::open_over(dir, config.clone(), link, &bin)?;
-    let label = format!("{label}@{}", link.name());
-    measure_on(&db, config, &label, &[], sql, ndp)
-}
-
 fn measure_on(
     db: &Database,
     config: &Config,
@@ -588,6 +571,30 @@ fn plots(out: &Path, all: &[Measurement], postgres: Option<Duration>) -> Result<
             &values,
         )?;
     }
+    if all.iter().any(|m| m.label.starts_with("fan-out-")) {
+        let mut series = vec![Series {
+            label: "ndpdb NDP, pages in RADOS (3 OSDs)".into(),
+            points: all
+                .iter()
+                .filter_map(|m| Some((num(m.label.strip_prefix("fan-out-")?), ms(m))))
+                .collect(),
+        }];
+        if let Some(pg) = postgres {
+            let x: Vec<f64> = series[0].points.iter().map(|p| p.0).collect();
+            let pg = pg.as_secs_f64() * 1e3;
+            series.push(Series {
+                label: "PostgreSQL 15 (local heap)".into(),
+                points: x.into_iter().map(|x| (x, pg)).collect(),
+            });
+        }
+        line_chart(
+            &out.join("fan-out.png"),
+            "Query-SUM in the OSDs: page objects called at once",
+            "objects in flight",
+            "time (ms)",
+            &series,
+        )?;
+    }
     if all.iter().any(|m| m.label.starts_with("selectivity-")) {
         line_chart(
             &out.join("selectivity.png"),
@@ -646,6 +653,9 @@ pub struct ChOptions {
     /// in-process device of the preset runs): a device process over a
     /// unix socket or TCP (base preset).
     pub links: Vec<LinkKind>,
+    /// With the `rados` link: Query-SUM with NDP on, calling this many
+    /// page objects at once (each scans its share in its OSD).
+    pub fan_out: Vec<usize>,
 }
 
 /// Query-SUM through the wire: a server on the loaded database (fresh
@@ -881,15 +891,19 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
             &dir
         };
         for ndp in [false, true] {
+            let bin = std::env::current_exe()?;
+            let db = ndpdb_embedded::process::open_over(at, opts.base.clone(), link, &bin)?;
+            // What the opening read (the maps) is not the query's.
             let before = ndpdb_rados::counters();
-            let m = measure_over(at, &opts.base, link, "query-sum", QUERY_SUM, ndp)?;
+            let label = format!("query-sum@{}", link.name());
+            let m = measure_on(&db, &opts.base, &label, &[], QUERY_SUM, ndp)?;
+            drop(db);
             let moved = ndpdb_rados::counters().since(&before);
             let from_rados = if link == LinkKind::Rados {
-                // measure_over opens the database, then runs the query
-                // RUNS times: per run, what the opening read is shared.
                 format!(
-                    "  read from RADOS {:>12} B per run ({} calls)",
+                    "  from RADOS per run: {:>12} B read, {:>9} B of object-class replies ({} calls)",
                     moved.read_bytes / RUNS as u64,
+                    moved.reply_bytes / RUNS as u64,
                     moved.calls / RUNS as u64
                 )
             } else {
@@ -902,6 +916,33 @@ pub fn run(opts: &ChOptions, mut log: impl FnMut(&str)) -> Result<Vec<Measuremen
                 m.timing(),
                 m.data_to_host,
                 m.control_messages,
+                m.result
+            ));
+            all.push(m);
+        }
+    }
+    if opts.links.contains(&LinkKind::Rados) {
+        for &in_flight in &opts.fan_out {
+            let config = Config {
+                rados_objects_in_flight: in_flight,
+                ..opts.base.clone()
+            };
+            let bin = std::env::current_exe()?;
+            let db = ndpdb_embedded::process::open_over(
+                &rados_dir,
+                config.clone(),
+                LinkKind::Rados,
+                &bin,
+            )?;
+            let before = ndpdb_rados::counters();
+            let label = format!("fan-out-{in_flight}");
+            let m = measure_on(&db, &config, &label, &[], QUERY_SUM, true)?;
+            drop(db);
+            let moved = ndpdb_rados::counters().since(&before);
+            log(&format!(
+                "query-sum  rados  {in_flight:>4} objects in flight  {}  {} B of replies per run  result {}",
+                m.timing(),
+                moved.reply_bytes / RUNS as u64,
                 m.result
             ));
             all.push(m);

@@ -52,6 +52,10 @@ pub struct DeviceArgs {
     /// The RADOS pool of the device store for `--device rados`.
     #[arg(long, default_value = "ndpdb")]
     pub pool: String,
+    /// With `--device rados`: objects an NDP scan calls at once, each
+    /// running its share of the scan in the OSD that holds it.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub objects_in_flight: u32,
 }
 
 /// Resolves an NVM latency profile name.
@@ -107,6 +111,7 @@ impl DeviceArgs {
             device_pes: self.pes,
             device_cpus: self.device_cpus.clone(),
             device_nvm: nvm_profile(&self.nvm)?,
+            rados_objects_in_flight: self.objects_in_flight as usize,
             ..config
         })
     }
@@ -329,6 +334,11 @@ pub enum Bench {
         /// $NDPDB_RADOS_POOL or ndpdb).
         #[arg(long, value_delimiter = ',')]
         links: Vec<String>,
+        /// With `--links rados`: Query-SUM with NDP on at each of these
+        /// numbers of page objects called at once (comma separated,
+        /// e.g. 1,2,4,8,16,64); plotted as fan-out.png.
+        #[arg(long, value_delimiter = ',', value_parser = clap::value_parser!(u32).range(1..=4096))]
+        fan_out: Vec<u32>,
     },
 }
 
@@ -910,6 +920,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             nvm,
             target,
             links,
+            fan_out,
         } => {
             let machine_cpus = cpus();
             let links = links
@@ -951,6 +962,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
                 postgres: None,
                 server: false,
                 links,
+                fan_out: fan_out.iter().map(|&n| n as usize).collect(),
             };
             for t in &target {
                 match Target::parse(t)? {

@@ -95,6 +95,7 @@ pub fn run(r: &DeviceRun) -> Result<ExitCode> {
         cpus: r.cpus.clone(),
         nvm: r.nvm,
         slt: Some(Arc::new(slt)),
+        ..DeviceOptions::default()
     };
     let pes = options.pes_effective();
     let engine = DeviceEngine::open_with(&r.store, options)?;

@@ -8,6 +8,8 @@
 //!                                                 └─ __cls_init → ndp_cls_register (src/shim.cc)
 //!                                                      └─ scrub: cls_cxx_read(object)
 //!                                                           └─ ndp_cls_scrub (here) → ndpdb_formats kernels
+//!  host ── Pool::exec_all(objects, "ndp", "scan_v1", requests) ──▶ OSDs
+//!                                                 └─ scan: cls_cxx_read(object) → ndp_cls_scan → ndpdb_scan
 //! ```
 //!
 //! The Rust side sees byte slices only; the C++ shim owns everything of
@@ -16,6 +18,9 @@
 //!
 //! Methods (versioned: a running OSD keeps the class it loaded first):
 //! - `scrub_v1`: [`ndpdb_formats::page::scrub`] over the whole object.
+//! - `scan_v1`: one object's share of an NDP scan or aggregate
+//!   ([`ndpdb_scan::object_scan`]): the request carries the snapshot, the
+//!   plan and the heads on the object's pages; the reply the partial.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -57,6 +62,60 @@ pub unsafe extern "C" fn ndp_cls_scrub(
     reply(out, cap, || {
         ndpdb_formats::page::scrub::scrub(run).encode().to_vec()
     })
+}
+
+/// The kernel behind `scan_v1`: one object's share of an NDP scan or
+/// aggregate ([`ndpdb_scan::object_scan::serve`]). The reply, of any
+/// size, is handed over in `*reply`/`*reply_len` and must be released
+/// with [`ndp_cls_free`]. Returns 0, or `-EIO` if the kernel panicked
+/// (a failed scan is a reply that carries its SQLSTATE).
+///
+/// # Safety
+/// `request` holds `request_len` readable bytes and `object` holds
+/// `object_len` (either may be anything when its length is 0); `reply`
+/// and `reply_len` are writable.
+#[no_mangle]
+pub unsafe extern "C" fn ndp_cls_scan(
+    request: *const u8,
+    request_len: usize,
+    object: *const u8,
+    object_len: usize,
+    reply: *mut *mut u8,
+    reply_len: *mut usize,
+) -> i64 {
+    let slice = |p: *const u8, n: usize| {
+        if n == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(p, n)
+        }
+    };
+    let (request, object) = (slice(request, request_len), slice(object, object_len));
+    match catch_unwind(AssertUnwindSafe(|| {
+        ndpdb_scan::object_scan::serve(request, object)
+    })) {
+        Ok(bytes) => {
+            let len = bytes.len();
+            *reply = Box::into_raw(bytes.into_boxed_slice()).cast::<u8>();
+            *reply_len = len;
+            0
+        }
+        Err(_) => -EIO,
+    }
+}
+
+/// Releases a reply of [`ndp_cls_scan`].
+///
+/// # Safety
+/// `reply` and `len` are what one `ndp_cls_scan` call handed over, and
+/// this is their only release.
+#[no_mangle]
+pub unsafe extern "C" fn ndp_cls_free(reply: *mut u8, len: usize) {
+    if !reply.is_null() {
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+            reply, len,
+        )));
+    }
 }
 
 #[cfg(ndp_cls_shim)]

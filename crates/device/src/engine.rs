@@ -61,6 +61,8 @@ pub struct DeviceOptions {
     /// The shared lock table (shared memory with the host); without one
     /// the device runs read-only NDP only.
     pub slt: Option<Arc<SharedLockTable>>,
+    /// A store in RADOS: objects an NDP scan calls at once (at least 1).
+    pub objects_in_flight: usize,
 }
 
 impl DeviceOptions {
@@ -101,7 +103,7 @@ impl DeviceEngine {
         options: DeviceOptions,
     ) -> Result<DeviceEngine> {
         let (map_store, maps) = MapStore::open_rados(pool.clone(), prefix)?;
-        let store = PageStore::open_rados(pool, prefix, options.nvm)?;
+        let store = PageStore::open_rados(pool, prefix, options.nvm, options.objects_in_flight)?;
         Ok(DeviceEngine::with(store, map_store, maps, options))
     }
 
@@ -127,11 +129,7 @@ impl DeviceEngine {
         let core = &self.core;
         Ok(match req {
             Request::ReadPage(ppn) => Response::Page(core.store.read(ppn)?),
-            Request::ReadPages(ppns) => Response::Pages(
-                ppns.into_iter()
-                    .map(|p| core.store.read(p))
-                    .collect::<Result<_>>()?,
-            ),
+            Request::ReadPages(ppns) => Response::Pages(core.store.read_many(&ppns)?),
             Request::WritePage(ppn, page) => {
                 PageRef::parse_verified(&page)?;
                 core.store.write(ppn, &page)?;
@@ -278,13 +276,11 @@ impl CommandHandler for DeviceEngine {
     /// it was written; one NVM read charged per page, as by READ_PAGES.
     fn read_pages_in_place(&self, ppns: &[Ppn]) -> Option<Result<Vec<bytes::Bytes>>> {
         let store = &self.core.store;
+        ppns.iter().for_each(|_| store.nvm.read_access());
         Some(
-            ppns.iter()
-                .map(|&ppn| {
-                    store.nvm.read_access();
-                    store.page(ppn).map(bytes::Bytes::from_owner)
-                })
-                .collect(),
+            store
+                .pages_as_asked(ppns)
+                .map(|pages| pages.into_iter().map(bytes::Bytes::from_owner).collect()),
         )
     }
 

@@ -33,7 +33,7 @@ use ndpdb_formats::codec::Writer;
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{Error, JobId, SqlState, TxId, Value};
 use ndpdb_link::ndp::{
-    encode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
+    encode_rows, FanOut, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
 };
 use ndpdb_link::{LinkError, Result as LinkResult};
 
@@ -186,6 +186,7 @@ impl NdpEngine {
                     pages_pruned: 0,
                     bytes_touched: 0,
                     unloaded: Vec::new(),
+                    fan_out: FanOut::default(),
                 }),
                 done: Condvar::new(),
                 result: Mutex::new(None),
@@ -409,6 +410,13 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     }
     .filter(|_| env.targets.is_empty())
     .map(|op| Pipeline::new(&inv.types, &inv.params, inv.filter.as_ref(), op));
+    // With the pages in RADOS objects, one PE fans the scan out over
+    // them (each object is read once, in its OSD).
+    let pes = if pipeline.is_some() && modify.is_none() && core.store.scan_objects().is_some() {
+        1
+    } else {
+        pes
+    };
     type PeRun = (Result<(PeOutput, PeStats), Error>, ModifyPart);
     let outputs: Vec<PeRun> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..pes)
@@ -463,6 +471,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     let mut modified = ModifyResult::default();
     let mut written = Vec::new();
     let mut lock_nanos = 0u64;
+    let mut fan_out = FanOut::default();
     let mut failure = None;
     for (o, part) in outputs {
         modified.rows += part.rows;
@@ -481,6 +490,9 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
                 pages_filtered += stats.pages_filtered;
                 pages_pruned += stats.pages_pruned;
                 bytes_touched += stats.bytes_touched;
+                fan_out.objects += stats.fan_out.objects;
+                fan_out.reply_bytes += stats.fan_out.reply_bytes;
+                fan_out.deferred += stats.fan_out.deferred;
                 parts.push(out);
             }
             Err(e) => {
@@ -511,6 +523,7 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     st.pages_filtered = pages_filtered;
     st.pages_pruned = pages_pruned;
     st.bytes_touched = bytes_touched;
+    st.fan_out = fan_out;
     st.device_micros = start.elapsed().as_micros() as u64;
     st.lock_micros = lock_nanos / 1000;
     if modify.is_some() {

@@ -174,8 +174,9 @@ pub(crate) struct PageWriter<'a> {
     unload: Option<SyncSender<(Lpn, Ppn, PageBuf)>>,
 }
 
-/// Pages in flight between a PE and its unloader.
-const UNLOAD_DEPTH: usize = 2;
+/// Pages in flight between a PE and its unloader: a batch's worth, so
+/// that while one batch is written the next fills.
+const UNLOAD_DEPTH: usize = UNLOAD_BATCH;
 
 impl<'a> PageWriter<'a> {
     /// The writer and the receiving end for [`unloader`].
@@ -253,14 +254,43 @@ pub(crate) fn unloader(
     space: &SpacePool,
     rx: Receiver<(Lpn, Ppn, PageBuf)>,
 ) -> Result<(), Error> {
-    for (lpn, ppn, page) in rx {
-        core.store
-            .write(ppn, page.as_bytes())
-            .map_err(|e| Error::sql(SqlState::IO_ERROR, format!("writing page {}: {e}", ppn.0)))?;
-        space.written((lpn, ppn));
+    let mut batch = Vec::with_capacity(UNLOAD_BATCH);
+    while let Ok(first) = rx.recv() {
+        // The pages the PE filled while the last batch was written go
+        // out together: one write per run of consecutive PPNs (on
+        // RADOS, a write waits for every replica, so one per page would
+        // bound the job by round trips).
+        batch.push(first);
+        while batch.len() < UNLOAD_BATCH {
+            match rx.try_recv() {
+                Ok(page) => batch.push(page),
+                Err(_) => break,
+            }
+        }
+        batch.sort_unstable_by_key(|(_, ppn, _)| *ppn);
+        let pages: Vec<(Ppn, &[u8])> = batch
+            .iter()
+            .map(|(_, ppn, p)| (*ppn, p.as_bytes()))
+            .collect();
+        core.store.write_many(&pages).map_err(|e| {
+            Error::sql(
+                SqlState::IO_ERROR,
+                format!(
+                    "writing pages {}..={}: {e}",
+                    pages[0].0 .0,
+                    pages[pages.len() - 1].0 .0
+                ),
+            )
+        })?;
+        for (lpn, ppn, _) in batch.drain(..) {
+            space.written((lpn, ppn));
+        }
     }
     Ok(())
 }
+
+/// Pages the unloader writes at most at once.
+const UNLOAD_BATCH: usize = 64;
 
 /// Everything a PE needs to modify one row it found visible and qualifying.
 pub(crate) struct RowChange<'r> {

@@ -32,7 +32,7 @@ fn sealed(lpn: u64) -> Vec<u8> {
 fn pages_round_trip_across_objects_and_reopen() {
     let Some(p) = pool() else { return };
     let prefix = format!("test.{}.store", std::process::id());
-    let store = PageStore::open_rados(Arc::new(p), &prefix, NvmProfile::OFF).unwrap();
+    let store = PageStore::open_rados(Arc::new(p), &prefix, NvmProfile::OFF, 0).unwrap();
     assert_eq!(store.page_count(), 0);
     // 0–2, then a run across the first object boundary, then one page in
     // the third object: holes between are never written.
@@ -69,7 +69,8 @@ fn pages_round_trip_across_objects_and_reopen() {
 
     // Reopened from the pool alone: the same count and pages.
     drop(store);
-    let store = PageStore::open_rados(Arc::new(pool().unwrap()), &prefix, NvmProfile::OFF).unwrap();
+    let store =
+        PageStore::open_rados(Arc::new(pool().unwrap()), &prefix, NvmProfile::OFF, 0).unwrap();
     assert_eq!(store.page_count(), count);
     assert_eq!(
         store.read(Ppn(PAGES_PER_OBJECT)).unwrap(),

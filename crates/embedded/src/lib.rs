@@ -45,6 +45,7 @@ pub fn device_options(config: &Config) -> DeviceOptions {
         cpus: config.device_cpus.clone(),
         nvm: config.device_nvm,
         slt: None,
+        objects_in_flight: config.rados_objects_in_flight,
     }
 }
 

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result, SqlState};
-use crate::expr::Program;
+use crate::expr::{decode_value, encode_value, Program};
 use crate::types::DataType;
 use crate::value::{Decimal, Value};
 
@@ -325,6 +325,71 @@ impl Acc {
         Ok(())
     }
 
+    /// The partial as bytes, for a worker in another process (an OSD's
+    /// object class) to hand it to the one that merges.
+    ///
+    /// ```text
+    ///  count i64 │ int_sum i128 │ dbl_sum f64 │ flags u8 (1 dec_sum, 2 best, 4 distinct)
+    ///  [dec_sum value] [best value] [n u32, n values]
+    /// ```
+    pub fn encode(&self, w: &mut Writer) {
+        w.i64(self.count).i128(self.int_sum).f64(self.dbl_sum);
+        let flags = u8::from(self.dec_sum.is_some())
+            | (u8::from(self.best.is_some()) << 1)
+            | (u8::from(self.distinct.is_some()) << 2);
+        w.u8(flags);
+        if let Some(d) = self.dec_sum {
+            encode_value(&Value::Numeric(d), w);
+        }
+        if let Some(b) = &self.best {
+            encode_value(b, w);
+        }
+        match &self.distinct {
+            Some(Distinct::Few(list)) => {
+                w.u32(list.len() as u32);
+                list.iter().for_each(|(_, v)| encode_value(v, w));
+            }
+            Some(Distinct::Many(map)) => {
+                w.u32(map.len() as u32);
+                map.values().for_each(|v| encode_value(v, w));
+            }
+            None => {}
+        }
+    }
+
+    pub fn decode(r: &mut Reader<'_>) -> Result<Acc> {
+        let mut acc = Acc {
+            count: r.i64()?,
+            int_sum: r.i128()?,
+            dbl_sum: r.f64()?,
+            ..Acc::default()
+        };
+        let flags = r.u8()?;
+        if flags & !7 != 0 {
+            return Err(Error::corrupted(format!(
+                "aggregate partial flags {flags:#x}"
+            )));
+        }
+        if flags & 1 != 0 {
+            match decode_value(r)? {
+                Value::Numeric(d) => acc.dec_sum = Some(d),
+                v => return Err(Error::corrupted(format!("aggregate partial sum {v:?}"))),
+            }
+        }
+        if flags & 2 != 0 {
+            acc.best = Some(decode_value(r)?);
+        }
+        if flags & 4 != 0 {
+            let n = r.count(1)?;
+            let mut d = Distinct::Few(Vec::new());
+            for _ in 0..n {
+                d.add(decode_value(r)?);
+            }
+            acc.distinct = Some(d);
+        }
+        Ok(acc)
+    }
+
     pub fn finish(mut self, spec: &AggSpec) -> Result<Value> {
         if let Some(values) = self.distinct.take() {
             let mut plain = Acc::default();
@@ -416,11 +481,30 @@ mod tests {
             for (i, v) in values.iter().enumerate() {
                 parts[i % 3].add(s, v.clone()).unwrap();
             }
+            // A partial crosses from another process as bytes.
+            let shipped: Vec<Acc> = parts
+                .iter()
+                .map(|p| {
+                    let mut w = Writer::new();
+                    p.encode(&mut w);
+                    let bytes = w.into_inner();
+                    let mut r = Reader::new(&bytes);
+                    let back = Acc::decode(&mut r).unwrap();
+                    r.finish("partial").unwrap();
+                    back
+                })
+                .collect();
             let mut merged = Acc::new(s);
             for p in parts {
                 merged.merge(s, p).unwrap();
             }
-            assert_eq!(merged.finish(s).unwrap(), whole.finish(s).unwrap(), "{s:?}");
+            let mut from_bytes = Acc::new(s);
+            for p in shipped {
+                from_bytes.merge(s, p).unwrap();
+            }
+            let want = whole.finish(s).unwrap();
+            assert_eq!(from_bytes.finish(s).unwrap(), want, "{s:?} through bytes");
+            assert_eq!(merged.finish(s).unwrap(), want, "{s:?}");
         }
     }
 

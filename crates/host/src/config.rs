@@ -26,6 +26,9 @@ pub struct Config {
     pub device_cpus: Vec<usize>,
     /// Emulated NVM latency of the embedded device's store.
     pub device_nvm: NvmProfile,
+    /// With the device store in RADOS: objects an NDP scan calls at once
+    /// (each runs its share of the scan in its OSD).
+    pub rados_objects_in_flight: usize,
     /// Buckets of the shared lock table (16 bytes each; rounded up to a
     /// power of two). 0 = no SLT: host locks only, no device locking.
     pub slt_buckets: usize,
@@ -68,6 +71,7 @@ impl Default for Config {
             device_pes: 0,
             device_cpus: Vec::new(),
             device_nvm: NvmProfile::OFF,
+            rados_objects_in_flight: 64,
             slt_buckets: 1 << 16,
             ndp_lock_wait: Duration::from_secs(5),
             autovacuum: true,

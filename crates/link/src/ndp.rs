@@ -520,6 +520,19 @@ pub enum JobState {
     NeedSpace,
 }
 
+/// A scan fanned out over the objects of a distributed store (RADOS):
+/// each object's share ran in the storage daemon holding it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FanOut {
+    /// Objects called.
+    pub objects: u64,
+    /// Bytes the objects returned.
+    pub reply_bytes: u64,
+    /// Version chains an object handed back (they went on in another
+    /// object), walked on the device engine.
+    pub deferred: u64,
+}
+
 /// NDP_STATUS: the job's state and its counters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobStatus {
@@ -547,6 +560,7 @@ pub struct JobStatus {
     /// With `Invocation::report_pages`: pages the job has written since
     /// the last status (final: a job never rewrites a page).
     pub unloaded: Vec<(Lpn, Ppn)>,
+    pub fan_out: FanOut,
 }
 
 impl JobStatus {
@@ -578,6 +592,9 @@ impl JobStatus {
             .u64(self.pages_pruned)
             .u64(self.bytes_touched);
         encode_pages(&self.unloaded, w);
+        w.u64(self.fan_out.objects)
+            .u64(self.fan_out.reply_bytes)
+            .u64(self.fan_out.deferred);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<JobStatus> {
@@ -611,6 +628,11 @@ impl JobStatus {
             pages_pruned: r.u64()?,
             bytes_touched: r.u64()?,
             unloaded: decode_pages(r)?,
+            fan_out: FanOut {
+                objects: r.u64()?,
+                reply_bytes: r.u64()?,
+                deferred: r.u64()?,
+            },
         })
     }
 }
@@ -750,6 +772,11 @@ mod tests {
             pages_pruned: 13,
             bytes_touched: 14,
             unloaded: vec![(Lpn(3), Ppn(4))],
+            fan_out: FanOut {
+                objects: 15,
+                reply_bytes: 16,
+                deferred: 17,
+            },
         };
         let mut w = Writer::new();
         st.encode(&mut w);

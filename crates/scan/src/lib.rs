@@ -33,6 +33,7 @@ pub mod aggregate;
 pub mod group_page;
 pub mod in_set;
 pub mod key_bloom;
+pub mod object_scan;
 pub mod page_visibility;
 pub mod pipeline;
 pub mod predicate;

@@ -30,7 +30,7 @@ use crate::key_bloom::KeyBloom;
 use crate::predicate::{column, Predicate, Scratch};
 
 /// What a scan computes from its qualifying rows.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum PipelineOp {
     /// Aggregates, grouped by the values of `groups` (none: one group).
     Aggregate {
@@ -213,6 +213,11 @@ impl Pipeline {
     /// Columns of the table.
     pub fn column_count(&self) -> usize {
         self.types.len()
+    }
+
+    /// What the pipeline computes.
+    pub fn op(&self) -> &PipelineOp {
+        &self.op
     }
 
     /// The columns the pipeline reads.

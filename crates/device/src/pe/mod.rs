@@ -27,6 +27,7 @@
 //! visibility by page): a chunk's heads that share a page are checked
 //! against the page's summary and run through the kernels together.
 
+mod in_osds;
 mod page_walk;
 
 use std::collections::HashMap;
@@ -42,7 +43,7 @@ use ndpdb_formats::page::PageRef;
 use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::visibility::{find_visible, Visible};
 use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, Value, Vid};
-use ndpdb_link::ndp::{Invocation, NdpOp};
+use ndpdb_link::ndp::{FanOut, Invocation, NdpOp};
 use ndpdb_link::LinkError;
 
 use ndpdb_scan::{Pipeline, PipelineState, RunBuffers};
@@ -82,6 +83,7 @@ pub(crate) struct PeStats {
     pub pages_filtered: u64,
     pub pages_pruned: u64,
     pub bytes_touched: u64,
+    pub fan_out: FanOut,
 }
 
 /// The chunks of VIDs one PE walks: `first`, `first + step`, …
@@ -214,6 +216,11 @@ fn walk_all<'scope, 'env>(
             walker.apply_target(*vid, *read)?;
         }
         return Ok(());
+    }
+    if let (Some(pipeline), Some(objects), None) =
+        (task.pipeline, task.core.store.scan_objects(), task.modify)
+    {
+        return in_osds::walk(task, walker, pipeline, objects);
     }
     if task.inv.preload && task.core.store.nvm.read_ns == 0 {
         // A medium without latency leaves nothing to overlap: the batches
@@ -457,6 +464,8 @@ struct Walker<'a> {
     state: PipelineState,
     /// Reused buffers of the page walk.
     buffers: RunBuffers,
+    /// A scan run in the objects of a distributed store (`in_osds`).
+    fan_out: FanOut,
 }
 
 impl<'a> Walker<'a> {
@@ -477,6 +486,7 @@ impl<'a> Walker<'a> {
             part: ModifyPart::default(),
             state: PipelineState::default(),
             buffers: RunBuffers::default(),
+            fan_out: FanOut::default(),
         }
     }
 
@@ -729,6 +739,7 @@ impl<'a> Walker<'a> {
             pages_filtered,
             pages_pruned,
             bytes_touched,
+            fan_out: self.fan_out,
         };
         (out, stats)
     }

@@ -32,7 +32,7 @@ use ndpdb_link::{LinkError, NvmProfile, Result};
 
 use file::FilePages;
 pub(crate) use rados::link_err;
-pub use rados::{RadosPages, PAGES_PER_OBJECT};
+pub use rados::{ObjectCall, RadosPages, PAGES_PER_OBJECT};
 
 /// The store format this build writes and reads: 2 = PAX pages.
 pub const STORE_FORMAT: u32 = ndpdb_formats::page::PAGE_VERSION as u32;
@@ -140,8 +140,9 @@ impl PageStore {
         pool: Arc<ndpdb_rados::Pool>,
         prefix: &str,
         nvm: NvmProfile,
+        objects_in_flight: usize,
     ) -> Result<PageStore> {
-        let (medium, pages) = RadosPages::open(pool, prefix)?;
+        let (medium, pages) = RadosPages::open(pool, prefix, objects_in_flight)?;
         Ok(PageStore::with(Medium::Rados(medium), pages, nvm))
     }
 
@@ -173,6 +174,29 @@ impl PageStore {
     pub fn read(&self, ppn: Ppn) -> Result<Vec<u8>> {
         self.nvm.read_access();
         self.read_untimed(ppn)
+    }
+
+    /// Reads pages in the order asked for, one NVM access each, each run
+    /// of consecutive PPNs in one piece (on RADOS one read per object the
+    /// run touches, not one per page).
+    pub fn read_many(&self, ppns: &[Ppn]) -> Result<Vec<Vec<u8>>> {
+        let mut pages = Vec::with_capacity(ppns.len());
+        let mut start = 0;
+        while start < ppns.len() {
+            let mut end = start + 1;
+            while end < ppns.len() && ppns[end].0 == ppns[end - 1].0 + 1 {
+                end += 1;
+            }
+            self.in_range(ppns[end - 1])?;
+            let mut run = vec![0u8; (end - start) * PAGE_SIZE];
+            self.read_run(ppns[start], &mut run)?;
+            for page in run.chunks_exact(PAGE_SIZE) {
+                self.nvm.read_access();
+                pages.push(page.to_vec());
+            }
+            start = end;
+        }
+        Ok(pages)
     }
 
     /// Reads a page without charging NVM latency: for callers that charge
@@ -285,6 +309,23 @@ impl PageStore {
         Ok(())
     }
 
+    /// Checksum-verified pages in the order asked for (a host scan's
+    /// READ_PAGES): views of the mapping where it reaches, else each run
+    /// of consecutive PPNs read in one piece (on RADOS one read per
+    /// object the run touches, not one per page).
+    pub(crate) fn pages_as_asked(&self, ppns: &[Ppn]) -> Result<Vec<PageBytes>> {
+        let Some(&last) = ppns.iter().max() else {
+            return Ok(Vec::new());
+        };
+        self.in_range(last)?;
+        if self.mapping((last.0 as usize + 1) * PAGE_SIZE)?.is_some() {
+            return ppns.iter().map(|&ppn| self.page(ppn)).collect();
+        }
+        let mut out = Vec::with_capacity(ppns.len());
+        self.pages_by_run(ppns, &mut out)?;
+        Ok(out.into_iter().map(|(_, page)| page).collect())
+    }
+
     /// [`PageStore::pages`] without a mapping (RADOS, or a file grown
     /// past its mapping): each run of consecutive PPNs read in one piece,
     /// then cut into owned pages.
@@ -345,43 +386,47 @@ impl PageStore {
         self.write_many(&[(ppn, page)])
     }
 
-    /// Writes pages; a run of consecutive PPNs goes down in one write (a
-    /// flush allocates its pages' PPNs in one block; on RADOS, one write
-    /// per object the run touches). A page of the wrong size fails its
-    /// run before anything of the run is written.
+    /// Writes pages: on a file each run of consecutive PPNs in one write
+    /// (a flush allocates its pages' PPNs in one block); on RADOS one
+    /// write operation per object the pages fall in. A page of the wrong
+    /// size fails the batch before anything is written.
     pub fn write_many(&self, pages: &[(Ppn, &[u8])]) -> Result<()> {
-        let mut joined: Vec<u8> = Vec::new();
-        let mut start = 0;
-        while start < pages.len() {
-            let mut end = start + 1;
-            while end < pages.len() && pages[end].0 .0 == pages[end - 1].0 .0 + 1 {
-                end += 1;
-            }
-            let run = &pages[start..end];
-            if let Some((_, bad)) = run.iter().find(|(_, p)| p.len() != PAGE_SIZE) {
-                return Err(LinkError::Corrupted(format!("page of {} bytes", bad.len())));
-            }
-            for (ppn, _) in run {
-                self.nvm.write_access();
-                self.set_verified(*ppn, false);
-            }
-            // One page is written from where it is; a run is joined first.
-            let bytes: &[u8] = if let [(_, page)] = run {
-                page
-            } else {
-                joined.clear();
-                run.iter()
-                    .for_each(|(_, page)| joined.extend_from_slice(page));
-                &joined
-            };
-            match &self.medium {
-                Medium::File(f) => f.write_run(run[0].0, bytes)?,
-                Medium::Rados(r) => r.write_run(run[0].0, bytes)?,
-            }
-            self.page_count
-                .fetch_max(run[run.len() - 1].0 .0 + 1, Ordering::AcqRel);
-            start = end;
+        if let Some((_, bad)) = pages.iter().find(|(_, p)| p.len() != PAGE_SIZE) {
+            return Err(LinkError::Corrupted(format!("page of {} bytes", bad.len())));
         }
+        let Some(last) = pages.iter().map(|(ppn, _)| ppn.0).max() else {
+            return Ok(());
+        };
+        for (ppn, _) in pages {
+            self.nvm.write_access();
+            self.set_verified(*ppn, false);
+        }
+        match &self.medium {
+            Medium::Rados(r) => r.write_pages(pages)?,
+            Medium::File(f) => {
+                let mut joined: Vec<u8> = Vec::new();
+                let mut start = 0;
+                while start < pages.len() {
+                    let mut end = start + 1;
+                    while end < pages.len() && pages[end].0 .0 == pages[end - 1].0 .0 + 1 {
+                        end += 1;
+                    }
+                    let run = &pages[start..end];
+                    // One page is written from where it is; a run is joined first.
+                    let bytes: &[u8] = if let [(_, page)] = run {
+                        page
+                    } else {
+                        joined.clear();
+                        run.iter()
+                            .for_each(|(_, page)| joined.extend_from_slice(page));
+                        &joined
+                    };
+                    f.write_run(run[0].0, bytes)?;
+                    start = end;
+                }
+            }
+        }
+        self.page_count.fetch_max(last + 1, Ordering::AcqRel);
         Ok(())
     }
 
@@ -390,6 +435,16 @@ impl PageStore {
         match &self.medium {
             Medium::File(f) => f.sync(),
             Medium::Rados(_) => Ok(()),
+        }
+    }
+
+    /// The medium's objects, when scans can run inside them (RADOS
+    /// with class `ndp` on its OSDs); `None` on a file, or once an OSD
+    /// answered that it has no `scan_v1`.
+    pub(crate) fn scan_objects(&self) -> Option<&RadosPages> {
+        match &self.medium {
+            Medium::Rados(r) if r.runs_scans() => Some(r),
+            _ => None,
         }
     }
 

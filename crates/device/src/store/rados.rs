@@ -6,9 +6,9 @@
 //!  object:  │ page 512N │ page 512N+1 │ … │ (short: pages past its end were never written)
 //! ```
 //!
-//! A write of a run is one RADOS write per object it touches, each
-//! atomic on its own; a run across two objects can land half on a
-//! crash, as a file write can tear: the host's page checksums and its
+//! A batch of page writes is one write operation per object it
+//! touches, each atomic on its own; a batch across two objects can land
+//! half on a crash, as a file write can tear: the host's page checksums and its
 //! rule to merge maps only after a sync cover both. A write returns once
 //! the object's replicas hold it, so `sync` has nothing left to do.
 //! Reads past an object's end, or of an object never written, are zeros.
@@ -16,13 +16,17 @@
 //! At open the page count is recovered from the highest object and its
 //! size: one listing of the pool.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ndpdb_formats::page::scrub::{Scrub, SCRUB_BYTES};
 use ndpdb_formats::page::PAGE_SIZE;
 use ndpdb_formats::Ppn;
 use ndpdb_link::{LinkError, Result};
-use ndpdb_rados::{Error as RadosError, Pool};
+use ndpdb_rados::{Error as RadosError, Pool, WriteOp};
+
+/// What an OSD answers for a class or method it does not have.
+const EOPNOTSUPP: i32 = 95;
 
 /// Pages per object: 4 MiB objects, RADOS' default object size.
 pub const PAGES_PER_OBJECT: u64 = 512;
@@ -32,6 +36,18 @@ pub struct RadosPages {
     pool: Arc<Pool>,
     /// Objects are `{prefix}.pages.N`.
     prefix: String,
+    /// An OSD answered that it has no `ndp.scan_v1` (the class is not
+    /// installed): scans read pages instead, from then on.
+    no_scan_class: AtomicBool,
+    /// Objects a scan calls at once.
+    in_flight: usize,
+}
+
+/// What one object's `scan_v1` call came back with.
+pub enum ObjectCall {
+    Reply(Vec<u8>),
+    /// The OSD has no class `ndp` with `scan_v1`.
+    NoClass,
 }
 
 /// RADOS errors as the link reports storage errors.
@@ -46,10 +62,14 @@ pub(crate) fn link_err(e: RadosError) -> LinkError {
 
 impl RadosPages {
     /// The store under `prefix` in `pool`, with the pages it holds.
-    pub fn open(pool: Arc<Pool>, prefix: &str) -> Result<(RadosPages, u64)> {
+    /// The store under `prefix` in `pool`, with the pages it holds; a
+    /// scan calls up to `in_flight` objects at once (0 = 64).
+    pub fn open(pool: Arc<Pool>, prefix: &str, in_flight: usize) -> Result<(RadosPages, u64)> {
         let pages = RadosPages {
             pool,
             prefix: prefix.to_string(),
+            no_scan_class: AtomicBool::new(false),
+            in_flight: if in_flight == 0 { 64 } else { in_flight },
         };
         let head = format!("{}.pages.", pages.prefix);
         let last = pages
@@ -112,11 +132,53 @@ impl RadosPages {
         Ok(())
     }
 
-    pub(super) fn write_run(&self, first: Ppn, bytes: &[u8]) -> Result<()> {
-        for (n, offset, range) in RadosPages::pieces(first, bytes.len()) {
-            self.pool
-                .write(&self.object(n), &bytes[range], offset)
-                .map_err(link_err)?;
+    pub(super) fn runs_scans(&self) -> bool {
+        !self.no_scan_class.load(Ordering::Relaxed)
+    }
+
+    /// Objects a scan calls at once.
+    pub fn in_flight(&self) -> usize {
+        self.in_flight
+    }
+
+    /// Calls `ndp.scan_v1` on objects (by number) at once, each with its
+    /// request; replies of up to `reply_cap` bytes, in call order.
+    pub fn scan(&self, calls: &[(u64, Vec<u8>)], reply_cap: usize) -> Result<Vec<ObjectCall>> {
+        let names: Vec<String> = calls.iter().map(|(n, _)| self.object(*n)).collect();
+        let calls: Vec<(&str, &[u8])> = names
+            .iter()
+            .zip(calls)
+            .map(|(name, (_, req))| (name.as_str(), &req[..]))
+            .collect();
+        let replies = self
+            .pool
+            .exec_all(&calls, "ndp", "scan_v1", reply_cap)
+            .map_err(link_err)?;
+        replies
+            .into_iter()
+            .map(|r| match r {
+                Ok(bytes) => Ok(ObjectCall::Reply(bytes)),
+                Err(RadosError::Os { errno, .. }) if errno == EOPNOTSUPP => {
+                    self.no_scan_class.store(true, Ordering::Relaxed);
+                    Ok(ObjectCall::NoClass)
+                }
+                Err(e) => Err(link_err(e)),
+            })
+            .collect()
+    }
+
+    /// Writes whole pages: one operation per object they fall in (its
+    /// extents written at once, atomically for that object), so a batch
+    /// of scattered pages costs a round trip per object, not per page.
+    pub(super) fn write_pages(&self, pages: &[(Ppn, &[u8])]) -> Result<()> {
+        let mut by_object: std::collections::BTreeMap<u64, WriteOp> = Default::default();
+        for (ppn, bytes) in pages {
+            let (n, at) = (ppn.0 / PAGES_PER_OBJECT, ppn.0 % PAGES_PER_OBJECT);
+            let op = by_object.remove(&n).unwrap_or_default();
+            by_object.insert(n, op.write(at * PAGE_SIZE as u64, bytes));
+        }
+        for (n, op) in by_object {
+            self.pool.operate(&self.object(n), &op).map_err(link_err)?;
         }
         Ok(())
     }

@@ -63,6 +63,8 @@ pub struct NdpReport {
     pub space_round_trips: u64,
     /// PE time spent taking SLT locks (summed over PEs), µs.
     pub lock_micros: u64,
+    /// The scan ran in the objects of a distributed store.
+    pub fan_out: ndpdb_link::ndp::FanOut,
 }
 
 fn decode_err(e: ndpdb_formats::Error) -> Error {
@@ -185,6 +187,7 @@ impl Transaction {
         report.pages_filtered = status.pages_filtered;
         report.pages_pruned = status.pages_pruned;
         report.bytes_touched = status.bytes_touched;
+        report.fan_out = status.fan_out;
         report.result_rows = status.result_rows;
         report.result_bytes = status.result_bytes;
         report.wall = start.elapsed();

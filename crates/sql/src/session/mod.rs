@@ -992,6 +992,12 @@ impl Session {
                     "device scan: {} pages filtered, {} skipped by zone maps; {} B read",
                     r.pages_filtered, r.pages_pruned, r.bytes_touched
                 ));
+                if r.fan_out.objects > 0 {
+                    lines.push(format!(
+                        "device fan-out: {} RADOS objects scanned in their OSDs, {} B returned; {} version chains finished on the device",
+                        r.fan_out.objects, r.fan_out.reply_bytes, r.fan_out.deferred
+                    ));
+                }
                 lines.push(format!(
                     "shared state passed along: {} B ({} delta pages) in {:.3} ms",
                     r.shared_bytes,
