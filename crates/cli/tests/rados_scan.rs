@@ -134,4 +134,32 @@ fn ndp_scans_run_in_the_osds_and_return_results_not_pages() {
         b.to_string().parse::<i64>().unwrap() - a.to_string().parse::<i64>().unwrap(),
         60000
     );
+
+    // An update's read runs in the OSDs too (`versions_v1`): the objects
+    // return the qualifying versions, the device engine locks and
+    // changes them.
+    let plan = rows(
+        s.execute("EXPLAIN ANALYZE UPDATE t SET v = v + 1000000 WHERE k % 100 = 0")
+            .unwrap(),
+    );
+    assert!(
+        figure(&plan, "RADOS objects scanned in their OSDs") > 0,
+        "{plan:?}"
+    );
+    s.execute("SET ndp = off").unwrap();
+    let changed = rows(
+        s.execute("SELECT count(*), min(k % 100), max(k % 100) FROM t WHERE v > 1000000")
+            .unwrap(),
+    );
+    assert_eq!(
+        changed,
+        vec![vec![Value::BigInt(600), Value::Int(0), Value::Int(0)]]
+    );
+    s.execute("SET ndp = on").unwrap();
+    s.execute("DELETE FROM t WHERE k % 100 = 1").unwrap();
+    s.execute("SET ndp = off").unwrap();
+    assert_eq!(
+        rows(s.execute("SELECT count(*) FROM t").unwrap()),
+        vec![vec![Value::BigInt(59400)]]
+    );
 }

@@ -21,6 +21,8 @@
 //! - `scan_v1`: one object's share of an NDP scan or aggregate
 //!   ([`ndpdb_scan::object_scan`]): the request carries the snapshot, the
 //!   plan and the heads on the object's pages; the reply the partial.
+//! - `versions_v1`: the same entry point for an update's read
+//!   ([`ndpdb_scan::object_scan::ObjectOp::Versions`]).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

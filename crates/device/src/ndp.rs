@@ -410,13 +410,12 @@ fn run_job(env: &JobEnv<'_>, inv: Invocation) {
     }
     .filter(|_| env.targets.is_empty())
     .map(|op| Pipeline::new(&inv.types, &inv.params, inv.filter.as_ref(), op));
-    // With the pages in RADOS objects, one PE fans the scan out over
-    // them (each object is read once, in its OSD).
-    let pes = if pipeline.is_some() && modify.is_none() && core.store.scan_objects().is_some() {
-        1
-    } else {
-        pes
-    };
+    // With the pages in RADOS objects, one PE fans a scan (or an
+    // update's read) out over them: each object is read once, in its OSD.
+    let in_objects = crate::pe::in_osds::method(pipeline.is_some(), &inv.op)
+        .filter(|_| env.targets.is_empty())
+        .and_then(|m| core.store.objects_with(m));
+    let pes = if in_objects.is_some() { 1 } else { pes };
     type PeRun = (Result<(PeOutput, PeStats), Error>, ModifyPart);
     let outputs: Vec<PeRun> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..pes)

@@ -204,6 +204,16 @@ impl Pool {
             (api.rados_write_op_operate)(guard.1, self.io, o.as_ptr(), std::ptr::null_mut(), 0)
         };
         drop(guard);
+        crate::counters::written(
+            op.steps
+                .iter()
+                .map(|s| match s {
+                    Step::Write { data, .. } | Step::WriteFull(data) => data.len(),
+                    Step::OmapSet(pairs) => pairs.iter().map(|(k, v)| k.len() + v.len()).sum(),
+                    _ => 0,
+                })
+                .sum(),
+        );
         let failed_compare = compare_results
             .iter()
             .map(|rv| i64::from(**rv))

@@ -27,7 +27,7 @@
 //! visibility by page): a chunk's heads that share a page are checked
 //! against the page's summary and run through the kernels together.
 
-mod in_osds;
+pub(crate) mod in_osds;
 mod page_walk;
 
 use std::collections::HashMap;
@@ -217,10 +217,10 @@ fn walk_all<'scope, 'env>(
         }
         return Ok(());
     }
-    if let (Some(pipeline), Some(objects), None) =
-        (task.pipeline, task.core.store.scan_objects(), task.modify)
-    {
-        return in_osds::walk(task, walker, pipeline, objects);
+    if let Some(method) = in_osds::method(task.pipeline.is_some(), &task.inv.op) {
+        if let Some(objects) = task.core.store.objects_with(method) {
+            return in_osds::walk(task, walker, objects, method);
+        }
     }
     if task.inv.preload && task.core.store.nvm.read_ns == 0 {
         // A medium without latency leaves nothing to overlap: the batches
@@ -351,6 +351,17 @@ fn preloader(task: &PeTask, tx: SyncSender<Result<Batch, Error>>) {
 fn load_batch(task: &PeTask, chunk: u64) -> Result<Batch, Error> {
     let mut heads = Vec::with_capacity(CHUNK as usize);
     chunk_heads(task, chunk, &mut heads);
+    let pages = head_pages(task, &heads)?;
+    Ok(Batch {
+        chunk,
+        heads,
+        pages,
+    })
+}
+
+/// The store pages `heads` lie on, read in one sorted batch (one NVM
+/// access; on RADOS one read per run of consecutive pages).
+fn head_pages(task: &PeTask, heads: &[RecId]) -> Result<Vec<(Ppn, PageBytes)>, Error> {
     let mut ppns: Vec<Ppn> = Vec::new();
     {
         let maps = task.core.maps.read();
@@ -376,11 +387,7 @@ fn load_batch(task: &PeTask, chunk: u64) -> Result<Batch, Error> {
         .store
         .pages(&ppns, &mut pages)
         .map_err(from_link)?;
-    Ok(Batch {
-        chunk,
-        heads,
-        pages,
-    })
+    Ok(pages)
 }
 
 /// A PE's page cache (cleared when full; the walk is mostly sequential).
@@ -541,7 +548,6 @@ impl<'a> Walker<'a> {
         if let Some(pipeline) = self.task.pipeline {
             return self.walk_pages(chunk, heads, pipeline);
         }
-        let inv = self.task.inv;
         let task = self.task;
         let mut chunk_rows = Vec::new();
         for (i, head) in heads.iter().enumerate() {
@@ -551,28 +557,38 @@ impl<'a> Walker<'a> {
             if task.modify.is_some() && task.cancel.load(Ordering::Relaxed) {
                 return Err(Error::sql(SqlState::QUERY_CANCELED, "NDP job aborted"));
             }
-            let vid = Vid(chunk * CHUNK + i as u64);
             self.tuples += 1;
-            let visible = find_visible(*head, &inv.snapshot, |rid| {
-                let rec = self.resolve(rid)?;
-                let h = rec.header()?;
-                Ok::<_, Error>((h, rec))
-            })?;
-            let Visible::Version(read, rec) = visible else {
-                continue;
-            };
-            rec.decode_into(self.task.wanted, &mut self.row)?;
-            if let Some(f) = &inv.filter {
-                if !f.eval_predicate(&self.row, &inv.params)? {
-                    continue;
-                }
-            }
-            self.apply_op(vid, read, &mut chunk_rows)?;
+            self.walk_head(Vid(chunk * CHUNK + i as u64), *head, &mut chunk_rows)?;
         }
         if !chunk_rows.is_empty() {
             self.rows.push((chunk, chunk_rows));
         }
         Ok(())
+    }
+
+    /// One tuple: visibility walk from its head → filter → operation.
+    fn walk_head(
+        &mut self,
+        vid: Vid,
+        head: RecId,
+        chunk_rows: &mut Vec<Vec<Value>>,
+    ) -> Result<(), Error> {
+        let inv = self.task.inv;
+        let visible = find_visible(head, &inv.snapshot, |rid| {
+            let rec = self.resolve(rid)?;
+            let h = rec.header()?;
+            Ok::<_, Error>((h, rec))
+        })?;
+        let Visible::Version(read, rec) = visible else {
+            return Ok(());
+        };
+        rec.decode_into(self.task.wanted, &mut self.row)?;
+        if let Some(f) = &inv.filter {
+            if !f.eval_predicate(&self.row, &inv.params)? {
+                return Ok(());
+            }
+        }
+        self.apply_op(vid, read, chunk_rows)
     }
 
     /// The operation on one visible, qualifying row (in `self.row`).

@@ -32,7 +32,7 @@ use ndpdb_link::{LinkError, NvmProfile, Result};
 
 use file::FilePages;
 pub(crate) use rados::link_err;
-pub use rados::{ObjectCall, RadosPages, PAGES_PER_OBJECT};
+pub use rados::{ObjectCall, ObjectMethod, RadosPages, PAGES_PER_OBJECT};
 
 /// The store format this build writes and reads: 2 = PAX pages.
 pub const STORE_FORMAT: u32 = ndpdb_formats::page::PAGE_VERSION as u32;
@@ -438,12 +438,12 @@ impl PageStore {
         }
     }
 
-    /// The medium's objects, when scans can run inside them (RADOS
+    /// The medium's objects, when `method` can run inside them (RADOS
     /// with class `ndp` on its OSDs); `None` on a file, or once an OSD
-    /// answered that it has no `scan_v1`.
-    pub(crate) fn scan_objects(&self) -> Option<&RadosPages> {
+    /// answered that it does not have the method.
+    pub(crate) fn objects_with(&self, method: ObjectMethod) -> Option<&RadosPages> {
         match &self.medium {
-            Medium::Rados(r) if r.runs_scans() => Some(r),
+            Medium::Rados(r) if r.has(method) => Some(r),
             _ => None,
         }
     }

@@ -36,14 +36,34 @@ pub struct RadosPages {
     pool: Arc<Pool>,
     /// Objects are `{prefix}.pages.N`.
     prefix: String,
-    /// An OSD answered that it has no `ndp.scan_v1` (the class is not
-    /// installed): scans read pages instead, from then on.
-    no_scan_class: AtomicBool,
+    /// Per [`ObjectMethod`]: an OSD answered that it does not have it
+    /// (no class `ndp`, or one loaded before the method existed); the
+    /// engine reads pages instead, from then on.
+    missing: [AtomicBool; 2],
     /// Objects a scan calls at once.
     in_flight: usize,
 }
 
-/// What one object's `scan_v1` call came back with.
+/// The methods of class `ndp` an NDP job calls on page objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectMethod {
+    /// `scan_v1`: a scan's or an aggregate's share.
+    Scan,
+    /// `versions_v1`: an update's read of the versions it changes (the
+    /// request format of `scan_v1`, [`ndpdb_scan::object_scan::ObjectOp::Versions`]).
+    Versions,
+}
+
+impl ObjectMethod {
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectMethod::Scan => "scan_v1",
+            ObjectMethod::Versions => "versions_v1",
+        }
+    }
+}
+
+/// What one object's call came back with.
 pub enum ObjectCall {
     Reply(Vec<u8>),
     /// The OSD has no class `ndp` with `scan_v1`.
@@ -68,7 +88,7 @@ impl RadosPages {
         let pages = RadosPages {
             pool,
             prefix: prefix.to_string(),
-            no_scan_class: AtomicBool::new(false),
+            missing: [AtomicBool::new(false), AtomicBool::new(false)],
             in_flight: if in_flight == 0 { 64 } else { in_flight },
         };
         let head = format!("{}.pages.", pages.prefix);
@@ -132,8 +152,9 @@ impl RadosPages {
         Ok(())
     }
 
-    pub(super) fn runs_scans(&self) -> bool {
-        !self.no_scan_class.load(Ordering::Relaxed)
+    /// Whether the OSDs may have `method` (none said otherwise).
+    pub(super) fn has(&self, method: ObjectMethod) -> bool {
+        !self.missing[method as usize].load(Ordering::Relaxed)
     }
 
     /// Objects a scan calls at once.
@@ -141,9 +162,14 @@ impl RadosPages {
         self.in_flight
     }
 
-    /// Calls `ndp.scan_v1` on objects (by number) at once, each with its
-    /// request; replies of up to `reply_cap` bytes, in call order.
-    pub fn scan(&self, calls: &[(u64, Vec<u8>)], reply_cap: usize) -> Result<Vec<ObjectCall>> {
+    /// Calls `method` of class `ndp` on objects (by number) at once, each
+    /// with its request; replies of up to `reply_cap` bytes, in call order.
+    pub fn call(
+        &self,
+        method: ObjectMethod,
+        calls: &[(u64, Vec<u8>)],
+        reply_cap: usize,
+    ) -> Result<Vec<ObjectCall>> {
         let names: Vec<String> = calls.iter().map(|(n, _)| self.object(*n)).collect();
         let calls: Vec<(&str, &[u8])> = names
             .iter()
@@ -152,14 +178,14 @@ impl RadosPages {
             .collect();
         let replies = self
             .pool
-            .exec_all(&calls, "ndp", "scan_v1", reply_cap)
+            .exec_all(&calls, "ndp", method.name(), reply_cap)
             .map_err(link_err)?;
         replies
             .into_iter()
             .map(|r| match r {
                 Ok(bytes) => Ok(ObjectCall::Reply(bytes)),
                 Err(RadosError::Os { errno, .. }) if errno == EOPNOTSUPP => {
-                    self.no_scan_class.store(true, Ordering::Relaxed);
+                    self.missing[method as usize].store(true, Ordering::Relaxed);
                     Ok(ObjectCall::NoClass)
                 }
                 Err(e) => Err(link_err(e)),

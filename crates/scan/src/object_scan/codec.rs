@@ -4,6 +4,7 @@
 //!  request  "NOS1" │ snapshot │ n u32, n DataType │ n u32, n values
 //!           │ filter: 0 | 1 Program │ op: 0 Project (n u32, n u32 columns)
 //!                                     │ 1 Aggregate (n u32 Programs, n u32 AggSpecs)
+//!                                     │ 2 Versions
 //!           │ pages: n u32, n × (LPN u64, index u32)
 //!           │ chunks: n u32, n × (chunk u64, runs u32, runs × (page u32, first slot u16, count u16))
 //!           │ reply cap u32
@@ -26,7 +27,7 @@ use ndpdb_formats::visibility::Snapshot;
 use ndpdb_formats::{DataType, Error, Lpn, RecId, Result, SqlState, Value};
 use rustc_hash::FxHashMap;
 
-use super::{run, ObjectReply, ObjectScan, Outcome};
+use super::{run, ObjectOp, ObjectReply, ObjectScan, Outcome};
 use crate::{Groups, PipelineOp};
 
 const MAGIC: &[u8; 4] = b"NOS1";
@@ -51,13 +52,16 @@ impl ObjectScan {
             }
         }
         match &self.op {
-            PipelineOp::Project { columns } => {
+            ObjectOp::Versions => {
+                w.u8(2);
+            }
+            ObjectOp::Pipeline(PipelineOp::Project { columns }) => {
                 w.u8(0).u32(columns.len() as u32);
                 columns.iter().for_each(|c| {
                     w.u32(*c);
                 });
             }
-            PipelineOp::Aggregate { groups, aggs } => {
+            ObjectOp::Pipeline(PipelineOp::Aggregate { groups, aggs }) => {
                 w.u8(1).u32(groups.len() as u32);
                 groups.iter().for_each(|g| g.encode(&mut w));
                 w.u32(aggs.len() as u32);
@@ -128,7 +132,7 @@ impl ObjectScan {
                         types.len()
                     )));
                 }
-                PipelineOp::Project { columns }
+                ObjectOp::Pipeline(PipelineOp::Project { columns })
             }
             1 => {
                 let n = r.count(1)?;
@@ -139,8 +143,9 @@ impl ObjectScan {
                 let aggs = (0..n)
                     .map(|_| AggSpec::decode(&mut r))
                     .collect::<Result<Vec<_>>>()?;
-                PipelineOp::Aggregate { groups, aggs }
+                ObjectOp::Pipeline(PipelineOp::Aggregate { groups, aggs })
             }
+            2 => ObjectOp::Versions,
             t => return Err(Error::corrupted(format!("object scan operation tag {t}"))),
         };
         let n = r.count(12)?;

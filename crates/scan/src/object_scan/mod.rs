@@ -32,6 +32,7 @@
 mod codec;
 #[cfg(test)]
 mod tests;
+mod versions;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -51,7 +52,7 @@ pub struct ObjectScan {
     pub types: Vec<DataType>,
     pub params: Vec<Value>,
     pub filter: Option<Program>,
-    pub op: PipelineOp,
+    pub op: ObjectOp,
     /// The object's pages the walk may read: (LPN, page index in the object).
     pub pages: Vec<(Lpn, u32)>,
     /// Per chunk of VIDs, in VID order: the heads on those pages.
@@ -59,6 +60,18 @@ pub struct ObjectScan {
     /// Largest reply the caller takes; a bigger one is not sent
     /// ([`Outcome::TooLarge`]).
     pub reply_cap: u32,
+}
+
+/// What an object computes from the visible versions of its heads.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ObjectOp {
+    /// The scan pipeline: projected rows or partial aggregates.
+    Pipeline(PipelineOp),
+    /// Update NDP's read: per visible version that passes the filter, a
+    /// row `[VID, RecId, every column…]` (VID and RecId as BIGINT), for
+    /// the device engine to lock, certify and change. A chain that
+    /// continues in another object is deferred at its head.
+    Versions,
 }
 
 /// What an object computed.
@@ -76,7 +89,7 @@ pub struct ObjectReply {
     /// Partial aggregates (the plain aggregate under the empty key).
     pub groups: Groups,
     /// Chains that continue on pages of other objects: (chunk, the
-    /// version to walk on from).
+    /// version to walk on from; for [`ObjectOp::Versions`], the head).
     pub deferred: Vec<(u64, RecId)>,
 }
 
@@ -145,6 +158,30 @@ impl<'a> ObjectPages<'a> {
     }
 }
 
+impl<'a> ObjectPages<'a> {
+    /// The version of the chain from `from` the snapshot sees, walked on
+    /// the request's pages only: [`Walk::Elsewhere`] where it leaves
+    /// them (a page of another object, or a slot the stored copy of a
+    /// page does not have yet).
+    fn visible(&mut self, from: RecId) -> Result<Visible<PageRef<'a>>, Walk> {
+        let snapshot = self.snapshot;
+        find_visible(from, snapshot, |at: RecId| {
+            let page = match self.get(at.lpn()) {
+                Some(page) => page?,
+                None => return Err(Walk::Elsewhere(at)),
+            };
+            let view = PageRef::parse(page)?;
+            if at.slot() >= view.slot_count() {
+                return Err(Walk::Elsewhere(at));
+            }
+            let header = view
+                .header(at.slot())?
+                .ok_or_else(|| Error::corrupted(format!("{at} is an empty slot")))?;
+            Ok((header, view))
+        })
+    }
+}
+
 impl<'a> PageSource for ObjectPages<'a> {
     type Page = &'a [u8];
 
@@ -158,19 +195,7 @@ impl<'a> PageSource for ObjectPages<'a> {
     }
 
     fn older_visible(&mut self, rid: RecId, row: &mut Vec<Value>) -> Result<bool> {
-        let snapshot = self.snapshot;
-        let walked = find_visible(rid, snapshot, |at: RecId| {
-            let page = match self.get(at.lpn()) {
-                Some(page) => page?,
-                None => return Err(Walk::Elsewhere(at)),
-            };
-            let view = PageRef::parse(page)?;
-            let header = view
-                .header(at.slot())?
-                .ok_or_else(|| Error::corrupted(format!("{at} is an empty slot")))?;
-            Ok((header, view))
-        });
-        match walked {
+        match self.visible(rid) {
             Ok(Visible::Version(at, view)) => {
                 view.decode_row_into(at.slot(), Some(self.wanted), row)?;
                 Ok(true)
@@ -187,7 +212,11 @@ impl<'a> PageSource for ObjectPages<'a> {
 
 /// Runs `req` over `object` (the object's bytes from offset 0).
 pub fn run(req: &ObjectScan, object: &[u8]) -> Result<ObjectReply> {
-    let pipeline = Pipeline::new(&req.types, &req.params, req.filter.as_ref(), req.op.clone());
+    let op = match &req.op {
+        ObjectOp::Pipeline(op) => op,
+        ObjectOp::Versions => return versions::run(req, object),
+    };
+    let pipeline = Pipeline::new(&req.types, &req.params, req.filter.as_ref(), op.clone());
     let mut source = ObjectPages {
         object,
         index: req.pages.iter().copied().collect(),
@@ -217,7 +246,7 @@ pub fn run(req: &ObjectScan, object: &[u8]) -> Result<ObjectReply> {
     reply.pages = state.pages;
     reply.pages_pruned = state.pages_pruned;
     reply.bytes_touched = state.bytes_touched;
-    if matches!(req.op, PipelineOp::Aggregate { .. }) {
+    if matches!(op, PipelineOp::Aggregate { .. }) {
         reply.groups = pipeline.finish(state);
     }
     reply.deferred = source.deferred;

@@ -9,7 +9,7 @@ use ndpdb_formats::record::{encode_record, RecordHeader, FLAG_TOMBSTONE};
 use ndpdb_formats::visibility::Snapshot;
 use ndpdb_formats::{DataType, Decimal, Lpn, RecId, SqlState, TableId, TxId, Value, Vid};
 
-use super::{decode_reply, run, serve, ObjectScan, Outcome};
+use super::{decode_reply, run, serve, ObjectOp, ObjectScan, Outcome};
 use crate::PipelineOp;
 
 const TYPES: [DataType; 2] = [DataType::Int, DataType::BigInt];
@@ -65,7 +65,7 @@ fn fixture() -> (Vec<u8>, Vec<(u64, RecId)>) {
     (object, heads)
 }
 
-fn request(op: PipelineOp, heads: &[(u64, RecId)], chunk: u64) -> ObjectScan {
+fn request(op: ObjectOp, heads: &[(u64, RecId)], chunk: u64) -> ObjectScan {
     let mut chunks: Vec<(u64, Vec<RecId>)> = Vec::new();
     for &(vid, rid) in heads {
         match chunks.last_mut() {
@@ -131,7 +131,7 @@ fn served(req: &ObjectScan, object: &[u8]) -> ndpdb_formats::Result<Outcome> {
 #[test]
 fn an_object_answers_for_its_heads_and_defers_chains_that_leave_it() {
     let (object, heads) = fixture();
-    let req = request(sum_and_count(), &heads, 32);
+    let req = request(ObjectOp::Pipeline(sum_and_count()), &heads, 32);
     let Outcome::Done(reply) = served(&req, &object).unwrap() else {
         panic!("a small reply is over its cap");
     };
@@ -139,7 +139,7 @@ fn an_object_answers_for_its_heads_and_defers_chains_that_leave_it() {
     // VIDs 0..10 at their new values, 10..50 as loaded, VID 60's older
     // version found on LPN 10 of the same object; VID 61 is deleted.
     let want_sum: i64 = (0..10).map(|v| v + 1000).sum::<i64>() + (10..50).sum::<i64>() + 60;
-    let PipelineOp::Aggregate { aggs, .. } = &req.op else {
+    let ObjectOp::Pipeline(PipelineOp::Aggregate { aggs, .. }) = &req.op else {
         unreachable!()
     };
     let (_, accs) = reply.groups.get(&Vec::new()).expect("the plain aggregate");
@@ -163,9 +163,9 @@ fn an_object_answers_for_its_heads_and_defers_chains_that_leave_it() {
 fn projected_rows_come_back_per_chunk_in_page_order() {
     let (object, heads) = fixture();
     let mut req = request(
-        PipelineOp::Project {
+        ObjectOp::Pipeline(PipelineOp::Project {
             columns: vec![0, 1],
-        },
+        }),
         &heads,
         32,
     );
@@ -199,9 +199,9 @@ fn projected_rows_come_back_per_chunk_in_page_order() {
 fn a_reply_over_the_cap_says_how_large_it_would_be() {
     let (object, heads) = fixture();
     let mut req = request(
-        PipelineOp::Project {
+        ObjectOp::Pipeline(PipelineOp::Project {
             columns: vec![0, 1],
-        },
+        }),
         &heads,
         1024,
     );
@@ -215,7 +215,7 @@ fn a_reply_over_the_cap_says_how_large_it_would_be() {
 #[test]
 fn a_page_that_is_not_the_one_the_request_names_is_corruption() {
     let (mut object, heads) = fixture();
-    let mut req = request(sum_and_count(), &heads, 32);
+    let mut req = request(ObjectOp::Pipeline(sum_and_count()), &heads, 32);
     // The request places LPN 11 where LPN 12 lies.
     req.pages = vec![(Lpn(10), 0), (Lpn(11), 2), (Lpn(12), 1)];
     let e = served(&req, &object).unwrap_err();
@@ -235,7 +235,7 @@ fn a_page_that_is_not_the_one_the_request_names_is_corruption() {
 #[test]
 fn truncated_or_flipped_requests_are_errors_not_panics() {
     let (object, heads) = fixture();
-    let bytes = request(sum_and_count(), &heads, 32).encode();
+    let bytes = request(ObjectOp::Pipeline(sum_and_count()), &heads, 32).encode();
     for cut in 0..bytes.len() {
         let reply = serve(&bytes[..cut], &object);
         assert!(decode_reply(&reply).is_err(), "cut at {cut}");
@@ -250,4 +250,42 @@ fn truncated_or_flipped_requests_are_errors_not_panics() {
     for cut in 0..reply.len() {
         assert!(decode_reply(&reply[..cut]).is_err(), "reply cut at {cut}");
     }
+}
+
+#[test]
+fn an_update_reads_whole_versions_with_their_vids_and_defers_at_the_head() {
+    let (object, heads) = fixture();
+    let mut req = request(ObjectOp::Versions, &heads, 32);
+    // WHERE value < 1005
+    req.filter = Some(Program {
+        consts: vec![Value::BigInt(1005)],
+        ops: vec![Op::Column(1), Op::Const(0), Op::Lt],
+    });
+    let Outcome::Done(reply) = served(&req, &object).unwrap() else {
+        panic!("over its cap");
+    };
+    assert_eq!(reply.tuples, 62);
+    let got: Vec<(i64, RecId, i64)> = reply
+        .rows
+        .iter()
+        .flat_map(|(_, rows)| rows.iter())
+        .map(|r| match r[..] {
+            [Value::BigInt(vid), Value::BigInt(rid), Value::Int(id), Value::BigInt(v)] => {
+                assert_eq!(vid, id as i64, "the VID rides with its own row");
+                (vid, RecId::from_raw(rid as u64), v)
+            }
+            ref r => panic!("{r:?}"),
+        })
+        .collect();
+    let mut want: Vec<(i64, RecId, i64)> = (10..32)
+        .map(|v| (v, RecId::new(Lpn(10), v as u16), v))
+        .collect();
+    want.extend((0..5).map(|v| (v, RecId::new(Lpn(11), v as u16), v + 1000)));
+    want.extend((32..50).map(|v| (v, RecId::new(Lpn(10), v as u16), v)));
+    // VID 60's head is not seen: its older version, on LPN 10, is.
+    want.push((60, RecId::new(Lpn(10), 50), 60));
+    assert_eq!(got, want);
+    // VIDs 50..60 go on in another object: deferred at their heads.
+    let deferred: Vec<(u64, RecId)> = (0..10).map(|s| (1, RecId::new(Lpn(12), s))).collect();
+    assert_eq!(reply.deferred, deferred);
 }
