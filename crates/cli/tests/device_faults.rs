@@ -9,12 +9,13 @@
 //! match the acknowledged commits exactly, also after the host itself
 //! crashes and recovers on a device that was killed sixty times.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use ndpdb_embedded::process::DeviceProcess;
-use ndpdb_formats::Value;
 use ndpdb_host::{Config, Database};
 use ndpdb_sql::{Output, Session};
 use rand::{Rng, SeedableRng};
@@ -72,17 +73,6 @@ impl Device {
 
     fn addr(&self) -> String {
         self.listen.clone()
-    }
-}
-
-fn int(out: &[Output]) -> i64 {
-    match out.last() {
-        Some(Output::Rows { rows, .. }) => match rows[0][0] {
-            Value::BigInt(v) => v,
-            Value::Int(v) => v as i64,
-            ref v => panic!("{v:?}"),
-        },
-        other => panic!("{other:?}"),
     }
 }
 
@@ -207,12 +197,13 @@ fn wait_until_served(db: &Database) -> Duration {
 
 fn totals(db: &Database) -> (i64, Vec<i64>) {
     let mut s = Session::new(db.clone());
-    let sum = int(&s.execute("SELECT sum(v)::BIGINT FROM acct").unwrap());
+    let sum = common::int(&s.execute("SELECT sum(v)::BIGINT FROM acct").unwrap());
     let ledger = (0..HOST_CLIENTS)
         .map(|me| {
-            int(&s
-                .execute(&format!("SELECT n FROM ledger WHERE client = {me}"))
-                .unwrap())
+            common::int(
+                &s.execute(&format!("SELECT n FROM ledger WHERE client = {me}"))
+                    .unwrap(),
+            )
         })
         .collect();
     (sum, ledger)

@@ -3,33 +3,13 @@
 //! `scripts/ceph-test-cluster.sh`: 3 OSDs, pool `ndpdb` with 3 replicas,
 //! min_size 2). Skipped without one.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use ndpdb_formats::Value;
 use ndpdb_host::Config;
-use ndpdb_sql::{Output, Session};
-
-fn conf() -> Option<PathBuf> {
-    match std::env::var_os("CEPH_CONF") {
-        Some(c) => Some(PathBuf::from(c)),
-        None => {
-            eprintln!("skipped: CEPH_CONF is not set (scripts/test starts a cluster)");
-            None
-        }
-    }
-}
-
-fn int(out: &[Output]) -> i64 {
-    match out.last() {
-        Some(Output::Rows { rows, .. }) => match rows[0][0] {
-            Value::BigInt(v) => v,
-            Value::Int(v) => v as i64,
-            ref v => panic!("{v:?}"),
-        },
-        other => panic!("{other:?}"),
-    }
-}
+use ndpdb_sql::Session;
 
 /// Kills `osd.N` of the cluster whose config is `conf` with SIGKILL.
 fn kill_osd(conf: &Path, n: u32) {
@@ -62,7 +42,9 @@ fn start_osd(conf: &Path, n: u32) {
 /// answer is right, and a reopen finds every committed update.
 #[test]
 fn an_osd_killed_under_ndp_queries_and_updates_loses_nothing() {
-    let Some(conf) = conf() else { return };
+    let Some(conf) = common::ceph_conf() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let db = ndpdb_embedded::open_rados(dir.path(), Config::default(), &conf, "ndpdb").unwrap();
     let mut s = Session::new(db.clone());
@@ -84,7 +66,7 @@ fn an_osd_killed_under_ndp_queries_and_updates_loses_nothing() {
             killed = true;
         }
         let t = Instant::now();
-        let sum = int(&s.execute("SELECT sum(v)::bigint FROM acct").unwrap());
+        let sum = common::int(&s.execute("SELECT sum(v)::bigint FROM acct").unwrap());
         assert_eq!(sum, expected, "round {round}");
         s.execute(&format!(
             "UPDATE acct SET v = v + 1 WHERE k % 10 = {}",
@@ -109,7 +91,7 @@ fn an_osd_killed_under_ndp_queries_and_updates_loses_nothing() {
     for ndp in ["off", "on"] {
         s.execute(&format!("SET ndp = {ndp}")).unwrap();
         assert_eq!(
-            int(&s.execute("SELECT sum(v)::bigint FROM acct").unwrap()),
+            common::int(&s.execute("SELECT sum(v)::bigint FROM acct").unwrap()),
             expected
         );
     }

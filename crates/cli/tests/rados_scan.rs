@@ -6,22 +6,12 @@
 //!
 //! One test per binary: it reads the process-wide librados counters.
 
-use std::path::PathBuf;
+mod common;
 
 use ndpdb_embedded::rados::RadosStore;
 use ndpdb_formats::Value;
 use ndpdb_host::Config;
 use ndpdb_sql::{Output, Session};
-
-fn conf() -> Option<PathBuf> {
-    match std::env::var_os("CEPH_CONF") {
-        Some(c) => Some(PathBuf::from(c)),
-        None => {
-            eprintln!("skipped: CEPH_CONF is not set (scripts/test starts a cluster)");
-            None
-        }
-    }
-}
 
 fn rows(out: Vec<Output>) -> Vec<Vec<Value>> {
     match out.into_iter().last() {
@@ -51,7 +41,9 @@ fn figure(plan: &[Vec<Value>], label: &str) -> u64 {
 
 #[test]
 fn ndp_scans_run_in_the_osds_and_return_results_not_pages() {
-    let Some(conf) = conf() else { return };
+    let Some(conf) = common::ceph_conf() else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let db = ndpdb_embedded::open_rados(dir.path(), Config::default(), &conf, "ndpdb").unwrap();
     let mut s = Session::new(db.clone());

@@ -16,6 +16,8 @@
 //! commits — inside its lock-violation window — and checks that no
 //! dependent of a transaction that did not commit is present.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -58,11 +60,10 @@ fn sigkill_at_random_moments_loses_no_acknowledged_commit() {
 /// the pool come back together after every kill.
 #[test]
 fn sigkill_with_the_store_in_rados_loses_no_acknowledged_commit() {
-    let Some(conf) = std::env::var_os("CEPH_CONF") else {
-        eprintln!("skipped: CEPH_CONF is not set (scripts/test starts a cluster)");
+    let Some(conf) = common::ceph_conf() else {
         return;
     };
-    sigkill_rounds(Some(std::path::Path::new(&conf)), 6, 6);
+    sigkill_rounds(Some(conf.as_path()), 6, 6);
 }
 
 /// Kills the worker `random_rounds` times at random moments, then

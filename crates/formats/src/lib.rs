@@ -29,6 +29,7 @@ pub mod expr;
 pub mod ids;
 pub mod page;
 pub mod record;
+pub mod rows;
 pub mod types;
 pub mod udf;
 pub mod value;

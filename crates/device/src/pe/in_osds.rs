@@ -1,7 +1,9 @@
-//! A scan fanned out over the RADOS objects that hold its pages: each
-//! object's share runs inside the OSD holding it (`cls_ndp`'s
-//! `scan_v1`, [`ndpdb_scan::object_scan`]) and only partial results
-//! come back.
+//! An NDP job fanned out over the RADOS objects that hold its pages:
+//! each object's share runs inside the OSD holding it (`cls_ndp`,
+//! [`ndpdb_scan::object_scan`]) and only its result comes back — a
+//! scan's or aggregate's partial (`scan_v1`), or the versions an UPDATE
+//! or DELETE changes (`versions_v1`), which the PE then locks,
+//! certifies and changes as it would a row it found itself.
 //!
 //! ```text
 //!  rounds of 512 chunks of VIDs ─► heads (ΔVID overlay, else VID map)
@@ -9,7 +11,7 @@
 //!     else L2P → PPN → object PPN / 512, page PPN mod 512
 //!  per object: ObjectScan {snapshot, plan, its pages, its heads per chunk}
 //!     ─► exec_all (waves of `objects_in_flight` calls, each wave's at once)
-//!     ◄─ rows per chunk | partial groups, stats, deferred chains
+//!     ◄─ rows per chunk | partial groups | versions, stats, deferred chains
 //!  deferred chains, objects without the class ──────────► walked here
 //!  merge into the PE's state (rows by chunk, groups through Acc::merge)
 //! ```

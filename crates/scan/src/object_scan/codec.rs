@@ -23,8 +23,9 @@ use ndpdb_formats::agg::{Acc, AggSpec};
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::expr::{decode_value, encode_value, Program};
 use ndpdb_formats::ids::MAX_LPN;
+use ndpdb_formats::rows::{decode_rows, encode_rows};
 use ndpdb_formats::visibility::Snapshot;
-use ndpdb_formats::{DataType, Error, Lpn, RecId, Result, SqlState, Value};
+use ndpdb_formats::{DataType, Error, Lpn, RecId, Result, SqlState};
 use rustc_hash::FxHashMap;
 
 use super::{run, ObjectOp, ObjectReply, ObjectScan, Outcome};
@@ -189,28 +190,6 @@ impl ObjectScan {
             reply_cap,
         })
     }
-}
-
-fn encode_rows(rows: &[Vec<Value>], w: &mut Writer) {
-    w.u32(rows.len() as u32);
-    w.u32(rows.first().map_or(0, Vec::len) as u32);
-    for row in rows {
-        row.iter().for_each(|v| encode_value(v, w));
-    }
-}
-
-fn decode_rows(r: &mut Reader<'_>) -> Result<Vec<Vec<Value>>> {
-    let n = r.u32()? as usize;
-    let width = r.u32()? as usize;
-    // Every value takes at least its tag byte.
-    if n.saturating_mul(width) > r.remaining() {
-        return Err(Error::corrupted("more rows than bytes"));
-    }
-    let mut rows = Vec::with_capacity(if width == 0 { 0 } else { n });
-    for _ in 0..n {
-        rows.push((0..width).map(|_| decode_value(r)).collect::<Result<_>>()?);
-    }
-    Ok(rows)
 }
 
 fn encode_groups(groups: &Groups, w: &mut Writer) {
