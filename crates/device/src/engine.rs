@@ -61,7 +61,7 @@ pub struct DeviceOptions {
     /// The shared lock table (shared memory with the host); without one
     /// the device runs read-only NDP only.
     pub slt: Option<Arc<SharedLockTable>>,
-    /// A store in RADOS: objects an NDP scan calls at once (at least 1).
+    /// A store in RADOS: objects an NDP job calls at once (0: 64).
     pub objects_in_flight: usize,
 }
 

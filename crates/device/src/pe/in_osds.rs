@@ -21,12 +21,14 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::FxHashSet;
 
 use ndpdb_formats::ids::MAX_VID;
-use ndpdb_formats::{Error, Lpn, RecId, SqlState, Value, Vid};
+use ndpdb_formats::{Error, Lpn, RecId, Value, Vid};
 use ndpdb_link::ndp::NdpOp;
-use ndpdb_scan::object_scan::{decode_reply, ObjectOp, ObjectReply, ObjectScan, Outcome};
+use ndpdb_scan::object_scan::{
+    decode_reply, encode_request, ObjectOp, ObjectPlan, ObjectReply, Outcome,
+};
 use ndpdb_scan::{Pipeline, PipelineOp};
 
 use super::{chunk_heads, from_link, head_pages, PeTask, Walker, CHUNK};
@@ -46,7 +48,7 @@ const ROWS_REPLY: usize = 8 << 20;
 #[derive(Default)]
 struct Share {
     pages: Vec<(Lpn, u32)>,
-    placed: FxHashMap<Lpn, ()>,
+    placed: FxHashSet<Lpn>,
     chunks: Vec<(u64, Vec<RecId>)>,
     /// Each head's position in its chunk (its VID less the chunk's first).
     positions: Vec<Vec<u16>>,
@@ -54,7 +56,7 @@ struct Share {
 
 impl Share {
     fn add(&mut self, chunk: u64, position: usize, head: RecId, index: u32) {
-        if self.placed.insert(head.lpn(), ()).is_none() {
+        if self.placed.insert(head.lpn()) {
             self.pages.push((head.lpn(), index));
         }
         if self.chunks.last().is_none_or(|(c, _)| *c != chunk) {
@@ -65,6 +67,12 @@ impl Share {
             heads.push(head);
             at.push(position as u16);
         }
+    }
+
+    /// The object's request (`cap`: the largest reply taken).
+    fn request(&self, plan: &ObjectPlan, cap: usize) -> Vec<u8> {
+        let cap = u32::try_from(cap).unwrap_or(u32::MAX);
+        encode_request(plan, &self.pages, &self.chunks, cap)
     }
 
     /// The share's heads as whole chunks (NULL elsewhere), for a walk here.
@@ -104,14 +112,20 @@ pub(super) fn walk(
     objects: &RadosPages,
     method: ObjectMethod,
 ) -> Result<(), Error> {
-    let op = match task.pipeline {
-        Some(p) => ObjectOp::Pipeline(p.op().clone()),
-        None => ObjectOp::Versions,
+    let plan = ObjectPlan {
+        snapshot: task.inv.snapshot.clone(),
+        types: task.inv.types.clone(),
+        params: task.inv.params.clone(),
+        filter: task.inv.filter.clone(),
+        op: match task.pipeline {
+            Some(p) => ObjectOp::Pipeline(p.op().clone()),
+            None => ObjectOp::Versions,
+        },
     };
     let chunks: Vec<u64> = task.chunks.iter().collect();
     let mut deferred = Vec::new();
     for round in chunks.chunks(CHUNKS_PER_ROUND) {
-        walk_round(task, walker, (method, &op), objects, round, &mut deferred)?;
+        walk_round(task, walker, (method, &plan), objects, round, &mut deferred)?;
     }
     walker.fan_out.deferred += deferred.len() as u64;
     match task.pipeline {
@@ -125,7 +139,7 @@ pub(super) fn walk(
 fn walk_round(
     task: &PeTask,
     walker: &mut Walker<'_>,
-    (method, op): (ObjectMethod, &ObjectOp),
+    (method, plan): (ObjectMethod, &ObjectPlan),
     objects: &RadosPages,
     round: &[u64],
     deferred: &mut Vec<(u64, RecId)>,
@@ -159,7 +173,7 @@ fn walk_round(
             here.push((chunk, heads.clone()));
         }
     }
-    let reply_cap = match op {
+    let reply_cap = match plan.op {
         ObjectOp::Pipeline(PipelineOp::Aggregate { .. }) => AGGREGATE_REPLY,
         _ => ROWS_REPLY,
     };
@@ -168,7 +182,7 @@ fn walk_round(
         task.check_cancel()?;
         let calls: Vec<(u64, Vec<u8>)> = wave
             .iter()
-            .map(|(object, share)| (*object, request(task, op, share, reply_cap)))
+            .map(|(object, share)| (*object, share.request(plan, reply_cap)))
             .collect();
         let replies = objects.call(method, &calls, reply_cap).map_err(from_link)?;
         for ((object, share), reply) in wave.iter().zip(replies) {
@@ -178,14 +192,9 @@ fn walk_round(
                     walker.fan_out.reply_bytes += bytes.len() as u64;
                     match decode_reply(&bytes).map_err(|e| in_object(*object, e))? {
                         Outcome::Done(reply) => Some(reply),
-                        Outcome::TooLarge(needed) => again(
-                            task,
-                            walker,
-                            (method, op),
-                            objects,
-                            (*object, share),
-                            needed,
-                        )?,
+                        Outcome::TooLarge(needed) => {
+                            again(walker, (method, plan), objects, (*object, share), needed)?
+                        }
                     }
                 }
                 ObjectCall::NoClass => None,
@@ -208,15 +217,14 @@ fn walk_round(
 /// Calls an object once more with a reply buffer of the size it asked
 /// for; `None` if its OSD has no class.
 fn again(
-    task: &PeTask,
     walker: &mut Walker<'_>,
-    (method, op): (ObjectMethod, &ObjectOp),
+    (method, plan): (ObjectMethod, &ObjectPlan),
     objects: &RadosPages,
     (object, share): (u64, &Share),
     needed: u64,
 ) -> Result<Option<ObjectReply>, Error> {
     let cap = usize::try_from(needed).unwrap_or(usize::MAX);
-    let call = [(object, request(task, op, share, cap))];
+    let call = [(object, share.request(plan, cap))];
     let Some(ObjectCall::Reply(bytes)) = objects.call(method, &call, cap).map_err(from_link)?.pop()
     else {
         return Ok(None);
@@ -229,21 +237,6 @@ fn again(
             Error::corrupted(format!("a reply of {n} B after one of {needed} B")),
         )),
     }
-}
-
-/// An object's request (`cap`: the largest reply taken).
-fn request(task: &PeTask, op: &ObjectOp, share: &Share, cap: usize) -> Vec<u8> {
-    ObjectScan {
-        snapshot: task.inv.snapshot.clone(),
-        types: task.inv.types.clone(),
-        params: task.inv.params.clone(),
-        filter: task.inv.filter.clone(),
-        op: op.clone(),
-        pages: share.pages.clone(),
-        chunks: share.chunks.clone(),
-        reply_cap: u32::try_from(cap).unwrap_or(u32::MAX),
-    }
-    .encode()
 }
 
 fn in_object(object: u64, e: Error) -> Error {
@@ -316,10 +309,7 @@ fn walk_deferred(
     for (chunk, rid) in deferred {
         walker.task.check_cancel()?;
         if rid.is_null() {
-            return Err(Error::sql(
-                SqlState::DATA_CORRUPTED,
-                "an object deferred a chain at no version",
-            ));
+            return Err(Error::corrupted("an object deferred a chain at no version"));
         }
         if walker.older_visible(rid, &mut row)? {
             let mut state = std::mem::take(&mut walker.state);

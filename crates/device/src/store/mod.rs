@@ -117,6 +117,27 @@ impl std::ops::Deref for PageBytes {
     }
 }
 
+/// The runs of consecutive PPNs in `items`, in the order given: ranges
+/// of indexes.
+fn runs<'a, T>(
+    items: &'a [T],
+    ppn: impl Fn(&T) -> Ppn + 'a,
+) -> impl Iterator<Item = std::ops::Range<usize>> + 'a {
+    let mut start = 0;
+    std::iter::from_fn(move || {
+        if start >= items.len() {
+            return None;
+        }
+        let mut end = start + 1;
+        while end < items.len() && ppn(&items[end]).0 == ppn(&items[end - 1]).0 + 1 {
+            end += 1;
+        }
+        let run = start..end;
+        start = end;
+        Some(run)
+    })
+}
+
 /// Whether `ppn`'s bit is set in a bitmap of one bit per PPN.
 fn bit_set(bits: &[AtomicU64], ppn: Ppn) -> bool {
     let (w, b) = (ppn.0 as usize / 64, ppn.0 % 64);
@@ -181,20 +202,14 @@ impl PageStore {
     /// run touches, not one per page).
     pub fn read_many(&self, ppns: &[Ppn]) -> Result<Vec<Vec<u8>>> {
         let mut pages = Vec::with_capacity(ppns.len());
-        let mut start = 0;
-        while start < ppns.len() {
-            let mut end = start + 1;
-            while end < ppns.len() && ppns[end].0 == ppns[end - 1].0 + 1 {
-                end += 1;
-            }
-            self.in_range(ppns[end - 1])?;
-            let mut run = vec![0u8; (end - start) * PAGE_SIZE];
-            self.read_run(ppns[start], &mut run)?;
-            for page in run.chunks_exact(PAGE_SIZE) {
+        for run in runs(ppns, |p| *p) {
+            self.in_range(ppns[run.end - 1])?;
+            let mut bytes = vec![0u8; run.len() * PAGE_SIZE];
+            self.read_run(ppns[run.start], &mut bytes)?;
+            for page in bytes.chunks_exact(PAGE_SIZE) {
                 self.nvm.read_access();
                 pages.push(page.to_vec());
             }
-            start = end;
         }
         Ok(pages)
     }
@@ -330,22 +345,16 @@ impl PageStore {
     /// past its mapping): each run of consecutive PPNs read in one piece,
     /// then cut into owned pages.
     fn pages_by_run(&self, ppns: &[Ppn], out: &mut Vec<(Ppn, PageBytes)>) -> Result<()> {
-        let mut start = 0;
-        while start < ppns.len() {
-            let mut end = start + 1;
-            while end < ppns.len() && ppns[end].0 == ppns[end - 1].0 + 1 {
-                end += 1;
-            }
-            let mut run = vec![0u8; (end - start) * PAGE_SIZE];
-            self.read_run(ppns[start], &mut run)?;
-            for (&ppn, bytes) in ppns[start..end].iter().zip(run.chunks_exact(PAGE_SIZE)) {
+        for run in runs(ppns, |p| *p) {
+            let mut bytes = vec![0u8; run.len() * PAGE_SIZE];
+            self.read_run(ppns[run.start], &mut bytes)?;
+            for (&ppn, page) in ppns[run].iter().zip(bytes.chunks_exact(PAGE_SIZE)) {
                 if !self.is_verified(ppn) {
-                    PageRef::parse_verified(bytes)?;
+                    PageRef::parse_verified(page)?;
                     self.set_verified(ppn, true);
                 }
-                out.push((ppn, PageBytes::Owned(Arc::new(bytes.to_vec()))));
+                out.push((ppn, PageBytes::Owned(Arc::new(page.to_vec()))));
             }
-            start = end;
         }
         Ok(())
     }
@@ -405,13 +414,8 @@ impl PageStore {
             Medium::Rados(r) => r.write_pages(pages)?,
             Medium::File(f) => {
                 let mut joined: Vec<u8> = Vec::new();
-                let mut start = 0;
-                while start < pages.len() {
-                    let mut end = start + 1;
-                    while end < pages.len() && pages[end].0 .0 == pages[end - 1].0 .0 + 1 {
-                        end += 1;
-                    }
-                    let run = &pages[start..end];
+                for run in runs(pages, |(ppn, _)| *ppn) {
+                    let run = &pages[run];
                     // One page is written from where it is; a run is joined first.
                     let bytes: &[u8] = if let [(_, page)] = run {
                         page
@@ -422,7 +426,6 @@ impl PageStore {
                         &joined
                     };
                     f.write_run(run[0].0, bytes)?;
-                    start = end;
                 }
             }
         }

@@ -66,7 +66,7 @@ impl ObjectMethod {
 /// What one object's call came back with.
 pub enum ObjectCall {
     Reply(Vec<u8>),
-    /// The OSD has no class `ndp` with `scan_v1`.
+    /// The OSD has no class `ndp` with the method called.
     NoClass,
 }
 
@@ -81,7 +81,6 @@ pub(crate) fn link_err(e: RadosError) -> LinkError {
 }
 
 impl RadosPages {
-    /// The store under `prefix` in `pool`, with the pages it holds.
     /// The store under `prefix` in `pool`, with the pages it holds; a
     /// scan calls up to `in_flight` objects at once (0 = 64).
     pub fn open(pool: Arc<Pool>, prefix: &str, in_flight: usize) -> Result<(RadosPages, u64)> {
@@ -200,8 +199,8 @@ impl RadosPages {
         let mut by_object: std::collections::BTreeMap<u64, WriteOp> = Default::default();
         for (ppn, bytes) in pages {
             let (n, at) = (ppn.0 / PAGES_PER_OBJECT, ppn.0 % PAGES_PER_OBJECT);
-            let op = by_object.remove(&n).unwrap_or_default();
-            by_object.insert(n, op.write(at * PAGE_SIZE as u64, bytes));
+            let op = by_object.entry(n).or_default();
+            *op = std::mem::take(op).write(at * PAGE_SIZE as u64, bytes);
         }
         for (n, op) in by_object {
             self.pool.operate(&self.object(n), &op).map_err(link_err)?;

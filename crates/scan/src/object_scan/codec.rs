@@ -28,7 +28,7 @@ use ndpdb_formats::visibility::Snapshot;
 use ndpdb_formats::{DataType, Error, Lpn, RecId, Result, SqlState};
 use rustc_hash::FxHashMap;
 
-use super::{run, ObjectOp, ObjectReply, ObjectScan, Outcome};
+use super::{run, ObjectOp, ObjectPlan, ObjectReply, ObjectScan, Outcome};
 use crate::{Groups, PipelineOp};
 
 const MAGIC: &[u8; 4] = b"NOS1";
@@ -37,71 +37,82 @@ const DONE: u8 = 0;
 pub const REPLY_TOO_LARGE: u8 = 1;
 const FAILED: u8 = 2;
 
+/// A request's bytes from its parts: the job's plan, shared by all its
+/// objects, and one object's pages and heads.
+pub fn encode_request(
+    plan: &ObjectPlan,
+    pages: &[(Lpn, u32)],
+    chunks: &[(u64, Vec<RecId>)],
+    reply_cap: u32,
+) -> Vec<u8> {
+    let mut w = Writer::new();
+    w.raw(MAGIC);
+    plan.snapshot.encode(&mut w);
+    w.u32(plan.types.len() as u32);
+    plan.types.iter().for_each(|t| t.encode(&mut w));
+    w.u32(plan.params.len() as u32);
+    plan.params.iter().for_each(|v| encode_value(v, &mut w));
+    match &plan.filter {
+        Some(p) => p.encode(w.u8(1)),
+        None => {
+            w.u8(0);
+        }
+    }
+    match &plan.op {
+        ObjectOp::Versions => {
+            w.u8(2);
+        }
+        ObjectOp::Pipeline(PipelineOp::Project { columns }) => {
+            w.u8(0).u32(columns.len() as u32);
+            columns.iter().for_each(|c| {
+                w.u32(*c);
+            });
+        }
+        ObjectOp::Pipeline(PipelineOp::Aggregate { groups, aggs }) => {
+            w.u8(1).u32(groups.len() as u32);
+            groups.iter().for_each(|g| g.encode(&mut w));
+            w.u32(aggs.len() as u32);
+            aggs.iter().for_each(|a| a.encode(&mut w));
+        }
+    }
+    w.u32(pages.len() as u32);
+    let mut position = FxHashMap::default();
+    for (i, (lpn, index)) in pages.iter().enumerate() {
+        w.u64(lpn.0).u32(*index);
+        position.insert(*lpn, i as u32);
+    }
+    w.u32(chunks.len() as u32);
+    let mut sorted: Vec<RecId> = Vec::new();
+    for (chunk, heads) in chunks {
+        sorted.clear();
+        sorted.extend(heads.iter().filter(|h| !h.is_null()));
+        sorted.sort_unstable();
+        let mut runs: Vec<(u32, u16, u16)> = Vec::new();
+        for h in &sorted {
+            let page = position.get(&h.lpn()).copied().unwrap_or(u32::MAX);
+            match runs.last_mut() {
+                Some((p, first, n))
+                    if *p == page
+                        && u32::from(*first) + u32::from(*n) == u32::from(h.slot())
+                        && *n < u16::MAX =>
+                {
+                    *n += 1
+                }
+                _ => runs.push((page, h.slot(), 1)),
+            }
+        }
+        w.u64(*chunk).u32(runs.len() as u32);
+        for (page, first, n) in runs {
+            w.u32(page).u16(first).u16(n);
+        }
+    }
+    w.u32(reply_cap);
+    w.into_inner()
+}
+
 impl ObjectScan {
     pub fn encode(&self) -> Vec<u8> {
-        let mut w = Writer::new();
-        w.raw(MAGIC);
-        self.snapshot.encode(&mut w);
-        w.u32(self.types.len() as u32);
-        self.types.iter().for_each(|t| t.encode(&mut w));
-        w.u32(self.params.len() as u32);
-        self.params.iter().for_each(|v| encode_value(v, &mut w));
-        match &self.filter {
-            Some(p) => p.encode(w.u8(1)),
-            None => {
-                w.u8(0);
-            }
-        }
-        match &self.op {
-            ObjectOp::Versions => {
-                w.u8(2);
-            }
-            ObjectOp::Pipeline(PipelineOp::Project { columns }) => {
-                w.u8(0).u32(columns.len() as u32);
-                columns.iter().for_each(|c| {
-                    w.u32(*c);
-                });
-            }
-            ObjectOp::Pipeline(PipelineOp::Aggregate { groups, aggs }) => {
-                w.u8(1).u32(groups.len() as u32);
-                groups.iter().for_each(|g| g.encode(&mut w));
-                w.u32(aggs.len() as u32);
-                aggs.iter().for_each(|a| a.encode(&mut w));
-            }
-        }
-        w.u32(self.pages.len() as u32);
-        let mut position = FxHashMap::default();
-        for (i, (lpn, index)) in self.pages.iter().enumerate() {
-            w.u64(lpn.0).u32(*index);
-            position.insert(*lpn, i as u32);
-        }
-        w.u32(self.chunks.len() as u32);
-        let mut sorted: Vec<RecId> = Vec::new();
-        for (chunk, heads) in &self.chunks {
-            sorted.clear();
-            sorted.extend(heads.iter().filter(|h| !h.is_null()));
-            sorted.sort_unstable();
-            let mut runs: Vec<(u32, u16, u16)> = Vec::new();
-            for h in &sorted {
-                let page = position.get(&h.lpn()).copied().unwrap_or(u32::MAX);
-                match runs.last_mut() {
-                    Some((p, first, n))
-                        if *p == page
-                            && u32::from(*first) + u32::from(*n) == u32::from(h.slot())
-                            && *n < u16::MAX =>
-                    {
-                        *n += 1
-                    }
-                    _ => runs.push((page, h.slot(), 1)),
-                }
-            }
-            w.u64(*chunk).u32(runs.len() as u32);
-            for (page, first, n) in runs {
-                w.u32(page).u16(first).u16(n);
-            }
-        }
-        w.u32(self.reply_cap);
-        w.into_inner()
+        encode_request(&self.plan, &self.pages, &self.chunks, self.reply_cap)
     }
 
     pub fn decode(bytes: &[u8]) -> Result<ObjectScan> {
@@ -180,11 +191,13 @@ impl ObjectScan {
         let reply_cap = r.u32()?;
         r.finish("object scan request")?;
         Ok(ObjectScan {
-            snapshot,
-            types,
-            params,
-            filter,
-            op,
+            plan: ObjectPlan {
+                snapshot,
+                types,
+                params,
+                filter,
+                op,
+            },
             pages,
             chunks,
             reply_cap,
@@ -257,8 +270,12 @@ pub fn serve(request: &[u8], object: &[u8]) -> Vec<u8> {
             }
         }
         Err(e) => {
+            let message = match &e {
+                Error::Corrupted(m) => m,
+                Error::Sql { message, .. } => message,
+            };
             let mut w = Writer::new();
-            w.u8(FAILED).str(e.sqlstate().code()).str(&e.to_string());
+            w.u8(FAILED).str(e.sqlstate().code()).str(message);
             w.into_inner()
         }
     }
@@ -295,7 +312,7 @@ pub fn decode_reply(bytes: &[u8]) -> Result<Outcome> {
             let message = r.str()?.to_string();
             r.finish("object scan failure")?;
             return Err(if code == SqlState::DATA_CORRUPTED {
-                Error::corrupted(message.trim_start_matches("corrupted: ").to_string())
+                Error::corrupted(message)
             } else {
                 Error::sql(code, message)
             });

@@ -43,16 +43,22 @@ use ndpdb_formats::{DataType, Error, Lpn, RecId, Result, Value};
 
 use crate::{walk_heads, Groups, PageSource, Pipeline, PipelineOp, PipelineState, RunBuffers};
 
-pub use codec::{decode_reply, serve, REPLY_TOO_LARGE};
+pub use codec::{decode_reply, encode_request, serve, REPLY_TOO_LARGE};
 
-/// One object's share of a scan (the request of `scan_v1`).
+/// What every object of one job runs: the same for all its objects.
 #[derive(Clone, Debug, PartialEq)]
-pub struct ObjectScan {
+pub struct ObjectPlan {
     pub snapshot: Snapshot,
     pub types: Vec<DataType>,
     pub params: Vec<Value>,
     pub filter: Option<Program>,
     pub op: ObjectOp,
+}
+
+/// One object's share of a scan (the request of `scan_v1`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObjectScan {
+    pub plan: ObjectPlan,
     /// The object's pages the walk may read: (LPN, page index in the object).
     pub pages: Vec<(Lpn, u32)>,
     /// Per chunk of VIDs, in VID order: the heads on those pages.
@@ -212,15 +218,20 @@ impl<'a> PageSource for ObjectPages<'a> {
 
 /// Runs `req` over `object` (the object's bytes from offset 0).
 pub fn run(req: &ObjectScan, object: &[u8]) -> Result<ObjectReply> {
-    let op = match &req.op {
+    let op = match &req.plan.op {
         ObjectOp::Pipeline(op) => op,
         ObjectOp::Versions => return versions::run(req, object),
     };
-    let pipeline = Pipeline::new(&req.types, &req.params, req.filter.as_ref(), op.clone());
+    let pipeline = Pipeline::new(
+        &req.plan.types,
+        &req.plan.params,
+        req.plan.filter.as_ref(),
+        op.clone(),
+    );
     let mut source = ObjectPages {
         object,
         index: req.pages.iter().copied().collect(),
-        snapshot: &req.snapshot,
+        snapshot: &req.plan.snapshot,
         wanted: pipeline.wanted(),
         verified: FxHashSet::default(),
         chunk: 0,
@@ -234,7 +245,7 @@ pub fn run(req: &ObjectScan, object: &[u8]) -> Result<ObjectReply> {
         reply.tuples += walk_heads(
             &pipeline,
             &mut state,
-            &req.snapshot,
+            &req.plan.snapshot,
             heads,
             &mut source,
             &mut buffers,

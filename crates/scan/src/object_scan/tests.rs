@@ -9,7 +9,7 @@ use ndpdb_formats::record::{encode_record, RecordHeader, FLAG_TOMBSTONE};
 use ndpdb_formats::visibility::Snapshot;
 use ndpdb_formats::{DataType, Decimal, Lpn, RecId, SqlState, TableId, TxId, Value, Vid};
 
-use super::{decode_reply, run, serve, ObjectOp, ObjectScan, Outcome};
+use super::{decode_reply, run, serve, ObjectOp, ObjectPlan, ObjectScan, Outcome};
 use crate::PipelineOp;
 
 const TYPES: [DataType; 2] = [DataType::Int, DataType::BigInt];
@@ -76,16 +76,18 @@ fn request(op: ObjectOp, heads: &[(u64, RecId)], chunk: u64) -> ObjectScan {
     // (The request carries a chunk's heads in page order, as walked.)
     chunks.iter_mut().for_each(|(_, hs)| hs.sort_unstable());
     ObjectScan {
-        snapshot: Snapshot {
-            txid: TxId(9),
-            xmin: TxId(7),
-            xmax: TxId(9),
-            in_flight: vec![TxId(7)],
+        plan: ObjectPlan {
+            snapshot: Snapshot {
+                txid: TxId(9),
+                xmin: TxId(7),
+                xmax: TxId(9),
+                in_flight: vec![TxId(7)],
+            },
+            types: TYPES.to_vec(),
+            params: vec![],
+            filter: None,
+            op,
         },
-        types: TYPES.to_vec(),
-        params: vec![],
-        filter: None,
-        op,
         pages: vec![(Lpn(10), 0), (Lpn(11), 1), (Lpn(12), 2)],
         chunks,
         reply_cap: 1 << 20,
@@ -139,7 +141,7 @@ fn an_object_answers_for_its_heads_and_defers_chains_that_leave_it() {
     // VIDs 0..10 at their new values, 10..50 as loaded, VID 60's older
     // version found on LPN 10 of the same object; VID 61 is deleted.
     let want_sum: i64 = (0..10).map(|v| v + 1000).sum::<i64>() + (10..50).sum::<i64>() + 60;
-    let ObjectOp::Pipeline(PipelineOp::Aggregate { aggs, .. }) = &req.op else {
+    let ObjectOp::Pipeline(PipelineOp::Aggregate { aggs, .. }) = &req.plan.op else {
         unreachable!()
     };
     let (_, accs) = reply.groups.get(&Vec::new()).expect("the plain aggregate");
@@ -170,7 +172,7 @@ fn projected_rows_come_back_per_chunk_in_page_order() {
         32,
     );
     // WHERE value < 1005
-    req.filter = Some(Program {
+    req.plan.filter = Some(Program {
         consts: vec![Value::BigInt(1005)],
         ops: vec![Op::Column(1), Op::Const(0), Op::Lt],
     });
@@ -257,7 +259,7 @@ fn an_update_reads_whole_versions_with_their_vids_and_defers_at_the_head() {
     let (object, heads) = fixture();
     let mut req = request(ObjectOp::Versions, &heads, 32);
     // WHERE value < 1005
-    req.filter = Some(Program {
+    req.plan.filter = Some(Program {
         consts: vec![Value::BigInt(1005)],
         ops: vec![Op::Column(1), Op::Const(0), Op::Lt],
     });

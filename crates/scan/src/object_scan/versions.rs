@@ -19,18 +19,18 @@ use ndpdb_formats::{Error, Result, Value};
 use super::{ObjectPages, ObjectReply, ObjectScan, Walk};
 
 pub(super) fn run(req: &ObjectScan, object: &[u8]) -> Result<ObjectReply> {
-    let wanted = vec![true; req.types.len()];
+    let wanted = vec![true; req.plan.types.len()];
     let mut source = ObjectPages {
         object,
         index: req.pages.iter().copied().collect(),
-        snapshot: &req.snapshot,
+        snapshot: &req.plan.snapshot,
         wanted: &wanted,
         verified: FxHashSet::default(),
         chunk: 0,
         deferred: Vec::new(),
     };
     let mut reply = ObjectReply::default();
-    let mut row = Vec::with_capacity(req.types.len());
+    let mut row = Vec::with_capacity(req.plan.types.len());
     for (chunk, heads) in &req.chunks {
         let mut rows = Vec::new();
         for &head in heads {
@@ -48,8 +48,8 @@ pub(super) fn run(req: &ObjectScan, object: &[u8]) -> Result<ObjectReply> {
                 .header(at.slot())?
                 .ok_or_else(|| Error::corrupted(format!("{at} is an empty slot")))?;
             view.decode_row_into(at.slot(), Some(&wanted), &mut row)?;
-            if let Some(f) = &req.filter {
-                if !f.eval_predicate(&row, &req.params)? {
+            if let Some(f) = &req.plan.filter {
+                if !f.eval_predicate(&row, &req.plan.params)? {
                     continue;
                 }
             }
