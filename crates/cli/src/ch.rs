@@ -73,6 +73,13 @@ pub struct ChArgs {
     /// when one wakes (a nice value only weighs CPU shares).
     #[arg(long, conflicts_with = "olap_nice")]
     olap_idle: bool,
+    /// Threads each analytical statement may use during the mix, on every
+    /// target: ndpdb's host scan workers and PEs per device job
+    /// (`host_workers`, `ndp_pes`), PostgreSQL's backend with its
+    /// parallel workers (`max_parallel_workers_per_gather` = N − 1). The
+    /// power run keeps each target's default.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    olap_threads: Option<u16>,
     /// Output folder; default a fresh one under bench-results/.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -144,10 +151,11 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
             (false, 0) => Priority::Normal,
             (false, n) => Priority::Nice(n),
         },
+        olap_threads: a.olap_threads.map(usize::from),
     };
     let mut summary = Summary::default();
     summary.say(format!(
-        "settings: CH-benCHmark, {} warehouse(s) ({} items, {} customers per district) + 10,000 suppliers, {} TPC-C clients, {} OLAP client(s){}; per run {alone} s TPC-C alone, {} s beside the OLAP clients{}; ndpdb placement modes {}; seed {}; buffer pool {} MiB",
+        "settings: CH-benCHmark, {} warehouse(s) ({} items, {} customers per district) + 10,000 suppliers, {} TPC-C clients, {} OLAP client(s){}{}; per run {alone} s TPC-C alone, {} s beside the OLAP clients{}; ndpdb placement modes {}; seed {}; buffer pool {} MiB",
         cfg.tpcc.warehouses,
         scale.items,
         scale.customers,
@@ -156,6 +164,10 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
         match cfg.olap_priority.describe() {
             p if p.is_empty() => p,
             p => format!("{p} on every target"),
+        },
+        match cfg.olap_threads {
+            Some(n) => format!(", each on at most {n} thread(s) during the mix"),
+            None => String::new(),
         },
         a.duration,
         if a.phases {

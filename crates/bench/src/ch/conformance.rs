@@ -103,6 +103,7 @@ fn small() -> ChConfig {
         modes: vec![NdpMode::Auto],
         power_repeat: 1,
         olap_priority: crate::priority::Priority::Normal,
+        olap_threads: None,
     }
 }
 

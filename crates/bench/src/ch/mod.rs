@@ -105,6 +105,9 @@ pub struct ChConfig {
     /// Priority of what serves the OLAP sessions during the mix, on
     /// every target (`priority.rs`).
     pub olap_priority: Priority,
+    /// Threads each analytical statement may use during the mix, on every
+    /// target (`olap::limit_threads`); `None`: each target's default.
+    pub olap_threads: Option<usize>,
 }
 
 /// One placement mode on one target: the power run and the mix.
@@ -233,12 +236,17 @@ pub fn mix(backend: &Backend, cfg: &ChConfig, mode: NdpMode) -> Result<Mix> {
             if !started && now >= cfg.alone && cfg.olap_clients > 0 {
                 started = true;
                 window.0 = now.as_secs_f64();
+                let settings = olap::StreamSettings {
+                    mode,
+                    level: cfg.tpcc.isolation,
+                    priority: cfg.olap_priority,
+                    threads: cfg.olap_threads,
+                };
                 match Streams::start(
                     backend,
                     cfg.olap_clients,
-                    mode,
-                    cfg.tpcc.isolation,
-                    cfg.olap_priority,
+                    &settings,
+                    start,
                     completed.clone(),
                 ) {
                     Ok(s) => streams = Some(s),

@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!  OLAP client k   SET ndp = <mode> (ndpdb), the run's isolation level;
+//!                  in the mix, the --olap-threads cap (limit_threads);
 //!                  Q(1+s) … Q22, Q1 … in a loop, s = 22·k / clients,
 //!                  one autocommit statement each
 //!  Q15             CREATE VIEW revenue<k> …; the query; DROP VIEW
@@ -103,6 +104,20 @@ pub fn connect(backend: &Backend, mode: NdpMode, level: Level) -> Result<Conn> {
     Ok(conn)
 }
 
+/// Caps the threads one analytical statement runs on at `n`: on ndpdb
+/// the host scan's workers and the PEs of each device job
+/// (`host_workers`, `ndp_pes`), on PostgreSQL the backend and its
+/// parallel workers (`max_parallel_workers_per_gather = n - 1`).
+pub fn limit_threads(conn: &mut Conn, postgres: bool, n: usize) -> Result<()> {
+    let n = n.max(1);
+    if postgres {
+        conn.batch(&format!("SET max_parallel_workers_per_gather = {}", n - 1))
+    } else {
+        conn.batch(&format!("SET host_workers = {n}"))?;
+        conn.batch(&format!("SET ndp_pes = {n}"))
+    }
+}
+
 /// One query of the power run.
 #[derive(Clone, Debug)]
 pub struct PowerQuery {
@@ -157,6 +172,9 @@ pub struct QueryStats {
     pub latency: Histogram<u64>,
     /// Failures by SQLSTATE: how many, and the first "SQLSTATE message".
     pub errors: BTreeMap<String, (u64, String)>,
+    /// When each completed run started and ended, seconds since the
+    /// mix's start (what `report::oltp_by_query` lays over the samples).
+    pub spans: Vec<(f64, f64)>,
 }
 
 impl QueryStats {
@@ -165,8 +183,19 @@ impl QueryStats {
             name,
             latency: histogram(),
             errors: BTreeMap::new(),
+            spans: Vec::new(),
         }
     }
+}
+
+/// How the OLAP clients of a mix connect and run.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamSettings {
+    pub mode: NdpMode,
+    pub level: Level,
+    pub priority: Priority,
+    /// The `--olap-threads` cap (`limit_threads`), if any.
+    pub threads: Option<usize>,
 }
 
 /// The OLAP clients of a running mix.
@@ -179,20 +208,29 @@ pub struct Streams {
 }
 
 impl Streams {
-    /// Connects `clients` OLAP sessions and starts their streams.
+    /// Connects `clients` OLAP sessions and starts their streams; the
+    /// runs' spans are counted from `epoch`.
     pub fn start(
         backend: &Backend,
         clients: usize,
-        mode: NdpMode,
-        level: Level,
-        priority: Priority,
+        settings: &StreamSettings,
+        epoch: Instant,
         completed: Arc<AtomicU64>,
     ) -> Result<Streams> {
+        let StreamSettings {
+            mode,
+            level,
+            priority,
+            threads,
+        } = *settings;
         let stop = Arc::new(AtomicBool::new(false));
         let mut cancelers = Vec::new();
         let mut handles = Vec::new();
         for k in 0..clients {
             let mut conn = connect(backend, mode, level)?;
+            if let Some(n) = threads {
+                limit_threads(&mut conn, backend.is_postgres(), n)?;
+            }
             if !matches!(conn, Conn::Embedded(_)) {
                 crate::priority::serve_at(&mut conn, priority)?;
             }
@@ -210,6 +248,7 @@ impl Streams {
                 let mut i = start;
                 while !stop.load(Ordering::Relaxed) {
                     let q = &qs[i % qs.len()];
+                    let began = epoch.elapsed().as_secs_f64();
                     let (t, rows) = run_query(&mut conn, q);
                     if stop.load(Ordering::Relaxed) {
                         break; // cut off (or cancelled) by the end of the run
@@ -218,6 +257,7 @@ impl Streams {
                     match rows {
                         Ok(_) => {
                             s.latency.saturating_record((t.as_micros() as u64).max(1));
+                            s.spans.push((began, began + t.as_secs_f64()));
                             completed.fetch_add(1, Ordering::Relaxed);
                         }
                         Err(e) => {
@@ -262,6 +302,7 @@ impl Streams {
             if let Ok(stats) = h.join() {
                 for (m, s) in merged.iter_mut().zip(stats) {
                     let _ = m.latency.add(&s.latency);
+                    m.spans.extend(s.spans);
                     for (code, (n, first)) in s.errors {
                         m.errors.entry(code).or_insert((0, first)).0 += n;
                     }

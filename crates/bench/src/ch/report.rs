@@ -117,6 +117,26 @@ pub fn phases(m: &Mix, cfg: &ChConfig) -> Phases {
     p
 }
 
+/// OLTP throughput while each analytical query ran: per query (in
+/// `QUERIES` order), the transactions/s of the seconds whose middle
+/// fell inside one of its runs, and how many seconds those were. With
+/// several OLAP clients a second counts for every query running then.
+pub fn oltp_by_query(m: &Mix) -> Vec<Option<(f64, f64)>> {
+    let mut sums = vec![(0u64, 0.0f64); m.olap.len()];
+    for w in m.samples.windows(2) {
+        let mid = (w[0].at + w[1].at) / 2.0;
+        for (q, sum) in m.olap.iter().zip(sums.iter_mut()) {
+            if q.spans.iter().any(|&(a, b)| a <= mid && mid < b) {
+                sum.0 += w[1].committed - w[0].committed;
+                sum.1 += w[1].at - w[0].at;
+            }
+        }
+    }
+    sums.into_iter()
+        .map(|(tx, secs)| (secs > 0.0).then(|| (tx as f64 / secs, secs)))
+        .collect()
+}
+
 /// The report lines of one mix.
 pub fn mix_lines(m: &Mix, cfg: &ChConfig) -> Vec<String> {
     let p = phases(m, cfg);
@@ -266,6 +286,9 @@ pub fn side_by_side(results: &[TargetResult], cfg: &ChConfig) -> Vec<String> {
                 .map_or("not within the run".into(), |r| format!("{r:.0} s"))
         });
     }
+    if runs.iter().any(|r| r.mix.is_some()) {
+        by_query_lines(&runs, &ph, pad, &header, &mut lines);
+    }
     lines.push(String::new());
     let verdicts = verdicts(results);
     if postgres_power(results).is_none() {
@@ -291,12 +314,47 @@ pub fn side_by_side(results: &[TargetResult], cfg: &ChConfig) -> Vec<String> {
     lines
 }
 
+/// The table of OLTP throughput while each query ran, as a share of
+/// OLTP alone (`oltp_by_query`).
+fn by_query_lines(
+    runs: &[&ModeRun],
+    ph: &[Option<Phases>],
+    pad: &str,
+    header: &[String],
+    lines: &mut Vec<String>,
+) {
+    lines.push(String::new());
+    lines.push(
+        "OLTP while each analytical query ran (tx/s, share of alone; seconds attributed):".into(),
+    );
+    lines.push(format!("| query | {} |", header.join(" | ")));
+    lines.push(format!("|---|{}", "---:|".repeat(header.len())));
+    let per_run: Vec<Vec<Option<(f64, f64)>>> = runs
+        .iter()
+        .map(|r| r.mix.as_ref().map(oltp_by_query).unwrap_or_default())
+        .collect();
+    for (i, (name, _)) in QUERIES.iter().enumerate() {
+        let cells: Vec<String> = per_run
+            .iter()
+            .zip(ph)
+            .map(|(by, p)| match (by.get(i).copied().flatten(), p) {
+                (Some((rate, secs)), Some(p)) if p.alone > 0.0 => {
+                    format!("{rate:.0} ({:.0} %; {secs:.0} s)", rate / p.alone * 100.0)
+                }
+                _ => "-".into(),
+            })
+            .collect();
+        lines.push(format!("| {name} | {} |{pad}", cells.join(" | ")));
+    }
+}
+
 /// `ch-queries.csv`: one row per run and query.
 pub fn queries_csv(results: &[TargetResult]) -> String {
     let mut out =
-        String::from("run,query,power_ms,answer,mix_completed,mix_p50_us,mix_p95_us,mix_errors\n");
+        String::from("run,query,power_ms,answer,mix_completed,mix_p50_us,mix_p95_us,mix_errors,oltp_tx_per_s_while_running\n");
     let verdicts = verdicts(results);
     for (r, v) in all_runs(results).iter().zip(&verdicts) {
+        let by_query = r.mix.as_ref().map(oltp_by_query).unwrap_or_default();
         for (i, q) in r.power.iter().enumerate() {
             let answer = match (&q.answer, v.get(i)) {
                 (Err(e), _) => format!("error {}", e.split(' ').next().unwrap_or("")),
@@ -312,9 +370,13 @@ pub fn queries_csv(results: &[TargetResult]) -> String {
                 ),
                 None => ("".into(), "".into(), "".into(), "".into()),
             };
+            let oltp = match by_query.get(i).copied().flatten() {
+                Some((rate, _)) => format!("{rate:.1}"),
+                None => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "{},{},{:.3},{},{done},{p50},{p95},{errors}",
+                "{},{},{:.3},{},{done},{p50},{p95},{errors},{oltp}",
                 r.label,
                 q.name,
                 ms(q.time),

@@ -29,6 +29,7 @@ fn tiny() -> ChConfig {
         modes: vec![NdpMode::Auto, NdpMode::Off],
         power_repeat: 1,
         olap_priority: crate::priority::Priority::Normal,
+        olap_threads: Some(1),
     }
 }
 
@@ -79,8 +80,83 @@ fn every_query_answers_alike_on_host_and_device_and_tpcc_stays_consistent() {
         assert!(done > 0, "no analytical query completed beside TPC-C");
         for q in &mix.olap {
             assert!(q.errors.is_empty(), "{}: {:?}", q.name, q.errors);
+            // Every completed run has its span inside the mix.
+            assert_eq!(q.spans.len() as u64, q.latency.len(), "{}", q.name);
+            let end = mix.samples.last().map_or(0.0, |s| s.at);
+            assert!(q
+                .spans
+                .iter()
+                .all(|&(a, b)| 0.0 <= a && a <= b && b <= end + 1.0));
         }
     }
     assert_eq!(r.conditions.len(), 8, "conditions 1–4 after each mix");
     assert!(r.conditions.iter().all(|c| c.passed), "{:?}", r.conditions);
+}
+
+#[test]
+fn an_olap_thread_cap_limits_the_sessions_scan_workers_and_pes() {
+    let (backend, _dir) = tpcc::backend(&Target::Ndpdb, &Config::default()).unwrap();
+    let mut conn = backend.connect().unwrap();
+    let show = |conn: &mut crate::target::Conn, name: &str| {
+        conn.query_rows(&format!("SHOW {name}")).unwrap()[0][0].clone()
+    };
+    assert_ne!(show(&mut conn, "host_workers").as_deref(), Some("1"));
+    olap::limit_threads(&mut conn, false, 1).unwrap();
+    assert_eq!(show(&mut conn, "host_workers").as_deref(), Some("1"));
+    assert_eq!(show(&mut conn, "ndp_pes").as_deref(), Some("1"));
+    olap::limit_threads(&mut conn, false, 3).unwrap();
+    assert_eq!(show(&mut conn, "host_workers").as_deref(), Some("3"));
+    assert_eq!(show(&mut conn, "ndp_pes").as_deref(), Some("3"));
+}
+
+/// The seconds of a mix are laid over each query's runs by their middle:
+/// a query gets the OLTP rate of the seconds it was running in.
+#[test]
+fn oltp_throughput_is_attributed_to_the_query_running_in_each_second() {
+    use super::olap::QueryStats;
+    // 100 tx/s, except from 3 to 6 s (40 tx/s).
+    let mut committed = 0;
+    let samples: Vec<Sample> = (0..=10)
+        .map(|s| {
+            if s > 0 {
+                committed += if (4..=6).contains(&s) { 40 } else { 100 };
+            }
+            Sample {
+                at: s as f64,
+                committed,
+                new_orders: 0,
+                queries: 0,
+            }
+        })
+        .collect();
+    let mut olap: Vec<QueryStats> = olap::queries(0)
+        .iter()
+        .map(|q| QueryStats {
+            name: q.name,
+            latency: crate::report::histogram(),
+            errors: Default::default(),
+            spans: Vec::new(),
+        })
+        .collect();
+    // Q1 ran from 2.1 to 5.0 s (middles 2.5, 3.5, 4.5), Q2 twice from
+    // 5.2 to 8.0 s (middles 5.5, 6.5, 7.5).
+    olap[0].spans.push((2.1, 5.0));
+    olap[1].spans.extend([(5.2, 6.9), (6.9, 8.0)]);
+    let m = Mix {
+        samples,
+        oltp: tpcc::RunReport {
+            elapsed: Duration::from_secs(10),
+            types: Vec::new(),
+        },
+        olap,
+        olap_window: (2.0, 9.0),
+    };
+    let by = report::oltp_by_query(&m);
+    let (q1, s1) = by[0].unwrap();
+    assert_eq!(s1, 3.0);
+    assert!((q1 - 60.0).abs() < 1e-9, "{q1}"); // (40 + 40 + 100) / 3 s
+    let (q2, s2) = by[1].unwrap();
+    assert_eq!(s2, 3.0);
+    assert!((q2 - 80.0).abs() < 1e-9, "{q2}"); // (40 + 100 + 100) / 3 s
+    assert!(by[2..].iter().all(Option::is_none));
 }
