@@ -16,9 +16,23 @@
 //! everything buffered so far, the others sleep until a turn ends, and
 //! every committer whose LSN that covered returns without its own fsync.
 //! **Checkpoints** start a new segment with a checkpoint record and
-//! delete the older segments. **Torn tails**: on open, the first record
-//! that is short, has a bad CRC or an unexpected LSN ends the log; the file
-//! is cut there and later segments are removed.
+//! delete the older segments. **Zero-filled ahead**: the leader writes
+//! zeros [`PREALLOCATE`] bytes ahead of the log's end before its records
+//! reach there, and syncs them with the records, so that most commits
+//! overwrite blocks the file already has and their `fdatasync` flushes
+//! data only, without a journal commit for the file's new size (as
+//! PostgreSQL zero-fills its WAL segments). A segment is trimmed to its
+//! records when the next one starts.
+//!
+//! ```text
+//! segment: | records …                    | zeros … |
+//!          0                          log's end   allocated
+//! ```
+//!
+//! **Torn tails**: on open, the first record that is short, has a bad CRC
+//! or an unexpected LSN ends the log. Zeros after it are the allocated
+//! room; anything else there is a torn write and is zeroed (made durable
+//! before the log goes on), and later segments are removed.
 
 mod record;
 
@@ -52,6 +66,8 @@ const FRAME_HEADER: usize = 8;
 
 struct Inner {
     file: Arc<File>,
+    /// Bytes of the current segment on file (records, then zeros).
+    allocated: u64,
     /// Frames appended and not yet written, in LSN order: encoded batches
     /// as they came, small appends copied into the last buffer.
     pending: Vec<Vec<u8>>,
@@ -168,6 +184,7 @@ impl Wal {
         let mut cut_bytes = 0u64;
         let mut end_lsn = segs[0].0;
         let mut last = 0;
+        let mut allocated = 0u64;
         for (i, (start, path)) in segs.iter().enumerate() {
             if *start != end_lsn && i > 0 {
                 if from.is_some() {
@@ -183,11 +200,14 @@ impl Wal {
             let bytes = fs::read(path)?;
             let valid = parse_segment(*start, &bytes, &mut all);
             end_lsn = start + valid as u64;
-            if valid < bytes.len() {
-                cut_bytes += (bytes.len() - valid) as u64;
+            allocated = bytes.len() as u64;
+            // Zeros after the records: room allocated ahead, not a tear.
+            if let Some(torn) = bytes[valid..].iter().rposition(|&b| b != 0) {
+                let torn = torn as u64 + 1;
+                cut_bytes += torn;
                 let f = OpenOptions::new().write(true).open(path)?;
-                f.set_len(valid as u64)?;
-                f.sync_all()?;
+                write_zeros(&f, valid as u64, valid as u64 + torn)?;
+                f.sync_data()?;
                 break;
             }
         }
@@ -195,7 +215,7 @@ impl Wal {
             cut_bytes += fs::metadata(path).map(|m| m.len()).unwrap_or(0);
             fs::remove_file(path)?;
         }
-        let file = OpenOptions::new().append(true).open(&segs[last].1)?;
+        let file = OpenOptions::new().write(true).open(&segs[last].1)?;
         let ckpt_at = match from {
             Some(c) => match all.first() {
                 Some((lsn, WalRecord::Checkpoint(_))) if *lsn == c => Some(0),
@@ -224,6 +244,7 @@ impl Wal {
             dir: dir.to_path_buf(),
             inner: Mutex::new(Inner {
                 file: Arc::new(file),
+                allocated,
                 pending: Vec::new(),
                 next_lsn: end_lsn,
                 segment_start: segs[0].0,
@@ -328,16 +349,21 @@ impl Wal {
         else {
             return Ok(());
         };
-        let (pending, end, file) = {
+        let (pending, end, file, segment_start, allocated) = {
             let mut inner = self.inner.lock();
             (
                 std::mem::take(&mut inner.pending),
                 inner.next_lsn,
                 inner.file.clone(),
+                inner.segment_start,
+                inner.allocated,
             )
         };
-        write_all(&file, pending)?;
+        // Only the turn's holder writes or replaces the segment, so
+        // `allocated` is still the file's.
+        let allocated = write_pending(&file, pending, end - segment_start, allocated)?;
         file.sync_data()?;
+        self.inner.lock().allocated = allocated;
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
         self.durable.store(end, Ordering::Release);
         Ok(())
@@ -359,13 +385,16 @@ impl Wal {
     pub fn log_checkpoint(&self, checkpoint: CheckpointInfo) -> Result<Lsn> {
         let _turn = self.turn();
         let mut inner = self.inner.lock();
-        // Flush what is buffered into the old segment first.
+        // Flush what is buffered into the old segment first, and trim its
+        // zeros: a finished segment holds its records only.
         let pending = std::mem::take(&mut inner.pending);
-        write_all(&inner.file, pending)?;
+        let end = inner.next_lsn - inner.segment_start;
+        write_pending(&inner.file, pending, end, inner.allocated)?;
+        inner.file.set_len(end)?;
         inner.file.sync_data()?;
         let start = inner.next_lsn;
         let path = self.dir.join(segment_name(start));
-        let mut file = OpenOptions::new().create(true).append(true).open(&path)?;
+        let mut file = OpenOptions::new().create(true).write(true).open(&path)?;
         let mut f = Encoded::of(&[WalRecord::Checkpoint(checkpoint)])
             .frames
             .remove(0);
@@ -376,6 +405,7 @@ impl Wal {
         sync_dir(&self.dir)?;
         inner.next_lsn = start + f.len() as u64;
         inner.segment_start = start;
+        inner.allocated = f.len() as u64;
         inner.file = Arc::new(file);
         self.durable.store(inner.next_lsn, Ordering::Release);
         self.stats.fsyncs.fetch_add(1, Ordering::Relaxed);
@@ -488,10 +518,38 @@ fn seal_frame(frame: &mut [u8], lsn: u64, rest: &crc32fast::Hasher) {
     frame[4..8].copy_from_slice(&crc.finalize().to_le_bytes());
 }
 
-fn write_all(file: &File, pending: Vec<Vec<u8>>) -> std::io::Result<()> {
-    let mut f = file;
+/// How far ahead of the log's end a segment is zero-filled.
+pub const PREALLOCATE: u64 = 4 << 20;
+
+/// Writes `pending`, the frames that end `end` bytes into the segment,
+/// in place, zero-filling the file first up to [`PREALLOCATE`] beyond
+/// them where they would pass its `allocated` bytes; returns the bytes
+/// now allocated.
+fn write_pending(file: &File, pending: Vec<Vec<u8>>, end: u64, allocated: u64) -> Result<u64> {
+    use std::os::unix::fs::FileExt;
+    let len: u64 = pending.iter().map(|c| c.len() as u64).sum();
+    let mut at = end - len;
     for chunk in pending {
-        f.write_all(&chunk)?;
+        file.write_all_at(&chunk, at)?;
+        at += chunk.len() as u64;
+    }
+    if end <= allocated {
+        return Ok(allocated);
+    }
+    let to = (end / PREALLOCATE + 1) * PREALLOCATE;
+    write_zeros(file, end, to)?;
+    Ok(to)
+}
+
+/// Writes zeros over bytes `from..to` of `file`.
+fn write_zeros(file: &File, from: u64, to: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    const ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(ZEROS.len() as u64);
+        file.write_all_at(&ZEROS[..n as usize], at)?;
+        at += n;
     }
     Ok(())
 }
@@ -574,17 +632,21 @@ mod tests {
     #[test]
     fn append_sync_reopen_and_cut_torn_tail() {
         let dir = tempfile::tempdir().unwrap();
+        let end;
         {
             let (wal, rec) = Wal::open(dir.path()).unwrap();
             assert!(rec.records.is_empty());
             for tx in 1..=5 {
                 commit(&wal, tx);
             }
+            end = wal.durable_lsn().0;
             // Buffered but never synced: lost, which is fine (not acknowledged).
             wal.append(&[redo(6)]);
         }
         let seg = list_segments(dir.path()).unwrap()[0].1.clone();
-        let len = fs::metadata(&seg).unwrap().len();
+        // The segment starts at LSN 0 and has room zero-filled past its end.
+        assert_eq!(fs::metadata(&seg).unwrap().len(), PREALLOCATE);
+        let len = end;
         {
             let (_, rec) = Wal::open(dir.path()).unwrap();
             assert_eq!(rec.records.len(), 10);
@@ -603,6 +665,81 @@ mod tests {
         drop(wal);
         let (_, rec) = Wal::open(dir.path()).unwrap();
         assert_eq!(rec.records.len(), 10);
+    }
+
+    /// A torn write in the zero-filled room past the log's end (bytes of a
+    /// record that never became whole) is zeroed on open: it is cut, it
+    /// cannot come back as a record later, and the log goes on after it.
+    #[test]
+    fn torn_bytes_in_the_allocated_room_are_zeroed_and_the_log_goes_on() {
+        use std::os::unix::fs::FileExt;
+        let dir = tempfile::tempdir().unwrap();
+        let end = {
+            let (wal, _) = Wal::open(dir.path()).unwrap();
+            commit(&wal, 1);
+            wal.durable_lsn().0
+        };
+        let seg = list_segments(dir.path()).unwrap()[0].1.clone();
+        // A whole, valid frame for the LSN 100 bytes past the end: a
+        // record the log would take if the bytes before it were records.
+        let mut frame = Encoded::of(&[WalRecord::Commit { txid: TxId(9) }])
+            .frames
+            .remove(0);
+        seal_frame(&mut frame.0, end + 100, &frame.1);
+        let f = OpenOptions::new().write(true).open(&seg).unwrap();
+        f.write_all_at(&frame.0, end + 100).unwrap();
+        drop(f);
+        let (wal, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.records.len(), 2);
+        let last_nonzero = frame.0.iter().rposition(|&b| b != 0).unwrap();
+        assert_eq!(rec.cut_bytes, 100 + last_nonzero as u64 + 1);
+        let bytes = fs::read(&seg).unwrap();
+        assert!(bytes[end as usize..].iter().all(|&b| b == 0));
+        // 100 bytes of records later, the old frame's LSN is reached
+        // again; only what was written since counts.
+        for tx in 2..=6 {
+            commit(&wal, tx);
+        }
+        assert!(wal.durable_lsn().0 > end + 100);
+        drop(wal);
+        let (_, rec) = Wal::open(dir.path()).unwrap();
+        assert_eq!(rec.cut_bytes, 0);
+        let txids: Vec<u64> = rec
+            .records
+            .iter()
+            .filter_map(|(_, r)| match r {
+                WalRecord::Commit { txid } => Some(txid.0),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(txids, vec![1, 2, 3, 4, 5, 6]);
+    }
+
+    /// A segment left behind by a checkpoint holds its records only; the
+    /// new one has room zero-filled once records are synced to it; both
+    /// read back whole.
+    #[test]
+    fn a_finished_segment_is_trimmed_to_its_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let (wal, _) = Wal::open(dir.path()).unwrap();
+        commit(&wal, 1);
+        let old_end = wal.durable_lsn().0;
+        let start = wal
+            .log_checkpoint(CheckpointInfo {
+                next_txid: TxId(2),
+            })
+            .unwrap();
+        assert_eq!(start.0, old_end);
+        commit(&wal, 2);
+        let segs = list_segments(dir.path()).unwrap();
+        assert_eq!(segs.len(), 2);
+        assert_eq!(fs::metadata(&segs[0].1).unwrap().len(), old_end);
+        assert_eq!(fs::metadata(&segs[1].1).unwrap().len(), PREALLOCATE);
+        drop(wal);
+        let (_, rec) = Wal::open_from(dir.path(), None).unwrap();
+        assert!(rec.checkpoint.is_some());
+        assert_eq!(rec.records.len(), 2);
+        assert_eq!(rec.cut_bytes, 0);
     }
 
     /// Committers at once, with checkpoints among them: each sync returns
