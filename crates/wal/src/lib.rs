@@ -13,8 +13,12 @@
 //!
 //! **Group commit**: appenders copy records into a shared buffer and then
 //! call [`Wal::sync`]; one of them takes the turn and writes and fsyncs
-//! everything buffered so far, the others sleep until a turn ends, and
-//! every committer whose LSN that covered returns without its own fsync.
+//! everything buffered so far, the others sleep, and every committer
+//! whose LSN that covered returns without its own fsync. When a turn
+//! ends, its leader wakes exactly the sleepers it made durable, each
+//! one directly, and hands the turn to the first sleeper it did not
+//! cover; the other sleepers sleep on. So a committer sleeps once, and
+//! the wake-ups do not queue behind one another on a lock.
 //! **Checkpoints** start a new segment with a checkpoint record and
 //! delete the older segments. **Zero-filled ahead**: the leader writes
 //! zeros [`PREALLOCATE`] bytes ahead of the log's end before its records
@@ -41,10 +45,10 @@ pub use record::{CheckpointInfo, WalRecord};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::Lsn;
@@ -87,13 +91,9 @@ pub struct WalStats {
 pub struct Wal {
     dir: PathBuf,
     inner: Mutex<Inner>,
-    /// Whether someone holds the turn to write and sync the log (one at a
-    /// time: a group commit's leader, a checkpoint, a removal).
-    sync_turn: Mutex<bool>,
-    /// Signalled when a turn ends: committers wait here, asleep, while the
-    /// leader's fsync runs, and return if it covered their LSN (a lock held
-    /// over the fsync would have them spin and yield the CPU first).
-    turn_ended: Condvar,
+    /// The turn to write and sync the log (one at a time: a group
+    /// commit's leader, a checkpoint, a removal) and who sleeps for it.
+    turns: Mutex<Turns>,
     durable: AtomicU64,
     /// Checkpoints keep the segments from this LSN on (a base backup's
     /// checkpoint); `u64::MAX`: none kept.
@@ -101,13 +101,44 @@ pub struct Wal {
     pub stats: WalStats,
 }
 
-/// The turn to write and sync the log; ending it wakes the waiters.
+/// Whether the turn is held, and the threads asleep until a turn ends.
+#[derive(Default)]
+struct Turns {
+    busy: bool,
+    /// In the order they came: the LSN each waits to see durable
+    /// (`u64::MAX`: the turn itself), the thread, and the flag its waker
+    /// sets (a parked thread may wake for no reason and sleeps on then).
+    sleepers: Vec<(u64, std::thread::Thread, Arc<AtomicBool>)>,
+}
+
+/// The turn to write and sync the log. Ending it wakes the sleepers
+/// whose LSN is durable now, and the first one whose LSN is not (it takes
+/// the turn next); the others sleep on.
 struct SyncTurn<'a>(&'a Wal);
 
 impl Drop for SyncTurn<'_> {
     fn drop(&mut self) {
-        *self.0.sync_turn.lock() = false;
-        self.0.turn_ended.notify_all();
+        let durable = self.0.durable.load(Ordering::Acquire);
+        let mut wake = Vec::new();
+        {
+            let mut turns = self.0.turns.lock();
+            turns.busy = false;
+            let mut handed = false;
+            turns.sleepers.retain(|(want, thread, flag)| {
+                let covered = *want <= durable;
+                if covered || !handed {
+                    handed |= !covered;
+                    wake.push((thread.clone(), flag.clone()));
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        for (thread, flag) in wake {
+            flag.store(true, Ordering::Release);
+            thread.unpark();
+        }
     }
 }
 
@@ -249,8 +280,7 @@ impl Wal {
                 next_lsn: end_lsn,
                 segment_start: segs[0].0,
             }),
-            sync_turn: Mutex::new(false),
-            turn_ended: Condvar::new(),
+            turns: Mutex::new(Turns::default()),
             durable: AtomicU64::new(end_lsn),
             retain_from: AtomicU64::new(u64::MAX),
             stats: WalStats::default(),
@@ -316,27 +346,35 @@ impl Wal {
 
     /// Waits for the turn to write and sync the log.
     fn turn(&self) -> SyncTurn<'_> {
-        let mut busy = self.sync_turn.lock();
-        while *busy {
-            self.turn_ended.wait(&mut busy);
+        loop {
+            if let Some(turn) = self.turn_unless(u64::MAX) {
+                return turn;
+            }
         }
-        *busy = true;
-        SyncTurn(self)
     }
 
-    /// Waits for the turn, asleep, unless `done` holds first (checked
-    /// whenever a turn ends): `None` then.
-    fn turn_unless(&self, done: impl Fn() -> bool) -> Option<SyncTurn<'_>> {
-        let mut busy = self.sync_turn.lock();
+    /// Waits for the turn, asleep, unless everything up to `upto` is
+    /// durable first (checked whenever this thread is woken): `None` then.
+    fn turn_unless(&self, upto: u64) -> Option<SyncTurn<'_>> {
         loop {
-            if done() {
-                return None;
+            let woken = {
+                let mut turns = self.turns.lock();
+                if self.durable.load(Ordering::Acquire) >= upto {
+                    return None;
+                }
+                if !turns.busy {
+                    turns.busy = true;
+                    return Some(SyncTurn(self));
+                }
+                let woken = Arc::new(AtomicBool::new(false));
+                turns
+                    .sleepers
+                    .push((upto, std::thread::current(), woken.clone()));
+                woken
+            };
+            while !woken.load(Ordering::Acquire) {
+                std::thread::park();
             }
-            if !*busy {
-                *busy = true;
-                return Some(SyncTurn(self));
-            }
-            self.turn_ended.wait(&mut busy);
         }
     }
 
@@ -345,8 +383,7 @@ impl Wal {
         if self.durable.load(Ordering::Acquire) >= upto.0 {
             return Ok(());
         }
-        let Some(_turn) = self.turn_unless(|| self.durable.load(Ordering::Acquire) >= upto.0)
-        else {
+        let Some(_turn) = self.turn_unless(upto.0) else {
             return Ok(());
         };
         let (pending, end, file, segment_start, allocated) = {
@@ -725,9 +762,7 @@ mod tests {
         commit(&wal, 1);
         let old_end = wal.durable_lsn().0;
         let start = wal
-            .log_checkpoint(CheckpointInfo {
-                next_txid: TxId(2),
-            })
+            .log_checkpoint(CheckpointInfo { next_txid: TxId(2) })
             .unwrap();
         assert_eq!(start.0, old_end);
         commit(&wal, 2);
