@@ -431,7 +431,11 @@ impl Wal {
         inner.file.sync_data()?;
         let start = inner.next_lsn;
         let path = self.dir.join(segment_name(start));
-        let mut file = OpenOptions::new().create(true).write(true).open(&path)?;
+        let mut file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&path)?;
         let mut f = Encoded::of(&[WalRecord::Checkpoint(checkpoint)])
             .frames
             .remove(0);
@@ -581,7 +585,7 @@ fn write_pending(file: &File, pending: Vec<Vec<u8>>, end: u64, allocated: u64) -
 /// Writes zeros over bytes `from..to` of `file`.
 fn write_zeros(file: &File, from: u64, to: u64) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    const ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+    static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
     let mut at = from;
     while at < to {
         let n = (to - at).min(ZEROS.len() as u64);
