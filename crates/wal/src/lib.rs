@@ -17,15 +17,16 @@
 //! whose LSN that covered returns without its own fsync. When a turn
 //! ends, its leader wakes exactly the sleepers it made durable, each
 //! one directly, and hands the turn to the first sleeper it did not
-//! cover; the other sleepers sleep on. So a committer sleeps once, and
-//! the wake-ups do not queue behind one another on a lock.
+//! cover; the other sleepers sleep on. So a committer that a turn
+//! covers sleeps once, and the wake-ups do not queue behind one another
+//! on a lock.
 //! **Checkpoints** start a new segment with a checkpoint record and
-//! delete the older segments. **Zero-filled ahead**: the leader writes
-//! zeros [`PREALLOCATE`] bytes ahead of the log's end before its records
-//! reach there, and syncs them with the records, so that most commits
-//! overwrite blocks the file already has and their `fdatasync` flushes
-//! data only, without a journal commit for the file's new size (as
-//! PostgreSQL zero-fills its WAL segments). A segment is trimmed to its
+//! delete the older segments. **Zero-filled ahead**: a leader whose
+//! records pass the zeroed room writes zeros after them up to the next
+//! multiple of [`PREALLOCATE`], synced with the records, so that most
+//! commits overwrite blocks the file already has and their `fdatasync`
+//! flushes data only, without a journal commit for the file's new size
+//! (as PostgreSQL zero-fills its WAL segments). A segment is trimmed to its
 //! records when the next one starts.
 //!
 //! ```text
@@ -563,9 +564,9 @@ fn seal_frame(frame: &mut [u8], lsn: u64, rest: &crc32fast::Hasher) {
 pub const PREALLOCATE: u64 = 4 << 20;
 
 /// Writes `pending`, the frames that end `end` bytes into the segment,
-/// in place, zero-filling the file first up to [`PREALLOCATE`] beyond
-/// them where they would pass its `allocated` bytes; returns the bytes
-/// now allocated.
+/// in place; where they pass the `allocated` bytes, zero-fills after them
+/// up to the next multiple of [`PREALLOCATE`]. Returns the bytes now
+/// allocated.
 fn write_pending(file: &File, pending: Vec<Vec<u8>>, end: u64, allocated: u64) -> Result<u64> {
     use std::os::unix::fs::FileExt;
     let len: u64 = pending.iter().map(|c| c.len() as u64).sum();
@@ -662,6 +663,17 @@ mod tests {
         wal.sync(lsn).unwrap();
     }
 
+    /// The transactions whose commit records `rec` holds, in log order.
+    fn committed(rec: &Recovered) -> Vec<u64> {
+        rec.records
+            .iter()
+            .filter_map(|(_, r)| match r {
+                WalRecord::Commit { txid } => Some(txid.0),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn redo(tx: u64) -> WalRecord {
         WalRecord::Redo {
             txid: TxId(tx),
@@ -745,15 +757,7 @@ mod tests {
         drop(wal);
         let (_, rec) = Wal::open(dir.path()).unwrap();
         assert_eq!(rec.cut_bytes, 0);
-        let txids: Vec<u64> = rec
-            .records
-            .iter()
-            .filter_map(|(_, r)| match r {
-                WalRecord::Commit { txid } => Some(txid.0),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(txids, vec![1, 2, 3, 4, 5, 6]);
+        assert_eq!(committed(&rec), vec![1, 2, 3, 4, 5, 6]);
     }
 
     /// A segment left behind by a checkpoint holds its records only; the
@@ -907,16 +911,8 @@ mod tests {
         assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(5));
         assert_eq!(rec.records.len(), 2);
         let (wal, rec) = Wal::open_from(dir.path(), Some(backup_at)).unwrap();
-        assert_eq!(rec.checkpoint.unwrap().next_txid, TxId(2));
-        let commits: Vec<u64> = rec
-            .records
-            .iter()
-            .filter_map(|(_, r)| match r {
-                WalRecord::Commit { txid } => Some(txid.0),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(commits, vec![2, 3, 4, 5]);
+        assert_eq!(rec.checkpoint.as_ref().unwrap().next_txid, TxId(2));
+        assert_eq!(committed(&rec), vec![2, 3, 4, 5]);
         // A newer backup: the older segments go.
         let last = segs.last().unwrap().0;
         wal.remove_before(Lsn(last)).unwrap();
