@@ -143,6 +143,7 @@ fn show_stats_reports_link_and_buffer_counters() {
     for name in [
         "buffer.hits,",
         "buffer.misses,",
+        "buffer.scan_reads,",
         "delta_buffer.bytes,",
         "delta_buffer.flushes,",
     ] {

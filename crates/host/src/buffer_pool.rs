@@ -58,7 +58,11 @@ pub struct BufferPool {
     capacity: usize,
     inner: Mutex<Inner>,
     pub hits: AtomicU64,
+    /// Pages read from the device: point reads that missed and the pages
+    /// scans read past the pool.
     pub misses: AtomicU64,
+    /// The part of `misses` that scans read past the pool.
+    pub scan_reads: AtomicU64,
     pub evictions: AtomicU64,
 }
 
@@ -75,6 +79,7 @@ impl BufferPool {
             }),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            scan_reads: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
         }
     }
@@ -129,6 +134,8 @@ impl BufferPool {
             return Ok(Vec::new());
         }
         self.misses.fetch_add(ppns.len() as u64, Ordering::Relaxed);
+        self.scan_reads
+            .fetch_add(ppns.len() as u64, Ordering::Relaxed);
         let pages = device.read_pages_shared(ppns.clone())?;
         if pages.len() != ppns.len() {
             return Err(crate::error::Error::from(ndpdb_formats::Error::corrupted(

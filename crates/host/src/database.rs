@@ -834,6 +834,7 @@ impl Database {
         rows.extend([
             ("buffer.hits".to_string(), hits as i64),
             ("buffer.misses".into(), misses as i64),
+            ("buffer.scan_reads".into(), get(&i.pool.scan_reads) as i64),
             ("buffer.evictions".into(), get(&i.pool.evictions) as i64),
             (
                 "buffer.resident_pages".into(),
