@@ -226,6 +226,13 @@ mod tests {
         pool.inner.lock().index.contains_key(&Ppn(ppn))
     }
 
+    /// Pages `ppns`, each read once (inserted on a miss, never again).
+    fn read_once(pool: &BufferPool, ppns: std::ops::Range<u64>) {
+        for n in ppns {
+            pool.insert(Ppn(n), page(n));
+        }
+    }
+
     /// What keeps OLTP's pages in the pool beside analytics: a page read
     /// again and again outlasts a stream of pages read once that is twice
     /// the pool, and the pages read once go first.
@@ -236,18 +243,14 @@ mod tests {
         for _ in 0..10 {
             assert!(pool.lookup(Ppn(1), MAX_USAGE).is_some());
         }
-        for n in 100..116 {
-            pool.insert(Ppn(n), page(n));
-        }
+        read_once(&pool, 100..116);
         assert!(cached(&pool, 1), "the hot page was evicted");
         assert!(!cached(&pool, 100), "a page read once outlasted its turn");
         assert_eq!(pool.evictions.load(Ordering::Relaxed), 9);
         assert_eq!(pool.resident_pages(), 8);
         // Its count runs down with each turn of the hand: a long enough
         // stream evicts it too.
-        for n in 200..264 {
-            pool.insert(Ppn(n), page(n));
-        }
+        read_once(&pool, 200..264);
         assert!(!cached(&pool, 1));
     }
 
@@ -261,9 +264,7 @@ mod tests {
             assert!(pool.get_cached(Ppn(1)).is_some());
         }
         assert_eq!(pool.hits.load(Ordering::Relaxed), 10);
-        for n in 100..116 {
-            pool.insert(Ppn(n), page(n));
-        }
+        read_once(&pool, 100..116);
         assert!(!cached(&pool, 1));
     }
 
@@ -293,9 +294,7 @@ mod tests {
     #[test]
     fn insert_again_replaces_and_forget_removes() {
         let pool = pool(4);
-        for n in 1..=3 {
-            pool.insert(Ppn(n), page(n));
-        }
+        read_once(&pool, 1..4);
         pool.insert(Ppn(2), page(20));
         assert_eq!(
             pool.get_cached(Ppn(2)).as_deref(),
