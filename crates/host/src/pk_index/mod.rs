@@ -43,7 +43,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::RwLock;
+use parking_lot::{RwLock, RwLockReadGuard};
+use rustc_hash::FxHashMap;
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::{DataType, Error, Result, TableId, Value, Vid};
@@ -183,6 +184,13 @@ impl PkIndex {
     /// (compare it with the head before trusting it).
     pub fn tombstone(&self, vid: Vid) -> Option<Tombstone> {
         self.order.get()?.tombstones.read().get(&vid).copied()
+    }
+
+    /// The noted tombstones under one read lock, for a batch of lookups
+    /// (`None` before the ordered index is built). Taken before the
+    /// ordered index's own lock when both are held.
+    pub fn noted_tombstones(&self) -> Option<RwLockReadGuard<'_, FxHashMap<Vid, Tombstone>>> {
+        Some(self.order.get()?.tombstones.read())
     }
 
     /// Notes that `vid`'s head is a tombstone (a key-order read found it).

@@ -98,6 +98,38 @@ pub struct KeyRange {
 /// An entry: a key and the tuple with it.
 pub type Entry = (Vec<Part>, Vid);
 
+/// One batch of a walk in key order ([`SecondaryIndex::walk_in_order`]).
+pub struct WalkBatch {
+    /// The entries looked at and not passed over, in walk order.
+    pub kept: Vec<Entry>,
+    /// The last entry looked at: the next batch starts after it.
+    pub last: Option<Entry>,
+    /// Fewer entries than asked for were left: the range ends here.
+    pub ended: bool,
+}
+
+impl WalkBatch {
+    fn take<'a>(
+        found: impl Iterator<Item = &'a Entry>,
+        max: usize,
+        mut pass: impl FnMut(Vid) -> bool,
+    ) -> WalkBatch {
+        let (mut kept, mut last, mut looked) = (Vec::new(), None, 0);
+        for entry in found.take(max) {
+            looked += 1;
+            if !pass(entry.1) {
+                kept.push(entry.clone());
+            }
+            last = Some(entry);
+        }
+        WalkBatch {
+            kept,
+            last: last.cloned(),
+            ended: looked < max,
+        }
+    }
+}
+
 /// Most key parts [`sort_integer_keys`] packs.
 const PACKED_PARTS: usize = 4;
 
@@ -241,8 +273,30 @@ impl SecondaryIndex {
         after: Option<&Entry>,
         max: usize,
     ) -> Vec<Entry> {
+        self.walk_in_order(range, descending, after, max, |_| false)
+            .kept
+    }
+
+    /// The next `max` entries of a walk in key order, as
+    /// [`Self::entries_in_order`] takes them, except that entries whose
+    /// VID `pass` picks are passed over under the lock, not copied: a
+    /// key-order read passes runs of deleted tuples this way
+    /// (`transaction/key_order.rs`).
+    pub fn walk_in_order(
+        &self,
+        range: &KeyRange,
+        descending: bool,
+        after: Option<&Entry>,
+        max: usize,
+        pass: impl FnMut(Vid) -> bool,
+    ) -> WalkBatch {
+        let ended = WalkBatch {
+            kept: Vec::new(),
+            last: None,
+            ended: true,
+        };
         let Some((mut lower, mut upper)) = Self::bounds(range) else {
-            return Vec::new();
+            return ended;
         };
         match (after, descending) {
             (Some(a), false) => lower = Bound::Excluded(a.clone()),
@@ -250,13 +304,13 @@ impl SecondaryIndex {
             (None, _) => {}
         }
         if !bounds_ordered(&lower, &upper) {
-            return Vec::new();
+            return ended;
         }
         let entries = self.entries.read();
-        let found = entries.range((lower, upper)).cloned();
+        let found = entries.range((lower, upper));
         match descending {
-            true => found.rev().take(max).collect(),
-            false => found.take(max).collect(),
+            true => WalkBatch::take(found.rev(), max, pass),
+            false => WalkBatch::take(found, max, pass),
         }
     }
 
@@ -421,6 +475,44 @@ mod tests {
             upper: Some((Value::Int(1), true)),
         };
         assert!(in_order(&ix, &empty, false).is_empty());
+    }
+
+    /// A walk that passes entries over still moves past them: each
+    /// batch looks at `max` entries, keeps the others in order, and the
+    /// next batch starts after the last one looked at, passed or kept.
+    #[test]
+    fn a_walk_passes_over_entries_and_resumes_after_them() {
+        let ix = index();
+        let r = KeyRange {
+            prefix: vec![Value::Int(1)],
+            lower: None,
+            upper: None,
+        };
+        for descending in [false, true] {
+            let passed = |v: Vid| v.0 == 0 || v.0 == 1;
+            let (mut kept, mut looked_at, mut after) = (Vec::new(), Vec::new(), None::<Entry>);
+            loop {
+                let b = ix.walk_in_order(&r, descending, after.as_ref(), 2, |v| {
+                    looked_at.push(v.0);
+                    passed(v)
+                });
+                assert!(b.kept.iter().all(|(_, v)| !passed(*v)));
+                kept.extend(b.kept.iter().map(|(_, v)| v.0));
+                if b.ended {
+                    break;
+                }
+                after = b.last;
+            }
+            let (want_kept, want_looked) = match descending {
+                false => (vec![2, 10], vec![0, 1, 2, 10]),
+                true => (vec![10, 2], vec![10, 2, 1, 0]),
+            };
+            assert_eq!(kept, want_kept, "descending {descending}");
+            assert_eq!(looked_at, want_looked, "descending {descending}");
+        }
+        // A batch of passed entries only is not the end of the range.
+        let b = ix.walk_in_order(&r, false, None, 2, |_| true);
+        assert!(b.kept.is_empty() && !b.ended && b.last.is_some());
     }
 
     /// The packed sort orders integer keys as the entries' own order
