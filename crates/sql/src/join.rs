@@ -26,55 +26,9 @@ use ndpdb_host::page_scan::ChunkMap;
 
 use crate::join_keys::{KeyTable, ProbeScratch};
 use crate::join_lookup::KeyLookup;
+use crate::limits::{max_join_values, too_large};
 use crate::packed_table::prefetch;
 use crate::{Error, Result};
-
-/// The fewest values (rows × columns) a join may always hold.
-pub const MIN_JOIN_VALUES: usize = 100_000_000;
-
-/// The most values (rows × columns) one join may hold in memory: joins
-/// are not spilled to disk, so a larger result (a cross product no
-/// equi-term avoids) fails with 53200 instead of exhausting the server's
-/// memory. A quarter of the machine's memory in values, at least
-/// [`MIN_JOIN_VALUES`] (CH-benCHmark's Q10 and Q18 at 10 warehouses
-/// join 3 M rows of 39 columns).
-pub fn max_join_values() -> usize {
-    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *LIMIT.get_or_init(|| {
-        let quarter = physical_memory().map_or(0, |bytes| bytes / 4);
-        (quarter / std::mem::size_of::<Value>()).max(MIN_JOIN_VALUES)
-    })
-}
-
-/// The machine's memory in bytes, where the OS tells.
-fn physical_memory() -> Option<usize> {
-    #[cfg(unix)]
-    {
-        // SAFETY: sysconf reads a system value and has no preconditions.
-        let (pages, page) = unsafe {
-            (
-                libc::sysconf(libc::_SC_PHYS_PAGES),
-                libc::sysconf(libc::_SC_PAGESIZE),
-            )
-        };
-        if pages > 0 && page > 0 {
-            return (pages as usize).checked_mul(page as usize);
-        }
-    }
-    None
-}
-
-/// 53200 for a join whose result outgrew [`max_join_values`].
-pub fn too_large(rows: usize, width: usize) -> Error {
-    Error::new(
-        SqlState("53200"),
-        "out of memory",
-    )
-    .with_detail(format!(
-        "A join produced more than {rows} rows of {width} columns, more than ndpdb holds in memory ({} values).", max_join_values()
-    ))
-    .with_hint("A FROM item that no equality term joins to the others is joined as a cross product (outer joins run in FROM order).")
-}
 
 /// How one table joins the rows before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
