@@ -4,6 +4,7 @@
 //!
 //! ```text
 //!   entries: BTreeSet<(key parts, VID)>      ordered by the key's SQL order
+//!            (integer keys packed inline: entries.rs)
 //!   write (Transaction::put, not a tombstone) ─► (key of the new row, VID)
 //!   lookup: key range ─► VIDs ─► the visible version of each (snapshot)
 //!           ─► the whole WHERE re-checked on that version
@@ -33,9 +34,9 @@
 //! the key is a 23505. NULLs never conflict.
 
 mod build;
+mod entries;
 
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
 use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 
@@ -45,6 +46,7 @@ use ndpdb_formats::{TableId, Value, Vid};
 
 use crate::catalog::IndexMeta;
 use crate::locks::LockKey;
+use entries::Entries;
 
 /// One part of a key, or a bound above every value.
 #[derive(Clone, Debug)]
@@ -109,83 +111,42 @@ pub struct WalkBatch {
 }
 
 impl WalkBatch {
-    fn take<'a>(
-        found: impl Iterator<Item = &'a Entry>,
+    /// The first `max` of `found`, as entries (`entry`), those whose
+    /// VID `pass` picks passed over.
+    fn take<'a, T: 'a>(
+        found: impl Iterator<Item = &'a T>,
         max: usize,
         mut pass: impl FnMut(Vid) -> bool,
+        entry: impl Fn(&T) -> Entry,
+        vid: impl Fn(&T) -> Vid,
     ) -> WalkBatch {
         let (mut kept, mut last, mut looked) = (Vec::new(), None, 0);
-        for entry in found.take(max) {
+        for found in found.take(max) {
             looked += 1;
-            if !pass(entry.1) {
-                kept.push(entry.clone());
+            if !pass(vid(found)) {
+                kept.push(entry(found));
             }
-            last = Some(entry);
+            last = Some(found);
         }
         WalkBatch {
             kept,
-            last: last.cloned(),
+            last: last.map(entry),
             ended: looked < max,
         }
     }
 }
 
-/// Most key parts [`sort_integer_keys`] packs.
-const PACKED_PARTS: usize = 4;
-
-/// Sorts `all` in entry order when every key is the same number of
-/// INT / BIGINT parts (at most [`PACKED_PARTS`], no NULL): by a packed
-/// copy of the integers, not by comparing values part by part. A
-/// primary key's first ordered index at 10 TPC-C warehouses sorts 3 M
-/// ORDER-LINE keys this way in a fraction of the time. Other keys are
-/// left as they are (the set sorts them).
-fn sort_integer_keys(all: &mut Vec<Entry>) {
-    let width = all.first().map_or(0, |(k, _)| k.len());
-    if width == 0 || width > PACKED_PARTS {
-        return;
-    }
-    let packed = |key: &[Part]| -> Option<[i64; PACKED_PARTS]> {
-        if key.len() != width {
-            return None;
-        }
-        let mut out = [0i64; PACKED_PARTS];
-        for (o, part) in out.iter_mut().zip(key) {
-            *o = match part {
-                Part::V(Value::Int(i)) => i64::from(*i),
-                Part::V(Value::BigInt(b)) => *b,
-                _ => return None,
-            };
-        }
-        Some(out)
-    };
-    let Some(mut keyed) = all
-        .iter()
-        .enumerate()
-        .map(|(i, (k, vid))| packed(k).map(|p| (p, *vid, i as u32)))
-        .collect::<Option<Vec<_>>>()
-    else {
-        return;
-    };
-    keyed.sort_unstable();
-    let mut taken: Vec<Option<Entry>> = std::mem::take(all).into_iter().map(Some).collect();
-    all.extend(
-        keyed
-            .into_iter()
-            .filter_map(|(_, _, i)| taken.get_mut(i as usize).and_then(Option::take)),
-    );
-}
-
 /// A secondary index of one table.
 pub struct SecondaryIndex {
     pub meta: IndexMeta,
-    entries: RwLock<BTreeSet<Entry>>,
+    entries: RwLock<Entries>,
 }
 
 impl SecondaryIndex {
     pub fn new(meta: IndexMeta) -> Self {
         SecondaryIndex {
             meta,
-            entries: RwLock::new(BTreeSet::new()),
+            entries: RwLock::new(Entries::default()),
         }
     }
 
@@ -221,17 +182,7 @@ impl SecondaryIndex {
     /// Records many keys at once.
     pub fn extend_keys(&self, keys: Vec<(Vec<Value>, Vid)>) {
         let new = keys.into_iter().map(|(k, v)| (Self::parts(k), v));
-        let mut entries = self.entries.write();
-        if entries.is_empty() {
-            // Built in bulk from sorted entries (sorted cheaply first when
-            // the keys are integers; then the set's own sort finds them in
-            // order in one pass).
-            let mut all: Vec<Entry> = new.collect();
-            sort_integer_keys(&mut all);
-            *entries = all.into_iter().collect();
-        } else {
-            entries.extend(new);
-        }
+        self.entries.write().extend(new.collect());
     }
 
     /// Entries in the index (all keys, stale ones included).
@@ -240,7 +191,7 @@ impl SecondaryIndex {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.read().is_empty()
+        self.entries.read().len() == 0
     }
 
     /// The tuples whose entries fall in `range`, each once; `None` when
@@ -249,13 +200,17 @@ impl SecondaryIndex {
         let Some(bounds) = Self::bounds(range) else {
             return Some(Vec::new());
         };
-        let entries = self.entries.read();
         let mut vids = Vec::new();
-        for (_, vid) in entries.range(bounds) {
-            if vids.len() >= limit {
-                return None;
+        let mut over = false;
+        self.entries.read().each_vid(bounds.0, bounds.1, |vid| {
+            over = vids.len() >= limit;
+            if !over {
+                vids.push(vid);
             }
-            vids.push(*vid);
+            !over
+        });
+        if over {
+            return None;
         }
         vids.sort_unstable();
         vids.dedup();
@@ -306,12 +261,9 @@ impl SecondaryIndex {
         if !bounds_ordered(&lower, &upper) {
             return ended;
         }
-        let entries = self.entries.read();
-        let found = entries.range((lower, upper));
-        match descending {
-            true => WalkBatch::take(found.rev(), max, pass),
-            false => WalkBatch::take(found, max, pass),
-        }
+        self.entries
+            .read()
+            .walk(lower, upper, descending, max, pass)
     }
 
     /// Removes `entry`; whether it was there.
@@ -515,54 +467,44 @@ mod tests {
         assert!(b.kept.is_empty() && !b.ended && b.last.is_some());
     }
 
-    /// The packed sort orders integer keys as the entries' own order
-    /// does (negative values, BIGINT beyond INT, duplicate keys by VID);
-    /// keys it cannot pack are left for the set to sort.
+    /// Keys built in bulk come back in the entries' own order: integer
+    /// keys (packed, negative values, BIGINT beyond INT, NULL last,
+    /// duplicate keys by VID) and keys with text (as parts).
     #[test]
-    fn integer_keys_sort_as_entries_do() {
-        let key = |a: i64, b: i64| vec![Part::V(Value::Int(a as i32)), Part::V(Value::BigInt(b))];
-        let mut all: Vec<Entry> = (0..500u64)
-            .map(|i| {
-                let a = (i as i64 * 37 % 23) - 11;
-                let b = (i as i64 * 7919 % 101 - 50) * 10_000_000_000;
-                (key(a, b), Vid(i * 7 % 13))
-            })
-            .collect();
-        let mut want = all.clone();
-        want.sort();
-        sort_integer_keys(&mut all);
-        assert_eq!(all, want);
-
-        let mut mixed = vec![
-            (vec![Part::V(Value::Int(2))], Vid(0)),
-            (vec![Part::V(Value::Null)], Vid(1)),
-            (vec![Part::V(Value::Int(1))], Vid(2)),
-        ];
-        let before = mixed.clone();
-        sort_integer_keys(&mut mixed);
-        assert_eq!(mixed, before);
-        let ix = SecondaryIndex::new(IndexMeta {
-            name: "i".into(),
-            columns: vec![0],
-            unique: false,
-            constraint: false,
-        });
-        ix.extend_keys(vec![
-            (vec![Value::Int(2)], Vid(0)),
-            (vec![Value::Null], Vid(1)),
-            (vec![Value::Int(1)], Vid(2)),
-        ]);
+    fn keys_built_in_bulk_come_back_in_key_order() {
         let all = KeyRange {
             prefix: vec![],
             lower: None,
             upper: None,
         };
-        let order: Vec<u64> = ix
-            .entries_in_order(&all, false, None, usize::MAX)
-            .into_iter()
-            .map(|(_, v)| v.0)
-            .collect();
-        assert_eq!(order, vec![2, 0, 1]);
+        let int_key = |i: u64| {
+            let a = (i as i64 * 37 % 23) - 11;
+            let b = (i as i64 * 7919 % 101 - 50) * 10_000_000_000;
+            match i % 17 {
+                0 => vec![Value::Int(a as i32), Value::Null],
+                _ => vec![Value::Int(a as i32), Value::BigInt(b)],
+            }
+        };
+        let text_key = |i: u64| vec![Value::Text(format!("{}", i * 7919 % 101)), Value::Int(1)];
+        for key in [&int_key as &dyn Fn(u64) -> Vec<Value>, &text_key] {
+            let ix = SecondaryIndex::new(IndexMeta {
+                name: "i".into(),
+                columns: vec![0, 1],
+                unique: false,
+                constraint: false,
+            });
+            let keys: Vec<(Vec<Value>, Vid)> =
+                (0..500u64).map(|i| (key(i), Vid(i * 7 % 13))).collect();
+            let mut want: Vec<Entry> = keys
+                .iter()
+                .map(|(k, v)| (SecondaryIndex::parts(k.clone()), *v))
+                .collect();
+            want.sort();
+            want.dedup();
+            ix.extend_keys(keys);
+            let got = ix.entries_in_order(&all, false, None, usize::MAX);
+            assert_eq!(got, want);
+        }
     }
 
     #[test]
