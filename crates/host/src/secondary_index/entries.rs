@@ -255,26 +255,16 @@ impl Entries {
     ) {
         match self {
             Entries::Parts(s) => {
-                for (_, vid) in s.range((lower, upper)) {
-                    if !f(*vid) {
-                        return;
-                    }
-                }
+                s.range((lower, upper)).all(|e| f(e.1));
             }
             Entries::Packed(s) => match (pack_bound(&lower), pack_bound(&upper)) {
                 (Some(l), Some(u)) => {
-                    for (_, vid) in s.range((l, u)) {
-                        if !f(*vid) {
-                            return;
-                        }
-                    }
+                    s.range((l, u)).all(|p| f(p.1));
                 }
                 _ => {
-                    for p in s {
-                        if within(&unpack(p), &lower, &upper) && !f(p.1) {
-                            return;
-                        }
-                    }
+                    s.iter()
+                        .filter(|p| within(&unpack(p), &lower, &upper))
+                        .all(|p| f(p.1));
                 }
             },
         }
@@ -291,42 +281,58 @@ impl Entries {
         pass: impl FnMut(Vid) -> bool,
     ) -> WalkBatch {
         match self {
-            Entries::Parts(s) => {
-                let found = s.range((lower, upper));
-                match descending {
-                    true => WalkBatch::take(found.rev(), max, pass, Clone::clone, |e: &Entry| e.1),
-                    false => WalkBatch::take(found, max, pass, Clone::clone, |e: &Entry| e.1),
-                }
-            }
+            Entries::Parts(s) => walk_found(s.range((lower, upper)), descending, max, pass),
             Entries::Packed(s) => match (pack_bound(&lower), pack_bound(&upper)) {
-                (Some(l), Some(u)) => {
-                    let found = s.range((l, u));
-                    match descending {
-                        true => WalkBatch::take(found.rev(), max, pass, unpack, |p: &Packed| p.1),
-                        false => WalkBatch::take(found, max, pass, unpack, |p: &Packed| p.1),
-                    }
-                }
+                (Some(l), Some(u)) => walk_found(s.range((l, u)), descending, max, pass),
                 _ => {
                     let inside: Vec<Entry> = s
                         .iter()
                         .map(unpack)
                         .filter(|e| within(e, &lower, &upper))
                         .collect();
-                    match descending {
-                        true => WalkBatch::take(
-                            inside.iter().rev(),
-                            max,
-                            pass,
-                            Clone::clone,
-                            |e: &Entry| e.1,
-                        ),
-                        false => {
-                            WalkBatch::take(inside.iter(), max, pass, Clone::clone, |e: &Entry| e.1)
-                        }
-                    }
+                    walk_found(inside.iter(), descending, max, pass)
                 }
             },
         }
+    }
+}
+
+/// An entry as a set holds it: its VID, and the entry as parts.
+pub(super) trait Stored {
+    fn vid(&self) -> Vid;
+    fn entry(&self) -> Entry;
+}
+
+impl Stored for Entry {
+    fn vid(&self) -> Vid {
+        self.1
+    }
+
+    fn entry(&self) -> Entry {
+        self.clone()
+    }
+}
+
+impl Stored for Packed {
+    fn vid(&self) -> Vid {
+        self.1
+    }
+
+    fn entry(&self) -> Entry {
+        unpack(self)
+    }
+}
+
+/// The walk over a range's entries, in the direction asked.
+fn walk_found<'a, T: Stored + 'a>(
+    found: impl DoubleEndedIterator<Item = &'a T>,
+    descending: bool,
+    max: usize,
+    pass: impl FnMut(Vid) -> bool,
+) -> WalkBatch {
+    match descending {
+        true => WalkBatch::take(found.rev(), max, pass),
+        false => WalkBatch::take(found, max, pass),
     }
 }
 

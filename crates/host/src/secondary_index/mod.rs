@@ -46,7 +46,7 @@ use ndpdb_formats::{TableId, Value, Vid};
 
 use crate::catalog::IndexMeta;
 use crate::locks::LockKey;
-use entries::Entries;
+use entries::{Entries, Stored};
 
 /// One part of a key, or a bound above every value.
 #[derive(Clone, Debug)]
@@ -111,26 +111,24 @@ pub struct WalkBatch {
 }
 
 impl WalkBatch {
-    /// The first `max` of `found`, as entries (`entry`), those whose
-    /// VID `pass` picks passed over.
-    fn take<'a, T: 'a>(
+    /// The first `max` of `found`, those whose VID `pass` picks passed
+    /// over.
+    fn take<'a, T: Stored + 'a>(
         found: impl Iterator<Item = &'a T>,
         max: usize,
         mut pass: impl FnMut(Vid) -> bool,
-        entry: impl Fn(&T) -> Entry,
-        vid: impl Fn(&T) -> Vid,
     ) -> WalkBatch {
         let (mut kept, mut last, mut looked) = (Vec::new(), None, 0);
         for found in found.take(max) {
             looked += 1;
-            if !pass(vid(found)) {
-                kept.push(entry(found));
+            if !pass(found.vid()) {
+                kept.push(found.entry());
             }
             last = Some(found);
         }
         WalkBatch {
             kept,
-            last: last.map(entry),
+            last: last.map(Stored::entry),
             ended: looked < max,
         }
     }
