@@ -5,7 +5,8 @@
 //! job's ΔMaps (`ndpdb_host::gc`). Nothing is overwritten.
 //!
 //! ```text
-//!  pages   every device page of the table (L2P; passed-along pages excluded)
+//!  pages   every device page of the table (L2P; passed-along pages excluded;
+//!          pages the store knows to be other tables' are not read)
 //!  pass 1  per VID: walk the chain from the head to the first version
 //!          created below the horizon (the base); head … base are needed,
 //!          everything behind the base is garbage
@@ -248,7 +249,11 @@ impl GcJob<'_> {
     /// The LPNs are listed first and each is resolved again, and its page
     /// read, under the maps' read lock: a page freed meanwhile is unmapped
     /// before its PPN is written again (`ndpdb_host::space`), so a mapping
-    /// that still holds names the page it was made for.
+    /// that still holds names the page it was made for. Pages the store
+    /// knows to be another table's are passed without reading them; the
+    /// owner of a page written before this open is learnt here, so every
+    /// later run reads this table's pages only, however large the others
+    /// grow.
     fn table_pages(&self) -> Result<FxHashMap<Lpn, PageInfo>, Error> {
         let lpns: Vec<Lpn> = self.core.maps.read().l2p.iter().map(|(l, _)| l).collect();
         let mut pages = FxHashMap::default();
@@ -266,6 +271,10 @@ impl GcJob<'_> {
                 let Some(ppn) = maps.l2p.get(&lpn) else {
                     continue;
                 };
+                let owner = self.core.store.owner(ppn);
+                if owner.is_some_and(|t| t != self.inv.table) {
+                    continue;
+                }
                 read += 1;
                 let bytes = self
                     .core
@@ -273,6 +282,9 @@ impl GcJob<'_> {
                     .page(ppn)
                     .map_err(|e| Error::corrupted(e.to_string()))?;
                 let view = PageRef::parse(&bytes)?;
+                if owner.is_none() {
+                    self.core.store.note_owner(ppn, view.table());
+                }
                 if view.table() != self.inv.table {
                     continue;
                 }

@@ -2,7 +2,7 @@
 //! number alone, on one of two media.
 //!
 //! ```text
-//!  PageStore (page count, verified bits, NVM latency, PageBytes for PEs)
+//!  PageStore (page count, verified bits, owners, NVM latency, PageBytes for PEs)
 //!     ├─ file.rs   one file, page p at p × 8 KiB; mapped read-only for PEs
 //!     └─ rados.rs  RADOS objects `PREFIX.pages.N` of 512 pages (4 MiB):
 //!                  page p in object p / 512 at (p mod 512) × 8 KiB
@@ -20,14 +20,14 @@ mod rados;
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use memmap2::Mmap;
 use parking_lot::RwLock;
 
 use ndpdb_formats::page::{PageRef, PAGE_SIZE};
-use ndpdb_formats::Ppn;
+use ndpdb_formats::{Ppn, TableId};
 use ndpdb_link::{LinkError, NvmProfile, Result};
 
 use file::FilePages;
@@ -85,6 +85,11 @@ pub struct PageStore {
     /// One bit per PPN: its checksum was verified since it was last
     /// written, so PEs check each page once, not on every scan.
     verified: RwLock<Vec<AtomicU64>>,
+    /// Per PPN, the table whose page it holds as its id + 1, 0 where not
+    /// known (written before this open, or not a page): GC lists one
+    /// table's pages without reading every other table's (see
+    /// [`PageStore::owner`]).
+    owners: RwLock<Vec<AtomicU32>>,
 }
 
 /// Where the pages are.
@@ -173,6 +178,7 @@ impl PageStore {
             page_count: AtomicU64::new(pages),
             nvm,
             verified: RwLock::new(Vec::new()),
+            owners: RwLock::new(Vec::new()),
         }
     }
 
@@ -391,6 +397,43 @@ impl PageStore {
         }
     }
 
+    /// The table whose page `ppn` holds, if known without reading it:
+    /// every write records the owner its header names, and
+    /// [`PageStore::note_owner`] what a reader found. `None` is no
+    /// answer (read the page); a PPN holds what was last written to it,
+    /// so a known owner is the page's.
+    pub(crate) fn owner(&self, ppn: Ppn) -> Option<TableId> {
+        let raw = self
+            .owners
+            .read()
+            .get(ppn.0 as usize)
+            .map_or(0, |o| o.load(Ordering::Acquire));
+        raw.checked_sub(1).map(TableId)
+    }
+
+    /// Records the owner a reader found in `ppn`'s header (a page written
+    /// before this open).
+    pub(crate) fn note_owner(&self, ppn: Ppn, table: TableId) {
+        self.set_owner(ppn, Some(table));
+    }
+
+    fn set_owner(&self, ppn: Ppn, table: Option<TableId>) {
+        // A table id of u32::MAX has no slot: it stays unknown, and read.
+        let raw = table.map_or(0, |t| t.0.wrapping_add(1));
+        let i = ppn.0 as usize;
+        if self.owners.read().len() <= i {
+            if raw == 0 {
+                return;
+            }
+            let mut g = self.owners.write();
+            let len = (i + 1).max(g.len() * 5 / 4);
+            g.resize_with(len, || AtomicU32::new(0));
+        }
+        if let Some(o) = self.owners.read().get(i) {
+            o.store(raw, Ordering::Release);
+        }
+    }
+
     pub fn write(&self, ppn: Ppn, page: &[u8]) -> Result<()> {
         self.write_many(&[(ppn, page)])
     }
@@ -409,6 +452,7 @@ impl PageStore {
         for (ppn, _) in pages {
             self.nvm.write_access();
             self.set_verified(*ppn, false);
+            self.set_owner(*ppn, None);
         }
         match &self.medium {
             Medium::Rados(r) => r.write_pages(pages)?,
@@ -428,6 +472,9 @@ impl PageStore {
                     f.write_run(run[0].0, bytes)?;
                 }
             }
+        }
+        for (ppn, page) in pages {
+            self.set_owner(*ppn, PageRef::parse(page).ok().map(|v| v.table()));
         }
         self.page_count.fetch_max(last + 1, Ordering::AcqRel);
         Ok(())
@@ -506,6 +553,42 @@ mod tests {
         assert_eq!(store.page_count(), 10);
         let short: Vec<(Ppn, &[u8])> = vec![(Ppn(11), &a), (Ppn(12), &a[..100])];
         assert!(store.write_many(&short).is_err());
+    }
+
+    #[test]
+    fn a_page_owner_is_what_was_last_written_there_and_unknown_after_reopen() {
+        use ndpdb_formats::ids::Lpn;
+        use ndpdb_formats::page::PageBuf;
+        use ndpdb_formats::types::DataType;
+        let of = |table: u32| {
+            let mut p = PageBuf::new(TableId(table), Lpn(7), &[DataType::Int]);
+            p.seal();
+            p.as_bytes().to_vec()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pages");
+        let store = PageStore::open(&path, NvmProfile::OFF).unwrap();
+        let (t3, t4, zeros) = (of(3), of(4), page(0));
+        let pages: Vec<(Ppn, &[u8])> = vec![(Ppn(0), &t3), (Ppn(1), &t4), (Ppn(5000), &zeros)];
+        store.write_many(&pages).unwrap();
+        assert_eq!(store.owner(Ppn(0)), Some(TableId(3)));
+        assert_eq!(store.owner(Ppn(1)), Some(TableId(4)));
+        // Not a page, never written, beyond the store: no answer.
+        assert_eq!(store.owner(Ppn(5000)), None);
+        assert_eq!(store.owner(Ppn(2)), None);
+        assert_eq!(store.owner(Ppn(1 << 40)), None);
+        // A PPN written again belongs to its new page's table; one
+        // written with something else is unknown again.
+        store.write(Ppn(0), &t4).unwrap();
+        store.write(Ppn(1), &zeros).unwrap();
+        assert_eq!(store.owner(Ppn(0)), Some(TableId(4)));
+        assert_eq!(store.owner(Ppn(1)), None);
+        store.sync().unwrap();
+        drop(store);
+        let store = PageStore::open(&path, NvmProfile::OFF).unwrap();
+        assert_eq!(store.owner(Ppn(0)), None);
+        store.note_owner(Ppn(0), TableId(4));
+        assert_eq!(store.owner(Ppn(0)), Some(TableId(4)));
     }
 
     #[test]
