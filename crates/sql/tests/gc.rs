@@ -368,6 +368,41 @@ fn autovacuum_keeps_the_store_from_growing() {
     assert_eq!(db.stat("gc.failures"), 0);
 }
 
+/// A small table that every transaction updates passes its threshold
+/// again and again; the worker collects it at most once a naptime (as
+/// PostgreSQL visits a database), and does collect it.
+#[test]
+fn autovacuum_collects_a_hot_table_at_most_once_a_naptime() {
+    let dir = tempfile::tempdir().unwrap();
+    let naptime = std::time::Duration::from_millis(250);
+    let db = ndpdb_embedded::open_with(
+        dir.path(),
+        Config {
+            autovacuum: true,
+            autovacuum_naptime: naptime,
+            ..config()
+        },
+    )
+    .unwrap();
+    // 10 rows: a threshold of 52 versions, passed every 6 statements.
+    let mut s = create(&db, 10);
+    let start = std::time::Instant::now();
+    let mut statements = 0;
+    while start.elapsed() < 6 * naptime {
+        s.execute("UPDATE t SET v = v + 1").unwrap();
+        statements += 1;
+    }
+    let runs = db.stat("gc.runs");
+    let elapsed = start.elapsed();
+    let most = (elapsed.as_millis() / naptime.as_millis()) as i64 + 1;
+    assert!(
+        (1..=most).contains(&runs),
+        "{runs} GC runs in {elapsed:?} ({statements} updates), at most {most}"
+    );
+    assert_eq!(sum(&mut s), 45 + 10 * statements);
+    assert_eq!(db.stat("gc.failures"), 0);
+}
+
 #[test]
 fn vacuum_runs_outside_transaction_blocks_only() {
     let dir = tempfile::tempdir().unwrap();
