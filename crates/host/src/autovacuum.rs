@@ -106,7 +106,7 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
     // on a table: a small table that many transactions update (TPC-C's
     // DISTRICT passes its threshold of 70 versions 40 times a second) is
     // collected once a naptime, not as often as the worker can, each run
-    // flushing the delta buffer and syncing the WAL.
+    // a device job and, when it frees anything, a WAL record and its sync.
     let mut last_run: FxHashMap<TableId, Instant> = FxHashMap::default();
     while av.nap(naptime) {
         let Some(inner) = weak.upgrade() else { return };

@@ -269,8 +269,8 @@ fn collected_garbage_and_reused_pages_survive_a_crash() {
 /// A table's run reads that table's pages only (the store knows each
 /// page's table from its write, or learns it from a read after a reopen):
 /// with two tables' versions interleaved in the store, each VACUUM frees
-/// its own table's garbage and leaves the other's, before and after a
-/// reopen.
+/// pages of its own table, before and after a reopen, and none of either
+/// table's pages is passed over.
 #[test]
 fn each_table_gc_frees_its_own_pages_beside_another_tables_also_after_a_reopen() {
     let dir = tempfile::tempdir().unwrap();
