@@ -150,6 +150,20 @@ fn bit_set(bits: &[AtomicU64], ppn: Ppn) -> bool {
         .is_some_and(|x| x.load(Ordering::Acquire) & (1 << b) != 0)
 }
 
+/// Grows a per-PPN table of atomics (zero: nothing known) to hold index
+/// `i`, by a quarter at least, so a store growing page by page takes
+/// the write lock rarely.
+fn reach<A: Default>(table: &RwLock<Vec<A>>, i: usize) {
+    if table.read().len() > i {
+        return;
+    }
+    let mut g = table.write();
+    if g.len() <= i {
+        let len = (i + 1).max(g.len() * 5 / 4);
+        g.resize_with(len, A::default);
+    }
+}
+
 fn io(e: std::io::Error) -> LinkError {
     LinkError::Io(e.to_string())
 }
@@ -386,12 +400,7 @@ impl PageStore {
             }
             return;
         }
-        if self.verified.read().len() <= w {
-            let mut g = self.verified.write();
-            while g.len() <= w {
-                g.push(AtomicU64::new(0));
-            }
-        }
+        reach(&self.verified, w);
         if let Some(x) = self.verified.read().get(w) {
             x.fetch_or(1 << b, Ordering::AcqRel);
         }
@@ -421,13 +430,8 @@ impl PageStore {
         // A table id of u32::MAX has no slot: it stays unknown, and read.
         let raw = table.map_or(0, |t| t.0.wrapping_add(1));
         let i = ppn.0 as usize;
-        if self.owners.read().len() <= i {
-            if raw == 0 {
-                return;
-            }
-            let mut g = self.owners.write();
-            let len = (i + 1).max(g.len() * 5 / 4);
-            g.resize_with(len, || AtomicU32::new(0));
+        if raw != 0 {
+            reach(&self.owners, i);
         }
         if let Some(o) = self.owners.read().get(i) {
             o.store(raw, Ordering::Release);
