@@ -130,6 +130,7 @@ pub fn run(
         let (updating, done) = (updating.clone(), done.clone());
         let (rounds, pause) = (opts.rounds, opts.pause);
         let thread = opts.threads;
+        crate::pin::pin_session(&mut s, thread)?;
         std::thread::spawn(move || -> Result<Vec<(&'static str, Duration)>> {
             crate::pin::pin_host_thread(thread);
             let mut out = Vec::new();

@@ -47,6 +47,7 @@ impl Clients {
         for t in 0..threads {
             let mut s = backend.connect()?;
             ISOLATION.apply(&mut s)?;
+            crate::pin::pin_session(&mut s, t)?;
             let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
             let update = s.prepare(&format!(
                 "UPDATE {TABLE} SET field0 = $1 WHERE ycsb_key = $2"

@@ -82,6 +82,7 @@ pub fn run(backend: &Backend, opts: &HtapOptions, ndp: bool) -> Result<HtapRun> 
     for t in 0..opts.threads {
         let mut s = backend.connect()?;
         ISOLATION.apply(&mut s)?;
+        crate::pin::pin_session(&mut s, t)?;
         let read = s.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
         let (ops, stop, zipf) = (ops.clone(), stop.clone(), zipf.clone());
         clients.push(std::thread::spawn(move || -> Result<()> {
@@ -105,6 +106,7 @@ pub fn run(backend: &Backend, opts: &HtapOptions, ndp: bool) -> Result<HtapRun> 
         let (stop, busy) = (stop.clone(), busy.clone());
         let every = Duration::from_secs_f64(opts.every);
         let analytic_thread = opts.threads;
+        crate::pin::pin_session(&mut s, analytic_thread)?;
         std::thread::spawn(move || -> Result<Vec<Duration>> {
             crate::pin::pin_host_thread(analytic_thread);
             let mut times = Vec::new();

@@ -124,6 +124,7 @@ pub fn run(backend: &Backend, opts: &MixedOptions, ndp: bool) -> Result<MixedRun
         let (db, phase) = (backend.database().cloned(), phase.clone());
         let warmup = Duration::from_secs_f64(opts.warmup);
         let thread = opts.threads;
+        crate::pin::pin_session(&mut s, thread)?;
         std::thread::spawn(move || -> Result<UpdateOutcome> {
             crate::pin::pin_host_thread(thread);
             std::thread::sleep(warmup);

@@ -1,7 +1,22 @@
 //! Pinning benchmark threads to CPUs, so host threads and device PEs can
 //! run on disjoint CPU sets (DESIGN.md §10).
+//!
+//! ```text
+//!  --host-cpus 0     embedded ndpdb   the client thread (its statements run on it)
+//!                    ndpdb serve      the connection's thread  ┐ by
+//!                    PostgreSQL       the backend process      ┘ pg_backend_pid()
+//! ```
+//!
+//! A session of a server is pinned where its statements run, as an
+//! embedded session is, so the same flag places the same work on every
+//! target.
 
 use std::sync::OnceLock;
+
+use ndpdb_formats::SqlState;
+use ndpdb_host::{Error, Result};
+
+use crate::target::Conn;
 
 static HOST_CPUS: OnceLock<Vec<usize>> = OnceLock::new();
 
@@ -38,12 +53,111 @@ pub fn unpinned<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     })
 }
 
+/// The host CPU of the `i`-th host thread or session, if host CPUs are set.
+fn host_cpu(i: usize) -> Option<usize> {
+    let cpus = host_cpus();
+    (!cpus.is_empty()).then(|| cpus[i % cpus.len()])
+}
+
+/// Pins what serves the `i`-th host session of a server target — the
+/// PostgreSQL backend or `ndpdb serve`'s connection thread, found by
+/// `pg_backend_pid()` — to that session's host CPU, if host CPUs are set.
+/// An embedded session runs on its client thread:
+/// [`pin_host_thread`] on that thread places it.
+pub fn pin_session(conn: &mut Conn, i: usize) -> Result<()> {
+    match host_cpu(i) {
+        Some(cpu) => pin_session_to(conn, cpu),
+        None => Ok(()),
+    }
+}
+
+/// Pins what serves a server session to `cpu` (nothing for an embedded
+/// session).
+fn pin_session_to(conn: &mut Conn, cpu: usize) -> Result<()> {
+    if matches!(conn, Conn::Embedded(_)) {
+        return Ok(());
+    }
+    let pid = conn.query_i64("SELECT pg_backend_pid()::bigint")?;
+    set_affinity(pid as i32, cpu)
+}
+
+/// Pins `pid` (a thread or a process of this machine) to `cpu`.
+fn set_affinity(pid: i32, cpu: usize) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET and
+        // sched_setaffinity only touch the set passed to them.
+        let rc = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu.min(libc::CPU_SETSIZE as usize - 1), &mut set);
+            libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set)
+        };
+        if rc != 0 {
+            return Err(Error::new(
+                SqlState("42501"),
+                format!(
+                    "cannot pin pid {pid} to CPU {cpu}: {}",
+                    std::io::Error::last_os_error()
+                ),
+            ));
+        }
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (pid, cpu);
+        Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            "sessions are pinned to CPUs on Linux only",
+        ))
+    }
+}
+
 /// Pins the calling thread (the `i`-th host thread) if host CPUs are set.
 pub fn pin_host_thread(i: usize) {
-    let cpus = host_cpus();
-    if !cpus.is_empty() {
-        core_affinity::set_for_current(core_affinity::CoreId {
-            id: cpus[i % cpus.len()],
-        });
+    if let Some(id) = host_cpu(i) {
+        core_affinity::set_for_current(core_affinity::CoreId { id });
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::target::{endpoint, Backend, Target};
+
+    /// The CPUs `pid` may run on.
+    fn affinity(pid: i32) -> Vec<usize> {
+        // SAFETY: sched_getaffinity writes only the set passed to it.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    /// `--host-cpus` on a server target: the connection thread that runs
+    /// the session's statements is pinned, the bench's own thread is not.
+    #[test]
+    fn a_server_session_is_pinned_where_its_statements_run() {
+        let config = ndpdb_host::Config::default();
+        let backend = Backend::Wire(endpoint(&Target::NdpdbServer(None), config, None).unwrap());
+        let mut conn = backend.connect().unwrap();
+        let mine = affinity(0);
+        let pid = conn.query_i64("SELECT pg_backend_pid()::bigint").unwrap() as i32;
+        let cpu = *affinity(pid).last().unwrap();
+        pin_session_to(&mut conn, cpu).unwrap();
+        assert_eq!(affinity(pid), vec![cpu]);
+        assert_eq!(affinity(0), mine, "the client thread is left as it was");
+        // The session still answers from the pinned thread.
+        assert_eq!(conn.query_i64("SELECT (40 + 2)::bigint").unwrap(), 42);
+        assert_eq!(
+            conn.query_i64("SELECT pg_backend_pid()::bigint").unwrap() as i32,
+            pid
+        );
     }
 }

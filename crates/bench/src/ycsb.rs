@@ -239,6 +239,7 @@ pub fn run(backend: &Backend, cfg: &RunConfig) -> Result<RunReport> {
     for _ in 0..cfg.threads {
         let mut conn = backend.connect()?;
         cfg.isolation.apply(&mut conn)?;
+        crate::pin::pin_session(&mut conn, sessions.len())?;
         let read = conn.prepare(&format!("SELECT * FROM {TABLE} WHERE ycsb_key = $1"))?;
         let updates: Vec<_> = (0..cfg.field_count)
             .map(|f| {

@@ -180,6 +180,12 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
         a.buffer_pool_mib
     ));
     summary.say(tpcc::isolation_line(cfg.tpcc.isolation));
+    if !a.device.host_cpus.is_empty() {
+        summary.say(format!(
+            "TPC-C sessions pinned to CPU(s) {:?} on every target (embedded ndpdb: the client threads; a server: the backend or connection thread of each); the analytical sessions are not pinned",
+            a.device.host_cpus
+        ));
+    }
     // One load time for every target: the same rows everywhere, so the
     // answers compare.
     let now = tpcc::db::now_micros();

@@ -29,7 +29,10 @@ pub struct DeviceArgs {
     /// Pin the device's PEs to these CPUs (comma separated, e.g. 1).
     #[arg(long, value_delimiter = ',')]
     pub device_cpus: Vec<usize>,
-    /// Pin the benchmark's host threads to these CPUs (comma separated, e.g. 0).
+    /// Pin the benchmark's host sessions to these CPUs, one CPU per
+    /// session in turn: each client thread and, on a server target, the
+    /// backend or connection thread serving it (comma separated, e.g. 0).
+    /// `bench ch` pins its TPC-C sessions; its analytical sessions stay free.
     #[arg(long, value_delimiter = ',')]
     pub host_cpus: Vec<usize>,
     /// Emulated NVM latency of the device's store: off, fast, mid, slow.

@@ -260,6 +260,7 @@ pub fn run_observed(
     for k in 0..cfg.clients {
         let mut conn = backend.connect()?;
         cfg.isolation.apply(&mut conn)?;
+        crate::pin::pin_session(&mut conn, k)?;
         let home = (k as u32 % cfg.warehouses) as i32 + 1;
         let district = (k as u32 / cfg.warehouses % DISTRICTS) as i32 + 1;
         let client = Client::new(conn, home, district, workload)
