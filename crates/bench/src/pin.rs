@@ -78,25 +78,44 @@ fn pin_session_to(conn: &mut Conn, cpu: usize) -> Result<()> {
         return Ok(());
     }
     let pid = conn.query_i64("SELECT pg_backend_pid()::bigint")?;
-    set_affinity(pid as i32, cpu)
+    set_affinity(pid as i32, &[cpu])
 }
 
-/// Pins `pid` (a thread or a process of this machine) to `cpu`.
-fn set_affinity(pid: i32, cpu: usize) -> Result<()> {
+/// Confines a session to `cpus` from now on, where its statements run:
+/// an embedded session's client thread — call this on that thread; the
+/// scan workers and device jobs it starts inherit the set — or a
+/// server's backend or connection thread. PostgreSQL's parallel workers,
+/// started by the postmaster, are not confined.
+pub fn confine(conn: &mut Conn, cpus: &[usize]) -> Result<()> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    let pid = match conn {
+        Conn::Embedded(_) => 0,
+        Conn::Wire(_) => conn.query_i64("SELECT pg_backend_pid()::bigint")? as i32,
+    };
+    set_affinity(pid, cpus)
+}
+
+/// Pins `pid` (0: the calling thread; else a thread or a process of
+/// this machine) to `cpus`.
+fn set_affinity(pid: i32, cpus: &[usize]) -> Result<()> {
     #[cfg(target_os = "linux")]
     {
         // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET and
         // sched_setaffinity only touch the set passed to them.
         let rc = unsafe {
             let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu.min(libc::CPU_SETSIZE as usize - 1), &mut set);
+            for &cpu in cpus {
+                libc::CPU_SET(cpu.min(libc::CPU_SETSIZE as usize - 1), &mut set);
+            }
             libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set)
         };
         if rc != 0 {
             return Err(Error::new(
                 SqlState("42501"),
                 format!(
-                    "cannot pin pid {pid} to CPU {cpu}: {}",
+                    "cannot pin pid {pid} to CPUs {cpus:?}: {}",
                     std::io::Error::last_os_error()
                 ),
             ));
@@ -105,7 +124,7 @@ fn set_affinity(pid: i32, cpu: usize) -> Result<()> {
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (pid, cpu);
+        let _ = (pid, cpus);
         Err(Error::new(
             SqlState::FEATURE_NOT_SUPPORTED,
             "sessions are pinned to CPUs on Linux only",
@@ -158,6 +177,31 @@ mod tests {
         assert_eq!(
             conn.query_i64("SELECT pg_backend_pid()::bigint").unwrap() as i32,
             pid
+        );
+    }
+
+    /// `--olap-cpus`: an embedded session is confined on its own thread,
+    /// and the threads it starts (scan workers, device jobs) inherit it.
+    #[test]
+    fn an_embedded_session_confined_keeps_its_threads_on_the_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = ndpdb_embedded::open_with(dir.path(), ndpdb_host::Config::default()).unwrap();
+        let mut conn = Backend::Embedded(db).connect().unwrap();
+        let outside = affinity(0);
+        let cpu = *outside.last().unwrap();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                confine(&mut conn, &[cpu]).unwrap();
+                assert_eq!(affinity(0), vec![cpu]);
+                let child = std::thread::spawn(|| affinity(0)).join().unwrap();
+                assert_eq!(child, vec![cpu]);
+                assert_eq!(conn.query_i64("SELECT (40 + 2)::bigint").unwrap(), 42);
+            });
+        });
+        assert_eq!(
+            affinity(0),
+            outside,
+            "only the session's thread is confined"
         );
     }
 }

@@ -80,6 +80,14 @@ pub struct ChArgs {
     /// power run keeps each target's default.
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     olap_threads: Option<u16>,
+    /// CPUs the analytical sessions are confined to during the mix, on
+    /// every target (comma separated, e.g. 1): the client thread of
+    /// embedded ndpdb (its scan workers and device jobs inherit the set),
+    /// the connection thread of an ndpdb server, PostgreSQL's backend (its
+    /// parallel workers, started by the postmaster, are not). TPC-C's
+    /// sessions stay free unless --host-cpus.
+    #[arg(long, value_delimiter = ',')]
+    olap_cpus: Vec<usize>,
     /// Output folder; default a fresh one under bench-results/.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -100,6 +108,15 @@ pub struct ChArgs {
 }
 
 pub fn run(a: ChArgs) -> Result<ExitCode> {
+    if let Some(bad) = a.olap_cpus.iter().find(|c| **c >= crate::demo::cpus()) {
+        return Err(Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!(
+                "--olap-cpus: CPU {bad} does not exist (this machine has {})",
+                crate::demo::cpus()
+            ),
+        ));
+    }
     let modes = a
         .ndp
         .iter()
@@ -152,6 +169,7 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
             (false, n) => Priority::Nice(n),
         },
         olap_threads: a.olap_threads.map(usize::from),
+        olap_cpus: a.olap_cpus.clone(),
     };
     let mut summary = Summary::default();
     summary.say(format!(
@@ -180,6 +198,12 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
         a.buffer_pool_mib
     ));
     summary.say(tpcc::isolation_line(cfg.tpcc.isolation));
+    if !a.olap_cpus.is_empty() {
+        summary.say(format!(
+            "analytical sessions confined to CPU(s) {:?} during the mix on every target (embedded ndpdb: the client thread and what it starts; a server: the backend or connection thread)",
+            a.olap_cpus
+        ));
+    }
     if !a.device.host_cpus.is_empty() {
         summary.say(format!(
             "TPC-C sessions pinned to CPU(s) {:?} on every target (embedded ndpdb: the client threads; a server: the backend or connection thread of each); the analytical sessions are not pinned",

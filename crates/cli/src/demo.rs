@@ -352,7 +352,7 @@ fn isolation_level() -> impl clap::builder::TypedValueParser<Value = Level> {
         .map(|v| Level::parse(&v).unwrap_or_default())
 }
 
-fn cpus() -> usize {
+pub(crate) fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 

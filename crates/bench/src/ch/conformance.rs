@@ -104,6 +104,7 @@ fn small() -> ChConfig {
         power_repeat: 1,
         olap_priority: crate::priority::Priority::Normal,
         olap_threads: None,
+        olap_cpus: Vec::new(),
     }
 }
 

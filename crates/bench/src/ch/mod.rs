@@ -108,6 +108,9 @@ pub struct ChConfig {
     /// Threads each analytical statement may use during the mix, on every
     /// target (`olap::limit_threads`); `None`: each target's default.
     pub olap_threads: Option<usize>,
+    /// CPUs the OLAP sessions are confined to during the mix, on every
+    /// target (`pin::confine`); empty: not confined.
+    pub olap_cpus: Vec<usize>,
 }
 
 /// One placement mode on one target: the power run and the mix.
@@ -241,6 +244,7 @@ pub fn mix(backend: &Backend, cfg: &ChConfig, mode: NdpMode) -> Result<Mix> {
                     level: cfg.tpcc.isolation,
                     priority: cfg.olap_priority,
                     threads: cfg.olap_threads,
+                    cpus: cfg.olap_cpus.clone(),
                 };
                 match Streams::start(
                     backend,

@@ -189,13 +189,15 @@ impl QueryStats {
 }
 
 /// How the OLAP clients of a mix connect and run.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct StreamSettings {
     pub mode: NdpMode,
     pub level: Level,
     pub priority: Priority,
     /// The `--olap-threads` cap (`limit_threads`), if any.
     pub threads: Option<usize>,
+    /// The `--olap-cpus` set (`pin::confine`); empty: not confined.
+    pub cpus: Vec<usize>,
 }
 
 /// The OLAP clients of a running mix.
@@ -222,6 +224,7 @@ impl Streams {
             level,
             priority,
             threads,
+            ref cpus,
         } = *settings;
         let stop = Arc::new(AtomicBool::new(false));
         let mut cancelers = Vec::new();
@@ -233,18 +236,25 @@ impl Streams {
             }
             if !matches!(conn, Conn::Embedded(_)) {
                 crate::priority::serve_at(&mut conn, priority)?;
+                crate::pin::confine(&mut conn, cpus)?;
             }
             cancelers.push(conn.canceler());
             let (stop, completed) = (stop.clone(), completed.clone());
             let start = QUERIES.len() * k / clients.max(1);
+            let cpus = cpus.clone();
             handles.push(std::thread::spawn(move || {
-                if matches!(conn, Conn::Embedded(_)) {
-                    // Lowering one's own priority cannot fail.
-                    let _ = crate::priority::serve_at(&mut conn, priority);
-                }
                 let qs = queries(k);
                 let mut stats: Vec<QueryStats> =
                     qs.iter().map(|q| QueryStats::new(q.name)).collect();
+                if matches!(conn, Conn::Embedded(_)) {
+                    // Lowering one's own priority cannot fail.
+                    let _ = crate::priority::serve_at(&mut conn, priority);
+                    // An embedded session's statements run on this thread.
+                    if let Err(e) = crate::pin::confine(&mut conn, &cpus) {
+                        stats[0].errors.insert("42501".into(), (1, e.to_string()));
+                        return stats;
+                    }
+                }
                 let mut i = start;
                 while !stop.load(Ordering::Relaxed) {
                     let q = &qs[i % qs.len()];

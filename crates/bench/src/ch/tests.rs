@@ -30,6 +30,7 @@ fn tiny() -> ChConfig {
         power_repeat: 1,
         olap_priority: crate::priority::Priority::Normal,
         olap_threads: Some(1),
+        olap_cpus: Vec::new(),
     }
 }
 
