@@ -9,7 +9,8 @@
 //!
 //! A session of a server is pinned where its statements run, as an
 //! embedded session is, so the same flag places the same work on every
-//! target.
+//! target. The server must run on this machine: `pg_backend_pid()` names
+//! a process or thread here.
 
 use std::sync::OnceLock;
 
@@ -74,11 +75,10 @@ pub fn pin_session(conn: &mut Conn, i: usize) -> Result<()> {
 /// Pins what serves a server session to `cpu` (nothing for an embedded
 /// session).
 fn pin_session_to(conn: &mut Conn, cpu: usize) -> Result<()> {
-    if matches!(conn, Conn::Embedded(_)) {
-        return Ok(());
+    match conn {
+        Conn::Embedded(_) => Ok(()),
+        Conn::Wire(_) => confine(conn, &[cpu]),
     }
-    let pid = conn.query_i64("SELECT pg_backend_pid()::bigint")?;
-    set_affinity(pid as i32, &[cpu])
 }
 
 /// Confines a session to `cpus` from now on, where its statements run:

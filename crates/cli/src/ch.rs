@@ -84,8 +84,9 @@ pub struct ChArgs {
     /// every target (comma separated, e.g. 1): the client thread of
     /// embedded ndpdb (its scan workers and device jobs inherit the set),
     /// the connection thread of an ndpdb server, PostgreSQL's backend (its
-    /// parallel workers, started by the postmaster, are not). TPC-C's
-    /// sessions stay free unless --host-cpus.
+    /// parallel workers, started by the postmaster, are not; the server
+    /// must run on this machine). TPC-C's sessions stay free unless
+    /// --host-cpus.
     #[arg(long, value_delimiter = ',')]
     olap_cpus: Vec<usize>,
     /// Output folder; default a fresh one under bench-results/.

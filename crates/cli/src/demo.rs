@@ -31,8 +31,9 @@ pub struct DeviceArgs {
     pub device_cpus: Vec<usize>,
     /// Pin the benchmark's host sessions to these CPUs, one CPU per
     /// session in turn: each client thread and, on a server target, the
-    /// backend or connection thread serving it (comma separated, e.g. 0).
-    /// `bench ch` pins its TPC-C sessions; its analytical sessions stay free.
+    /// backend or connection thread serving it (the server must run on
+    /// this machine; comma separated, e.g. 0). `bench ch` pins its TPC-C
+    /// sessions; its analytical sessions stay free.
     #[arg(long, value_delimiter = ',')]
     pub host_cpus: Vec<usize>,
     /// Emulated NVM latency of the device's store: off, fast, mid, slow.
