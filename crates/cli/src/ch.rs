@@ -109,15 +109,7 @@ pub struct ChArgs {
 }
 
 pub fn run(a: ChArgs) -> Result<ExitCode> {
-    if let Some(bad) = a.olap_cpus.iter().find(|c| **c >= crate::demo::cpus()) {
-        return Err(Error::new(
-            SqlState::INVALID_PARAMETER_VALUE,
-            format!(
-                "--olap-cpus: CPU {bad} does not exist (this machine has {})",
-                crate::demo::cpus()
-            ),
-        ));
-    }
+    crate::demo::check_cpus(a.olap_cpus.iter())?;
     let modes = a
         .ndp
         .iter()
@@ -207,8 +199,9 @@ pub fn run(a: ChArgs) -> Result<ExitCode> {
     }
     if !a.device.host_cpus.is_empty() {
         summary.say(format!(
-            "TPC-C sessions pinned to CPU(s) {:?} on every target (embedded ndpdb: the client threads; a server: the backend or connection thread of each); the analytical sessions are not pinned",
-            a.device.host_cpus
+            "TPC-C sessions pinned to CPU(s) {:?} on every target (embedded ndpdb: the client threads; a server: the backend or connection thread of each){}",
+            a.device.host_cpus,
+            if a.olap_cpus.is_empty() { "; the analytical sessions are not pinned" } else { "" }
         ));
     }
     // One load time for every target: the same rows everywhere, so the

@@ -98,17 +98,7 @@ impl DeviceArgs {
                 ),
             )
         })?;
-        if let Some(bad) = self
-            .device_cpus
-            .iter()
-            .chain(&self.host_cpus)
-            .find(|c| **c >= cpus())
-        {
-            return Err(Error::new(
-                SqlState::INVALID_PARAMETER_VALUE,
-                format!("CPU {bad} does not exist (this machine has {})", cpus()),
-            ));
-        }
+        check_cpus(self.device_cpus.iter().chain(&self.host_cpus))?;
         ndpdb_bench::pin::set_host_cpus(&self.host_cpus);
         Ok(Config {
             link,
@@ -353,8 +343,19 @@ fn isolation_level() -> impl clap::builder::TypedValueParser<Value = Level> {
         .map(|v| Level::parse(&v).unwrap_or_default())
 }
 
-pub(crate) fn cpus() -> usize {
+fn cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// 22023 for a CPU id this machine does not have.
+pub(crate) fn check_cpus<'a>(mut ids: impl Iterator<Item = &'a usize>) -> Result<()> {
+    match ids.find(|c| **c >= cpus()) {
+        Some(bad) => Err(Error::new(
+            SqlState::INVALID_PARAMETER_VALUE,
+            format!("CPU {bad} does not exist (this machine has {})", cpus()),
+        )),
+        None => Ok(()),
+    }
 }
 
 pub fn machine_line(db: &Database) -> String {

@@ -251,7 +251,9 @@ impl Streams {
                     let _ = crate::priority::serve_at(&mut conn, priority);
                     // An embedded session's statements run on this thread.
                     if let Err(e) = crate::pin::confine(&mut conn, &cpus) {
-                        stats[0].errors.insert("42501".into(), (1, e.to_string()));
+                        stats[0]
+                            .errors
+                            .insert(e.code.0.to_string(), (1, e.to_string()));
                         return stats;
                     }
                 }
