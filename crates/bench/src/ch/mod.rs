@@ -236,32 +236,37 @@ pub fn mix(backend: &Backend, cfg: &ChConfig, mode: NdpMode) -> Result<Mix> {
             }
             tick += 1;
             let now = start.elapsed();
-            if !started && now >= cfg.alone && cfg.olap_clients > 0 {
+            // With no OLAP clients the window still marks the same
+            // seconds: TPC-C alone at the age of the database the
+            // analytics would meet (a control run).
+            if !started && now >= cfg.alone {
                 started = true;
                 window.0 = now.as_secs_f64();
-                let settings = olap::StreamSettings {
-                    mode,
-                    level: cfg.tpcc.isolation,
-                    priority: cfg.olap_priority,
-                    threads: cfg.olap_threads,
-                    cpus: cfg.olap_cpus.clone(),
-                };
-                match Streams::start(
-                    backend,
-                    cfg.olap_clients,
-                    &settings,
-                    start,
-                    completed.clone(),
-                ) {
-                    Ok(s) => streams = Some(s),
-                    Err(e) => failure = Some(e),
+                if cfg.olap_clients > 0 {
+                    let settings = olap::StreamSettings {
+                        mode,
+                        level: cfg.tpcc.isolation,
+                        priority: cfg.olap_priority,
+                        threads: cfg.olap_threads,
+                        cpus: cfg.olap_cpus.clone(),
+                    };
+                    match Streams::start(
+                        backend,
+                        cfg.olap_clients,
+                        &settings,
+                        start,
+                        completed.clone(),
+                    ) {
+                        Ok(s) => streams = Some(s),
+                        Err(e) => failure = Some(e),
+                    }
                 }
             }
             if now >= cfg.alone + cfg.duration && window.1 == 0.0 {
+                // A running query may take a while to notice the cancel:
+                // the sampling goes on meanwhile.
+                window.1 = start.elapsed().as_secs_f64();
                 if let Some(s) = &streams {
-                    // A running query may take a while to notice the
-                    // cancel: the sampling goes on meanwhile.
-                    window.1 = start.elapsed().as_secs_f64();
                     s.signal();
                 }
             }
@@ -273,10 +278,10 @@ pub fn mix(backend: &Backend, cfg: &ChConfig, mode: NdpMode) -> Result<Mix> {
         if samples.last().is_none_or(|s| last.at > s.at + 0.05) {
             samples.push(last);
         }
+        if started && window.1 == 0.0 {
+            window.1 = start.elapsed().as_secs_f64();
+        }
         if let Some(s) = streams.take() {
-            if window.1 == 0.0 {
-                window.1 = start.elapsed().as_secs_f64();
-            }
             olap = s.stop();
         }
         let oltp = oltp.join().map_err(|_| {

@@ -95,6 +95,33 @@ fn every_query_answers_alike_on_host_and_device_and_tpcc_stays_consistent() {
 }
 
 #[test]
+fn a_run_without_olap_clients_measures_tpcc_alone_over_the_same_seconds() {
+    let cfg = ChConfig {
+        olap_clients: 0,
+        phases: false,
+        modes: vec![NdpMode::Auto],
+        ..tiny()
+    };
+    let (backend, _dir) = tpcc::backend(&Target::Ndpdb, &Config::default()).unwrap();
+    let r = run_target(
+        &Target::Ndpdb,
+        &backend,
+        &cfg,
+        tpcc::db::now_micros(),
+        &mut |l| println!("{l}"),
+    );
+    assert!(r.failure.is_none(), "{:?}", r.failure);
+    let mix = r.runs[0].mix.as_ref().expect("mix ran");
+    let (w0, w1) = mix.olap_window;
+    assert!((0.9..2.5).contains(&w0), "window opens after --alone: {w0}");
+    assert!(w1 - w0 >= 2.5, "window spans --duration: {w0}..{w1}");
+    let p = report::phases(mix, &cfg);
+    assert!(p.alone > 0.0 && p.beside > 0.0, "{p:?}");
+    assert!(mix.olap.iter().all(|q| q.latency.is_empty()));
+    assert_eq!(p.queries_per_hour, 0.0);
+}
+
+#[test]
 fn an_olap_thread_cap_limits_the_sessions_scan_workers_and_pes() {
     let (backend, _dir) = tpcc::backend(&Target::Ndpdb, &Config::default()).unwrap();
     let mut conn = backend.connect().unwrap();
