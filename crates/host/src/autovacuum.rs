@@ -7,8 +7,10 @@
 //!  commit ──► TableState::changes_since_gc += versions written
 //!             (passing the threshold wakes the worker at once)
 //!  worker (every autovacuum_naptime, or woken):
-//!      for each table past its threshold, and not collected within the
-//!      last naptime → Database::collect_garbage
+//!      wait for the transactions running now (horizon polls 1 → 64 ms)
+//!      for each table past its threshold, not collected within the
+//!      last naptime, and whose last run's horizon the horizon has
+//!      passed → Database::collect_garbage
 //!      free pages whose readers have ended (reclaim)
 //!  last user handle dropped ──► stop, join (before the final checkpoint)
 //! ```
@@ -99,6 +101,14 @@ pub(crate) fn threshold(inner: &DbInner, ts: &TableState) -> u64 {
 /// what it can anyway.
 const PATIENCE: u32 = 10;
 
+/// The horizon is polled while the transactions running at a wake-up
+/// end: at once for the short ones (milliseconds), then less and less
+/// often, so a long one (an analytical query beside OLTP) costs about
+/// twenty polls a second, not five hundred, each taking the transaction
+/// manager's lock that every begin and commit takes.
+const FIRST_HORIZON_POLL: Duration = Duration::from_millis(1);
+const LAST_HORIZON_POLL: Duration = Duration::from_millis(64);
+
 fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
     let mut waited = 0;
     // When each table's last run started. As PostgreSQL's naptime is the
@@ -121,12 +131,18 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
         // A commit still under way (its versions are counted before it
         // ends) or a long transaction: try again next time, a few times.
         let target = db.inner.txm.next_txid();
-        let deadline = std::time::Instant::now() + naptime;
-        while db.inner.txm.horizon() < target && std::time::Instant::now() < deadline {
-            if av.stopped() {
-                return;
+        let deadline = Instant::now() + naptime;
+        let mut poll = FIRST_HORIZON_POLL;
+        while db.inner.txm.horizon() < target {
+            let now = Instant::now();
+            if av.stopped() || now >= deadline {
+                break;
             }
-            std::thread::sleep(Duration::from_millis(2));
+            std::thread::sleep(poll.min(deadline - now));
+            poll = (poll * 2).min(LAST_HORIZON_POLL);
+        }
+        if av.stopped() {
+            return;
         }
         if db.inner.txm.horizon() < target && waited < PATIENCE {
             waited += 1;
@@ -142,6 +158,14 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
             }
             let id = ts.id;
             if last_run.get(&id).is_some_and(|t| t.elapsed() < naptime) {
+                continue;
+            }
+            // Garbage is what the horizon leaves behind: below the one
+            // the last run collected at, that run took all it could. A
+            // long snapshot holding the horizon there makes another run
+            // read every page of the table for nothing (PostgreSQL's
+            // "dead but not yet removable"): wait for the horizon.
+            if db.inner.txm.horizon().0 <= ts.gc_horizon.load(Ordering::Relaxed) {
                 continue;
             }
             last_run.insert(id, Instant::now());

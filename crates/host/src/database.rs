@@ -74,6 +74,9 @@ pub struct TableState {
     device_writers: AtomicU64,
     /// Versions written since the last GC run (autovacuum's trigger).
     pub(crate) changes_since_gc: AtomicU64,
+    /// The horizon the last successful GC run collected below (0: none
+    /// yet). Until the horizon passes it, another run finds nothing new.
+    pub(crate) gc_horizon: AtomicU64,
     /// Secondary indexes, as the catalog entry lists them.
     indexes: RwLock<Vec<Arc<SecondaryIndex>>>,
 }
@@ -107,6 +110,7 @@ impl TableState {
             vids,
             device_writers: AtomicU64::new(0),
             changes_since_gc: AtomicU64::new(0),
+            gc_horizon: AtomicU64::new(0),
             indexes: RwLock::new(Vec::new()),
         }
     }

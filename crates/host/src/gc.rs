@@ -256,6 +256,8 @@ impl Database {
         };
         ts.changes_since_gc
             .fetch_sub(changes, std::sync::atomic::Ordering::Relaxed);
+        ts.gc_horizon
+            .fetch_max(horizon.0, std::sync::atomic::Ordering::Relaxed);
         EngineCounters::inc(&inner.counters.gc_runs);
         let c = &inner.counters;
         use std::sync::atomic::Ordering::Relaxed;

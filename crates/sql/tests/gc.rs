@@ -403,6 +403,57 @@ fn autovacuum_collects_a_hot_table_at_most_once_a_naptime() {
     assert_eq!(db.stat("gc.failures"), 0);
 }
 
+/// A long snapshot holds the horizon: one run collects what it can below
+/// it, and the worker then leaves the table alone, however many versions
+/// pile up, until the horizon passes that run's; then it collects again.
+#[test]
+fn autovacuum_waits_for_the_horizon_to_pass_its_last_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let naptime = std::time::Duration::from_millis(20);
+    let db = ndpdb_embedded::open_with(
+        dir.path(),
+        Config {
+            autovacuum: true,
+            autovacuum_naptime: naptime,
+            ..config()
+        },
+    )
+    .unwrap();
+    let mut s = create(&db, 10);
+    let mut long = Session::new(db.clone());
+    long.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        .unwrap();
+    assert_eq!(int(&mut long, "SELECT sum(v) FROM t"), 45);
+    let before = db.stat("gc.runs");
+    // The worker waits ten naptimes (and their polls) for the long
+    // transaction, then runs: about every 0.4 s without the horizon check.
+    let start = std::time::Instant::now();
+    let mut statements = 0;
+    while start.elapsed() < std::time::Duration::from_secs(3) {
+        s.execute("UPDATE t SET v = v + 1").unwrap();
+        statements += 1;
+    }
+    let held = db.stat("gc.runs") - before;
+    assert!(
+        held <= 1,
+        "{held} GC runs in 3 s under one snapshot ({statements} updates)"
+    );
+    assert_eq!(int(&mut long, "SELECT sum(v) FROM t"), 45);
+    long.execute("COMMIT").unwrap();
+    let after = db.stat("gc.runs");
+    let t = std::time::Instant::now();
+    while db.stat("gc.runs") == after {
+        assert!(
+            t.elapsed().as_secs() < 20,
+            "no GC run once the horizon moved"
+        );
+        s.execute("UPDATE t SET v = v + 1").unwrap();
+        statements += 1;
+    }
+    assert_eq!(sum(&mut s), 45 + 10 * statements);
+    assert_eq!(db.stat("gc.failures"), 0);
+}
+
 #[test]
 fn vacuum_runs_outside_transaction_blocks_only() {
     let dir = tempfile::tempdir().unwrap();
