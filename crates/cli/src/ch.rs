@@ -29,7 +29,9 @@ pub struct ChArgs {
     /// TPC-C client sessions, each bound to a home warehouse.
     #[arg(long, default_value_t = 4)]
     oltp_clients: usize,
-    /// Analytical client sessions, each running Q1 … Q22 in a loop.
+    /// Analytical client sessions, each running Q1 … Q22 in a loop; 0 for
+    /// a control run (TPC-C alone, "beside" then measures the same
+    /// seconds with no analytics).
     #[arg(long, default_value_t = 1)]
     olap_clients: usize,
     /// Seconds the analytical clients run beside the TPC-C clients (per
