@@ -349,10 +349,11 @@ impl PkIndex {
         };
         let path = base_path(dir, table);
         // The writer visits the entries three times. A key in both the
-        // base and the delta (only a redone insert puts one there) is
-        // written once, from the delta: looking each base key up in the
-        // delta is most of a merge's work, so it is done only when a
-        // look at the (smaller) delta's keys in the base finds one.
+        // base and the delta (given another VID since the base: rare, as
+        // keys keep their VIDs) is written once, from the delta. Looking
+        // every base key up in the delta is most of a merge's work, so it
+        // is done only when a look at the delta's keys (the smaller side)
+        // in the base finds one.
         let mut overlap = false;
         if let Some(b) = &base {
             for (k, _) in delta.iter() {
@@ -547,8 +548,8 @@ mod tests {
         write_manifest(dir.path(), TxId(42)).unwrap();
         assert_eq!(read_manifest(dir.path()).unwrap(), Some(TxId(42)));
 
-        // A merge whose delta repeats base keys (as a redo does) writes
-        // each key once, with the delta's VID.
+        // A merge whose delta gives a base key another VID writes the
+        // key once, with the delta's VID.
         for i in 14_000..20_000u64 {
             merged
                 .insert(key(i), Vid(i * 2 + u64::from(i == 14_500)))
