@@ -21,6 +21,19 @@ fn open(dir: &std::path::Path) -> Database {
     ndpdb_embedded::open_with(dir, config()).unwrap()
 }
 
+/// A database whose autovacuum worker naps `naptime`.
+fn open_autovacuum(dir: &std::path::Path, naptime: std::time::Duration) -> Database {
+    ndpdb_embedded::open_with(
+        dir,
+        Config {
+            autovacuum: true,
+            autovacuum_naptime: naptime,
+            ..config()
+        },
+    )
+    .unwrap()
+}
+
 /// `t(k, v, pad)` with keys `0..n`, `v = k`.
 fn create(db: &Database, n: i64) -> Session {
     let mut s = Session::new(db.clone());
@@ -337,15 +350,7 @@ fn each_table_gc_frees_its_own_pages_beside_another_tables_also_after_a_reopen()
 #[test]
 fn autovacuum_keeps_the_store_from_growing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = ndpdb_embedded::open_with(
-        dir.path(),
-        Config {
-            autovacuum: true,
-            autovacuum_naptime: std::time::Duration::from_millis(20),
-            ..config()
-        },
-    )
-    .unwrap();
+    let db = open_autovacuum(dir.path(), std::time::Duration::from_millis(20));
     let n = 3000;
     let mut s = create(&db, n);
     db.flush().unwrap();
@@ -375,15 +380,7 @@ fn autovacuum_keeps_the_store_from_growing() {
 fn autovacuum_collects_a_hot_table_at_most_once_a_naptime() {
     let dir = tempfile::tempdir().unwrap();
     let naptime = std::time::Duration::from_millis(250);
-    let db = ndpdb_embedded::open_with(
-        dir.path(),
-        Config {
-            autovacuum: true,
-            autovacuum_naptime: naptime,
-            ..config()
-        },
-    )
-    .unwrap();
+    let db = open_autovacuum(dir.path(), naptime);
     // 10 rows: a threshold of 52 versions, passed every 6 statements.
     let mut s = create(&db, 10);
     let start = std::time::Instant::now();
@@ -410,15 +407,7 @@ fn autovacuum_collects_a_hot_table_at_most_once_a_naptime() {
 fn autovacuum_waits_for_the_horizon_to_pass_its_last_run() {
     let dir = tempfile::tempdir().unwrap();
     let naptime = std::time::Duration::from_millis(20);
-    let db = ndpdb_embedded::open_with(
-        dir.path(),
-        Config {
-            autovacuum: true,
-            autovacuum_naptime: naptime,
-            ..config()
-        },
-    )
-    .unwrap();
+    let db = open_autovacuum(dir.path(), naptime);
     let mut s = create(&db, 10);
     let mut long = Session::new(db.clone());
     long.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")

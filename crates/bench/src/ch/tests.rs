@@ -34,17 +34,22 @@ fn tiny() -> ChConfig {
     }
 }
 
+/// `cfg` run on a fresh embedded ndpdb.
+fn run_embedded(cfg: &ChConfig) -> TargetResult {
+    let (backend, _dir) = tpcc::backend(&Target::Ndpdb, &Config::default()).unwrap();
+    run_target(
+        &Target::Ndpdb,
+        &backend,
+        cfg,
+        tpcc::db::now_micros(),
+        &mut |l| println!("{l}"),
+    )
+}
+
 #[test]
 fn every_query_answers_alike_on_host_and_device_and_tpcc_stays_consistent() {
     let cfg = tiny();
-    let (backend, _dir) = tpcc::backend(&Target::Ndpdb, &Config::default()).unwrap();
-    let r = run_target(
-        &Target::Ndpdb,
-        &backend,
-        &cfg,
-        tpcc::db::now_micros(),
-        &mut |l| println!("{l}"),
-    );
+    let r = run_embedded(&cfg);
     assert!(r.failure.is_none(), "{:?}", r.failure);
     assert_eq!(r.load.as_ref().map(|l| l.1), Some(10_067));
     let [auto, off] = &r.runs[..] else {
@@ -102,14 +107,7 @@ fn a_run_without_olap_clients_measures_tpcc_alone_over_the_same_seconds() {
         modes: vec![NdpMode::Auto],
         ..tiny()
     };
-    let (backend, _dir) = tpcc::backend(&Target::Ndpdb, &Config::default()).unwrap();
-    let r = run_target(
-        &Target::Ndpdb,
-        &backend,
-        &cfg,
-        tpcc::db::now_micros(),
-        &mut |l| println!("{l}"),
-    );
+    let r = run_embedded(&cfg);
     assert!(r.failure.is_none(), "{:?}", r.failure);
     let mix = r.runs[0].mix.as_ref().expect("mix ran");
     let (w0, w1) = mix.olap_window;
