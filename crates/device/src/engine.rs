@@ -7,9 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
 use ndpdb_formats::page::PageRef;
-use ndpdb_formats::Ppn;
+use ndpdb_formats::{Ppn, TableId};
+use rustc_hash::FxHashMap;
 use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Result};
 
+use crate::gc::SettledPages;
 use crate::maps::{Compaction, MapStore, Maps};
 use crate::ndp::NdpEngine;
 use crate::store::PageStore;
@@ -25,6 +27,8 @@ pub struct Core {
     merges: AtomicU64,
     /// The thread writing a map snapshot, if one was started.
     compaction: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Per table, the pages GC need not read again (gc/settled.rs).
+    pub(crate) gc_settled: Mutex<FxHashMap<TableId, SettledPages>>,
 }
 
 impl Core {
@@ -120,6 +124,7 @@ impl DeviceEngine {
                 map_store: Mutex::new(map_store),
                 merges: AtomicU64::new(0),
                 compaction: Mutex::new(None),
+                gc_settled: Mutex::new(FxHashMap::default()),
             }),
             ndp: NdpEngine::new(options.pes_effective(), options.cpus.clone(), options.slt),
         }
@@ -189,6 +194,7 @@ impl DeviceEngine {
                 let mut ms = core.map_store.lock();
                 ms.log_drop(t)?;
                 core.maps.write().drop_table(t);
+                core.gc_settled.lock().remove(&t);
                 Response::Done
             }
             Request::NdpShared(state) => Response::Handle(self.ndp.shared(state)?),

@@ -893,6 +893,8 @@ impl Database {
             ),
             ("gc.tuples_removed".into(), get(&c.gc_tuples_removed) as i64),
             ("gc.pages_freed".into(), get(&c.gc_pages_freed) as i64),
+            ("gc.pages_scanned".into(), get(&c.gc_pages_scanned) as i64),
+            ("gc.pages_skipped".into(), get(&c.gc_pages_skipped) as i64),
             ("storage.file_bytes".into(), (file_pages * page) as i64),
             ("storage.free_pages".into(), free_pages as i64),
             ("storage.released_pages".into(), released_pages as i64),

@@ -106,6 +106,12 @@ pub struct GcReport {
     pub versions_reclaimed: u64,
     /// ΔVIDs not applied: the tuple was locked or had moved.
     pub skipped: u64,
+    /// Pages of the table the device read.
+    pub pages_scanned: u64,
+    /// Pages it did not read: all their versions were heads every
+    /// snapshot sees at the last run, and none has moved since
+    /// (PostgreSQL skips all-visible pages likewise).
+    pub pages_skipped: u64,
 }
 
 fn decode_err(e: ndpdb_formats::Error) -> Error {
@@ -162,6 +168,8 @@ impl Database {
             total.pages_freed += r.pages_freed;
             total.versions_reclaimed += r.versions_reclaimed;
             total.skipped += r.skipped;
+            total.pages_scanned += r.pages_scanned;
+            total.pages_skipped += r.pages_skipped;
         }
         // Pages freed by earlier runs whose readers have ended.
         self.inner.reclaim()?;
@@ -266,6 +274,8 @@ impl Database {
         c.gc_pages_freed.fetch_add(r.pages_freed, Relaxed);
         c.gc_versions_relocated.fetch_add(r.relocated, Relaxed);
         c.gc_tuples_removed.fetch_add(r.tuples_removed, Relaxed);
+        c.gc_pages_scanned.fetch_add(r.pages_scanned, Relaxed);
+        c.gc_pages_skipped.fetch_add(r.pages_skipped, Relaxed);
         Ok(r)
     }
 }
@@ -334,7 +344,11 @@ impl DbInner {
         overflow: Option<OverflowRef>,
     ) -> Result<GcReport> {
         let table = ts.id;
-        let mut report = GcReport::default();
+        let mut report = GcReport {
+            pages_scanned: result.pages_scanned,
+            pages_skipped: result.pages_skipped,
+            ..GcReport::default()
+        };
         // Victim pages that must stay: a version on them is still needed.
         let mut keep: FxHashSet<Lpn> = FxHashSet::default();
         let mut locked = Vec::with_capacity(result.delta.vids.len());

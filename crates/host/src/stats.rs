@@ -21,6 +21,9 @@ pub struct EngineCounters {
     pub gc_versions_relocated: AtomicU64,
     pub gc_tuples_removed: AtomicU64,
     pub gc_pages_freed: AtomicU64,
+    /// Pages GC runs read, and pages they skipped as settled.
+    pub gc_pages_scanned: AtomicU64,
+    pub gc_pages_skipped: AtomicU64,
     pub serialization_failures: AtomicU64,
     pub deadlocks: AtomicU64,
     pub lock_waits: AtomicU64,

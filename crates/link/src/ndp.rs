@@ -456,6 +456,10 @@ pub struct ModifyResult {
     /// its own: the host locks them for the invoking transaction (which
     /// already shares their buckets) before it validates.
     pub host_locks: Vec<Vid>,
+    /// GC: pages of the table read, and pages not read because the last
+    /// run found them settled and none of their heads moved since.
+    pub pages_scanned: u64,
+    pub pages_skipped: u64,
 }
 
 impl ModifyResult {
@@ -478,6 +482,7 @@ impl ModifyResult {
         for v in &self.host_locks {
             w.u64(v.0);
         }
+        w.u64(self.pages_scanned).u64(self.pages_skipped);
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<ModifyResult> {
@@ -505,6 +510,8 @@ impl ModifyResult {
             live_bytes: r.u64()?,
             stage: r.u64()?,
             host_locks: vid_list(r)?,
+            pages_scanned: r.u64()?,
+            pages_skipped: r.u64()?,
         })
     }
 }

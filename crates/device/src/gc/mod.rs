@@ -5,8 +5,10 @@
 //! job's ΔMaps (`ndpdb_host::gc`). Nothing is overwritten.
 //!
 //! ```text
-//!  pages   every device page of the table (L2P; passed-along pages excluded;
-//!          pages the store knows to be other tables' are not read)
+//!  settled pages the last run found all heads, all old, none changed since
+//!          (settled.rs): not read, their VIDs not walked
+//!  pages   every other device page of the table (L2P; passed-along pages
+//!          excluded; pages the store knows to be other tables' are not read)
 //!  pass 1  per VID: walk the chain from the head to the first version
 //!          created below the horizon (the base); head … base are needed,
 //!          everything behind the base is garbage
@@ -22,7 +24,8 @@
 //!          NULL), into the job's pre-allocated pages in VID order
 //!            → ΔVID (vid, head, copy), ΔL2P (the new pages)
 //!  result  ΔVID, ΔL2P, victims: the host frees a victim once every ΔVID
-//!          out of it has validated
+//!          out of it has validated; the pages settled now are kept for the
+//!          next run
 //! ```
 //!
 //! Why the horizon is enough: a version created below the horizon by a
@@ -32,6 +35,8 @@
 //! above the horizon (its transaction was running when the horizon was
 //! taken): its page is never a victim, and the host rejects the ΔVID of
 //! the version it replaced, which keeps that version's page.
+
+mod settled;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -48,6 +53,8 @@ use crate::engine::Core;
 use crate::pe::Cached;
 use crate::store::PageBytes;
 use crate::update::{unloader, PageWriter, SpacePool};
+use settled::{HeadCount, SettledPage};
+pub(crate) use settled::SettledPages;
 
 /// What GC knows about one device page of the table.
 struct PageInfo {
@@ -61,6 +68,43 @@ struct PageInfo {
     /// Holds a version of a needed chain longer than one.
     pinned: bool,
     victim: bool,
+    /// Its heads of one-version chains below the horizon, not tombstones.
+    settled_heads: HeadCount,
+}
+
+impl PageInfo {
+    fn new(ppn: Ppn, view: &PageRef<'_>, old: bool) -> PageInfo {
+        PageInfo {
+            ppn,
+            slots: view.slot_count(),
+            empty: view.empty_slots(),
+            old,
+            live: 0,
+            pinned: false,
+            victim: false,
+            settled_heads: HeadCount::default(),
+        }
+    }
+
+    fn used(&self) -> u32 {
+        u32::from(self.slots.saturating_sub(self.empty))
+    }
+
+    /// Every version on it is a head [`HeadCount`] counted (see settled.rs).
+    fn settled(&self) -> Option<SettledPage> {
+        let used = self.used();
+        (self.ppn != Ppn::NONE
+            && self.old
+            && !self.pinned
+            && used > 0
+            && self.settled_heads.heads == used)
+            .then_some(SettledPage {
+                ppn: self.ppn,
+                heads: used,
+                slots: self.slots,
+                fingerprint: self.settled_heads.fingerprint,
+            })
+    }
 }
 
 /// What a GC job runs with.
@@ -185,8 +229,41 @@ impl GcJob<'_> {
     /// Runs the job into `out` (see the module docs). On an error `out`
     /// still lists the pages written, for the host to take back.
     pub fn run(&self, out: &mut ModifyResult) -> Result<(), Error> {
+        let table = self.inv.table;
+        let prior = self.core.gc_settled.lock().remove(&table);
+        let prior = prior.unwrap_or_default();
+        match self.run_from(&prior, out) {
+            Ok(settled) => {
+                self.core.gc_settled.lock().insert(table, settled);
+                Ok(())
+            }
+            Err(e) => {
+                self.core.gc_settled.lock().entry(table).or_insert(prior);
+                Err(e)
+            }
+        }
+    }
+
+    /// The run, trusting the pages of `prior` that are still settled;
+    /// returns the pages settled now.
+    fn run_from(
+        &self,
+        prior: &SettledPages,
+        out: &mut ModifyResult,
+    ) -> Result<SettledPages, Error> {
         let heads = self.heads();
-        let mut pages = self.table_pages()?;
+        let skipped = {
+            let maps = self.core.maps.read();
+            prior.still_settled(
+                self.horizon,
+                &heads,
+                |l| maps.l2p.get(&l),
+                |l| self.shared.pages.contains_key(&l),
+            )
+        };
+        let mut pages = self.table_pages(&skipped)?;
+        out.pages_scanned = pages.values().filter(|p| p.ppn != Ppn::NONE).count() as u64;
+        out.pages_skipped = skipped.len() as u64;
         let mut res = Resolver {
             core: self.core,
             shared: self.shared,
@@ -194,11 +271,11 @@ impl GcJob<'_> {
             reads: 0,
         };
         let mut dead = vec![false; heads.len()];
-        self.pass_one(&heads, &mut pages, &mut res, &mut dead, out)?;
+        self.pass_one(&heads, &skipped, &mut pages, &mut res, &mut dead, out)?;
         let limit = self.max_live_percent as u64;
         for p in pages.values_mut() {
             // A victim has garbage, or nothing else, on it.
-            let used = p.slots.saturating_sub(p.empty) as u64;
+            let used = p.used() as u64;
             let live = p.live as u64;
             p.victim = p.old && !p.pinned && live * 100 <= p.slots as u64 * limit && live < used;
             if p.victim {
@@ -208,6 +285,18 @@ impl GcJob<'_> {
                 out.live_bytes += PAGE_SIZE as u64 * p.live as u64 / p.slots as u64;
             }
         }
+        for p in skipped.values() {
+            if p.slots > 0 {
+                out.live_bytes += PAGE_SIZE as u64 * p.heads as u64 / p.slots as u64;
+            }
+        }
+        let mut settled = SettledPages {
+            horizon: self.horizon,
+            pages: skipped,
+        };
+        settled
+            .pages
+            .extend(pages.iter().filter_map(|(l, p)| Some((*l, p.settled()?))));
         let mut victims: Vec<(Lpn, Ppn)> = pages
             .iter()
             .filter(|(_, p)| p.victim)
@@ -216,7 +305,7 @@ impl GcJob<'_> {
         victims.sort_unstable();
         out.victims = victims;
         if out.victims.is_empty() {
-            return Ok(());
+            return Ok(settled);
         }
         self.relocate(&heads, &pages, &mut res, &dead, out)?;
         if !out.delta.l2p.is_empty() {
@@ -226,7 +315,7 @@ impl GcJob<'_> {
                 .sync()
                 .map_err(|e| Error::sql(SqlState::IO_ERROR, format!("sync: {e}")))?;
         }
-        Ok(())
+        Ok(settled)
     }
 
     /// The head of every VID: passed-along ΔVID first, else the device map.
@@ -254,7 +343,10 @@ impl GcJob<'_> {
     /// owner of a page written before this open is learnt here, so every
     /// later run reads this table's pages only, however large the others
     /// grow.
-    fn table_pages(&self) -> Result<FxHashMap<Lpn, PageInfo>, Error> {
+    fn table_pages(
+        &self,
+        settled: &FxHashMap<Lpn, SettledPage>,
+    ) -> Result<FxHashMap<Lpn, PageInfo>, Error> {
         let lpns: Vec<Lpn> = self.core.maps.read().l2p.iter().map(|(l, _)| l).collect();
         let mut pages = FxHashMap::default();
         for batch in lpns.chunks(256) {
@@ -264,8 +356,8 @@ impl GcJob<'_> {
             let mut read = 0;
             let maps = self.core.maps.read();
             for &lpn in batch {
-                if self.shared.pages.contains_key(&lpn) {
-                    // Counted with the passed-along pages below.
+                if self.shared.pages.contains_key(&lpn) || settled.contains_key(&lpn) {
+                    // Passed-along pages are counted below.
                     continue;
                 }
                 let Some(ppn) = maps.l2p.get(&lpn) else {
@@ -296,18 +388,8 @@ impl GcJob<'_> {
                         lpn.0
                     )));
                 }
-                pages.insert(
-                    lpn,
-                    PageInfo {
-                        ppn,
-                        slots: view.slot_count(),
-                        empty: view.empty_slots(),
-                        old: view.creator_range().1 < self.horizon,
-                        live: 0,
-                        pinned: false,
-                        victim: false,
-                    },
-                );
+                let old = view.creator_range().1 < self.horizon;
+                pages.insert(lpn, PageInfo::new(ppn, &view, old));
             }
             // Pauses happen outside the maps' lock.
             drop(maps);
@@ -318,18 +400,7 @@ impl GcJob<'_> {
         for (lpn, bytes) in &self.shared.pages {
             let view = PageRef::parse(bytes)?;
             if view.table() == self.inv.table {
-                pages.insert(
-                    *lpn,
-                    PageInfo {
-                        ppn: Ppn::NONE,
-                        slots: view.slot_count(),
-                        empty: view.empty_slots(),
-                        old: false,
-                        live: 0,
-                        pinned: false,
-                        victim: false,
-                    },
-                );
+                pages.insert(*lpn, PageInfo::new(Ppn::NONE, &view, false));
             }
         }
         Ok(pages)
@@ -339,12 +410,14 @@ impl GcJob<'_> {
     fn pass_one(
         &self,
         heads: &[RecId],
+        settled: &FxHashMap<Lpn, SettledPage>,
         pages: &mut FxHashMap<Lpn, PageInfo>,
         res: &mut Resolver<'_>,
         dead: &mut [bool],
         out: &mut ModifyResult,
     ) -> Result<(), Error> {
         let mut chain = Vec::new();
+        let mut last_settled = (Lpn(u64::MAX), false);
         for (v, &head) in heads.iter().enumerate() {
             if v % 1024 == 0 && self.cancel.load(Ordering::Relaxed) {
                 return Err(cancelled());
@@ -353,6 +426,13 @@ impl GcJob<'_> {
                 .borrow_mut()
                 .charge(res.take_reads() * COST_PAGE_READ);
             if head.is_null() {
+                continue;
+            }
+            // Heads of neighbouring VIDs share pages: one lookup per run.
+            if last_settled.0 != head.lpn() {
+                last_settled = (head.lpn(), settled.contains_key(&head.lpn()));
+            }
+            if last_settled.1 {
                 continue;
             }
             chain.clear();
@@ -384,6 +464,11 @@ impl GcJob<'_> {
                 if let Some(p) = pages.get_mut(&rid.lpn()) {
                     p.live += 1;
                     p.pinned |= pinned;
+                }
+            }
+            if !pinned && !base_is_tombstone {
+                if let Some(p) = pages.get_mut(&head.lpn()) {
+                    p.settled_heads.add(v as u64, head);
                 }
             }
         }
