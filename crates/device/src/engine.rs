@@ -8,8 +8,8 @@ use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
 use ndpdb_formats::page::PageRef;
 use ndpdb_formats::{Ppn, TableId};
-use rustc_hash::FxHashMap;
 use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Result};
+use rustc_hash::FxHashMap;
 
 use crate::gc::SettledPages;
 use crate::maps::{Compaction, MapStore, Maps};

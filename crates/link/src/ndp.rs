@@ -782,6 +782,8 @@ mod tests {
             live_bytes: 8192,
             stage: 3,
             host_locks: vec![Vid(8)],
+            pages_scanned: 12,
+            pages_skipped: 30,
         };
         let mut w = Writer::new();
         m.encode(&mut w);

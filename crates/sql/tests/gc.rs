@@ -151,7 +151,8 @@ fn vacuum_reads_only_the_pages_changed_since_its_last_run() {
         // Settled pages an old snapshot still reads from are not freed
         // under it, and are once it ends.
         let mut old = Session::new(db.clone());
-        old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
+        old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            .unwrap();
         let before = sum(&mut old);
         s.execute("UPDATE t SET v = v + 1").unwrap();
         let held = db.vacuum(Some("t"), false).unwrap();

@@ -53,8 +53,8 @@ use crate::engine::Core;
 use crate::pe::Cached;
 use crate::store::PageBytes;
 use crate::update::{unloader, PageWriter, SpacePool};
-use settled::{HeadCount, SettledPage};
 pub(crate) use settled::SettledPages;
+use settled::{HeadCount, SettledPage};
 
 /// What GC knows about one device page of the table.
 struct PageInfo {
