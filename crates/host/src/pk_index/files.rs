@@ -14,11 +14,21 @@
 //!  └───────────────────────────────────┘
 //! ```
 //!
-//! The delta format is the whole-index format of earlier versions: an
+//! A delta file is a sequence of such segments. The first checkpoint
+//! after a merge writes one with every key of the delta (by rename);
+//! each later one appends a segment with the keys added, or given
+//! another VID, since the file's last segment, and syncs it: a
+//! checkpoint writes what it added, not the whole delta. A later
+//! segment's entry for a key overrides an earlier one's. A torn last
+//! segment (a crash while appending) fails the load, and the index is
+//! rebuilt from the heads, as for any file the manifest does not cover:
+//! the manifest naming that checkpoint is written only after the append.
+//!
+//! The segment format is the whole-index format of earlier versions: an
 //! `<table>.idx` in it loads as a delta over an empty base.
 
 use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use ndpdb_formats::codec::{Reader, Writer};
@@ -27,7 +37,7 @@ use ndpdb_formats::{Error, Result, TableId, TxId, Vid};
 pub const DELTA_MAGIC: &[u8; 8] = b"NDPPKIX2";
 const MANIFEST_MAGIC: &[u8; 8] = b"NDPPKMF1";
 
-/// Encodes a delta file of `entries`.
+/// Encodes a delta segment of `entries`.
 pub fn encode_delta<'a>(
     table: TableId,
     entries: impl ExactSizeIterator<Item = (&'a [u8], Vid)>,
@@ -42,27 +52,73 @@ pub fn encode_delta<'a>(
     w.into_inner()
 }
 
-/// Calls `f` for every entry of the delta file `bytes` of `table`; the
-/// whole file is checked before the first call.
+/// Calls `f` for every entry of the delta file `bytes` of `table`, with
+/// the number of its segment; each segment is checked whole before the
+/// first call for it.
 pub fn decode_delta(
-    bytes: &[u8],
+    mut bytes: &[u8],
     table: TableId,
-    mut f: impl FnMut(&[u8], Vid) -> Result<()>,
+    mut f: impl FnMut(&[u8], Vid, usize) -> Result<()>,
 ) -> Result<()> {
-    let mut r = Reader::new(checked_body(bytes, DELTA_MAGIC)?);
-    if r.u32()? != table.0 {
-        return Err(Error::corrupted("PK index file of another table"));
+    let mut segment = 0;
+    while !bytes.is_empty() {
+        let len = segment_len(bytes)?;
+        let mut r = Reader::new(checked_body(&bytes[..len], DELTA_MAGIC)?);
+        if r.u32()? != table.0 {
+            return Err(Error::corrupted("PK index file of another table"));
+        }
+        let n = r.u64()?;
+        for _ in 0..n {
+            let key = r.bytes()?;
+            f(key, Vid(r.u64()?), segment)?;
+        }
+        r.finish("PK index")?;
+        bytes = &bytes[len..];
+        segment += 1;
     }
-    let n = r.u64()?;
+    Ok(())
+}
+
+/// The length of the segment `bytes` begins with (its entries walked,
+/// bounds-checked; the checksum is not yet looked at).
+fn segment_len(bytes: &[u8]) -> Result<usize> {
+    let short = || Error::corrupted("PK index file: segment cut short");
+    let header = DELTA_MAGIC.len() + 4 + 8;
+    let n = bytes
+        .get(header - 8..header)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+        .ok_or_else(short)?;
     // Each entry takes at least 12 bytes (length and VID).
-    if n > (r.remaining() / 12) as u64 {
+    if n > (bytes.len() / 12) as u64 {
         return Err(Error::corrupted("PK index entry count beyond the file"));
     }
+    let mut at = header;
     for _ in 0..n {
-        let key = r.bytes()?;
-        f(key, Vid(r.u64()?))?;
+        let len = bytes
+            .get(at..at + 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
+            .ok_or_else(short)?;
+        at = at
+            .checked_add(4 + len + 8)
+            .filter(|e| *e <= bytes.len())
+            .ok_or_else(short)?;
     }
-    r.finish("PK index")
+    at.checked_add(4)
+        .filter(|e| *e <= bytes.len())
+        .ok_or_else(short)
+}
+
+/// Appends a segment to the delta file at `path` whose first `valid`
+/// bytes are the segments written so far (anything after them, left by
+/// a failed append, is cut off first) and syncs it; returns the new
+/// length.
+pub fn append_segment(path: &Path, valid: u64, segment: &[u8]) -> Result<u64> {
+    let mut f = fs::OpenOptions::new().write(true).open(path).map_err(io)?;
+    f.set_len(valid).map_err(io)?;
+    f.seek(SeekFrom::Start(valid)).map_err(io)?;
+    f.write_all(segment).map_err(io)?;
+    f.sync_data().map_err(io)?;
+    Ok(valid + segment.len() as u64)
 }
 
 /// Records that the index files in `dir` are current for the checkpoint

@@ -63,6 +63,13 @@ impl Keys {
             .map(|s| s.vid)
     }
 
+    /// Where `key`'s entry sits in the arena (see [`Keys::mark`]).
+    pub fn offset(&self, key: &[u8]) -> Option<u64> {
+        self.table
+            .find(hash(key), |s| key_at(&self.arena, s) == key)
+            .map(|s| s.off)
+    }
+
     /// Sets `key` → `vid`; returns the VID it had. A key that changes VID
     /// moves to the arena's end (see the module docs).
     pub fn set(&mut self, key: &[u8], vid: Vid) -> Option<Vid> {
@@ -92,8 +99,9 @@ impl Keys {
         self.table.iter().map(|s| (key_at(&self.arena, s), s.vid))
     }
 
-    /// Keeps only the entries added since `mark`, in a fresh arena.
-    pub fn retain_since(&mut self, mark: u64) {
+    /// The entries added (or given another VID) since `mark`, in a fresh
+    /// arena.
+    pub fn since(&self, mark: u64) -> Keys {
         let mut kept = Keys {
             vid_bound: self.vid_bound,
             ..Keys::default()
@@ -101,7 +109,12 @@ impl Keys {
         for s in self.table.iter().filter(|s| s.off >= mark) {
             kept.set(key_at(&self.arena, s), s.vid);
         }
-        *self = kept;
+        kept
+    }
+
+    /// Keeps only the entries added since `mark`, in a fresh arena.
+    pub fn retain_since(&mut self, mark: u64) {
+        *self = self.since(mark);
     }
 }
 

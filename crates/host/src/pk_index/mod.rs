@@ -78,6 +78,15 @@ pub struct PkIndex {
 struct Parts {
     base: Option<Arc<MappedIndex>>,
     delta: Keys,
+    /// The delta may give a base key another VID: set when a key already
+    /// indexed is given another VID (the delta's arena mark then), and
+    /// when the files load (a delta file may shadow its base). A merge
+    /// looks the delta's keys up in the base only while it is set.
+    shadow_mark: Option<u64>,
+    /// The delta file holds the delta's entries below this arena mark,
+    /// in its first `delta_file_len` bytes (0: no file yet).
+    delta_written: u64,
+    delta_file_len: u64,
 }
 
 impl Parts {
@@ -210,7 +219,11 @@ impl PkIndex {
 
     pub fn insert(&self, key: Vec<u8>, vid: Vid) -> Result<()> {
         let mut p = self.inner.write();
-        if self.noting_damage(p.find(&key))? != Some(vid) {
+        let had = self.noting_damage(p.find(&key))?;
+        if had != Some(vid) {
+            if had.is_some() {
+                p.shadow_mark = Some(p.delta.mark());
+            }
             p.delta.set(&key, vid);
             self.dirty.store(true, Ordering::Release);
             self.order_add(&key, vid)?;
@@ -332,20 +345,23 @@ impl PkIndex {
     }
 
     fn write_files(&self, dir: &Path, table: TableId) -> Result<()> {
-        let (base, delta, mark) = {
+        let (base, delta, mark, shadows) = {
             let p = self.inner.read();
             let base_len = p.base.as_ref().map_or(0, |b| b.len());
             if (p.delta.len() as u64) < MERGE_MIN_KEYS.max(base_len / 4) {
-                // A small delta: copied under the lock (two memcpys),
-                // encoded and written unlocked. Encoding ORDER-LINE's
-                // under it held inserts back for 30–200 ms.
-                let delta = p.delta.clone();
+                // A small delta: the entries the file lacks are copied
+                // under the lock, encoded and written unlocked (encoding
+                // all of ORDER-LINE's delta under it held inserts back
+                // for 30–200 ms).
+                let (written, file_len) = (p.delta_written, p.delta_file_len);
+                let new = p.delta.since(written);
+                let mark = p.delta.mark();
                 drop(p);
-                let bytes = files::encode_delta(table, delta.iter());
-                return files::write_atomically(&delta_path(dir, table), &bytes);
+                return self.write_delta(dir, table, written, file_len, &new, mark);
             }
             // A merge reads a copy while inserts go on.
-            (p.base.clone(), p.delta.clone(), p.delta.mark())
+            let shadows = p.shadow_mark.is_some();
+            (p.base.clone(), p.delta.clone(), p.delta.mark(), shadows)
         };
         let path = base_path(dir, table);
         // The writer visits the entries three times. A key in both the
@@ -353,9 +369,10 @@ impl PkIndex {
         // keys keep their VIDs) is written once, from the delta. Looking
         // every base key up in the delta is most of a merge's work, so it
         // is done only when a look at the delta's keys (the smaller side)
-        // in the base finds one.
+        // in the base finds one, and that look only when the delta may
+        // shadow the base at all (`shadow_mark`).
         let mut overlap = false;
-        if let Some(b) = &base {
+        if let (Some(b), true) = (&base, shadows) {
             for (k, _) in delta.iter() {
                 if b.get(k)?.is_some() {
                     overlap = true;
@@ -382,8 +399,49 @@ impl PkIndex {
         let mut p = self.inner.write();
         p.base = Some(new_base);
         p.delta.retain_since(mark);
+        (p.delta_written, p.delta_file_len) = (0, 0);
+        // A key given another VID after the copy was taken may shadow
+        // the new base; one before it was written from the delta.
+        if p.shadow_mark.is_some_and(|m| m < mark) {
+            p.shadow_mark = None;
+        } else if p.shadow_mark.is_some() {
+            p.shadow_mark = Some(0);
+        }
         if !p.delta.is_empty() {
             self.dirty.store(true, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// Writes the delta entries `new` (those at or past arena mark
+    /// `written`, up to `mark`): a whole new delta file when none is
+    /// written yet, else a segment appended to the file's `file_len`
+    /// bytes (files.rs).
+    fn write_delta(
+        &self,
+        dir: &Path,
+        table: TableId,
+        written: u64,
+        file_len: u64,
+        new: &Keys,
+        mark: u64,
+    ) -> Result<()> {
+        if new.is_empty() {
+            return Ok(());
+        }
+        let path = delta_path(dir, table);
+        let bytes = files::encode_delta(table, new.iter());
+        let len = if file_len == 0 {
+            files::write_atomically(&path, &bytes)?;
+            bytes.len() as u64
+        } else {
+            files::append_segment(&path, file_len, &bytes)?
+        };
+        let mut p = self.inner.write();
+        // Saves run one at a time, and only a save merges: the arena is
+        // the one `written` was taken in.
+        if p.delta_written == written {
+            (p.delta_written, p.delta_file_len) = (mark, len);
         }
         Ok(())
     }
@@ -414,12 +472,16 @@ impl PkIndex {
             found = true;
             let bytes = std::fs::read(&delta).map_err(files::io)?;
             load_delta(&bytes, table, &mut parts.delta)?;
+            (parts.delta_written, parts.delta_file_len) = (parts.delta.mark(), bytes.len() as u64);
         }
         if !found {
             return Err(Error::corrupted(format!(
                 "no PK index file for table {}",
                 table.0
             )));
+        }
+        if parts.base.is_some() && !parts.delta.is_empty() {
+            parts.shadow_mark = Some(0);
         }
         Ok(PkIndex {
             inner: RwLock::new(parts),
@@ -430,10 +492,20 @@ impl PkIndex {
     }
 }
 
+/// Loads a delta file: a later segment's entry for a key overrides an
+/// earlier one's; one segment holds a key once.
 fn load_delta(bytes: &[u8], table: TableId, keys: &mut Keys) -> Result<()> {
-    files::decode_delta(bytes, table, |k, v| match keys.set(k, v) {
-        Some(_) => Err(Error::corrupted("PK index file holds a key twice")),
-        None => Ok(()),
+    let mut segment_start = keys.mark();
+    let mut current = 0;
+    files::decode_delta(bytes, table, |k, v, segment| {
+        if segment != current {
+            (current, segment_start) = (segment, keys.mark());
+        }
+        if keys.offset(k).is_some_and(|o| o >= segment_start) {
+            return Err(Error::corrupted("PK index file holds a key twice"));
+        }
+        keys.set(k, v);
+        Ok(())
     })
 }
 
@@ -563,6 +635,66 @@ mod tests {
         assert_eq!(sorted(&remerged).len(), 20_000);
         assert_eq!(remerged.get(&key(14_500)).unwrap(), Some(Vid(29_001)));
         assert_eq!(remerged.get(&key(14_499)).unwrap(), Some(Vid(28_998)));
+    }
+
+    /// Each checkpoint appends the keys it added to the delta file, not
+    /// the whole delta again; a later segment's VID for a key wins; bytes
+    /// a failed append left are cut off by the next one; a torn last
+    /// segment fails the load (the index is then rebuilt from the heads).
+    #[test]
+    fn a_checkpoint_appends_the_keys_it_added_to_the_delta_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = TableId(3);
+        let path = delta_path(dir.path(), t);
+        let pk = PkIndex::default();
+        for i in 0..20_000u64 {
+            pk.insert(key(i), Vid(i)).unwrap();
+        }
+        assert!(pk.save(dir.path(), t).unwrap());
+        assert!(!path.exists());
+        let file_len = || std::fs::metadata(&path).unwrap().len();
+        for i in 20_000..21_000u64 {
+            pk.insert(key(i), Vid(i)).unwrap();
+        }
+        assert!(pk.save(dir.path(), t).unwrap());
+        let first = file_len();
+        for i in 21_000..21_010u64 {
+            pk.insert(key(i), Vid(i)).unwrap();
+        }
+        // A delta key and a base key given other VIDs.
+        pk.insert(key(20_500), Vid(90_000)).unwrap();
+        pk.insert(key(7), Vid(90_001)).unwrap();
+        assert!(pk.save(dir.path(), t).unwrap());
+        let second = file_len();
+        assert!(
+            second > first && second - first < first / 20,
+            "the file grew from {first} to {second} bytes for 12 entries"
+        );
+        let back = PkIndex::load(dir.path(), t).unwrap();
+        assert_eq!(sorted(&back), sorted(&pk));
+        assert_eq!(back.get(&key(20_500)).unwrap(), Some(Vid(90_000)));
+        assert_eq!(back.get(&key(7)).unwrap(), Some(Vid(90_001)));
+        assert_eq!(back.get(&key(21_009)).unwrap(), Some(Vid(21_009)));
+
+        // Bytes of a failed append after the segments: the next append
+        // cuts them off.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"NDPPKIX2 half a segment").unwrap();
+        drop(f);
+        assert!(PkIndex::load(dir.path(), t).is_err());
+        back.insert(key(30_000), Vid(30_000)).unwrap();
+        assert!(back.save(dir.path(), t).unwrap());
+        let again = PkIndex::load(dir.path(), t).unwrap();
+        assert_eq!(sorted(&again), sorted(&back));
+        assert_eq!(again.get(&key(30_000)).unwrap(), Some(Vid(30_000)));
+
+        // A torn last segment.
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() - 9]).unwrap();
+        assert!(PkIndex::load(dir.path(), t).is_err());
     }
 
     #[test]
