@@ -170,11 +170,11 @@ impl SecondaryIndex {
     }
 
     /// Records that tuple `vid` has key `key` (the index's key columns).
+    /// Its callers add keys the primary key just gained, almost always
+    /// new: one search under the write lock, not a look under the read
+    /// lock first (an entry already there stays as it is).
     pub fn add_key(&self, key: Vec<Value>, vid: Vid) {
-        let entry = (Self::parts(key), vid);
-        if !self.entries.read().contains(&entry) {
-            self.entries.write().insert(entry);
-        }
+        self.entries.write().insert((Self::parts(key), vid));
     }
 
     /// Records many keys at once.
