@@ -43,7 +43,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use parking_lot::{RwLock, RwLockReadGuard};
+use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 use rustc_hash::FxHashMap;
 
 use ndpdb_formats::codec::Writer;
@@ -72,6 +72,9 @@ pub struct PkIndex {
     order: OnceLock<KeyOrder>,
     /// Ordered entries dropped so far ([`PkIndex::forget_ordered`]).
     forgotten: AtomicU64,
+    /// Held through a save: the delta file's state it reads and updates
+    /// belongs to one save at a time.
+    saving: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -333,6 +336,7 @@ impl PkIndex {
     /// last write; returns whether it wrote. Lookups go on meanwhile, and
     /// so do inserts unless a new base is being mapped in.
     pub fn save(&self, dir: &Path, table: TableId) -> Result<bool> {
+        let _one = self.saving.lock();
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(false);
         }
@@ -437,12 +441,11 @@ impl PkIndex {
         } else {
             files::append_segment(&path, file_len, &bytes)?
         };
+        // Saves run one at a time (`saving`), and only a save merges:
+        // the arena is still the one `written` and `mark` were taken in.
         let mut p = self.inner.write();
-        // Saves run one at a time, and only a save merges: the arena is
-        // the one `written` was taken in.
-        if p.delta_written == written {
-            (p.delta_written, p.delta_file_len) = (mark, len);
-        }
+        debug_assert_eq!(p.delta_written, written);
+        (p.delta_written, p.delta_file_len) = (mark, len);
         Ok(())
     }
 
