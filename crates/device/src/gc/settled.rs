@@ -87,28 +87,25 @@ impl SettledPages {
             return FxHashMap::default();
         }
         let mut counts: FxHashMap<Lpn, HeadCount> = FxHashMap::default();
-        // Heads of neighbouring VIDs share pages: one lookup per run.
-        let mut run: Option<(Lpn, HeadCount)> = None;
+        // Heads of neighbouring VIDs share pages: one lookup per run of
+        // them, counted only on remembered pages.
+        let mut run: Option<(Lpn, Option<HeadCount>)> = None;
         for (v, &head) in heads.iter().enumerate() {
             if head.is_null() {
                 continue;
             }
             let lpn = head.lpn();
-            match &mut run {
-                Some((l, c)) if *l == lpn => c.add(v as u64, head),
-                _ => {
-                    if let Some((l, c)) = run.take() {
-                        merge(&mut counts, l, c);
-                    }
-                    if self.pages.contains_key(&lpn) {
-                        let mut c = HeadCount::default();
-                        c.add(v as u64, head);
-                        run = Some((lpn, c));
-                    }
+            if run.as_ref().map(|r| r.0) != Some(lpn) {
+                if let Some((l, Some(c))) = run.take() {
+                    merge(&mut counts, l, c);
                 }
+                run = Some((lpn, self.pages.contains_key(&lpn).then(HeadCount::default)));
+            }
+            if let Some((_, Some(c))) = &mut run {
+                c.add(v as u64, head);
             }
         }
-        if let Some((l, c)) = run {
+        if let Some((l, Some(c))) = run {
             merge(&mut counts, l, c);
         }
         self.pages

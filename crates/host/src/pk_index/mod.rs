@@ -406,11 +406,7 @@ impl PkIndex {
         (p.delta_written, p.delta_file_len) = (0, 0);
         // A key given another VID after the copy was taken may shadow
         // the new base; one before it was written from the delta.
-        if p.shadow_mark.is_some_and(|m| m < mark) {
-            p.shadow_mark = None;
-        } else if p.shadow_mark.is_some() {
-            p.shadow_mark = Some(0);
-        }
+        p.shadow_mark = p.shadow_mark.filter(|m| *m >= mark).map(|_| 0);
         if !p.delta.is_empty() {
             self.dirty.store(true, Ordering::Release);
         }
