@@ -1446,15 +1446,24 @@ impl DbInner {
     /// is flushed before; the older WAL segments are deleted and the PK
     /// index files written after.
     pub fn checkpoint(&self) -> Result<()> {
+        let (logged, removed) = self.checkpoint_record()?;
+        self.save_pk_indexes(logged.next_txid);
+        removed
+    }
+
+    /// A checkpoint up to its PK index files: flush, the record under the
+    /// gate, the older WAL segments deleted. Returns the record and the
+    /// outcome of the deletion (segments left by a failure there go at
+    /// the next checkpoint); the caller then calls
+    /// [`Self::save_pk_indexes`].
+    pub(crate) fn checkpoint_record(&self) -> Result<(Logged, Result<()>)> {
         self.flush()?;
         let logged = {
             let _g = self.checkpoint_gate.write();
             self.checkpoint_holding_gate()?
         };
-        // Segments left by a failure here go at the next checkpoint.
-        let removed = self.wal.remove_obsolete();
-        self.save_pk_indexes(logged.next_txid);
-        removed.map_err(Into::into)
+        let removed = self.wal.remove_obsolete().map_err(Into::into);
+        Ok((logged, removed))
     }
 
     /// The part of a checkpoint done while the caller holds the checkpoint
