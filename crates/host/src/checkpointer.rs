@@ -34,6 +34,7 @@ use parking_lot::{Condvar, Mutex};
 
 use crate::database::DbInner;
 use crate::error::Result;
+use crate::pk_index::Pace;
 use crate::stats::EngineCounters;
 
 #[derive(Default)]
@@ -121,11 +122,12 @@ fn run(cp: &Checkpointer, weak: Weak<DbInner>) {
 
 /// A background checkpoint: the record on this thread, at the sessions'
 /// priority (commits wait for its gate), the PK index files on a thread
-/// at `pk_index_writer_nice`.
+/// at `pk_index_writer_nice`, sent to the disk at a spread pace (a WAL
+/// sync waits for the writes in flight ahead of it).
 fn checkpoint(inner: &DbInner) -> Result<()> {
     let (logged, removed) = inner.checkpoint_record()?;
     at_nice(inner.config.pk_index_writer_nice, "ndpdb-pk-writer", || {
-        inner.save_pk_indexes(logged.next_txid)
+        inner.save_pk_indexes(logged.next_txid, Pace::Spread)
     });
     removed
 }

@@ -1422,14 +1422,14 @@ impl DbInner {
     /// files written now hold a superset of them. A crash before the
     /// manifest leaves one naming an older checkpoint, and the next open
     /// rebuilds the indexes from the head records.
-    pub(crate) fn save_pk_indexes(&self, next_txid: TxId) {
+    pub(crate) fn save_pk_indexes(&self, next_txid: TxId, pace: pk_index::Pace) {
         let _one = self.pk_save.lock();
         let dir = pk_index::index_dir(&self.dir);
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
         let mut ok = true;
         for ts in &tables {
             if let Some(pk) = ts.pk.get() {
-                ok &= pk.save(&dir, ts.id).is_ok() && !pk.is_broken();
+                ok &= pk.save(&dir, ts.id, pace).is_ok() && !pk.is_broken();
             }
         }
         if self.last_checkpoint.load(Ordering::Acquire) != next_txid.0 {
@@ -1447,7 +1447,7 @@ impl DbInner {
     /// index files written after.
     pub fn checkpoint(&self) -> Result<()> {
         let (logged, removed) = self.checkpoint_record()?;
-        self.save_pk_indexes(logged.next_txid);
+        self.save_pk_indexes(logged.next_txid, pk_index::Pace::DiskSpeed);
         removed
     }
 

@@ -30,6 +30,7 @@
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::{Error, Result, TableId, TxId, Vid};
@@ -157,7 +158,18 @@ fn checked_body<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8]> {
 }
 
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    publish(path, |f| f.write_all(bytes))
+    publish(path, Pace::DiskSpeed, |f| f.write_all(bytes))
+}
+
+/// How fast [`publish`] sends a file to the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pace {
+    /// In steps, as fast as the disk takes them (a checkpoint a session
+    /// or a shutdown waits for).
+    DiskSpeed,
+    /// In steps spread to [`PACE_BYTES_PER_SECOND`] (the background
+    /// checkpointer, which nothing waits for).
+    Spread,
 }
 
 /// Writes a file through `write` under a temporary name, syncs it and
@@ -165,13 +177,14 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 /// file or the whole new one.
 pub fn publish(
     path: &Path,
+    pace: Pace,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io)?;
     let tmp = path.with_extension("tmp");
     {
-        let file = PacedFile::new(File::create(&tmp).map_err(io)?);
+        let file = PacedFile::new(File::create(&tmp).map_err(io)?, pace);
         let mut f = BufWriter::with_capacity(1 << 20, file);
         write(&mut f).map_err(io)?;
         let f = f.into_inner().map_err(|e| io(e.into_error()))?;
@@ -182,27 +195,36 @@ pub fn publish(
 }
 
 /// Bytes written between two waits for the disk ([`PacedFile`]).
-const PACE_BYTES: u64 = 4 << 20;
+const PACE_BYTES: u64 = 1 << 20;
+/// The rate a [`PacedFile`] goes to the disk at, at most.
+const PACE_BYTES_PER_SECOND: f64 = (32u64 << 20) as f64;
 
 /// A file written out to the disk in steps of [`PACE_BYTES`], each
-/// before the next is written (Linux `sync_file_range`), as PostgreSQL's
-/// checkpointer writes in small steps (`checkpoint_flush_after`). Synced
-/// in one piece, the 100 MB base of a large PK index queues ahead of
-/// every WAL sync for a second or two, and the commits wait behind it.
-/// Durability still comes from the `sync_all` after the last step.
+/// before the next is written (Linux `sync_file_range`), with
+/// [`Pace::Spread`] at no more than [`PACE_BYTES_PER_SECOND`], as PostgreSQL's checkpointer writes in
+/// small steps (`checkpoint_flush_after`) spread over time
+/// (`checkpoint_completion_target`). A WAL sync waits for the writes the
+/// disk has in flight: synced in one piece, the 200 MB base of a large
+/// PK index queued ahead of every WAL sync for a second or two; written
+/// out at the disk's full speed, it still held each one up by a step,
+/// and TPC-C's commits halved for as long. Durability still comes from
+/// the `sync_all` after the last step.
 struct PacedFile {
     file: File,
     written: u64,
     /// Bytes already written out.
     out: u64,
+    /// When the first byte was written, with [`Pace::Spread`].
+    spread_from: Option<Instant>,
 }
 
 impl PacedFile {
-    fn new(file: File) -> PacedFile {
+    fn new(file: File, pace: Pace) -> PacedFile {
         PacedFile {
             file,
             written: 0,
             out: 0,
+            spread_from: (pace == Pace::Spread).then(Instant::now),
         }
     }
 
@@ -227,6 +249,12 @@ impl PacedFile {
             }
         }
         self.out = self.written;
+        if let Some(from) = self.spread_from {
+            let due = Duration::from_secs_f64(self.out as f64 / PACE_BYTES_PER_SECOND);
+            if let Some(early) = due.checked_sub(from.elapsed()) {
+                std::thread::sleep(early);
+            }
+        }
     }
 }
 

@@ -42,7 +42,7 @@ use memmap2::Mmap;
 
 use ndpdb_formats::{Error, Result, TableId, Vid};
 
-use super::files::{io, publish};
+use super::files::{io, publish, Pace};
 
 pub const MAGIC: &[u8; 8] = b"NDPPKIX3";
 const HEADER_LEN: usize = 56;
@@ -265,7 +265,7 @@ pub type Visit<'a> = dyn Fn(&mut dyn FnMut(&[u8], Vid)) -> Result<()> + 'a;
 /// Writes a base file holding every entry `visit` produces (it is called
 /// twice and must produce the same entries, each key once) and publishes
 /// it at `path`.
-pub fn write(path: &Path, table: TableId, visit: &Visit<'_>) -> Result<()> {
+pub fn write(path: &Path, table: TableId, pace: Pace, visit: &Visit<'_>) -> Result<()> {
     // Pass 1: bytes per bucket.
     let mut n = 0u64;
     visit(&mut |_, _| n += 1)?;
@@ -315,7 +315,7 @@ pub fn write(path: &Path, table: TableId, visit: &Visit<'_>) -> Result<()> {
     header.extend_from_slice(&crc32fast::hash(&meta).to_le_bytes());
     let crc = crc32fast::hash(&header);
     header.extend_from_slice(&crc.to_le_bytes());
-    publish(path, |f: &mut dyn Write| {
+    publish(path, pace, |f: &mut dyn Write| {
         f.write_all(&header)?;
         f.write_all(&meta)?;
         f.write_all(&data)
@@ -333,7 +333,7 @@ mod tests {
     }
 
     fn write_keys(path: &Path, keys: &[(Vec<u8>, Vid)]) {
-        write(path, TableId(3), &|f| {
+        write(path, TableId(3), Pace::DiskSpeed, &|f| {
             keys.iter().for_each(|(k, v)| f(k, *v));
             Ok(())
         })

@@ -51,6 +51,7 @@ use ndpdb_formats::{DataType, Error, Result, TableId, Value, Vid};
 
 use crate::catalog::IndexMeta;
 use crate::secondary_index::{Entry, SecondaryIndex};
+pub use files::Pace;
 
 pub use files::{read_manifest, write_manifest};
 use keys::Keys;
@@ -335,12 +336,12 @@ impl PkIndex {
     /// Writes the index of `table` into `dir` if it gained keys since its
     /// last write; returns whether it wrote. Lookups go on meanwhile, and
     /// so do inserts unless a new base is being mapped in.
-    pub fn save(&self, dir: &Path, table: TableId) -> Result<bool> {
+    pub fn save(&self, dir: &Path, table: TableId, pace: Pace) -> Result<bool> {
         let _one = self.saving.lock();
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(false);
         }
-        let written = self.write_files(dir, table);
+        let written = self.write_files(dir, table, pace);
         let written = self.noting_damage(written);
         if written.is_err() {
             self.dirty.store(true, Ordering::Release);
@@ -348,7 +349,7 @@ impl PkIndex {
         written.map(|()| true)
     }
 
-    fn write_files(&self, dir: &Path, table: TableId) -> Result<()> {
+    fn write_files(&self, dir: &Path, table: TableId, pace: Pace) -> Result<()> {
         let (base, delta, mark, shadows) = {
             let p = self.inner.read();
             let base_len = p.base.as_ref().map_or(0, |b| b.len());
@@ -384,7 +385,7 @@ impl PkIndex {
                 }
             }
         }
-        mapped::write(&path, table, &|f| {
+        mapped::write(&path, table, pace, &|f| {
             match &base {
                 Some(b) if overlap => b.for_each(|k, v| {
                     if delta.find(k).is_none() {
@@ -578,9 +579,9 @@ mod tests {
         for i in 0..10_000u64 {
             pk.insert(key(i), Vid(i * 2)).unwrap();
         }
-        assert!(pk.save(dir.path(), t).unwrap());
+        assert!(pk.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         // Nothing new: nothing written.
-        assert!(!pk.save(dir.path(), t).unwrap());
+        assert!(!pk.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         assert_eq!(pk.base_len(), 10_000);
         let back = PkIndex::load(dir.path(), t).unwrap();
         assert_eq!((back.base_len(), sorted(&back)), (10_000, sorted(&pk)));
@@ -597,7 +598,7 @@ mod tests {
             back.get_or_insert(&key(5), || unreachable!()).unwrap(),
             (Vid(10), false)
         );
-        assert!(back.save(dir.path(), t).unwrap());
+        assert!(back.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         assert!(dir.path().join("7.delta").exists());
         let again = PkIndex::load(dir.path(), t).unwrap();
         assert_eq!((again.base_len(), sorted(&again).len()), (10_000, 10_100));
@@ -608,7 +609,7 @@ mod tests {
         for i in 10_100..15_000u64 {
             again.insert(key(i), Vid(i * 2)).unwrap();
         }
-        assert!(again.save(dir.path(), t).unwrap());
+        assert!(again.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         assert!(!dir.path().join("7.delta").exists());
         assert_eq!(again.base_len(), 15_000);
         let merged = PkIndex::load(dir.path(), t).unwrap();
@@ -626,7 +627,7 @@ mod tests {
                 .insert(key(i), Vid(i * 2 + u64::from(i == 14_500)))
                 .unwrap();
         }
-        assert!(merged.save(dir.path(), t).unwrap());
+        assert!(merged.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         assert!(!dir.path().join("7.delta").exists());
         assert_eq!(merged.base_len(), 20_000);
         let remerged = PkIndex::load(dir.path(), t).unwrap();
@@ -649,13 +650,13 @@ mod tests {
         for i in 0..20_000u64 {
             pk.insert(key(i), Vid(i)).unwrap();
         }
-        assert!(pk.save(dir.path(), t).unwrap());
+        assert!(pk.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         assert!(!path.exists());
         let file_len = || std::fs::metadata(&path).unwrap().len();
         for i in 20_000..21_000u64 {
             pk.insert(key(i), Vid(i)).unwrap();
         }
-        assert!(pk.save(dir.path(), t).unwrap());
+        assert!(pk.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         let first = file_len();
         for i in 21_000..21_010u64 {
             pk.insert(key(i), Vid(i)).unwrap();
@@ -663,7 +664,7 @@ mod tests {
         // A delta key and a base key given other VIDs.
         pk.insert(key(20_500), Vid(90_000)).unwrap();
         pk.insert(key(7), Vid(90_001)).unwrap();
-        assert!(pk.save(dir.path(), t).unwrap());
+        assert!(pk.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         let second = file_len();
         assert!(
             second > first && second - first < first / 20,
@@ -685,7 +686,7 @@ mod tests {
         drop(f);
         assert!(PkIndex::load(dir.path(), t).is_err());
         back.insert(key(30_000), Vid(30_000)).unwrap();
-        assert!(back.save(dir.path(), t).unwrap());
+        assert!(back.save(dir.path(), t, Pace::DiskSpeed).unwrap());
         let again = PkIndex::load(dir.path(), t).unwrap();
         assert_eq!(sorted(&again), sorted(&back));
         assert_eq!(again.get(&key(30_000)).unwrap(), Some(Vid(30_000)));
@@ -715,7 +716,7 @@ mod tests {
         for i in 0..100u64 {
             pk.insert(key(i), Vid(i)).unwrap();
         }
-        assert!(pk.save(dir.path(), TableId(7)).unwrap());
+        assert!(pk.save(dir.path(), TableId(7), Pace::DiskSpeed).unwrap());
         let path = delta_path(dir.path(), TableId(7));
         let mut bytes = std::fs::read(&path).unwrap();
         for at in [0, 9, bytes.len() / 2, bytes.len() - 1] {
