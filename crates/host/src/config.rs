@@ -50,12 +50,6 @@ pub struct Config {
     /// `autovacuum_cost_limit` (PostgreSQL's defaults: 2 ms and 200).
     pub autovacuum_cost_delay: Duration,
     pub autovacuum_cost_limit: u32,
-    /// Nice value of the thread that writes the PK index files of a
-    /// background checkpoint. Merging a large table's delta into a new
-    /// base takes seconds of a CPU; above the sessions' nice value, it
-    /// takes the time they leave idle rather than theirs. 0: the
-    /// checkpointer's own priority.
-    pub pk_index_writer_nice: i32,
 }
 
 impl Config {
@@ -86,7 +80,6 @@ impl Default for Config {
             autovacuum_scale_factor: 0.2,
             autovacuum_cost_delay: Duration::from_millis(2),
             autovacuum_cost_limit: 200,
-            pk_index_writer_nice: 10,
         }
     }
 }

@@ -1422,7 +1422,7 @@ impl DbInner {
     /// files written now hold a superset of them. A crash before the
     /// manifest leaves one naming an older checkpoint, and the next open
     /// rebuilds the indexes from the head records.
-    pub(crate) fn save_pk_indexes(&self, next_txid: TxId, pace: pk_index::Pace) {
+    pub(crate) fn save_pk_indexes(&self, next_txid: TxId, pace: pk_index::Pace<'_>) {
         let _one = self.pk_save.lock();
         let dir = pk_index::index_dir(&self.dir);
         let tables: Vec<Arc<TableState>> = self.tables.read().values().cloned().collect();
@@ -1446,6 +1446,9 @@ impl DbInner {
     /// is flushed before; the older WAL segments are deleted and the PK
     /// index files written after.
     pub fn checkpoint(&self) -> Result<()> {
+        // A spread save under way holds the PK index files this one waits
+        // for.
+        self.checkpointer.hurry();
         let (logged, removed) = self.checkpoint_record()?;
         self.save_pk_indexes(logged.next_txid, pk_index::Pace::DiskSpeed);
         removed

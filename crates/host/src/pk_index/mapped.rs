@@ -265,7 +265,7 @@ pub type Visit<'a> = dyn Fn(&mut dyn FnMut(&[u8], Vid)) -> Result<()> + 'a;
 /// Writes a base file holding every entry `visit` produces (it is called
 /// twice and must produce the same entries, each key once) and publishes
 /// it at `path`.
-pub fn write(path: &Path, table: TableId, pace: Pace, visit: &Visit<'_>) -> Result<()> {
+pub fn write(path: &Path, table: TableId, pace: Pace<'_>, visit: &Visit<'_>) -> Result<()> {
     // Pass 1: bytes per bucket.
     let mut n = 0u64;
     visit(&mut |_, _| n += 1)?;

@@ -336,7 +336,7 @@ impl PkIndex {
     /// Writes the index of `table` into `dir` if it gained keys since its
     /// last write; returns whether it wrote. Lookups go on meanwhile, and
     /// so do inserts unless a new base is being mapped in.
-    pub fn save(&self, dir: &Path, table: TableId, pace: Pace) -> Result<bool> {
+    pub fn save(&self, dir: &Path, table: TableId, pace: Pace<'_>) -> Result<bool> {
         let _one = self.saving.lock();
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(false);
@@ -349,7 +349,7 @@ impl PkIndex {
         written.map(|()| true)
     }
 
-    fn write_files(&self, dir: &Path, table: TableId, pace: Pace) -> Result<()> {
+    fn write_files(&self, dir: &Path, table: TableId, pace: Pace<'_>) -> Result<()> {
         let (base, delta, mark, shadows) = {
             let p = self.inner.read();
             let base_len = p.base.as_ref().map_or(0, |b| b.len());
