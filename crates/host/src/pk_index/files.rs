@@ -204,15 +204,14 @@ const PACE_BYTES: u64 = 1 << 20;
 const PACE_BYTES_PER_SECOND: f64 = (32u64 << 20) as f64;
 
 /// A file written out to the disk in steps of [`PACE_BYTES`], each
-/// before the next is written (Linux `sync_file_range`), with
-/// [`Pace::Spread`] at no more than [`PACE_BYTES_PER_SECOND`], as PostgreSQL's checkpointer writes in
-/// small steps (`checkpoint_flush_after`) spread over time
-/// (`checkpoint_completion_target`). A WAL sync waits for the writes the
-/// disk has in flight: synced in one piece, the 200 MB base of a large
-/// PK index queued ahead of every WAL sync for a second or two; written
-/// out at the disk's full speed, it still held each one up by a step,
-/// and TPC-C's commits halved for as long. Durability still comes from
-/// the `sync_all` after the last step.
+/// before the next is written (Linux `sync_file_range`), and with
+/// [`Pace::Spread`] at no more than [`PACE_BYTES_PER_SECOND`], as
+/// PostgreSQL's checkpointer writes in small steps
+/// (`checkpoint_flush_after`) spread over time
+/// (`checkpoint_completion_target`). A WAL sync waits for the writes
+/// the disk has in flight: sent in one piece, the 200 MB base of a large
+/// PK index held every WAL sync up until it was on the disk. Durability
+/// still comes from the `sync_all` after the last step.
 struct PacedFile<'a> {
     file: File,
     written: u64,

@@ -51,9 +51,8 @@ use ndpdb_formats::{DataType, Error, Result, TableId, Value, Vid};
 
 use crate::catalog::IndexMeta;
 use crate::secondary_index::{Entry, SecondaryIndex};
-pub use files::Pace;
 
-pub use files::{read_manifest, write_manifest};
+pub use files::{read_manifest, write_manifest, Pace};
 use keys::Keys;
 use mapped::MappedIndex;
 use order::KeyOrder;
