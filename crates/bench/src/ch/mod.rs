@@ -141,6 +141,8 @@ pub struct Sample {
     pub committed: u64,
     pub new_orders: u64,
     pub queries: u64,
+    /// Per TPC-C transaction type: completed, summed latency (µs).
+    pub kinds: [(u64, u64); tpcc::txn::Kind::ALL.len()],
 }
 
 /// One target: its load, its runs per mode, the consistency check.
@@ -218,6 +220,12 @@ pub fn mix(backend: &Backend, cfg: &ChConfig, mode: NdpMode) -> Result<Mix> {
             committed: progress.committed.load(Ordering::Relaxed),
             new_orders: progress.new_orders.load(Ordering::Relaxed),
             queries: completed.load(Ordering::Relaxed),
+            kinds: std::array::from_fn(|k| {
+                (
+                    progress.completed[k].load(Ordering::Relaxed),
+                    progress.latency_micros[k].load(Ordering::Relaxed),
+                )
+            }),
         };
         let mut samples = vec![sample(start)];
         let mut streams: Option<Streams> = None;

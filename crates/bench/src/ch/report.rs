@@ -13,6 +13,7 @@ use super::queries::QUERIES;
 use super::{ChConfig, Mix, ModeRun, TargetResult};
 use crate::plot::{line_chart, Series};
 use crate::report::quantile_us;
+use crate::tpcc::txn::Kind;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -287,6 +288,7 @@ pub fn side_by_side(results: &[TargetResult], cfg: &ChConfig) -> Vec<String> {
         });
     }
     if runs.iter().any(|r| r.mix.is_some()) {
+        by_kind_lines(&runs, cfg, pad, &header, &mut lines);
         by_query_lines(&runs, &ph, pad, &header, &mut lines);
     }
     lines.push(String::new());
@@ -312,6 +314,78 @@ pub fn side_by_side(results: &[TargetResult], cfg: &ChConfig) -> Vec<String> {
         }
     }
     lines
+}
+
+/// Mean latency (ms) of each TPC-C transaction type completed between
+/// two moments of a mix; `None`: none completed.
+pub fn kind_latency_ms(m: &Mix, from: f64, to: f64) -> Vec<Option<f64>> {
+    let at = |t: f64| {
+        m.samples
+            .iter()
+            .rev()
+            .find(|s| s.at <= t + 1e-6)
+            .or(m.samples.first())
+    };
+    let (Some(a), Some(b)) = (at(from), at(to)) else {
+        return vec![None; Kind::ALL.len()];
+    };
+    a.kinds
+        .iter()
+        .zip(&b.kinds)
+        .map(|(&(n0, us0), &(n1, us1))| {
+            let n = n1.saturating_sub(n0);
+            (n > 0).then(|| us1.saturating_sub(us0) as f64 / n as f64 / 1e3)
+        })
+        .collect()
+}
+
+/// The table of each transaction type's mean latency alone, beside the
+/// analytics and (phases) after them: which transactions the analytics
+/// slow down.
+fn by_kind_lines(
+    runs: &[&ModeRun],
+    cfg: &ChConfig,
+    pad: &str,
+    header: &[String],
+    lines: &mut Vec<String>,
+) {
+    lines.push(String::new());
+    lines.push(if cfg.phases {
+        "OLTP mean latency per transaction type (ms; alone / beside / after the analytics):".into()
+    } else {
+        "OLTP mean latency per transaction type (ms; alone / beside the analytics):".into()
+    });
+    lines.push(format!("| transaction | {} |", header.join(" | ")));
+    lines.push(format!("|---|{}", "---:|".repeat(header.len())));
+    let per_run: Vec<Option<[Vec<Option<f64>>; 3]>> = runs
+        .iter()
+        .map(|r| {
+            r.mix.as_ref().map(|m| {
+                let (w0, w1) = m.olap_window;
+                let end = m.samples.last().map_or(0.0, |x| x.at);
+                [
+                    kind_latency_ms(m, w0 * 0.1, w0),
+                    kind_latency_ms(m, w0, w1),
+                    kind_latency_ms(m, w1, end),
+                ]
+            })
+        })
+        .collect();
+    let phases = if cfg.phases { 3 } else { 2 };
+    for (k, kind) in Kind::ALL.iter().enumerate() {
+        let cells: Vec<String> = per_run
+            .iter()
+            .map(|p| match p {
+                Some(parts) => parts[..phases]
+                    .iter()
+                    .map(|v| v[k].map_or("-".into(), |x| format!("{x:.2}")))
+                    .collect::<Vec<_>>()
+                    .join(" / "),
+                None => "-".into(),
+            })
+            .collect();
+        lines.push(format!("| {} | {} |{pad}", kind.name(), cells.join(" | ")));
+    }
 }
 
 /// The table of OLTP throughput while each query ran, as a share of

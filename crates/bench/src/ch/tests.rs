@@ -152,6 +152,7 @@ fn oltp_throughput_is_attributed_to_the_query_running_in_each_second() {
                 committed,
                 new_orders: 0,
                 queries: 0,
+                kinds: [(0, 0); 5],
             }
         })
         .collect();
@@ -185,4 +186,45 @@ fn oltp_throughput_is_attributed_to_the_query_running_in_each_second() {
     assert_eq!(s2, 3.0);
     assert!((q2 - 80.0).abs() < 1e-9, "{q2}"); // (40 + 100 + 100) / 3 s
     assert!(by[2..].iter().all(Option::is_none));
+}
+
+/// Each transaction type's mean latency between two moments comes from
+/// the counters at those moments; a type with none completed has none.
+#[test]
+fn transaction_latency_per_type_is_the_mean_between_two_moments() {
+    let at = |s: f64, new_orders: (u64, u64)| Sample {
+        at: s,
+        committed: 0,
+        new_orders: 0,
+        queries: 0,
+        // 5 Payments in 5 ms in the first second, none after.
+        kinds: [
+            new_orders,
+            if s > 0.0 { (5, 5_000) } else { (0, 0) },
+            (0, 0),
+            (0, 0),
+            (0, 0),
+        ],
+    };
+    let m = Mix {
+        // 10 New-Orders in 20 ms by second 1, 30 more in 90 ms by 2.
+        samples: vec![
+            at(0.0, (0, 0)),
+            at(1.0, (10, 20_000)),
+            at(2.0, (40, 110_000)),
+        ],
+        oltp: tpcc::RunReport {
+            elapsed: Duration::from_secs(2),
+            types: Vec::new(),
+        },
+        olap: Vec::new(),
+        olap_window: (1.0, 2.0),
+    };
+    let first = report::kind_latency_ms(&m, 0.0, 1.0);
+    assert_eq!(first[0], Some(2.0));
+    assert_eq!(first[1], Some(1.0));
+    assert_eq!(first[2], None);
+    let second = report::kind_latency_ms(&m, 1.0, 2.0);
+    assert_eq!(second[0], Some(3.0));
+    assert_eq!(second[1], None, "no Payment completed in that second");
 }

@@ -242,6 +242,10 @@ pub struct Progress {
     pub committed: AtomicU64,
     /// Committed New-Orders (what tpmC counts).
     pub new_orders: AtomicU64,
+    /// Per transaction type (`Kind::ALL` order): transactions completed
+    /// (committed or rolled back on purpose) and their summed latency, µs.
+    pub completed: [AtomicU64; Kind::ALL.len()],
+    pub latency_micros: [AtomicU64; Kind::ALL.len()],
 }
 
 /// [`run`], counting each commit in `progress` as it happens.
@@ -291,8 +295,13 @@ pub fn run_observed(
                 loop {
                     match client.run(&input) {
                         Ok(outcome) => {
-                            s.latency
-                                .saturating_record((t0.elapsed().as_micros() as u64).max(1));
+                            let micros = (t0.elapsed().as_micros() as u64).max(1);
+                            s.latency.saturating_record(micros);
+                            if let Some(p) = &progress {
+                                p.completed[kind as usize].fetch_add(1, Ordering::Relaxed);
+                                p.latency_micros[kind as usize]
+                                    .fetch_add(micros, Ordering::Relaxed);
+                            }
                             match outcome {
                                 Outcome::Committed => {
                                     s.committed += 1;
