@@ -895,6 +895,10 @@ impl Database {
             ("gc.pages_freed".into(), get(&c.gc_pages_freed) as i64),
             ("gc.pages_scanned".into(), get(&c.gc_pages_scanned) as i64),
             ("gc.pages_skipped".into(), get(&c.gc_pages_skipped) as i64),
+            (
+                "index.dead_runs_jumped".into(),
+                get(&c.dead_runs_jumped) as i64,
+            ),
             ("storage.file_bytes".into(), (file_pages * page) as i64),
             ("storage.free_pages".into(), free_pages as i64),
             ("storage.released_pages".into(), released_pages as i64),

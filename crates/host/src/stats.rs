@@ -24,6 +24,9 @@ pub struct EngineCounters {
     /// Pages GC runs read, and pages they skipped as settled.
     pub gc_pages_scanned: AtomicU64,
     pub gc_pages_skipped: AtomicU64,
+    /// Key-order reads that jumped over a remembered run of dead
+    /// entries (`secondary_index/dead_runs.rs`).
+    pub dead_runs_jumped: AtomicU64,
     pub serialization_failures: AtomicU64,
     pub deadlocks: AtomicU64,
     pub lock_waits: AtomicU64,

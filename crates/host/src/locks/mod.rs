@@ -707,6 +707,11 @@ impl LockTable {
         }
     }
 
+    /// Whether a host transaction holds or awaits `key`.
+    pub fn is_locked(&self, key: LockKey) -> bool {
+        self.inner.lock().queues.contains_key(&key)
+    }
+
     /// Number of locked keys (for tests and stats).
     pub fn locked_keys(&self) -> usize {
         self.inner.lock().queues.len()

@@ -33,7 +33,7 @@ use std::ops::Bound;
 
 use ndpdb_formats::{Value, Vid};
 
-use super::{Entry, Part, WalkBatch};
+use super::{Entry, Part, PassDead, WalkBatch};
 
 /// Most key parts a packed key holds.
 const PACKED_PARTS: usize = 4;
@@ -152,7 +152,7 @@ fn pack_bound(b: &Bound<Entry>) -> Option<Bound<Packed>> {
 }
 
 /// Whether `e` lies within `(lower, upper)`.
-fn within(e: &Entry, lower: &Bound<Entry>, upper: &Bound<Entry>) -> bool {
+pub(super) fn within(e: &Entry, lower: &Bound<Entry>, upper: &Bound<Entry>) -> bool {
     let above = match lower {
         Bound::Included(l) => e >= l,
         Bound::Excluded(l) => e > l,
@@ -278,19 +278,20 @@ impl Entries {
         upper: Bound<Entry>,
         descending: bool,
         max: usize,
-        pass: impl FnMut(Vid) -> bool,
+        pass: &mut impl PassDead,
+        lead: bool,
     ) -> WalkBatch {
         match self {
-            Entries::Parts(s) => walk_found(s.range((lower, upper)), descending, max, pass),
+            Entries::Parts(s) => walk_found(s.range((lower, upper)), descending, max, pass, lead),
             Entries::Packed(s) => match (pack_bound(&lower), pack_bound(&upper)) {
-                (Some(l), Some(u)) => walk_found(s.range((l, u)), descending, max, pass),
+                (Some(l), Some(u)) => walk_found(s.range((l, u)), descending, max, pass, lead),
                 _ => {
                     let inside: Vec<Entry> = s
                         .iter()
                         .map(unpack)
                         .filter(|e| within(e, &lower, &upper))
                         .collect();
-                    walk_found(inside.iter(), descending, max, pass)
+                    walk_found(inside.iter(), descending, max, pass, lead)
                 }
             },
         }
@@ -328,17 +329,37 @@ fn walk_found<'a, T: Stored + 'a>(
     found: impl DoubleEndedIterator<Item = &'a T>,
     descending: bool,
     max: usize,
-    pass: impl FnMut(Vid) -> bool,
+    pass: &mut impl PassDead,
+    lead: bool,
 ) -> WalkBatch {
     match descending {
-        true => WalkBatch::take(found.rev(), max, pass),
-        false => WalkBatch::take(found, max, pass),
+        true => WalkBatch::take(found.rev(), max, pass, lead),
+        false => WalkBatch::take(found, max, pass, lead),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Passes over every third VID.
+    struct EveryThird;
+
+    impl PassDead for EveryThird {
+        fn pass(&mut self, vid: Vid) -> Option<ndpdb_formats::TxId> {
+            vid.0
+                .is_multiple_of(3)
+                .then_some(ndpdb_formats::TxId(vid.0))
+        }
+
+        fn unlocked(&mut self, _: Vid) -> bool {
+            true
+        }
+
+        fn may_jump(&mut self, _: &super::super::DeadRun) -> bool {
+            false
+        }
+    }
 
     /// A small deterministic generator (xorshift).
     struct Rng(u64);
@@ -473,15 +494,33 @@ mod tests {
             let descending = rng.below(2) == 0;
             let max = 1 + rng.below(6) as usize;
             let pass = |v: Vid| v.0.is_multiple_of(3);
-            let w = packed.walk(lower.clone(), upper.clone(), descending, max, pass);
-            let found: Vec<&Entry> = match descending {
-                true => model.range((lower, upper)).rev().take(max).collect(),
-                false => model.range((lower, upper)).take(max).collect(),
+            let w = packed.walk(
+                lower.clone(),
+                upper.clone(),
+                descending,
+                max,
+                &mut EveryThird,
+                false,
+            );
+            let in_range: Vec<&Entry> = match descending {
+                true => model.range((lower, upper)).rev().collect(),
+                false => model.range((lower, upper)).collect(),
             };
-            let kept: Vec<&Entry> = found.iter().copied().filter(|e| !pass(e.1)).collect();
+            // Entries passed over do not count towards `max`.
+            let (mut kept, mut last, mut ended) = (Vec::new(), None, true);
+            for e in in_range {
+                if kept.len() >= max {
+                    ended = false;
+                    break;
+                }
+                if !pass(e.1) {
+                    kept.push(e);
+                }
+                last = Some(e);
+            }
             assert_eq!(w.kept.iter().collect::<Vec<_>>(), kept);
-            assert_eq!(w.last.as_ref(), found.last().copied());
-            assert_eq!(w.ended, found.len() < max);
+            assert_eq!(w.last.as_ref(), last);
+            assert_eq!(w.ended, ended);
         }
     }
 }

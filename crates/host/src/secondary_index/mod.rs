@@ -34,18 +34,21 @@
 //! the key is a 23505. NULLs never conflict.
 
 mod build;
+mod dead_runs;
 mod entries;
 
 use std::cmp::Ordering;
 use std::hash::{Hash, Hasher};
 use std::ops::Bound;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
-use ndpdb_formats::{TableId, Value, Vid};
+use ndpdb_formats::{TableId, TxId, Value, Vid};
 
 use crate::catalog::IndexMeta;
 use crate::locks::LockKey;
+pub use dead_runs::DeadRun;
+use dead_runs::DeadRuns;
 use entries::{Entries, Stored};
 
 /// One part of a key, or a bound above every value.
@@ -100,6 +103,40 @@ pub struct KeyRange {
 /// An entry: a key and the tuple with it.
 pub type Entry = (Vec<Part>, Vid);
 
+/// Most entries one batch of a walk passes over (the lock is held
+/// meanwhile).
+const MAX_PASSED: usize = 1 << 16;
+
+/// What a key-order read passes over without reading
+/// (`transaction/key_order.rs`).
+pub trait PassDead {
+    /// The deleter of `vid`'s tombstone when the entry may be passed
+    /// over unread.
+    fn pass(&mut self, vid: Vid) -> Option<TxId>;
+    /// Whether no transaction holds `vid`'s lock; asked before
+    /// [`Self::pass`] of an entry that may join a run.
+    fn unlocked(&mut self, vid: Vid) -> bool;
+    /// Whether the whole of `run` may be passed over unread.
+    fn may_jump(&mut self, run: &DeadRun) -> bool;
+}
+
+/// A walk that passes nothing over.
+struct PassNothing;
+
+impl PassDead for PassNothing {
+    fn pass(&mut self, _: Vid) -> Option<TxId> {
+        None
+    }
+
+    fn unlocked(&mut self, _: Vid) -> bool {
+        false
+    }
+
+    fn may_jump(&mut self, _: &DeadRun) -> bool {
+        false
+    }
+}
+
 /// One batch of a walk in key order ([`SecondaryIndex::walk_in_order`]).
 pub struct WalkBatch {
     /// The entries looked at and not passed over, in walk order.
@@ -108,28 +145,61 @@ pub struct WalkBatch {
     pub last: Option<Entry>,
     /// Fewer entries than asked for were left: the range ends here.
     pub ended: bool,
+    /// The entries passed over before the first one kept (and the first
+    /// locked one), with their deleters, and the first and last of them.
+    lead: Vec<(Vid, TxId)>,
+    lead_ends: Option<(Entry, Entry)>,
 }
 
 impl WalkBatch {
-    /// The first `max` of `found`, those whose VID `pass` picks passed
-    /// over.
+    fn ended() -> WalkBatch {
+        WalkBatch {
+            kept: Vec::new(),
+            last: None,
+            ended: true,
+            lead: Vec::new(),
+            lead_ends: None,
+        }
+    }
+
+    /// The first `max` entries of `found` not passed over (and those
+    /// passed over among them, at most [`MAX_PASSED`]); the lead only
+    /// when `lead`.
     fn take<'a, T: Stored + 'a>(
         found: impl Iterator<Item = &'a T>,
         max: usize,
-        mut pass: impl FnMut(Vid) -> bool,
+        pass: &mut impl PassDead,
+        mut lead_open: bool,
     ) -> WalkBatch {
-        let (mut kept, mut last, mut looked) = (Vec::new(), None, 0);
-        for found in found.take(max) {
-            looked += 1;
-            if !pass(found.vid()) {
-                kept.push(found.entry());
+        let (mut kept, mut last, mut passed) = (Vec::new(), None, 0);
+        let (mut lead, mut lead_ends) = (Vec::new(), None::<(&T, &T)>);
+        let mut ended = true;
+        for found in found {
+            if kept.len() >= max || passed >= MAX_PASSED {
+                ended = false;
+                break;
+            }
+            let vid = found.vid();
+            // The lock before the head (`dead_runs.rs`).
+            lead_open = lead_open && kept.is_empty() && pass.unlocked(vid);
+            match pass.pass(vid) {
+                Some(deleter) => {
+                    passed += 1;
+                    if lead_open {
+                        lead.push((vid, deleter));
+                        lead_ends = Some((lead_ends.map_or(found, |(f, _)| f), found));
+                    }
+                }
+                None => kept.push(found.entry()),
             }
             last = Some(found);
         }
         WalkBatch {
             kept,
             last: last.map(Stored::entry),
-            ended: looked < max,
+            ended,
+            lead,
+            lead_ends: lead_ends.map(|(f, l)| (f.entry(), l.entry())),
         }
     }
 }
@@ -138,6 +208,8 @@ impl WalkBatch {
 pub struct SecondaryIndex {
     pub meta: IndexMeta,
     entries: RwLock<Entries>,
+    /// Taken only under `entries`' lock (`dead_runs.rs`).
+    dead_runs: Mutex<DeadRuns>,
 }
 
 impl SecondaryIndex {
@@ -145,6 +217,7 @@ impl SecondaryIndex {
         SecondaryIndex {
             meta,
             entries: RwLock::new(Entries::default()),
+            dead_runs: Mutex::default(),
         }
     }
 
@@ -165,7 +238,7 @@ impl SecondaryIndex {
     pub fn add(&self, row: &[Value], vid: Vid) {
         let entry = (Self::parts(self.key_of(row)), vid);
         if !self.entries.read().contains(&entry) {
-            self.entries.write().insert(entry);
+            self.insert(entry);
         }
     }
 
@@ -174,13 +247,25 @@ impl SecondaryIndex {
     /// new: one search under the write lock, not a look under the read
     /// lock first (an entry already there stays as it is).
     pub fn add_key(&self, key: Vec<Value>, vid: Vid) {
-        self.entries.write().insert((Self::parts(key), vid));
+        self.insert((Self::parts(key), vid));
+    }
+
+    /// Inserts `entry`, ending the run of dead entries it falls inside.
+    fn insert(&self, entry: Entry) {
+        let mut entries = self.entries.write();
+        let mut runs = self.dead_runs.lock();
+        if !runs.is_empty() {
+            runs.added(&entry);
+        }
+        entries.insert(entry);
     }
 
     /// Records many keys at once.
     pub fn extend_keys(&self, keys: Vec<(Vec<Value>, Vid)>) {
         let new = keys.into_iter().map(|(k, v)| (Self::parts(k), v));
-        self.entries.write().extend(new.collect());
+        let mut entries = self.entries.write();
+        self.dead_runs.lock().clear();
+        entries.extend(new.collect());
     }
 
     /// Entries in the index (all keys, stale ones included).
@@ -226,7 +311,7 @@ impl SecondaryIndex {
         after: Option<&Entry>,
         max: usize,
     ) -> Vec<Entry> {
-        self.walk_in_order(range, descending, after, max, |_| false)
+        self.walk_in_order(range, descending, after, max, &mut PassNothing)
             .kept
     }
 
@@ -241,15 +326,10 @@ impl SecondaryIndex {
         descending: bool,
         after: Option<&Entry>,
         max: usize,
-        pass: impl FnMut(Vid) -> bool,
+        pass: &mut impl PassDead,
     ) -> WalkBatch {
-        let ended = WalkBatch {
-            kept: Vec::new(),
-            last: None,
-            ended: true,
-        };
         let Some((mut lower, mut upper)) = Self::bounds(range) else {
-            return ended;
+            return WalkBatch::ended();
         };
         match (after, descending) {
             (Some(a), false) => lower = Bound::Excluded(a.clone()),
@@ -257,16 +337,60 @@ impl SecondaryIndex {
             (None, _) => {}
         }
         if !bounds_ordered(&lower, &upper) {
-            return ended;
+            return WalkBatch::ended();
         }
-        self.entries
-            .read()
-            .walk(lower, upper, descending, max, pass)
+        let entries = self.entries.read();
+        // From the range's start, in key order: a run of dead entries
+        // starting there may be jumped over, and one passed remembered.
+        let from_start = after.is_none() && !descending;
+        let mut jumped = None;
+        if from_start && !self.dead_runs.lock().is_empty() {
+            let first = entries
+                .walk(
+                    lower.clone(),
+                    upper.clone(),
+                    false,
+                    1,
+                    &mut PassNothing,
+                    false,
+                )
+                .kept
+                .pop();
+            if let Some(first) = first {
+                let runs = self.dead_runs.lock();
+                if let Some(run) = runs.get(&first) {
+                    if entries::within(&run.last, &lower, &upper) && pass.may_jump(run) {
+                        lower = Bound::Excluded(run.last.clone());
+                        jumped = Some(first);
+                    }
+                }
+            }
+        }
+        let mut batch = entries.walk(lower, upper, descending, max, pass, from_start);
+        if from_start {
+            if let Some((first, last)) = batch.lead_ends.take() {
+                let mut runs = self.dead_runs.lock();
+                match &jumped {
+                    // Passed right after the run jumped over: it grows.
+                    Some(start) if batch.lead.len() < MAX_PASSED => {
+                        runs.grow(start, last, &batch.lead)
+                    }
+                    Some(_) => {}
+                    None => runs.remember(first, last, &batch.lead),
+                }
+            }
+        }
+        batch
     }
 
     /// Removes `entry`; whether it was there.
     pub(crate) fn remove(&self, entry: &Entry) -> bool {
-        self.entries.write().remove(entry)
+        let mut entries = self.entries.write();
+        let mut runs = self.dead_runs.lock();
+        if !runs.is_empty() {
+            runs.removed(entry);
+        }
+        entries.remove(entry)
     }
 
     /// The BTreeSet bounds of `range`; `None` when it is empty.
@@ -442,10 +566,11 @@ mod tests {
             let passed = |v: Vid| v.0 == 0 || v.0 == 1;
             let (mut kept, mut looked_at, mut after) = (Vec::new(), Vec::new(), None::<Entry>);
             loop {
-                let b = ix.walk_in_order(&r, descending, after.as_ref(), 2, |v| {
+                let mut pass = PassIf(|v: Vid| {
                     looked_at.push(v.0);
                     passed(v)
                 });
+                let b = ix.walk_in_order(&r, descending, after.as_ref(), 2, &mut pass);
                 assert!(b.kept.iter().all(|(_, v)| !passed(*v)));
                 kept.extend(b.kept.iter().map(|(_, v)| v.0));
                 if b.ended {
@@ -460,9 +585,127 @@ mod tests {
             assert_eq!(kept, want_kept, "descending {descending}");
             assert_eq!(looked_at, want_looked, "descending {descending}");
         }
-        // A batch of passed entries only is not the end of the range.
-        let b = ix.walk_in_order(&r, false, None, 2, |_| true);
-        assert!(b.kept.is_empty() && !b.ended && b.last.is_some());
+        // Passed entries do not count towards a batch's size: one batch
+        // passes them all and reaches the range's end.
+        let b = ix.walk_in_order(&r, false, None, 2, &mut PassIf(|_| true));
+        assert!(b.kept.is_empty() && b.ended);
+        assert_eq!(b.last.map(|e| e.1), Some(Vid(10)));
+    }
+
+    /// Passes over the VIDs `f` picks (deleted by TxId(VID)); never
+    /// jumps.
+    struct PassIf<F: FnMut(Vid) -> bool>(F);
+
+    impl<F: FnMut(Vid) -> bool> PassDead for PassIf<F> {
+        fn pass(&mut self, vid: Vid) -> Option<TxId> {
+            (self.0)(vid).then_some(TxId(vid.0))
+        }
+
+        fn unlocked(&mut self, _: Vid) -> bool {
+            true
+        }
+
+        fn may_jump(&mut self, _: &DeadRun) -> bool {
+            false
+        }
+    }
+
+    /// A reader that passes VIDs below `dead`, counts what it was asked
+    /// and jumps runs when `jump`.
+    struct Reader {
+        dead: u64,
+        jump: bool,
+        asked: usize,
+        jumped: usize,
+        locked: Option<Vid>,
+    }
+
+    impl PassDead for Reader {
+        fn pass(&mut self, vid: Vid) -> Option<TxId> {
+            self.asked += 1;
+            (vid.0 < self.dead).then_some(TxId(vid.0))
+        }
+
+        fn unlocked(&mut self, vid: Vid) -> bool {
+            self.locked != Some(vid)
+        }
+
+        fn may_jump(&mut self, _: &DeadRun) -> bool {
+            self.jumped += self.jump as usize;
+            self.jump
+        }
+    }
+
+    /// A walk from a range's start that passes a long run of dead
+    /// entries remembers it; the next reader that may jumps over it (and
+    /// grows it by what it passes next); an entry added inside the run
+    /// ends it, and so does the removal of its first entry.
+    #[test]
+    fn a_run_of_dead_entries_is_jumped_over_until_an_entry_is_added_inside_it() {
+        let ix = SecondaryIndex::new(IndexMeta {
+            name: "i".into(),
+            columns: vec![0, 1],
+            unique: false,
+            constraint: false,
+        });
+        for k in 0..100u64 {
+            ix.add_key(vec![Value::Int(1), Value::Int(k as i32)], Vid(k));
+        }
+        ix.add_key(vec![Value::Int(2), Value::Int(0)], Vid(500));
+        let r = KeyRange {
+            prefix: vec![Value::Int(1)],
+            lower: None,
+            upper: None,
+        };
+        let walk_locked = |dead: u64, jump: bool, locked: Option<Vid>| {
+            let mut reader = Reader {
+                dead,
+                jump,
+                asked: 0,
+                jumped: 0,
+                locked,
+            };
+            let b = ix.walk_in_order(&r, false, None, 1, &mut reader);
+            (b.kept[0].1, reader.asked, reader.jumped)
+        };
+        let walk = |dead: u64, jump: bool| walk_locked(dead, jump, None);
+        // A locked tuple ends the run before it: too short to keep.
+        assert_eq!(walk_locked(50, true, Some(Vid(10))), (Vid(50), 51, 0));
+        assert_eq!(walk(50, true), (Vid(50), 51, 0));
+        // That walk passed 50 entries, kept the 51st and remembered them.
+        // A reader that may jump is asked about the 51st only.
+        assert_eq!(walk(50, true), (Vid(50), 1, 1));
+        // One that may not reads the run again.
+        assert_eq!(walk(50, false), (Vid(50), 51, 0));
+        // Ten more deleted: the jumping reader passes them, and the run
+        // grows by them.
+        assert_eq!(walk(60, true), (Vid(60), 11, 1));
+        assert_eq!(walk(60, true), (Vid(60), 1, 1));
+        // A key inserted again inside the run ends it.
+        ix.add_key(vec![Value::Int(1), Value::Int(25)], Vid(25));
+        assert_eq!(walk(60, true), (Vid(60), 61, 0));
+        assert_eq!(walk(60, true), (Vid(60), 1, 1));
+        // Its first entry dropped: no run starts at the range's start.
+        assert!(ix.remove(&(vec![Part::V(Value::Int(1)), Part::V(Value::Int(0))], Vid(0))));
+        assert_eq!(walk(60, true), (Vid(60), 60, 0));
+        // A run never reaches past the range's end.
+        let r2 = KeyRange {
+            prefix: vec![Value::Int(2)],
+            lower: None,
+            upper: None,
+        };
+        let mut all = Reader {
+            dead: 1000,
+            jump: true,
+            asked: 0,
+            jumped: 0,
+            locked: None,
+        };
+        assert!(ix
+            .walk_in_order(&r2, false, None, 1, &mut all)
+            .kept
+            .is_empty());
+        assert_eq!(all.asked, 1);
     }
 
     /// Keys built in bulk come back in the entries' own order: integer

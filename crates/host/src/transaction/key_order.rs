@@ -42,14 +42,18 @@
 //! since it looked the key up). So every tuple with a version some
 //! snapshot sees keeps its entry.
 
+use parking_lot::RwLockReadGuard;
+use rustc_hash::FxHashMap;
+
 use ndpdb_formats::record::RecordHeader;
-use ndpdb_formats::{RecId, Value, Vid};
+use ndpdb_formats::{RecId, TxId, Value, Vid};
 
 use super::Transaction;
 use crate::database::TableState;
 use crate::error::Result;
 use crate::pk_index::Tombstone;
-use crate::secondary_index::{Entry, KeyRange, SecondaryIndex};
+use crate::secondary_index::{DeadRun, Entry, KeyRange, PassDead, SecondaryIndex};
+use crate::stats::EngineCounters;
 
 /// Entries of the first batch; each next batch is four times larger, up
 /// to [`MAX_BATCH`].
@@ -98,13 +102,13 @@ impl Transaction {
                 // the entry. An analytical query holding the horizon for
                 // a minute leaves thousands of them at the head of
                 // NEW-ORDER's districts, and every Delivery passes them.
-                let notes = pk.and_then(|pk| pk.noted_tombstones());
-                index.walk_in_order(range, descending, after.as_ref(), batch, |vid| {
-                    notes
-                        .as_ref()
-                        .and_then(|n| n.get(&vid))
-                        .is_some_and(|t| t.deleter >= horizon && self.trusts_note(ts, vid, t))
-                })
+                let mut noted = NotedDead {
+                    tx: self,
+                    ts,
+                    notes: pk.and_then(|pk| pk.noted_tombstones()),
+                    horizon,
+                };
+                index.walk_in_order(range, descending, after.as_ref(), batch, &mut noted)
             };
             for entry in walked.kept {
                 let vid = entry.1;
@@ -158,6 +162,29 @@ impl Transaction {
         !self.touched(ts, vid) && self.head_of(ts, vid) == t.head && self.snapshot.sees(t.deleter)
     }
 
+    /// Whether this transaction's snapshot sees the delete of every
+    /// tuple of `run` (its deleters committed: they were seen).
+    fn sees_every_delete(&self, run: &DeadRun) -> bool {
+        let s = &self.snapshot;
+        run.newest < s.xmax && s.in_flight.iter().all(|t| !run.deleters.contains(t))
+    }
+
+    /// Whether this transaction touched any tuple of `run`
+    /// ([`Self::touched`]), looking at whichever side is smaller.
+    fn touched_any(&self, ts: &TableState, run: &DeadRun) -> bool {
+        let mine =
+            self.writes.len() + self.locks.len() + self.ndp_locked.len() + self.ndp_heads.len();
+        if mine > run.vids.len() {
+            return run.vids.iter().any(|&vid| self.touched(ts, vid));
+        }
+        let inside =
+            |key: &(ndpdb_formats::TableId, Vid)| key.0 == ts.id && run.vids.contains(&key.1);
+        self.writes.keys().any(inside)
+            || self.locks.iter().any(inside)
+            || self.ndp_locked.iter().any(inside)
+            || self.ndp_heads.keys().any(inside)
+    }
+
     /// Whether this transaction wrote, locked or holds a device head of
     /// `vid`: what it reads there is its own, never a noted tombstone.
     fn touched(&self, ts: &TableState, vid: Vid) -> bool {
@@ -203,5 +230,44 @@ impl Transaction {
             pk.forget_ordered(&entry, || ts.vids.head(entry.1) == head);
             locks.release_all(self.id, [&key]);
         }
+    }
+}
+
+/// What a key-order read of a primary key passes over under the index's
+/// lock: noted tombstones it may trust (`Transaction::trusts_note`) and
+/// no read may drop yet (deleted at or after the horizon), one by one or
+/// a remembered run of them at once (`secondary_index/dead_runs.rs`).
+struct NotedDead<'a> {
+    tx: &'a Transaction,
+    ts: &'a TableState,
+    /// `None`: not the primary key in order (nothing is passed over).
+    notes: Option<RwLockReadGuard<'a, FxHashMap<Vid, Tombstone>>>,
+    horizon: TxId,
+}
+
+impl PassDead for NotedDead<'_> {
+    fn pass(&mut self, vid: Vid) -> Option<TxId> {
+        let t = self.notes.as_ref()?.get(&vid)?;
+        (t.deleter >= self.horizon && self.tx.trusts_note(self.ts, vid, t)).then_some(t.deleter)
+    }
+
+    fn unlocked(&mut self, vid: Vid) -> bool {
+        !self.tx.db.inner.locks.is_locked((self.ts.id, vid))
+    }
+
+    /// A run's tuples still have the tombstones its reader passed (an
+    /// insert of one of their keys would have ended it): this reader
+    /// may jump over it when it sees every delete, touched none of the
+    /// tuples, and no entry of the run may be dropped yet (else the walk
+    /// reads them, and drops what it can).
+    fn may_jump(&mut self, run: &DeadRun) -> bool {
+        let may = self.notes.is_some()
+            && run.oldest >= self.horizon
+            && self.tx.sees_every_delete(run)
+            && !self.tx.touched_any(self.ts, run);
+        if may {
+            EngineCounters::inc(&self.tx.db.inner.counters.dead_runs_jumped);
+        }
+        may
     }
 }
