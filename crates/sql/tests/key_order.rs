@@ -20,11 +20,22 @@ fn rows(s: &mut Session, sql: &str) -> Vec<Vec<Value>> {
 const OLDEST: &str = "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 1";
 
 fn oldest(s: &mut Session) -> Option<i32> {
-    rows(s, OLDEST).first().map(|r| match r[0] {
-        Value::Int(o) => o,
-        ref v => panic!("{v:?}"),
-    })
+    orders(s, OLDEST).first().copied()
 }
+
+/// The orders `sql` returns (one INT column).
+fn orders(s: &mut Session, sql: &str) -> Vec<i32> {
+    rows(s, sql)
+        .iter()
+        .map(|r| match r[0] {
+            Value::Int(o) => o,
+            ref v => panic!("{v:?}"),
+        })
+        .collect()
+}
+
+/// Every order of district (1, 1) the session sees, in key order.
+const ALL_IN_KEY_ORDER: &str = "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 1000";
 
 /// Entries of the primary key's ordered index of `no`.
 fn entries(db: &Database) -> usize {
@@ -292,12 +303,8 @@ fn a_remembered_run_of_deleted_orders_never_hides_a_row() {
     }
     assert!(db.stat("index.dead_runs_jumped") > jumps);
     // The old snapshot reads all 60 orders, in order.
-    let seen = rows(
-        &mut old,
-        "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 100",
-    );
-    let want: Vec<Vec<Value>> = (1..=60).map(|o| vec![Value::Int(o)]).collect();
-    assert_eq!(seen, want);
+    let want: Vec<i32> = (1..=60).collect();
+    assert_eq!(orders(&mut old, ALL_IN_KEY_ORDER), want);
     old.execute("COMMIT").unwrap();
     // Nothing holds the deleted orders any more: the next read drops
     // their entries.
@@ -324,16 +331,12 @@ fn remembered_runs_agree_with_a_sort_under_deletes_and_inserts_again() {
                 while !done.load(Ordering::Acquire) {
                     r.execute("BEGIN ISOLATION LEVEL REPEATABLE READ").unwrap();
                     let walked = oldest(&mut r);
-                    let sorted = rows(
+                    let sorted = orders(
                         &mut r,
                         "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o + 0 LIMIT 1",
                     );
                     r.execute("COMMIT").unwrap();
-                    let sorted = sorted.first().map(|row| match row[0] {
-                        Value::Int(o) => o,
-                        ref v => panic!("{v:?}"),
-                    });
-                    assert_eq!(walked, sorted);
+                    assert_eq!(walked, sorted.first().copied());
                 }
             });
         }
@@ -363,10 +366,6 @@ fn remembered_runs_agree_with_a_sort_under_deletes_and_inserts_again() {
         done.store(true, Ordering::Release);
     });
     assert!(db.stat("index.dead_runs_jumped") > 0);
-    let seen = rows(
-        &mut old,
-        "SELECT o FROM no WHERE w = 1 AND d = 1 ORDER BY o LIMIT 100",
-    );
-    assert_eq!(seen.len(), 60);
+    assert_eq!(orders(&mut old, ALL_IN_KEY_ORDER).len(), 60);
     old.execute("COMMIT").unwrap();
 }

@@ -344,7 +344,8 @@ impl SecondaryIndex {
         // starting there may be jumped over, and one passed remembered.
         let from_start = after.is_none() && !descending;
         let mut jumped = None;
-        if from_start && !self.dead_runs.lock().is_empty() {
+        let runs = self.dead_runs.lock();
+        if from_start && !runs.is_empty() {
             let first = entries
                 .walk(
                     lower.clone(),
@@ -356,16 +357,14 @@ impl SecondaryIndex {
                 )
                 .kept
                 .pop();
-            if let Some(first) = first {
-                let runs = self.dead_runs.lock();
-                if let Some(run) = runs.get(&first) {
-                    if entries::within(&run.last, &lower, &upper) && pass.may_jump(run) {
-                        lower = Bound::Excluded(run.last.clone());
-                        jumped = Some(first);
-                    }
+            if let Some((first, run)) = first.and_then(|f| runs.get(&f).map(|r| (f, r))) {
+                if entries::within(&run.last, &lower, &upper) && pass.may_jump(run) {
+                    lower = Bound::Excluded(run.last.clone());
+                    jumped = Some(first);
                 }
             }
         }
+        drop(runs);
         let mut batch = entries.walk(lower, upper, descending, max, pass, from_start);
         if from_start {
             if let Some((first, last)) = batch.lead_ends.take() {
