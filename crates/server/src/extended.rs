@@ -70,6 +70,15 @@ fn other_columns(stmt: &Ast) -> Vec<ResultColumn> {
         }]
     };
     match stmt {
+        // PostgreSQL's SHOW ALL: name, setting, description.
+        Ast::ShowVariable { variable }
+            if variable.len() == 1 && variable[0].value.eq_ignore_ascii_case("all") =>
+        {
+            ["name", "setting", "description"]
+                .into_iter()
+                .flat_map(|c| text(c.into()))
+                .collect()
+        }
         Ast::ShowVariable { variable } => text(
             variable
                 .iter()

@@ -2,7 +2,14 @@
 //! a clean restart and a crash (the catalog file), take effect at once
 //! inside a transaction block as all of ndpdb's DDL does (a ROLLBACK
 //! keeps them), refuse writes (0A000), read through prepared statements
-//! with parameters, and show their plan in EXPLAIN, on the device too.
+//! with parameters, and show their plan in EXPLAIN, on the device too. A
+//! CREATE VIEW of a name another transaction created or dropped waits
+//! for that transaction, as PostgreSQL's does: CH-benCHmark's Q15 in
+//! BenchBase creates, reads and drops one view name in each of its
+//! clients' transactions.
+
+use std::thread;
+use std::time::Duration;
 
 use ndpdb_formats::{SqlState, Value};
 use ndpdb_sql::{Output, Session};
@@ -122,6 +129,58 @@ fn view_ddl_in_a_block_is_not_rolled_back() {
         s.execute("SELECT * FROM v").unwrap_err().code,
         SqlState::UNDEFINED_TABLE
     );
+}
+
+/// Two transactions that each create, read and drop one view name (Q15
+/// of CH-benCHmark as BenchBase runs it): the second CREATE waits for
+/// the first transaction and then succeeds, reading its own view; a
+/// CREATE after a transaction that kept the name fails with 42P07 once
+/// that transaction ends.
+#[test]
+fn a_second_create_of_a_view_name_waits_for_the_first_transaction() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let mut a = Session::new(db.clone());
+    let mut b = Session::new(db.clone());
+    a.execute("CREATE TABLE t (id INT PRIMARY KEY); INSERT INTO t VALUES (1), (2), (3)")
+        .unwrap();
+    a.execute("BEGIN; CREATE VIEW revenue0 AS SELECT id FROM t WHERE id = 1")
+        .unwrap();
+    b.execute("BEGIN").unwrap();
+    let second = thread::spawn(move || {
+        let r = b.execute("CREATE VIEW revenue0 AS SELECT id FROM t WHERE id = 2");
+        (b, r)
+    });
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        !second.is_finished(),
+        "the second CREATE waits for the transaction that holds the name"
+    );
+    assert_eq!(rows(&mut a, "SELECT * FROM revenue0"), ints(&[1]));
+    a.execute("DROP VIEW revenue0; COMMIT").unwrap();
+    let (mut b, r) = second.join().unwrap();
+    r.unwrap();
+    assert_eq!(rows(&mut b, "SELECT * FROM revenue0"), ints(&[2]));
+
+    // The name kept at commit: the waiting CREATE finds it taken.
+    let mut c = Session::new(db);
+    c.execute("BEGIN").unwrap();
+    let third = thread::spawn(move || {
+        let r = c.execute("CREATE VIEW revenue0 AS SELECT id FROM t WHERE id = 3");
+        (c, r)
+    });
+    thread::sleep(Duration::from_millis(300));
+    assert!(!third.is_finished(), "waits for b's transaction");
+    b.execute("COMMIT").unwrap();
+    let (mut c, r) = third.join().unwrap();
+    assert_eq!(r.unwrap_err().code, SqlState::DUPLICATE_TABLE);
+    c.execute("ROLLBACK").unwrap();
+    assert_eq!(rows(&mut c, "SELECT * FROM revenue0"), ints(&[2]));
+    // Autocommit DDL takes the name only for its statement.
+    c.execute("DROP VIEW revenue0").unwrap();
+    c.execute("CREATE VIEW revenue0 AS SELECT id FROM t WHERE id = 3")
+        .unwrap();
+    assert_eq!(rows(&mut a, "SELECT * FROM revenue0"), ints(&[3]));
 }
 
 #[test]

@@ -47,6 +47,22 @@ mod wait_for;
 
 pub type LockKey = (TableId, Vid);
 
+/// The table id of the keys that lock relation names, which no table
+/// has: a CREATE or DROP of a view in a transaction holds its name's key
+/// to the end, so that a second CREATE of the name waits for that
+/// transaction and then looks again, as PostgreSQL's waits on the unique
+/// index of its catalog's names.
+pub const RELATION_NAMES: TableId = TableId(u32::MAX);
+
+/// The key that locks relation name `name` (names hashed: two names
+/// sharing a key only wait for each other).
+pub fn relation_name_key(name: &str) -> LockKey {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    name.hash(&mut h);
+    (RELATION_NAMES, Vid(h.finish()))
+}
+
 /// How long a lock request waits (PostgreSQL's `lock_timeout` and
 /// `deadlock_timeout`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

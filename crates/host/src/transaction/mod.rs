@@ -750,6 +750,18 @@ impl Transaction {
         self.lock_as(key, LockMode::Exclusive, use_slt)
     }
 
+    /// Locks relation name `name` for a CREATE or DROP of it, held to the
+    /// end of this transaction ([`crate::locks::relation_name_key`]):
+    /// another transaction's CREATE of the name waits until this one
+    /// ends, then finds the name taken or free.
+    pub fn lock_relation_name(&mut self, name: &str) -> Result<()> {
+        self.lock_as(
+            crate::locks::relation_name_key(name),
+            LockMode::Exclusive,
+            false,
+        )
+    }
+
     /// Takes `key` in `mode` (HLT only unless `use_slt`), held to the end.
     fn lock_as(&mut self, key: LockKey, mode: LockMode, use_slt: bool) -> Result<()> {
         let inner = &self.db.inner;

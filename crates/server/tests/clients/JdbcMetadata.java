@@ -2,7 +2,8 @@
 // as BenchBase and other JDBC tools do: getTables, getColumns (types,
 // sizes, nullability, defaults, positions), getPrimaryKeys (in key
 // order), getIndexInfo, getSchemas, getImportedKeys / getExportedKeys of
-// a two-column FOREIGN KEY, getTypeInfo; then a batch of 1,000 inserts the
+// a two-column FOREIGN KEY, getTypeInfo; SHOW ALL read by column name
+// (BenchBase's parameter collector); then a batch of 1,000 inserts the
 // driver rewrites into multi-row INSERTs, and a batch refused by the
 // foreign key (23503).
 // The expected values are PostgreSQL 15's: the program passes against
@@ -202,6 +203,17 @@ public class JdbcMetadata {
                 check(rs.next() && rs.getLong(1) == 0, "foreign key batch: no rows stayed");
             }
             c.setAutoCommit(true);
+            // SHOW ALL through the extended protocol: name, setting, description.
+            try (Statement s = c.createStatement(); ResultSet rs = s.executeQuery("SHOW ALL;")) {
+                Map<String, String> settings = new HashMap<>();
+                while (rs.next()) {
+                    settings.put(rs.getString("name"), rs.getString("setting"));
+                    rs.getString("description");
+                }
+                check("UTF8".equals(settings.get("client_encoding")), "SHOW ALL: client_encoding, got " + settings.get("client_encoding"));
+                check("read committed".equals(settings.get("default_transaction_isolation")),
+                        "SHOW ALL: default_transaction_isolation, got " + settings.get("default_transaction_isolation"));
+            }
             try (Statement s = c.createStatement()) {
                 s.execute("DROP TABLE jm_line");
                 s.execute("DROP TABLE jm_order");

@@ -26,7 +26,9 @@ use std::time::Duration;
 
 use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_host::{Database, Interrupt, Isolation, LockWait, NdpLogging, Transaction};
-use sqlparser::ast::{Expr, Set, Statement, TransactionIsolationLevel, TransactionMode};
+use sqlparser::ast::{
+    Expr, ObjectType, Set, Statement, TransactionIsolationLevel, TransactionMode,
+};
 
 mod savepoint;
 mod session_values;
@@ -726,6 +728,28 @@ impl Session {
                 self.guarded(|s| crate::backup_call::run(&s.db, stmt, in_block))
             }
             Statement::Drop {
+                object_type: object_type @ ObjectType::View,
+                if_exists,
+                names,
+                cascade,
+                ..
+            } => {
+                let names_locked = match names.iter().map(ddl::table_name).collect::<Result<Vec<_>>>() {
+                    Ok(n) => n,
+                    Err(e) => return self.guarded(|_| Err(e)),
+                };
+                let db = self.db.clone();
+                let mut notices = Vec::new();
+                let out = self.in_transaction(|tx| {
+                    for name in &names_locked {
+                        tx.lock_relation_name(name)?;
+                    }
+                    ddl::drop(&db, object_type, *if_exists, names, *cascade, &mut notices)
+                });
+                self.notices.extend(notices);
+                out
+            }
+            Statement::Drop {
                 object_type,
                 if_exists,
                 names,
@@ -737,7 +761,20 @@ impl Session {
                 s.notices.extend(notices);
                 out
             }),
-            Statement::CreateView(cv) => self.guarded(|s| crate::view::create_view(&s.db, cv)),
+            // In a transaction that holds the view's name to its end: a
+            // second CREATE of the name waits for it (see
+            // `Transaction::lock_relation_name`).
+            Statement::CreateView(cv) => {
+                let name = match ddl::table_name(&cv.name) {
+                    Ok(n) => n,
+                    Err(e) => return self.guarded(|_| Err(e)),
+                };
+                let db = self.db.clone();
+                self.in_transaction(|tx| {
+                    tx.lock_relation_name(&name)?;
+                    crate::view::create_view(&db, cv)
+                })
+            }
             Statement::Query(_)
             | Statement::Insert(_)
             | Statement::Update(_)
