@@ -201,11 +201,15 @@ impl SelectPlan {
         sink: Option<Sink<'_>>,
     ) -> Result<(Vec<Joined>, Option<&Widen>)> {
         let Some(first) = self.sources.first() else {
+            // A query without FROM has exactly one input row: WHERE (its
+            // plain and per-row terms) and the sink see it as any other.
             let row = Joined {
                 values: Vec::new(),
                 ids: Vec::new(),
             };
-            return Ok((vec![row], None));
+            let mut rows = self.where_terms(tx, params, vec![row], None, &mut Vec::new(), false)?;
+            deliver(&mut rows, sink)?;
+            return Ok((rows, None));
         };
         let device = self.device_scan(tx, params)?;
         // Rows an in-storage SELECT … FOR UPDATE returned are locked already.
@@ -421,60 +425,7 @@ impl SelectPlan {
             *self.last_steps.lock().unwrap_or_else(|e| e.into_inner()) = steps;
         }
         let streamed = streams_out && !joins.is_empty();
-        // WHERE's plain terms (unless the rows streamed through them),
-        // then those with a subquery per row.
-        let plain = self.filter.iter().filter(|_| !streamed);
-        let filters = plain.map(|f| (f, false));
-        // The first filter with per-row subqueries answers their hashed
-        // EXISTS for the rows held then; the next filters keep a subset.
-        let mut held_answered = false;
-        for (f, per_row) in filters.chain(self.row_filter.iter().map(|f| (f, true))) {
-            if per_row && !held_answered {
-                held_answered = true;
-                let held = rows.len();
-                self.subqueries
-                    .answer_held_rows(tx, params, held, |visit| {
-                        for r in rows.iter_mut() {
-                            match layout {
-                                Some(layout) => {
-                                    layout.swap(&mut r.values, &mut scratch);
-                                    let visited = visit(&scratch);
-                                    layout.swap(&mut r.values, &mut scratch);
-                                    visited?;
-                                }
-                                None => visit(&r.values)?,
-                            }
-                        }
-                        Ok(())
-                    })?;
-            }
-            let mut kept = Vec::with_capacity(rows.len());
-            for mut r in rows {
-                let keep = match per_row {
-                    false => passes(f, layout, &mut r.values, &mut scratch, params)?,
-                    true => {
-                        if let Some(layout) = layout {
-                            layout.swap(&mut r.values, &mut scratch);
-                        }
-                        let row = match layout {
-                            Some(_) => &scratch,
-                            None => &r.values,
-                        };
-                        let keep = self
-                            .subqueries
-                            .eval_predicate(Some(&mut *tx), f, row, params);
-                        if let Some(layout) = layout {
-                            layout.swap(&mut r.values, &mut scratch);
-                        }
-                        keep?
-                    }
-                };
-                if keep {
-                    kept.push(r);
-                }
-            }
-            rows = kept;
-        }
+        let mut rows = self.where_terms(tx, params, rows, layout, &mut scratch, streamed)?;
         if self.for_update && !locked_on_device {
             let table = self.target_table()?.clone();
             let mut locked = Vec::with_capacity(rows.len());
@@ -494,15 +445,88 @@ impl SelectPlan {
             }
             rows = locked;
         }
-        match sink {
-            Some(Sink::Each(sink)) => {
-                for r in rows.drain(..) {
-                    sink(r.values)?;
-                }
-            }
-            Some(Sink::Parts(parts)) => parts(0, rows.drain(..).map(|r| r.values).collect())?,
-            None => {}
-        }
+        deliver(&mut rows, sink)?;
         Ok((rows, layout))
     }
+
+    /// WHERE's plain terms (unless the rows `streamed` through them
+    /// already), then those with a subquery per row, over `rows` (narrow
+    /// with `layout`, widened through `scratch`).
+    fn where_terms(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+        mut rows: Vec<Joined>,
+        layout: Option<&Widen>,
+        scratch: &mut Vec<Value>,
+        streamed: bool,
+    ) -> Result<Vec<Joined>> {
+        let plain = self.filter.iter().filter(|_| !streamed);
+        let filters = plain.map(|f| (f, false));
+        // The first filter with per-row subqueries answers their hashed
+        // EXISTS for the rows held then; the next filters keep a subset.
+        let mut held_answered = false;
+        for (f, per_row) in filters.chain(self.row_filter.iter().map(|f| (f, true))) {
+            if per_row && !held_answered {
+                held_answered = true;
+                let held = rows.len();
+                self.subqueries
+                    .answer_held_rows(tx, params, held, |visit| {
+                        for r in rows.iter_mut() {
+                            match layout {
+                                Some(layout) => {
+                                    layout.swap(&mut r.values, scratch);
+                                    let visited = visit(scratch);
+                                    layout.swap(&mut r.values, scratch);
+                                    visited?;
+                                }
+                                None => visit(&r.values)?,
+                            }
+                        }
+                        Ok(())
+                    })?;
+            }
+            let mut kept = Vec::with_capacity(rows.len());
+            for mut r in rows {
+                let keep = match per_row {
+                    false => passes(f, layout, &mut r.values, scratch, params)?,
+                    true => {
+                        if let Some(layout) = layout {
+                            layout.swap(&mut r.values, scratch);
+                        }
+                        let row = match layout {
+                            Some(_) => &*scratch,
+                            None => &r.values,
+                        };
+                        let keep = self
+                            .subqueries
+                            .eval_predicate(Some(&mut *tx), f, row, params);
+                        if let Some(layout) = layout {
+                            layout.swap(&mut r.values, scratch);
+                        }
+                        keep?
+                    }
+                };
+                if keep {
+                    kept.push(r);
+                }
+            }
+            rows = kept;
+        }
+        Ok(rows)
+    }
+}
+
+/// The rows to the sink, if there is one (then none are left).
+fn deliver(rows: &mut Vec<Joined>, sink: Option<Sink<'_>>) -> Result<()> {
+    match sink {
+        Some(Sink::Each(sink)) => {
+            for r in rows.drain(..) {
+                sink(r.values)?;
+            }
+        }
+        Some(Sink::Parts(parts)) => parts(0, rows.drain(..).map(|r| r.values).collect())?,
+        None => {}
+    }
+    Ok(())
 }
