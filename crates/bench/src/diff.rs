@@ -422,26 +422,67 @@ fn show(r: &std::result::Result<Rows, String>) -> String {
     }
 }
 
-/// Runs `queries` generated queries on both sides and compares.
+/// How many times `--prepared` runs each prepared query.
+pub const PREPARED_RUNS: usize = 3;
+
+/// Prepares `sql` (SQL's PREPARE, on the simple protocol so that the
+/// answers come as text on both sides), runs it `runs` times and
+/// deallocates it: every answer, or the first error.
+fn prepared_rows(
+    client: &mut postgres::Client,
+    sql: &str,
+    runs: usize,
+) -> std::result::Result<Vec<Rows>, String> {
+    rows_of(client, &format!("PREPARE ndpdb_diff AS {sql}"))?;
+    let answers = (0..runs)
+        .map(|_| rows_of(client, "EXECUTE ndpdb_diff"))
+        .collect();
+    rows_of(client, "DEALLOCATE ndpdb_diff")?;
+    answers
+}
+
+/// Both sides' answers agree: the same rows, or rejected by both with the
+/// same SQLSTATE.
+fn answers_agree(
+    mine: &std::result::Result<Vec<Rows>, String>,
+    theirs: &std::result::Result<Vec<Rows>, String>,
+    q: &Query,
+) -> bool {
+    match (mine, theirs) {
+        (Ok(a), Ok(b)) => a.len() == b.len() && a.iter().zip(b).all(|(x, y)| rows_eq(x, y, q)),
+        (Err(a), Err(b)) => a.split(':').next() == b.split(':').next(),
+        _ => false,
+    }
+}
+
+/// Runs `queries` generated queries on both sides and compares; with
+/// `prepared`, each query is prepared and run [`PREPARED_RUNS`] times.
 pub fn compare(
     ndpdb: &mut postgres::Client,
     postgres: &mut postgres::Client,
     queries: usize,
     seed: u64,
+    prepared: bool,
 ) -> DiffReport {
     let mut rng = SmallRng::seed_from_u64(seed.wrapping_mul(31).wrapping_add(7));
     let mut report = DiffReport::default();
     for _ in 0..queries {
         let q = query(&mut rng);
-        let mine = rows_of(ndpdb, &q.sql);
-        let theirs = rows_of(postgres, &q.sql);
-        report.queries += 1;
-        let same = match (&mine, &theirs) {
-            (Ok(a), Ok(b)) => rows_eq(a, b, &q),
-            // Both reject it with the same SQLSTATE.
-            (Err(a), Err(b)) => a.split(':').next() == b.split(':').next(),
-            _ => false,
+        let run = |client: &mut postgres::Client| match prepared {
+            true => prepared_rows(client, &q.sql, PREPARED_RUNS),
+            false => rows_of(client, &q.sql).map(|rows| vec![rows]),
         };
+        let all_mine = run(ndpdb);
+        let all_theirs = run(postgres);
+        report.queries += 1;
+        let same = answers_agree(&all_mine, &all_theirs, &q);
+        let first = |r: std::result::Result<Vec<Rows>, String>| {
+            r.and_then(|mut v| match v.is_empty() {
+                true => Err("no answer".to_string()),
+                false => Ok(v.swap_remove(0)),
+            })
+        };
+        let (mine, theirs) = (first(all_mine), first(all_theirs));
         if same {
             report.matched += 1;
             match &mine {

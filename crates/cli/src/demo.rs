@@ -259,6 +259,10 @@ pub enum Bench {
         /// connection: answers must not change while GC moves versions.
         #[arg(long)]
         gc: bool,
+        /// Send each generated query as a prepared statement (SQL's
+        /// PREPARE) and run it three times, every answer compared.
+        #[arg(long)]
+        prepared: bool,
     },
     /// Shared-lock-table latency: host and device side, uncontended and
     /// contended, against the host lock table alone and a mutex hash map;
@@ -1029,7 +1033,8 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
             target,
             ndp,
             gc,
-        } => crate::targets::diff(rows, queries, seed, &target, &ndp, gc),
+            prepared,
+        } => crate::targets::diff(rows, queries, seed, &target, &ndp, gc, prepared),
         Bench::Ycsb {
             records,
             workload,

@@ -221,6 +221,7 @@ pub fn diff(
     targets: &[String],
     ndp: &str,
     gc: bool,
+    prepared: bool,
 ) -> Result<std::process::ExitCode> {
     let mut postgres = None;
     let mut server = Target::NdpdbServer(None);
@@ -261,7 +262,7 @@ pub fn diff(
     } else {
         None
     };
-    let report = ndpdb_bench::diff::compare(&mut a, &mut b, queries, seed);
+    let report = ndpdb_bench::diff::compare(&mut a, &mut b, queries, seed, prepared);
     stop.store(true, std::sync::atomic::Ordering::SeqCst);
     if let Some(h) = churn {
         let rounds = h
@@ -278,8 +279,15 @@ pub fn diff(
         );
     }
     println!(
-        "diff: {} queries on {rows} + {} rows (seed {seed}, ndp = {ndp}): {} match PostgreSQL ({} rows compared; {} with no rows, {} rejected by both), {} differ",
+        "diff: {} queries{} on {rows} + {} rows (seed {seed}, ndp = {ndp}): {} match PostgreSQL ({} rows compared; {} with no rows, {} rejected by both), {} differ",
         report.queries,
+        match prepared {
+            true => format!(
+                " (each prepared, run {} times)",
+                ndpdb_bench::diff::PREPARED_RUNS
+            ),
+            false => String::new(),
+        },
         rows * 2,
         report.matched,
         report.rows_compared,

@@ -47,3 +47,39 @@ fn generated_queries_return_the_rows_postgresql_returns() {
         "{stdout}\n{stderr}"
     );
 }
+
+/// The same generated queries sent as prepared statements (SQL's PREPARE)
+/// and run three times each: every answer must match PostgreSQL's.
+#[test]
+fn prepared_queries_return_the_rows_postgresql_returns_every_time() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let out = Command::new("bash")
+        .arg(root.join("scripts/postgres-baseline.sh"))
+        .args(["--port", "55496", "--"])
+        .arg(env!("CARGO_BIN_EXE_ndpdb"))
+        .args([
+            "bench",
+            "diff",
+            "--rows",
+            "1000",
+            "--queries",
+            "300",
+            "--seed",
+            "12",
+            "--prepared",
+        ])
+        .output()
+        .expect("bash and scripts/postgres-baseline.sh");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "ndpdb and PostgreSQL disagree (or PostgreSQL could not start):\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("300 queries (each prepared, run 3 times)")
+            && stdout.contains("300 match PostgreSQL")
+            && stdout.contains(", 0 differ"),
+        "{stdout}\n{stderr}"
+    );
+}

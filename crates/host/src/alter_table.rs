@@ -45,6 +45,7 @@ impl Database {
     ) -> Result<()> {
         let inner = &self.inner;
         inner.check_ok()?;
+        let _change = inner.catalog_change();
         let ts = self.table(name)?;
         let meta = ts.meta();
         if ts.pk.get().is_some() {

@@ -51,7 +51,7 @@ use crate::maps::{L2pMap, VidMap};
 use crate::pk_index::{self, encode_key, PkIndex};
 use crate::recovery;
 use crate::secondary_index::SecondaryIndex;
-use crate::sequence::{SequenceMeta, Sequences};
+use crate::sequence::{Incarnation, SequenceMeta, Sequences};
 use crate::shared_state::DeltaBuffer;
 use crate::space::SpaceMap;
 use crate::stats::{get, EngineCounters};
@@ -245,6 +245,8 @@ impl std::ops::Deref for RecordBytes {
 }
 
 pub(crate) struct DbInner {
+    /// Counts finished catalog changes ([`Database::catalog_generation`]).
+    catalog_generation: AtomicU64,
     pub dir: PathBuf,
     pub config: Config,
     pub device: DeviceClient,
@@ -484,6 +486,7 @@ impl Database {
         // Every page of the store no LPN maps to (after the replay) is free.
         let space = SpaceMap::open(info.page_count, l2p.ppns().into_iter());
         let inner = DbInner {
+            catalog_generation: AtomicU64::new(1),
             dir: dir.to_path_buf(),
             pool: BufferPool::new(config.buffer_pool_bytes),
             config,
@@ -571,6 +574,14 @@ impl Database {
         self.inner.recovery.clone()
     }
 
+    /// A number that grows with every DDL (CREATE, DROP or ALTER of a
+    /// table, index, view, sequence or constraint), once the change has
+    /// finished: a plan made when it read `g` may hold handles of objects
+    /// changed since, if it now reads more than `g`.
+    pub fn catalog_generation(&self) -> u64 {
+        self.inner.catalog_generation.load(Ordering::Acquire)
+    }
+
     pub fn table(&self, name: &str) -> Result<Arc<TableState>> {
         let meta = self
             .inner
@@ -614,6 +625,7 @@ impl Database {
             foreign_keys,
         } = parts;
         self.inner.check_ok()?;
+        let _change = self.inner.catalog_change();
         if self.relation_exists(name) {
             return Err(Error::new(
                 SqlState::DUPLICATE_TABLE,
@@ -698,6 +710,7 @@ impl Database {
     /// `CREATE SEQUENCE`.
     pub fn create_sequence(&self, meta: SequenceMeta) -> Result<()> {
         self.inner.check_ok()?;
+        let _change = self.inner.catalog_change();
         if self.relation_exists(&meta.name) {
             return Err(Error::new(
                 SqlState::DUPLICATE_TABLE,
@@ -710,6 +723,7 @@ impl Database {
     /// `DROP SEQUENCE`.
     pub fn drop_sequence(&self, name: &str) -> Result<()> {
         self.inner.check_ok()?;
+        let _change = self.inner.catalog_change();
         self.inner.sequences.drop_sequence(name)
     }
 
@@ -725,15 +739,21 @@ impl Database {
 
     /// `nextval(name)`: never the same value twice, whatever the
     /// transactions that asked do.
-    pub fn nextval(&self, name: &str) -> Result<i64> {
+    /// Also says which sequence of that name gave it.
+    pub fn nextval(&self, name: &str) -> Result<(i64, Incarnation)> {
         self.inner.check_ok()?;
         self.inner.sequences.next(name)
     }
 
     /// `setval(name, value, called)`.
-    pub fn setval(&self, name: &str, value: i64, called: bool) -> Result<i64> {
+    pub fn setval(&self, name: &str, value: i64, called: bool) -> Result<(i64, Incarnation)> {
         self.inner.check_ok()?;
         self.inner.sequences.set(name, value, called)
+    }
+
+    /// Which sequence `name` is now (`None`: there is none).
+    pub fn sequence_incarnation(&self, name: &str) -> Option<Incarnation> {
+        self.inner.sequences.incarnation(name)
     }
 
     /// Drops table `name` (2BP01 if views depend on it).
@@ -747,6 +767,7 @@ impl Database {
     /// other objects dropped with them (`view v`, `constraint f on table t`).
     pub fn drop_relations(&self, names: &[String], cascade: bool) -> Result<Vec<String>> {
         self.inner.check_ok()?;
+        let _change = self.inner.catalog_change();
         let (tables, views) = self.inner.catalog.lock().drop_relations(names, cascade)?;
         // Tables that kept their rows but lost constraints (CASCADE).
         for meta in self.inner.catalog.lock().tables() {
@@ -776,6 +797,7 @@ impl Database {
         replace: bool,
     ) -> Result<Arc<ViewMeta>> {
         self.inner.check_ok()?;
+        let _change = self.inner.catalog_change();
         if self.inner.sequences.exists(name) {
             return Err(Error::new(
                 SqlState::DUPLICATE_TABLE,
@@ -1103,7 +1125,22 @@ fn record_in(page: &[u8], rid: RecId) -> Result<RecordBytes> {
     })
 }
 
+/// Marks a catalog change as finished when it goes out of scope
+/// (success or not): plans made before then are made again.
+pub(crate) struct CatalogChange<'a>(&'a AtomicU64);
+
+impl Drop for CatalogChange<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Release);
+    }
+}
+
 impl DbInner {
+    /// Starts a change of the catalog (DDL): see [`CatalogChange`].
+    pub(crate) fn catalog_change(&self) -> CatalogChange<'_> {
+        CatalogChange(&self.catalog_generation)
+    }
+
     pub fn check_ok(&self) -> Result<()> {
         if self.failed.load(Ordering::Acquire) {
             return Err(Error::new(

@@ -11,6 +11,10 @@ pub struct Error {
     pub detail: Option<String>,
     /// PostgreSQL's HINT line.
     pub hint: Option<String>,
+    /// The routine PostgreSQL names in its R field, for the few errors
+    /// clients recognise by it (drivers prepare a statement again on
+    /// `RevalidateCachedQuery` and `FetchPreparedStatement`).
+    pub routine: Option<&'static str>,
 }
 
 impl Error {
@@ -20,6 +24,7 @@ impl Error {
             message: message.into(),
             detail: None,
             hint: None,
+            routine: None,
         }
     }
 
@@ -30,6 +35,11 @@ impl Error {
 
     pub fn with_hint(mut self, hint: impl Into<String>) -> Error {
         self.hint = Some(hint.into());
+        self
+    }
+
+    pub fn with_routine(mut self, routine: &'static str) -> Error {
+        self.routine = Some(routine);
         self
     }
 

@@ -63,6 +63,7 @@ impl Database {
         interrupt: &Interrupt,
     ) -> Result<()> {
         self.inner.check_ok()?;
+        let _change = self.inner.catalog_change();
         let mut rewrite = Some(rewrite);
         when_alone(name, wait, interrupt, || {
             self.inner.txm.exclusive_begin(|begin| {

@@ -57,6 +57,21 @@ struct Seq {
     called: bool,
     /// Values up to here may be handed out without storing again.
     stored: i64,
+    /// Which sequence of its name this is ([`Incarnation`]).
+    incarnation: Incarnation,
+}
+
+/// Tells apart the sequences one name has had in this process: a session
+/// remembers `currval` per sequence, and a sequence dropped and made
+/// again under the same name is another sequence (PostgreSQL's OIDs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Incarnation(u64);
+
+impl Incarnation {
+    fn fresh() -> Incarnation {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Incarnation(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+    }
 }
 
 /// All sequences of a database.
@@ -100,6 +115,11 @@ impl Sequences {
         self.seqs.lock().get(name).map(|s| s.meta.clone())
     }
 
+    /// Which sequence `name` is now.
+    pub fn incarnation(&self, name: &str) -> Option<Incarnation> {
+        self.seqs.lock().get(name).map(|s| s.incarnation)
+    }
+
     pub fn create(&self, meta: SequenceMeta) -> Result<()> {
         let mut seqs = self.seqs.lock();
         if seqs.contains_key(&meta.name) {
@@ -117,6 +137,7 @@ impl Sequences {
                 last: start,
                 called: false,
                 stored: start,
+                incarnation: Incarnation::fresh(),
             },
         );
         if let Err(e) = self.store(&mut seqs, false) {
@@ -182,7 +203,7 @@ impl Sequences {
     }
 
     /// `nextval(name)`.
-    pub fn next(&self, name: &str) -> Result<i64> {
+    pub fn next(&self, name: &str) -> Result<(i64, Incarnation)> {
         let mut seqs = self.seqs.lock();
         let s = seqs.get_mut(name).ok_or_else(|| undefined(name))?;
         let m = &s.meta;
@@ -222,14 +243,15 @@ impl Sequences {
         let cycled = s.called && (value - s.last).signum() != m.increment.signum();
         s.last = value;
         s.called = true;
+        let incarnation = s.incarnation;
         if beyond || cycled {
             self.store(&mut seqs, true)?;
         }
-        Ok(value)
+        Ok((value, incarnation))
     }
 
     /// `setval(name, value, called)`.
-    pub fn set(&self, name: &str, value: i64, called: bool) -> Result<i64> {
+    pub fn set(&self, name: &str, value: i64, called: bool) -> Result<(i64, Incarnation)> {
         let mut seqs = self.seqs.lock();
         let s = seqs.get_mut(name).ok_or_else(|| undefined(name))?;
         if value < s.meta.min || value > s.meta.max {
@@ -243,8 +265,9 @@ impl Sequences {
         }
         s.last = value;
         s.called = called;
+        let incarnation = s.incarnation;
         self.store(&mut seqs, false)?;
-        Ok(value)
+        Ok((value, incarnation))
     }
 
     /// Stores every sequence's exact position (at a checkpoint).
@@ -315,6 +338,7 @@ fn decode(bytes: &[u8], out: &mut BTreeMap<String, Seq>) -> ndpdb_formats::Resul
                 last,
                 called,
                 stored: last,
+                incarnation: Incarnation::fresh(),
             },
         );
     }
@@ -343,11 +367,11 @@ mod tests {
         {
             let s = Sequences::open(dir.path()).unwrap();
             s.create(meta("a", 1, i64::MAX, false)).unwrap();
-            assert_eq!((s.next("a").unwrap(), s.next("a").unwrap()), (1, 2));
+            assert_eq!((s.next("a").unwrap().0, s.next("a").unwrap().0), (1, 2));
             // No checkpoint: reopening is a crash.
         }
         let s = Sequences::open(dir.path()).unwrap();
-        let after_crash = s.next("a").unwrap();
+        let after_crash = s.next("a").unwrap().0;
         assert!(
             after_crash > 2 && after_crash <= 2 + RESERVE,
             "{after_crash}"
@@ -355,7 +379,7 @@ mod tests {
         s.checkpoint().unwrap();
         drop(s);
         let s = Sequences::open(dir.path()).unwrap();
-        assert_eq!(s.next("a").unwrap(), after_crash + 1);
+        assert_eq!(s.next("a").unwrap().0, after_crash + 1);
     }
 
     #[test]
@@ -363,14 +387,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let s = Sequences::open(dir.path()).unwrap();
         s.create(meta("c", 2, 5, true)).unwrap();
-        let got: Vec<i64> = (0..5).map(|_| s.next("c").unwrap()).collect();
+        let got: Vec<i64> = (0..5).map(|_| s.next("c").unwrap().0).collect();
         assert_eq!(got, vec![1, 3, 5, 1, 3]);
         s.create(meta("d", 1, 2, false)).unwrap();
         s.next("d").unwrap();
         s.next("d").unwrap();
         assert_eq!(s.next("d").unwrap_err().code, SqlState("2200H"));
         s.set("d", 1, false).unwrap();
-        assert_eq!(s.next("d").unwrap(), 1);
+        assert_eq!(s.next("d").unwrap().0, 1);
         assert_eq!(
             s.set("d", 9, true).unwrap_err().code,
             SqlState::NUMERIC_VALUE_OUT_OF_RANGE

@@ -292,16 +292,24 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
         Ok(self.out.flush().await?)
     }
 
-    /// DEALLOCATE name | ALL (and DISCARD ALL): forgets prepared statements.
+    /// DEALLOCATE name | ALL (and DISCARD ALL): forgets prepared
+    /// statements, the extended protocol's and SQL PREPARE's (one
+    /// namespace, as in PostgreSQL).
     pub(crate) fn deallocate(&mut self, name: Option<&str>) -> Result<(), Error> {
         match name {
-            None => self.statements.clear(),
+            None => {
+                self.statements.clear();
+                self.session.deallocate_sql_prepared(None);
+            }
             Some(name) => {
-                if self.statements.remove(name).is_none() {
+                if self.statements.remove(name).is_none()
+                    && !self.session.deallocate_sql_prepared(Some(name))
+                {
                     return Err(Error::new(
                         SqlState::INVALID_SQL_STATEMENT_NAME,
                         format!("prepared statement \"{name}\" does not exist"),
-                    ));
+                    )
+                    .with_routine("FetchPreparedStatement"));
                 }
             }
         }

@@ -52,6 +52,10 @@ fn statement_missing(name: &str) -> Error {
             format!("prepared statement \"{name}\" does not exist")
         },
     )
+    .with_routine(match name.is_empty() {
+        true => "exec_bind_message",
+        false => "FetchPreparedStatement",
+    })
 }
 
 fn portal_missing(name: &str) -> Error {
@@ -59,6 +63,31 @@ fn portal_missing(name: &str) -> Error {
         SqlState::INVALID_CURSOR_NAME,
         format!("portal \"{name}\" does not exist"),
     )
+}
+
+/// The prepared statement `name`: the extended protocol's, else one SQL's
+/// PREPARE made (one namespace, as in PostgreSQL).
+pub(crate) fn lookup<R, W>(conn: &Connection<R, W>, name: &str) -> Result<Arc<Statement>, Error>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    if let Some(s) = conn.statements.get(name) {
+        return Ok(s.clone());
+    }
+    let prepared = conn
+        .session
+        .sql_prepared(name)
+        .ok_or_else(|| statement_missing(name))?;
+    Ok(Arc::new(Statement {
+        declared: Vec::new(),
+        transaction_exit: false,
+        plan: Plan::Query {
+            columns: prepared.columns(),
+            tag: "SELECT",
+            prepared,
+        },
+    }))
 }
 
 /// Result columns of statements that are not plans but return rows.
@@ -120,10 +149,10 @@ where
     }
     match &stmt {
         Ast::Deallocate { name, .. } => {
-            let all = name.value.eq_ignore_ascii_case("all");
+            let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
             return Ok((
                 Plan::Deallocate {
-                    name: (!all).then(|| name.value.clone()),
+                    name: (!all).then(|| ndpdb_sql::scope::ident_name(name)),
                     tag: if all { "DEALLOCATE ALL" } else { "DEALLOCATE" },
                 },
                 false,
@@ -141,7 +170,16 @@ where
         _ => {}
     }
     let tag = rows_tag(&stmt);
-    let extra_columns = other_columns(&stmt);
+    let mut extra_columns = other_columns(&stmt);
+    // EXECUTE returns what the statement it runs returns.
+    if let Ast::Execute {
+        name: Some(name), ..
+    } = &stmt
+    {
+        if let Ok(target) = lookup(conn, &ndpdb_sql::scope::last_ident(name)) {
+            extra_columns = target.columns().to_vec();
+        }
+    }
     let prepared = conn.session.prepare_statement(stmt)?;
     let mut columns = prepared.columns();
     if columns.is_empty() {
@@ -149,7 +187,7 @@ where
     }
     Ok((
         Plan::Query {
-            prepared: Box::new(prepared),
+            prepared: Arc::new(prepared),
             columns,
             tag,
         },
@@ -168,7 +206,9 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    if !name.is_empty() && conn.statements.contains_key(&name) {
+    if !name.is_empty()
+        && (conn.statements.contains_key(&name) || conn.session.sql_prepared(&name).is_some())
+    {
         return Err(Error::new(
             SqlState::DUPLICATE_PREPARED_STATEMENT,
             format!("prepared statement \"{name}\" already exists"),
@@ -206,11 +246,7 @@ where
 {
     let portal_name = body.cstr()?;
     let statement_name = body.cstr()?;
-    let statement = conn
-        .statements
-        .get(&statement_name)
-        .cloned()
-        .ok_or_else(|| statement_missing(&statement_name))?;
+    let statement = lookup(conn, &statement_name)?;
     let param_formats = Format::new(format_codes(&mut body)?);
     let n = body.count16()?;
     if param_formats.len() > 1 && param_formats.len() != n {
@@ -257,6 +293,11 @@ where
     }
     let formats = Format::new(format_codes(&mut body)?);
     body.end()?;
+    // A plan made before a DDL or a SET since is made again now, as
+    // PostgreSQL's Bind does (0A000 if its result columns changed).
+    if let Plan::Query { prepared, .. } = &statement.plan {
+        conn.session.revalidate(prepared)?;
+    }
     let columns = statement.columns().len();
     if formats.len() > 1 && formats.len() != columns {
         return Err(protocol_violation(format!(
@@ -291,11 +332,7 @@ where
 {
     let (statement, formats) = match target {
         Target::Statement => {
-            let s = conn
-                .statements
-                .get(name)
-                .cloned()
-                .ok_or_else(|| statement_missing(name))?;
+            let s = lookup(conn, name)?;
             conn.send(PgWireBackendMessage::ParameterDescription(
                 ParameterDescription::new(s.param_oids()),
             ))

@@ -249,11 +249,12 @@ fn startup_options(options: &str) -> Vec<(String, String)> {
 /// Refuses a connection over the limit as PostgreSQL does: an
 /// ErrorResponse "sorry, too many clients already" (53300), then close.
 async fn refuse(mut socket: tokio::net::TcpStream) {
-    let info = ErrorInfo::new(
+    let mut info = ErrorInfo::new(
         "FATAL".into(),
         "53300".into(),
         "sorry, too many clients already".into(),
     );
+    info.severity_nonlocalized = Some("FATAL".into());
     let mut msg = bytes::BytesMut::new();
     if ErrorResponse::from(info).encode(&mut msg).is_err() {
         return;

@@ -28,7 +28,7 @@ use crate::types::{pg_type, Format};
 pub(crate) enum Plan {
     /// A planned statement; `tag` names row results (SELECT, SHOW, EXPLAIN).
     Query {
-        prepared: Box<Prepared>,
+        prepared: Arc<Prepared>,
         columns: Vec<ResultColumn>,
         tag: &'static str,
     },

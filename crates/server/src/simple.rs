@@ -81,13 +81,44 @@ where
 {
     let out = match stmt {
         Ast::Deallocate { name, .. } => {
-            let all = name.value.eq_ignore_ascii_case("all");
-            conn.deallocate((!all).then_some(name.value.as_str()))?;
+            let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
+            let name = ndpdb_sql::scope::ident_name(name);
+            conn.deallocate((!all).then_some(name.as_str()))?;
             Output::command(if all { "DEALLOCATE ALL" } else { "DEALLOCATE" })
         }
         Ast::Discard { .. } => {
             conn.deallocate(None)?;
             Output::command("DISCARD ALL")
+        }
+        // One namespace with the extended protocol's statements.
+        Ast::Prepare { name, .. }
+            if conn
+                .statements
+                .contains_key(&ndpdb_sql::scope::ident_name(name)) =>
+        {
+            return Err(Error::new(
+                SqlState::DUPLICATE_PREPARED_STATEMENT,
+                format!(
+                    "prepared statement \"{}\" already exists",
+                    ndpdb_sql::scope::ident_name(name)
+                ),
+            )
+            .into());
+        }
+        Ast::Execute {
+            name: Some(name),
+            parameters,
+            ..
+        } if protocol_statement(conn, &ndpdb_sql::scope::last_ident(name)).is_some() => {
+            let name = ndpdb_sql::scope::last_ident(name);
+            let Some(prepared) = protocol_statement(conn, &name) else {
+                return Err(Error::new(SqlState::INTERNAL_ERROR, "statement vanished").into());
+            };
+            let out = conn
+                .session
+                .execute_with_arguments(&name, &prepared, parameters);
+            conn.notices().await?;
+            out?
         }
         _ => {
             let out = conn.session.execute_statement(stmt, &[]);
@@ -96,6 +127,21 @@ where
         }
     };
     send_output(conn, out, rows_tag(stmt)).await
+}
+
+/// The plan of the extended protocol's statement `name`, if it is one.
+fn protocol_statement<R, W>(
+    conn: &Connection<R, W>,
+    name: &str,
+) -> Option<std::sync::Arc<ndpdb_sql::session::Prepared>>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    match &conn.statements.get(name)?.plan {
+        crate::portal::Plan::Query { prepared, .. } => Some(prepared.clone()),
+        _ => None,
+    }
 }
 
 /// Rows (RowDescription, DataRow…, CommandComplete) or a command tag.

@@ -589,11 +589,11 @@ pub fn drop(
     match object_type {
         ObjectType::Sequence => {
             crate::view::refuse_other_drop(db, "a sequence", names)?;
-            crate::sequence_ddl::drop_sequence(db, if_exists, names)
+            crate::sequence_ddl::drop_sequence(db, if_exists, names, notices)
         }
         ObjectType::Index => {
             crate::view::refuse_other_drop(db, "an index", names)?;
-            crate::index_ddl::drop_index(db, if_exists, names)
+            crate::index_ddl::drop_index(db, if_exists, names, notices)
         }
         ObjectType::Table => {
             crate::view::drop_relations(db, RelKind::Table, if_exists, names, cascade, notices)

@@ -118,12 +118,19 @@ fn index_name(n: &ObjectName) -> Result<String> {
     table_name(n)
 }
 
-pub fn drop_index(db: &Database, if_exists: bool, names: &[ObjectName]) -> Result<Output> {
+pub fn drop_index(
+    db: &Database,
+    if_exists: bool,
+    names: &[ObjectName],
+    notices: &mut Vec<crate::output::Notice>,
+) -> Result<Output> {
     for n in names {
         let name = index_name(n)?;
         match db.drop_index(&name, false) {
             Ok(()) => {}
-            Err(e) if if_exists && e.code == SqlState::UNDEFINED_OBJECT => {}
+            Err(e) if if_exists && e.code == SqlState::UNDEFINED_OBJECT => notices.push(
+                crate::output::Notice::info(format!("index \"{name}\" does not exist, skipping")),
+            ),
             Err(e) => return Err(e),
         }
     }

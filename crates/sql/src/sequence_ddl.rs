@@ -182,12 +182,21 @@ pub fn create_sequence(
     Ok(Output::command("CREATE SEQUENCE"))
 }
 
-pub fn drop_sequence(db: &Database, if_exists: bool, names: &[ObjectName]) -> Result<Output> {
+pub fn drop_sequence(
+    db: &Database,
+    if_exists: bool,
+    names: &[ObjectName],
+    notices: &mut Vec<crate::output::Notice>,
+) -> Result<Output> {
     for n in names {
         let name = table_name(n)?;
         match db.drop_sequence(&name) {
             Ok(()) => {}
-            Err(e) if if_exists && e.code == SqlState::UNDEFINED_TABLE => {}
+            Err(e) if if_exists && e.code == SqlState::UNDEFINED_TABLE => {
+                notices.push(crate::output::Notice::info(format!(
+                    "sequence \"{name}\" does not exist, skipping"
+                )))
+            }
             Err(e) if e.code == SqlState::UNDEFINED_TABLE => {
                 return Err(Error::new(
                     SqlState::UNDEFINED_TABLE,

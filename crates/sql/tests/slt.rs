@@ -4,6 +4,13 @@
 //! plans must give the same answers. A file that sets `ndp` itself (it
 //! tests placement) runs once. Error expectations match
 //! `<SQLSTATE>: <message>`.
+//!
+//! Then every file runs once more with each statement sent as a prepared
+//! statement, as drivers send them: kept by its text for the whole file
+//! (so a text that comes again runs the plan made the first time, after
+//! whatever DDL came between; one whose result columns changed is
+//! prepared again on PostgreSQL's 0A000, as pgjdbc does), and a query run
+//! twice, both answers checked.
 
 use ndpdb_formats::{DataType, Value};
 use ndpdb_sql::{Output, Session};
@@ -15,6 +22,8 @@ struct SltError(String);
 
 struct Embedded {
     session: Session,
+    /// Prepared statements by text (the prepared run), else `None`.
+    prepared: Option<std::collections::HashMap<String, ndpdb_sql::session::Prepared>>,
     _db: ndpdb_embedded::process::Opened,
     _dir: tempfile::TempDir,
 }
@@ -32,11 +41,38 @@ impl sqllogictest::DB for Embedded {
     type ColumnType = DefaultColumnType;
 
     fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SltError> {
-        let mut outs = self
-            .session
-            .execute(sql)
-            .map_err(|e| SltError(format!("{}: {}", e.code, e.message)))?;
-        Ok(match outs.pop() {
+        let err = |e: ndpdb_sql::Error| SltError(format!("{}: {}", e.code, e.message));
+        let out = match self.prepared.as_mut() {
+            Some(cache) if one_statement(sql) => {
+                if !cache.contains_key(sql) {
+                    cache.insert(sql.to_string(), self.session.prepare(sql).map_err(err)?);
+                }
+                let p = &cache[sql];
+                let first = match self.session.execute_prepared(p, &[]) {
+                    // As drivers do (pgjdbc, postgres.js, Rails): a
+                    // statement whose result columns a DDL changed is
+                    // prepared again and run once more.
+                    Err(e) if e.routine == Some("RevalidateCachedQuery") => {
+                        cache.insert(sql.to_string(), self.session.prepare(sql).map_err(err)?);
+                        self.session.execute_prepared(&cache[sql], &[])
+                    }
+                    first => first,
+                }
+                .map_err(err)?;
+                let p = &cache[sql];
+                if matches!(first, Output::Rows { .. }) && repeatable(sql) {
+                    let again = self.session.execute_prepared(p, &[]).map_err(err)?;
+                    if sorted_rows(&again) != sorted_rows(&first) {
+                        return Err(SltError(format!(
+                            "a second run of the prepared statement answered differently:\n{first:?}\n{again:?}"
+                        )));
+                    }
+                }
+                Some(first)
+            }
+            _ => self.session.execute(sql).map_err(err)?.pop(),
+        };
+        Ok(match out {
             Some(Output::Rows { columns, rows }) => DBOutput::Rows {
                 types: columns.iter().map(|c| column_type(c.ty)).collect(),
                 rows: rows
@@ -65,6 +101,39 @@ impl sqllogictest::DB for Embedded {
     }
 }
 
+/// The rows of a result in a fixed order (a query without ORDER BY may
+/// answer in another order each time).
+fn sorted_rows(out: &Output) -> Vec<String> {
+    let mut rows: Vec<String> = match out {
+        Output::Rows { rows, .. } => rows.iter().map(|r| format!("{r:?}")).collect(),
+        Output::Command { tag } => vec![tag.clone()],
+    };
+    rows.sort();
+    rows
+}
+
+/// Whether `sql` holds one statement (a prepared statement holds one).
+fn one_statement(sql: &str) -> bool {
+    ndpdb_sql::session::parse(sql).is_ok_and(|s| s.len() == 1)
+}
+
+/// Whether running the query again must answer the same: not when it
+/// draws from a sequence or a clock, or reads what it changes.
+fn repeatable(sql: &str) -> bool {
+    let lower = sql.to_lowercase();
+    ![
+        "nextval",
+        "setval",
+        "random",
+        "clock_timestamp",
+        "ndpdb_backup",
+        "now()",
+        "current_time",
+    ]
+    .iter()
+    .any(|f| lower.contains(f))
+}
+
 #[test]
 fn sqllogictest_files() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slt");
@@ -78,21 +147,24 @@ fn sqllogictest_files() {
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
         let modes: &[&str] = if text.contains("SET ndp") {
-            &["auto"]
+            &["auto", "prepared"]
         } else {
-            &["off", "on", "auto"]
+            &["off", "on", "auto", "prepared"]
         };
         for &mode in modes {
+            let prepared = mode == "prepared";
+            let ndp = if prepared { "auto" } else { mode };
             let mut runner = sqllogictest::Runner::new(move || async move {
                 let dir = tempfile::tempdir().map_err(|e| SltError(e.to_string()))?;
                 let db = ndpdb_embedded::process::open_variant(dir.path(), Default::default())
                     .map_err(|e| SltError(e.to_string()))?;
                 let mut session = Session::new((*db).clone());
                 session
-                    .execute(&format!("SET ndp = {mode}"))
+                    .execute(&format!("SET ndp = {ndp}"))
                     .map_err(|e| SltError(e.message))?;
                 Ok(Embedded {
                     session,
+                    prepared: prepared.then(Default::default),
                     _db: db,
                     _dir: dir,
                 })

@@ -202,6 +202,7 @@ impl Database {
     ) -> Result<ForeignKeyMeta> {
         let inner = &self.inner;
         inner.check_ok()?;
+        let _change = inner.catalog_change();
         let ts = self.table(table)?;
         let fk = self.resolve_foreign_key(&ts.meta(), fk)?;
         let parent = if fk.parent == table {
@@ -219,6 +220,7 @@ impl Database {
     /// `ALTER TABLE … DROP CONSTRAINT name` of a foreign key, durably.
     pub fn drop_foreign_key(&self, table: &str, name: &str) -> Result<()> {
         self.inner.check_ok()?;
+        let _change = self.inner.catalog_change();
         let ts = self.table(table)?;
         let mut all = ts.meta().foreign_keys.clone();
         all.retain(|f| f.name != name);

@@ -33,6 +33,7 @@ impl Database {
     ) -> Result<()> {
         let inner = &self.inner;
         inner.check_ok()?;
+        let _change = inner.catalog_change();
         let ts = self.table(table)?;
         if self.relation_exists(&meta.name) {
             return Err(Error::new(
@@ -61,6 +62,7 @@ impl Database {
     pub fn drop_index(&self, name: &str, as_constraint: bool) -> Result<()> {
         let inner = &self.inner;
         inner.check_ok()?;
+        let _change = inner.catalog_change();
         let mut catalog = inner.catalog.lock();
         let owner = catalog.index_owner(name).ok_or_else(|| {
             Error::new(

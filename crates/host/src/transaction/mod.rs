@@ -43,9 +43,11 @@ use crate::ndp::{own_heads, NdpPart};
 use crate::stats::EngineCounters;
 use crate::txn::{Snapshot, Visible};
 
-/// A session's last value per sequence, shared with its transactions.
-pub type SessionSequences =
-    std::sync::Arc<parking_lot::Mutex<std::collections::HashMap<String, i64>>>;
+/// A session's last value per sequence name, with the sequence of that
+/// name that gave it, shared with its transactions.
+pub type SessionSequences = std::sync::Arc<
+    parking_lot::Mutex<std::collections::HashMap<String, (crate::sequence::Incarnation, i64)>>,
+>;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Isolation {
@@ -507,33 +509,37 @@ impl Transaction {
 
     /// `nextval(name)`, remembered for `currval` in the session.
     pub fn nextval(&mut self, name: &str) -> Result<i64> {
-        let v = self.db.nextval(name)?;
+        let (v, incarnation) = self.db.nextval(name)?;
         if let Some(s) = &self.session_sequences {
-            s.lock().insert(name.to_string(), v);
+            s.lock().insert(name.to_string(), (incarnation, v));
         }
         Ok(v)
     }
 
     /// `setval(name, value, called)`; a called value is `currval` too.
     pub fn setval(&mut self, name: &str, value: i64, called: bool) -> Result<i64> {
-        let v = self.db.setval(name, value, called)?;
+        let (v, incarnation) = self.db.setval(name, value, called)?;
         if let (true, Some(s)) = (called, &self.session_sequences) {
-            s.lock().insert(name.to_string(), v);
+            s.lock().insert(name.to_string(), (incarnation, v));
         }
         Ok(v)
     }
 
     /// `currval(name)`: this session's last value of the sequence.
+    /// A sequence dropped and made again under the same name has no
+    /// value in the session until its own first `nextval`.
     pub fn currval(&self, name: &str) -> Result<i64> {
-        if self.db.sequence(name).is_none() {
+        let Some(now) = self.db.sequence_incarnation(name) else {
             return Err(Error::new(
                 SqlState::UNDEFINED_TABLE,
                 format!("relation \"{name}\" does not exist"),
             ));
-        }
+        };
         self.session_sequences
             .as_ref()
             .and_then(|s| s.lock().get(name).copied())
+            .filter(|(incarnation, _)| *incarnation == now)
+            .map(|(_, v)| v)
             .ok_or_else(|| {
                 Error::new(
                     SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,

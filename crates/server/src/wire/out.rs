@@ -59,6 +59,9 @@ pub fn error_info(e: &Error, severity: &str) -> ErrorInfo {
     );
     info.detail = e.detail.clone().map(cut);
     info.hint = e.hint.clone().map(cut);
+    info.routine = e.routine.map(str::to_owned);
+    // PostgreSQL sends the severity twice: as S (localized) and V (never).
+    info.severity_nonlocalized = Some(severity.to_owned());
     info
 }
 
@@ -123,6 +126,7 @@ impl<W: AsyncWrite + Unpin> Out<W> {
         }
         for n in notices {
             let mut info = ErrorInfo::new(n.severity.into(), n.code.0.into(), cut(n.message));
+            info.severity_nonlocalized = Some(n.severity.into());
             info.detail = n.detail;
             self.send(PgWireBackendMessage::NoticeResponse(NoticeResponse::from(
                 info,

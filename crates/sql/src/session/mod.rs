@@ -19,7 +19,13 @@
 //! several statements. Inside a block an error aborts the transaction at
 //! once (its locks are released) and the session refuses further
 //! statements until ROLLBACK (or COMMIT, which then reports ROLLBACK),
-//! exactly like PostgreSQL.
+//! exactly like PostgreSQL. A BEGIN inside a block warns (25001) and
+//! still applies its transaction modes, as SET TRANSACTION would.
+//!
+//! Statements planned once and run many times — and planned again after
+//! a DDL or a SET — are `prepared.rs`'s; savepoints `savepoint.rs`'s;
+//! values fixed per statement (`current_setting()`, `current_user`, …)
+//! `session_values.rs`'s.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -30,17 +36,19 @@ use sqlparser::ast::{
     Expr, ObjectType, Set, Statement, TransactionIsolationLevel, TransactionMode,
 };
 
+mod prepared;
 mod savepoint;
 mod session_values;
+pub use prepared::Prepared;
+use prepared::PreparedKind;
 pub use session_values::current_thread_pid;
 
 pub use session_values::SESSION_VALUE;
 
 use crate::ddl;
-use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
 use crate::limits::{with_stack_for, with_statement_stack};
 use crate::output::{Notice, Output, ResultColumn};
-use crate::query::{plan_query, NdpMode, SelectPlan};
+use crate::query::NdpMode;
 use crate::time_setting;
 use crate::{Error, Result};
 
@@ -51,34 +59,6 @@ enum Block {
     Implicit,
     Active,
     Failed,
-}
-
-/// A statement planned once and executable many times with parameters.
-pub struct Prepared {
-    kind: PreparedKind,
-    /// Types of `$1…$n` as inferred from context (`None`: unknown).
-    pub param_types: Vec<Option<DataType>>,
-}
-
-enum PreparedKind {
-    Select(Box<SelectPlan>),
-    Insert(InsertPlan),
-    Update(UpdatePlan),
-    Delete(DeletePlan),
-    Other(Box<Statement>),
-}
-
-impl Prepared {
-    /// Result columns of a query (empty for commands).
-    pub fn columns(&self) -> Vec<ResultColumn> {
-        match &self.kind {
-            PreparedKind::Select(p) => p.columns.clone(),
-            PreparedKind::Other(s) if crate::backup_call::is_backup_call(s) => {
-                crate::backup_call::columns()
-            }
-            _ => Vec::new(),
-        }
-    }
 }
 
 pub struct Session {
@@ -116,6 +96,11 @@ pub struct Session {
     statement_timeout: Option<Duration>,
     /// `lock_timeout` and `deadlock_timeout`.
     lock_wait: LockWait,
+    /// Counts the settings changes; a plan made before the last one is
+    /// made again before it runs (`prepared.rs`).
+    plan_settings: u64,
+    /// Statements SQL's PREPARE made, by name (`prepared.rs`).
+    prepared: std::collections::HashMap<String, std::sync::Arc<Prepared>>,
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect), within the
@@ -209,6 +194,8 @@ impl Session {
                 timeout: db.config().lock_timeout,
                 deadlock_timeout: db.config().deadlock_timeout,
             },
+            plan_settings: 0,
+            prepared: Default::default(),
             db,
         }
     }
@@ -293,174 +280,11 @@ impl Session {
         })
     }
 
-    pub fn prepare(&mut self, sql: &str) -> Result<Prepared> {
-        with_statement_stack(|| {
-            let mut stmts = parse(sql)?;
-            if stmts.len() != 1 {
-                return Err(Error::new(
-                    SqlState::SYNTAX_ERROR,
-                    "cannot insert multiple commands into a prepared statement",
-                ));
-            }
-            self.prepare_statement(stmts.remove(0))
-        })
-    }
-
-    pub fn prepare_statement(&mut self, stmt: Statement) -> Result<Prepared> {
-        with_statement_stack(|| self.plan_statement(stmt))
-    }
-
-    fn plan_statement(&mut self, stmt: Statement) -> Result<Prepared> {
-        let stmt = self.resolve_session_values(stmt)?;
-        let mut param_types = Vec::new();
-        let kind = if crate::backup_call::is_backup_call(&stmt) {
-            PreparedKind::Other(Box::new(stmt))
-        } else {
-            match self.plan_dml(&stmt, &mut param_types)? {
-                Some(kind) => kind,
-                None => PreparedKind::Other(Box::new(stmt)),
-            }
-        };
-        Ok(Prepared { kind, param_types })
-    }
-
-    /// Plans a SELECT, INSERT, UPDATE or DELETE from a borrowed statement:
-    /// the tree is copied only when session values (`current_setting()`,
-    /// `current_user`, …) must be resolved in
-    /// it (copying a tree recurses as deep as it is nested).
-    fn prepare_borrowed(&mut self, stmt: &Statement) -> Result<Prepared> {
-        with_statement_stack(|| {
-            let resolved;
-            let stmt = if session_values::mentioned(stmt) {
-                resolved = self.resolve_session_values(stmt.clone())?;
-                &resolved
-            } else {
-                stmt
-            };
-            let mut param_types = Vec::new();
-            let kind = self.plan_dml(stmt, &mut param_types)?.ok_or_else(|| {
-                Error::new(SqlState::INTERNAL_ERROR, "not a query or DML statement")
-            })?;
-            Ok(Prepared { kind, param_types })
-        })
-    }
-
-    fn plan_dml(
-        &mut self,
-        stmt: &Statement,
-        param_types: &mut Vec<Option<DataType>>,
-    ) -> Result<Option<PreparedKind>> {
-        // The catalog relations name the database the client connected to.
-        let database = self.database_name.clone();
-        crate::row_source::with_catalog_name(&database, || self.plan_dml_named(stmt, param_types))
-    }
-
-    fn plan_dml_named(
-        &mut self,
-        stmt: &Statement,
-        param_types: &mut Vec<Option<DataType>>,
-    ) -> Result<Option<PreparedKind>> {
-        crate::view::refuse_write(&self.db, stmt)?;
-        Ok(Some(match stmt {
-            Statement::Query(q) => {
-                let mut plan =
-                    crate::shared_view::sharing_views(|| plan_query(&self.db, q, param_types))?;
-                plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db);
-                PreparedKind::Select(Box::new(plan))
-            }
-            Statement::Insert(i) => PreparedKind::Insert(plan_insert(&self.db, i, param_types)?),
-            Statement::Update(u) => {
-                let mut plan = plan_update(&self.db, u, param_types)?;
-                plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db)?;
-                PreparedKind::Update(plan)
-            }
-            Statement::Delete(d) => {
-                let mut plan = plan_delete(&self.db, d, param_types)?;
-                plan.place(self.ndp, self.ndp_pes, self.ndp_preload, &self.db)?;
-                PreparedKind::Delete(plan)
-            }
-            _ => return Ok(None),
-        }))
-    }
-
-    /// Executes a prepared statement; parameters are cast to their
-    /// inferred types.
-    pub fn execute_prepared(&mut self, p: &Prepared, params: &[Value]) -> Result<Output> {
-        self.interrupt.start_statement(self.statement_timeout);
-        if let PreparedKind::Other(stmt) = &p.kind {
-            return self.execute_statement(stmt, params);
-        }
-        let command = match &p.kind {
-            PreparedKind::Insert(_) => Some("INSERT"),
-            PreparedKind::Update(_) => Some("UPDATE"),
-            PreparedKind::Delete(_) => Some("DELETE"),
-            PreparedKind::Select(plan) if plan.for_update => Some("SELECT FOR UPDATE"),
-            _ => None,
-        };
-        if let (Some(command), true) = (command, self.read_only_now()) {
-            return self.guarded(|_| Err(crate::read_only::refused(command)));
-        }
-        let params: Vec<Value> = params
-            .iter()
-            .enumerate()
-            .map(|(i, v)| match p.param_types.get(i).copied().flatten() {
-                Some(t) => v.cast(&t).map_err(Error::from),
-                None => Ok(v.clone()),
-            })
-            .collect::<Result<_>>()?;
-        if params.len() < p.param_types.len() {
-            return Err(Error::new(
-                SqlState("08P01"),
-                format!(
-                    "statement needs {} parameters, got {}",
-                    p.param_types.len(),
-                    params.len()
-                ),
-            ));
-        }
-        self.in_transaction(|tx| {
-            // current_timestamp: the last parameter (Op::TransactionTime).
-            let mut params = params;
-            params.push(Value::Timestamp(tx.started_micros()));
-            match &p.kind {
-                PreparedKind::Select(plan) => plan.execute(tx, &params),
-                PreparedKind::Insert(plan) => plan.execute(tx, &params),
-                PreparedKind::Update(plan) => plan.execute(tx, &params),
-                PreparedKind::Delete(plan) => plan.execute(tx, &params),
-                PreparedKind::Other(_) => Err(Error::new(SqlState::INTERNAL_ERROR, "not a plan")),
-            }
-        })
-    }
-
     /// Starts a statement that runs over several calls (COPY FROM: one
     /// statement over all its batches): `statement_timeout` counts from
     /// here, and a cancel that arrived between statements is forgotten.
     pub fn start_statement(&self) {
         self.interrupt.start_statement(self.statement_timeout);
-    }
-
-    /// Inserts a batch of rows through the INSERT `p` (one value per
-    /// target column, cast to the column's type as an assignment): how
-    /// COPY FROM loads, one statement per batch in the open transaction.
-    /// `on_error` gets the failing row's index in the batch.
-    pub fn insert_rows(
-        &mut self,
-        p: &Prepared,
-        rows: Vec<Vec<Value>>,
-        on_error: &dyn Fn(usize, Error) -> Error,
-    ) -> Result<u64> {
-        let PreparedKind::Insert(plan) = &p.kind else {
-            return Err(Error::new(SqlState::INTERNAL_ERROR, "not an INSERT"));
-        };
-        if self.read_only_now() {
-            self.guarded(|_| Err(crate::read_only::refused("COPY FROM")))?;
-        }
-        let mut n = 0;
-        self.in_transaction(|tx| {
-            n = plan.insert_rows(tx, rows, on_error)?;
-            Ok(Output::command(String::new()))
-        })?;
-        Ok(n)
     }
 
     /// Runs `f` in the open transaction (a block's or the implicit one),
@@ -530,6 +354,7 @@ impl Session {
     /// A value the SET would refuse is ignored (PostgreSQL refuses the
     /// connection instead; a client then gets no session at all).
     pub fn set_setting(&mut self, name: &str, value: &str) {
+        self.settings_changed();
         let _ = self.assign(name.to_lowercase(), value.to_string());
     }
 
@@ -576,41 +401,7 @@ impl Session {
             }
         }
         match stmt {
-            Statement::StartTransaction { modes, .. } => {
-                let iso = isolation_of(modes)?;
-                let read_only = crate::read_only::access_of(modes);
-                match self.block {
-                    Block::Active | Block::Failed => {
-                        self.notices.push(Notice::warning(
-                            SqlState::ACTIVE_SQL_TRANSACTION,
-                            "there is already a transaction in progress",
-                        ));
-                        return Ok(Output::command("BEGIN"));
-                    }
-                    // BEGIN inside an implicit transaction makes it the
-                    // block: what ran before BEGIN is part of it.
-                    Block::Implicit => {
-                        if let (Some(tx), Some(i)) = (&mut self.tx, iso) {
-                            if tx.isolation() != i && tx.statements() > 0 {
-                                self.fail_transaction();
-                                return Err(Error::new(
-                                    SqlState::ACTIVE_SQL_TRANSACTION,
-                                    "SET TRANSACTION ISOLATION LEVEL must be called before any query",
-                                ));
-                            }
-                            tx.set_isolation(i);
-                        }
-                    }
-                    Block::None => {
-                        self.tx = Some(self.begin_tx(iso.unwrap_or(self.default_isolation))?);
-                    }
-                }
-                if let (Some(tx), Some(ro)) = (&mut self.tx, read_only) {
-                    tx.set_read_only(ro);
-                }
-                self.block = Block::Active;
-                Ok(Output::command("BEGIN"))
-            }
+            Statement::StartTransaction { modes, begin, .. } => self.begin(modes, *begin),
             Statement::Commit { .. } => {
                 let tag = match self.block {
                     Block::None | Block::Implicit => {
@@ -654,7 +445,47 @@ impl Session {
                 savepoint: Some(name),
                 ..
             } => self.rollback_to_savepoint(name),
-            Statement::Set(set) => self.guarded(|s| s.set(set)),
+            Statement::Set(set) => {
+                // A setting may change placement or a value a plan holds
+                // (`current_setting()`); transaction modes change neither.
+                if !matches!(set, Set::SetTransaction { .. }) {
+                    self.settings_changed();
+                }
+                self.guarded(|s| s.set(set))
+            }
+            Statement::Prepare {
+                name,
+                data_types,
+                statement,
+            } => {
+                let name = crate::scope::ident_name(name);
+                self.guarded(|s| s.sql_prepare(&name, data_types, statement, false))
+            }
+            Statement::Execute {
+                name: Some(name),
+                parameters,
+                immediate: false,
+                into,
+                using,
+                output: false,
+                default: false,
+                ..
+            } if into.is_empty() && using.is_empty() => {
+                let name = crate::scope::last_ident(name);
+                self.sql_execute(&name, parameters)
+            }
+            Statement::Deallocate { name, .. } => self.guarded(|s| {
+                let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
+                let name = crate::scope::ident_name(name);
+                if s.deallocate_sql_prepared((!all).then_some(name.as_str())) {
+                    return Ok(Output::command(if all { "DEALLOCATE ALL" } else { "DEALLOCATE" }));
+                }
+                Err(Error::new(
+                    SqlState::INVALID_SQL_STATEMENT_NAME,
+                    format!("prepared statement \"{name}\" does not exist"),
+                )
+                .with_routine("FetchPreparedStatement"))
+            }),
             Statement::ShowVariable { variable } => self.guarded(|s| {
                 let name = variable
                     .iter()
@@ -866,7 +697,7 @@ impl Session {
         self.in_transaction(|tx| {
             // Every table that refers to one emptied is emptied too.
             tx.set_foreign_key_checks(false);
-            let done = plans.iter().try_for_each(|p| match &p.kind {
+            let done = plans.iter().try_for_each(|p| match &p.plan().kind {
                 PreparedKind::Delete(plan) => plan.execute(tx, &[]).map(|_| ()),
                 _ => Ok(()),
             });
@@ -931,7 +762,9 @@ impl Session {
             ));
         }
         let prepared = self.prepare_borrowed(stmt)?;
-        let (mut lines, last_ndp) = match &prepared.kind {
+        let planned = prepared.plan();
+        let plan = &planned.kind;
+        let (mut lines, last_ndp) = match plan {
             PreparedKind::Select(plan) => {
                 plan.last_steps
                     .lock()
@@ -967,7 +800,7 @@ impl Session {
                 "actual rows {rows}, time {:.3} ms",
                 elapsed.as_secs_f64() * 1e3
             ));
-            if let PreparedKind::Select(plan) = &prepared.kind {
+            if let PreparedKind::Select(plan) = plan {
                 let steps = plan.last_steps.lock().unwrap_or_else(|e| e.into_inner());
                 for (k, s) in steps.iter().enumerate() {
                     let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
@@ -1052,6 +885,89 @@ impl Session {
         })
     }
 
+    /// `BEGIN` / `START TRANSACTION [modes]`, as PostgreSQL runs it:
+    /// outside a transaction it opens a block with the modes; inside an
+    /// implicit transaction it makes that transaction the block (what ran
+    /// before BEGIN is part of it); inside a block it warns (25001) and
+    /// still applies the modes, as SET TRANSACTION would. A failed block
+    /// refuses it (25P02) like any statement but COMMIT and ROLLBACK.
+    fn begin(&mut self, modes: &[TransactionMode], begin: bool) -> Result<Output> {
+        self.check_not_failed()?;
+        match self.block {
+            Block::Active => self.notices.push(Notice::warning(
+                SqlState::ACTIVE_SQL_TRANSACTION,
+                "there is already a transaction in progress",
+            )),
+            Block::Implicit => {}
+            Block::None | Block::Failed => {
+                let iso = isolation_of(modes)?.unwrap_or(self.default_isolation);
+                self.tx = Some(self.begin_tx(iso)?);
+            }
+        }
+        let was = self.block;
+        self.block = Block::Active;
+        if let Err(e) = self.set_transaction_modes(modes) {
+            // An implicit transaction that became the block fails as the
+            // block; one opened here has run nothing and is simply gone.
+            if was == Block::None {
+                self.tx = None;
+                self.block = Block::None;
+            } else {
+                self.fail_transaction();
+            }
+            return Err(e);
+        }
+        Ok(Output::command(match begin {
+            true => "BEGIN",
+            false => "START TRANSACTION",
+        }))
+    }
+
+    /// Applies transaction modes to the open transaction in the order
+    /// given, with PostgreSQL's checks (check_XactIsoLevel,
+    /// check_transaction_read_only): another isolation level only before
+    /// the transaction's first snapshot and not inside a savepoint; READ
+    /// WRITE in a READ ONLY transaction only before its first snapshot.
+    fn set_transaction_modes(&mut self, modes: &[TransactionMode]) -> Result<()> {
+        let Some(tx) = self.tx.as_mut() else {
+            return Ok(());
+        };
+        let active = |message: &str| Error::new(SqlState::ACTIVE_SQL_TRANSACTION, message);
+        for mode in modes {
+            if let Some(iso) = isolation_of(std::slice::from_ref(mode))? {
+                if tx.isolation() != iso {
+                    if tx.statements() > 0 {
+                        return Err(active(
+                            "SET TRANSACTION ISOLATION LEVEL must be called before any query",
+                        ));
+                    }
+                    if tx.savepoint_count() > 0 {
+                        return Err(active(
+                            "SET TRANSACTION ISOLATION LEVEL must not be called in a subtransaction",
+                        ));
+                    }
+                    tx.set_isolation(iso);
+                }
+            }
+            if let Some(read_only) = crate::read_only::access_of(std::slice::from_ref(mode)) {
+                if !read_only && tx.read_only() {
+                    if tx.savepoint_count() > 0 {
+                        return Err(active(
+                            "cannot set transaction read-write mode inside a read-only transaction",
+                        ));
+                    }
+                    if tx.statements() > 0 {
+                        return Err(active(
+                            "transaction read-write mode must be set before any query",
+                        ));
+                    }
+                }
+                tx.set_read_only(read_only);
+            }
+        }
+        Ok(())
+    }
+
     fn set(&mut self, set: &Set) -> Result<Output> {
         match set {
             Set::SetTransaction { modes, session, .. } => {
@@ -1066,32 +982,13 @@ impl Session {
                     }
                     return Ok(Output::command("SET"));
                 }
-                if let (Some(tx), Some(ro), Block::Active) = (&mut self.tx, read_only, self.block) {
-                    if !ro && tx.read_only() && tx.statements() > 0 {
-                        return Err(Error::new(
-                            SqlState::ACTIVE_SQL_TRANSACTION,
-                            "transaction read-write mode must be set before any query",
-                        ));
-                    }
-                    tx.set_read_only(ro);
-                    if iso.is_none() {
-                        return Ok(Output::command("SET"));
-                    }
-                }
-                match (&mut self.tx, iso) {
-                    (Some(tx), Some(i)) if self.block == Block::Active => {
-                        if tx.statements() > 0 {
-                            return Err(Error::new(
-                                SqlState::ACTIVE_SQL_TRANSACTION,
-                                "SET TRANSACTION ISOLATION LEVEL must be called before any query",
-                            ));
-                        }
-                        tx.set_isolation(i);
-                    }
-                    _ => self.notices.push(Notice::warning(
+                if self.block == Block::Active && self.tx.is_some() {
+                    self.set_transaction_modes(modes)?;
+                } else if iso.is_some() || read_only.is_some() {
+                    self.notices.push(Notice::warning(
                         SqlState::NO_ACTIVE_SQL_TRANSACTION,
                         "SET TRANSACTION can only be used in transaction blocks",
-                    )),
+                    ));
                 }
                 Ok(Output::command("SET"))
             }
