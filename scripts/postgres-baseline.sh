@@ -79,8 +79,32 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 as_pg "$PGBIN/initdb" -D "$DATA" -U postgres --auth=trust --encoding=UTF8 --locale=C >/dev/null
-config | as_pg tee -a "$DATA/postgresql.conf" >/dev/null
-as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$RUN_DIR/server.log" -w start >/dev/null
+# The port is asked for, but any client socket of this machine may hold it
+# for a moment (it lies in the kernel's ephemeral range): when PostgreSQL
+# cannot bind it, the next ports are tried; any other failure prints the
+# server's log and stops.
+as_pg cp "$DATA/postgresql.conf" "$RUN_DIR/postgresql.conf.initdb"
+started=""
+for attempt in 1 2 3 4 5 6 7 8; do
+  as_pg cp "$RUN_DIR/postgresql.conf.initdb" "$DATA/postgresql.conf"
+  config | as_pg tee -a "$DATA/postgresql.conf" >/dev/null
+  : > "$RUN_DIR/server.log"; [ "$(id -u)" -eq 0 ] && chown postgres: "$RUN_DIR/server.log"
+  if as_pg "$PGBIN/pg_ctl" -D "$DATA" -l "$RUN_DIR/server.log" -w start >/dev/null; then
+    started=1
+    break
+  fi
+  if grep -qE "could not bind|Address already in use|could not create any TCP/IP sockets" "$RUN_DIR/server.log"; then
+    echo "port $PORT is taken; trying $((PORT + 1))" >&2
+    PORT=$((PORT + 1))
+    continue
+  fi
+  break
+done
+if [ -z "$started" ]; then
+  echo "PostgreSQL did not start; its log:" >&2
+  tail -n 40 "$RUN_DIR/server.log" >&2 || true
+  exit 1
+fi
 as_pg "$PGBIN/psql" -h 127.0.0.1 -p "$PORT" -U postgres -d postgres -qc "CREATE DATABASE bench" >/dev/null
 
 export NDPDB_POSTGRES="host=127.0.0.1 port=${PORT} user=postgres dbname=bench"
