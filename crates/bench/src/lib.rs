@@ -37,6 +37,7 @@ pub mod priority;
 pub mod recovery;
 pub mod report;
 pub mod sltbench;
+pub mod statements;
 pub mod target;
 pub mod tpcc;
 pub mod ycsb;

@@ -155,6 +155,10 @@ pub enum Bench {
     /// malformed traffic (the wire fuzz target's client scripts); the
     /// well-formed clients must see no failed statement.
     Hostile(crate::targets::HostileRun),
+    /// Statements of pathological shape (CASE nested 10,000 deep, 10 MB of
+    /// additions, a 12 MB select list, a 10 MB IN list): the time each
+    /// target takes to answer or refuse them, medians of alternating runs.
+    Statements(crate::targets::StatementsRun),
     /// YCSB-A while rounds of full-table UPDATEs run: store size, live
     /// data and throughput over time (garbage collection at work).
     Churn(crate::churn::ChurnArgs),
@@ -1015,6 +1019,7 @@ pub fn bench(which: Bench) -> Result<ExitCode> {
         Bench::BulkUpdate(args) => crate::bulk_update::run(args),
         Bench::Tpcc(args) => crate::tpcc::run(args),
         Bench::Ch(args) => crate::ch::run(args),
+        Bench::Statements(run) => crate::targets::statements(&run),
         Bench::Hostile(run) => {
             println!(
                 "settings: {} records, YCSB-C, {} well-formed clients, {} attackers, {} s per run, seed {}, IN list of {} keys",

@@ -328,6 +328,65 @@ pub fn diff(
     })
 }
 
+/// `ndpdb bench statements`' options.
+#[derive(clap::Args)]
+pub struct StatementsRun {
+    /// Runs of each statement on each target.
+    #[arg(long, default_value_t = 5)]
+    pub runs: usize,
+    /// Where to run, repeatable for a side-by-side table:
+    /// ndpdb-server[=HOST:PORT], postgres[=CONNSTRING].
+    #[arg(long = "target", default_value = "ndpdb-server")]
+    pub targets: Vec<String>,
+}
+
+/// `ndpdb bench statements`: per statement, each target's median time
+/// and outcome (the answer or its SQLSTATE).
+pub fn statements(run: &StatementsRun) -> Result<std::process::ExitCode> {
+    use ndpdb_bench::statements;
+    let mut targets = Vec::new();
+    let mut endpoints = Vec::new();
+    for t in &run.targets {
+        let target = Target::parse(t)?;
+        if target == Target::Ndpdb {
+            return Err(Error::new(
+                SqlState::INVALID_PARAMETER_VALUE,
+                "bench statements needs wire targets (ndpdb-server, postgres)",
+            ));
+        }
+        endpoints.push(endpoint(&target, Config::default(), None)?);
+        targets.push(target);
+    }
+    println!(
+        "settings: {} runs per statement and target, simple protocol, a fresh connection per run, targets alternating",
+        run.runs
+    );
+    for (k, t) in targets.iter().enumerate() {
+        println!("target {}: {}", k + 1, t.label());
+    }
+    let results = statements::run(&endpoints, run.runs.max(1), &mut |l| eprintln!("{l}"))?;
+    let mut header = format!("{:<34}", "statement");
+    for t in &targets {
+        header.push_str(&format!(" | {:>26}", t.label()));
+    }
+    println!("{header}");
+    for (shape, per_target) in &results {
+        let mut line = format!("{:<34}", shape.name);
+        for timings in per_target {
+            let times: Vec<Duration> = timings.iter().map(|t| t.elapsed).collect();
+            let mut outcomes: Vec<&str> = timings.iter().map(|t| t.outcome.as_str()).collect();
+            outcomes.dedup();
+            line.push_str(&format!(
+                " | {:>12.1} ms {:>11}",
+                statements::median(&times).as_secs_f64() * 1e3,
+                outcomes.join("/")
+            ));
+        }
+        println!("{line}");
+    }
+    Ok(std::process::ExitCode::SUCCESS)
+}
+
 /// `ndpdb bench hostile`'s options.
 #[derive(clap::Args)]
 pub struct HostileRun {

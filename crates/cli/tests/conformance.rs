@@ -9,24 +9,17 @@
 use std::path::Path;
 use std::process::Command;
 
-#[test]
-fn generated_queries_return_the_rows_postgresql_returns() {
+/// Runs `ndpdb bench diff ARGS` beside a throwaway PostgreSQL on
+/// `pg_port` (a port of each test's own, so they never meet a baseline run
+/// by hand or each other); asserts it succeeded and returns its output.
+fn diff_beside_postgres(pg_port: u16, args: &[&str]) -> String {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let out = Command::new("bash")
         .arg(root.join("scripts/postgres-baseline.sh"))
-        // A port of its own, so it never meets a baseline run by hand.
-        .args(["--port", "55499", "--"])
+        .args(["--port", &pg_port.to_string(), "--"])
         .arg(env!("CARGO_BIN_EXE_ndpdb"))
-        .args([
-            "bench",
-            "diff",
-            "--rows",
-            "1000",
-            "--queries",
-            "400",
-            "--seed",
-            "11",
-        ])
+        .args(["bench", "diff"])
+        .args(args)
         .output()
         .expect("bash and scripts/postgres-baseline.sh");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -35,16 +28,25 @@ fn generated_queries_return_the_rows_postgresql_returns() {
         out.status.success(),
         "ndpdb and PostgreSQL disagree (or PostgreSQL could not start):\n{stdout}\n{stderr}"
     );
+    format!("{stdout}\n{stderr}")
+}
+
+#[test]
+fn generated_queries_return_the_rows_postgresql_returns() {
+    let out = diff_beside_postgres(
+        55499,
+        &["--rows", "1000", "--queries", "400", "--seed", "11"],
+    );
     assert!(
-        stdout.contains("400 match PostgreSQL") && stdout.contains(", 0 differ"),
-        "{stdout}\n{stderr}"
+        out.contains("400 match PostgreSQL") && out.contains(", 0 differ"),
+        "{out}"
     );
     // The fixed part: CH-benCHmark's 22 queries and the catalog queries.
     assert!(
-        stdout.contains(
+        out.contains(
             "30 CH-benCHmark and catalog queries (ndp = auto): 30 match PostgreSQL, 0 differ"
         ),
-        "{stdout}\n{stderr}"
+        "{out}"
     );
 }
 
@@ -52,14 +54,9 @@ fn generated_queries_return_the_rows_postgresql_returns() {
 /// and run three times each: every answer must match PostgreSQL's.
 #[test]
 fn prepared_queries_return_the_rows_postgresql_returns_every_time() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let out = Command::new("bash")
-        .arg(root.join("scripts/postgres-baseline.sh"))
-        .args(["--port", "55496", "--"])
-        .arg(env!("CARGO_BIN_EXE_ndpdb"))
-        .args([
-            "bench",
-            "diff",
+    let out = diff_beside_postgres(
+        55496,
+        &[
             "--rows",
             "1000",
             "--queries",
@@ -67,19 +64,12 @@ fn prepared_queries_return_the_rows_postgresql_returns_every_time() {
             "--seed",
             "12",
             "--prepared",
-        ])
-        .output()
-        .expect("bash and scripts/postgres-baseline.sh");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        out.status.success(),
-        "ndpdb and PostgreSQL disagree (or PostgreSQL could not start):\n{stdout}\n{stderr}"
+        ],
     );
     assert!(
-        stdout.contains("300 queries (each prepared, run 3 times)")
-            && stdout.contains("300 match PostgreSQL")
-            && stdout.contains(", 0 differ"),
-        "{stdout}\n{stderr}"
+        out.contains("300 queries (each prepared, run 3 times)")
+            && out.contains("300 match PostgreSQL")
+            && out.contains(", 0 differ"),
+        "{out}"
     );
 }

@@ -120,13 +120,24 @@ fn other_columns(stmt: &Ast) -> Vec<ResultColumn> {
     }
 }
 
-/// Plans one statement of the extended protocol.
+/// Plans one statement of the extended protocol, under the Parse
+/// message's `statement_timeout` (a cancel or the client leaving stops it).
 fn plan<R, W>(conn: &mut Connection<R, W>, sql: &str) -> Result<(Plan, bool), Error>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut stmts = ndpdb_sql::session::parse(sql)?;
+    let planned = plan_parsed(conn, sql);
+    conn.session.close_message();
+    planned
+}
+
+fn plan_parsed<R, W>(conn: &mut Connection<R, W>, sql: &str) -> Result<(Plan, bool), Error>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut stmts = conn.session.parse_message(sql)?;
     let stmt = match stmts.len() {
         0 => return Ok((Plan::Empty, false)),
         1 => stmts.remove(0),

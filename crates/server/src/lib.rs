@@ -132,7 +132,17 @@ impl Server {
     where
         IO: AsyncRead + AsyncWrite + Unpin,
     {
-        let run = AssertUnwindSafe(self.connection(io, peer)).catch_unwind();
+        self.run_watched(io, peer, None).await
+    }
+
+    /// [`Server::run_connection`] over a socket whose descriptor `fd` the
+    /// session's interrupt watches: a statement whose client has closed
+    /// the connection stops (08006) instead of running to its end.
+    pub async fn run_watched<IO>(&self, io: IO, peer: SocketAddr, fd: Option<i32>)
+    where
+        IO: AsyncRead + AsyncWrite + Unpin,
+    {
+        let run = AssertUnwindSafe(self.connection(io, peer, fd)).catch_unwind();
         if run.await.is_err() {
             PANICS.fetch_add(1, Ordering::Relaxed);
             eprintln!(
@@ -142,12 +152,14 @@ impl Server {
         }
     }
 
-    async fn connection<IO>(&self, io: IO, peer: SocketAddr)
+    async fn connection<IO>(&self, io: IO, peer: SocketAddr, fd: Option<i32>)
     where
         IO: AsyncRead + AsyncWrite + Unpin,
     {
         let Some(acceptor) = &self.tls else {
-            return self.session_within(io, peer, AUTHENTICATION_TIMEOUT).await;
+            return self
+                .session_within(io, peer, AUTHENTICATION_TIMEOUT, fd)
+                .await;
         };
         // The TLS negotiation counts against the startup's time limit.
         let start = tokio::time::Instant::now();
@@ -155,15 +167,20 @@ impl Server {
             tokio::time::timeout(AUTHENTICATION_TIMEOUT, tls::negotiate(io, acceptor)).await;
         let left = AUTHENTICATION_TIMEOUT.saturating_sub(start.elapsed());
         match negotiated {
-            Ok(tls::Negotiated::Tls(stream)) => self.session_within(*stream, peer, left).await,
-            Ok(tls::Negotiated::Plain(io)) => self.session_within(io, peer, left).await,
+            Ok(tls::Negotiated::Tls(stream)) => self.session_within(*stream, peer, left, fd).await,
+            Ok(tls::Negotiated::Plain(io)) => self.session_within(io, peer, left, fd).await,
             Ok(tls::Negotiated::Closed) | Err(_) => {}
         }
     }
 
     /// Startup (within `limit`), then the session's messages.
-    async fn session_within<IO>(&self, io: IO, peer: SocketAddr, limit: std::time::Duration)
-    where
+    async fn session_within<IO>(
+        &self,
+        io: IO,
+        peer: SocketAddr,
+        limit: std::time::Duration,
+        fd: Option<i32>,
+    ) where
         IO: AsyncRead + AsyncWrite,
     {
         let (r, w) = tokio::io::split(io);
@@ -202,7 +219,12 @@ impl Server {
                 session.set_setting(&name, &value);
             }
         }
+        let interrupt = session.interrupt();
+        if let Some(fd) = fd {
+            interrupt.watch_peer(fd);
+        }
         Connection::new(reader, out, session).serve().await;
+        interrupt.unwatch_peer();
         // The cancel key is valid until here.
         drop(handler);
     }
@@ -280,7 +302,11 @@ fn serve_connection(socket: std::net::TcpStream, server: Arc<Server>, slot: Slot
         let Ok(peer) = socket.peer_addr() else {
             return;
         };
-        server.run_connection(socket, peer).await;
+        #[cfg(unix)]
+        let fd = Some(std::os::fd::AsRawFd::as_raw_fd(&socket));
+        #[cfg(not(unix))]
+        let fd = None;
+        server.run_watched(socket, peer, fd).await;
     });
     drop(slot);
 }

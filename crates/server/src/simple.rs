@@ -32,7 +32,18 @@ where
     if let Some(answer) = crate::catalog::answer(conn.session.database(), sql) {
         return send_output(conn, answer?, "SELECT").await;
     }
-    let stmts = ndpdb_sql::session::parse(sql)?;
+    let result = parsed_query(conn, sql).await;
+    conn.session.close_message();
+    result
+}
+
+/// The Query's statements, parsed and run under the message's timeout.
+async fn parsed_query<R, W>(conn: &mut Connection<R, W>, sql: &str) -> Handled
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let stmts = conn.session.parse_message(sql)?;
     if stmts.is_empty() {
         return conn.empty_query().await;
     }

@@ -302,6 +302,7 @@ impl<'p> PartedAggregate<'p> {
         };
         let mut part = part.lock().unwrap_or_else(|e| e.into_inner());
         for (i, row) in (0u32..).zip(rows) {
+            ndpdb_host::interrupt::tick(1)?;
             part.add_at(row, (order, i))?;
         }
         Ok(())

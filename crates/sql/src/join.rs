@@ -146,6 +146,7 @@ impl JoinStep {
         if self.kind == JoinKind::Inner && !self.right_keys.is_empty() && left.len() < right.len() {
             let mut built = self.build_left(left, params)?;
             for batch in right.chunks(PROBE_BATCH) {
+                ndpdb_host::interrupt::tick(batch.len())?;
                 built.probe_batch(batch.len(), |i| row_of(batch, i), params, emit)?;
             }
             return Ok(());
@@ -193,6 +194,7 @@ impl JoinStep {
                 let keyed = hits[from..h].iter().map(|&(_, at)| at as usize);
                 let mut any = false;
                 for i in all.chain(keyed) {
+                    ndpdb_host::interrupt::tick(1)?;
                     let Some((_, _, r)) = right.get(i) else {
                         continue;
                     };
@@ -432,6 +434,7 @@ impl Built<'_> {
             Ok(())
         };
         for batch in rows.chunks(PROBE_BATCH) {
+            ndpdb_host::interrupt::tick(batch.len())?;
             let row = |i: usize| batch.get(i).map_or(&[][..], AsRef::as_ref);
             self.join_batch(batch.len(), row, params, &mut scratch, &mut push)?;
         }

@@ -67,6 +67,7 @@ pub mod or_terms;
 pub mod ordered_read;
 pub mod output;
 pub mod packed_table;
+pub mod parse;
 pub mod placement;
 pub mod query;
 pub mod read_only;

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //!  SQL text ─ > 32 MiB? ─► 54000
-//!     │ tokenize, parse on a stack sized by the text (parser nesting
-//!     │ ≤ 10,000: parentheses, subqueries, prefix operators; else 54001)
+//!     │ parse/: tokenize in pieces, bison's nesting bound (42601),
+//!     │ parse on a stack sized by the text (parser nesting ≤ 10,000:
+//!     │ parentheses, subqueries, prefix operators; else 54001), metered
 //!     ▼
 //!  AND / OR chains of more than 64 operands rebalanced (depth log n)
 //!     ▼
@@ -42,8 +43,7 @@ use ndpdb_formats::SqlState;
 use sqlparser::ast::{
     BinaryOperator, Expr, Query, Statement, Value as AstValue, Visit, VisitMut, Visitor, VisitorMut,
 };
-use sqlparser::dialect::PostgreSqlDialect;
-use sqlparser::parser::{Parser, ParserError};
+use sqlparser::parser::ParserError;
 
 use crate::{Error, Result};
 
@@ -120,7 +120,9 @@ fn is_transaction_control(stmt: &Statement) -> bool {
     )
 }
 
-fn parse_error(e: ParserError) -> Error {
+/// A parser error as PostgreSQL reports it: 54001 for nesting beyond
+/// the parser's recursion limit, else 42601.
+pub(crate) fn parse_error(e: ParserError) -> Error {
     if matches!(e, ParserError::RecursionLimitExceeded) {
         return stack_depth_exceeded();
     }
@@ -132,34 +134,24 @@ fn parse_error(e: ParserError) -> Error {
     Error::new(SqlState::SYNTAX_ERROR, format!("syntax error: {msg}"))
 }
 
-/// Parses SQL text into statements (PostgreSQL dialect) within the
-/// limits above.
-pub fn parse(sql: &str) -> Result<Vec<Statement>> {
-    if sql.len() > MAX_STATEMENT_BYTES {
-        return Err(Error::new(
-            SqlState::PROGRAM_LIMIT_EXCEEDED,
-            format!(
-                "statement is too long ({} bytes; ndpdb parses at most {MAX_STATEMENT_BYTES})",
-                sql.len()
-            ),
-        ));
-    }
+/// The stack a parse of `sql` runs on: the parser's frames for as many
+/// levels as the text can hold.
+pub(crate) fn parse_stack(sql: &str) -> usize {
     let levels = sql.len().min(MAX_PARSER_DEPTH);
-    let stack = STATEMENT_STACK.max(levels * PARSE_STACK_PER_LEVEL);
-    stacker::maybe_grow(stack, stack, || {
-        let mut stmts = Parser::new(&PostgreSqlDialect {})
-            .with_recursion_limit(MAX_PARSER_DEPTH)
-            .try_with_sql(sql)
-            .and_then(|mut p| p.parse_statements())
-            .map_err(parse_error)?;
-        let _ = VisitMut::visit(&mut stmts, &mut Rebalance);
-        let mut depth = Depth::default();
-        if stmts.visit(&mut depth).is_break() {
-            dismantle(stmts);
-            return Err(stack_depth_exceeded());
-        }
-        Ok(stmts)
-    })
+    STATEMENT_STACK.max(levels * PARSE_STACK_PER_LEVEL)
+}
+
+/// Parsed statements within the limits above: long AND / OR chains
+/// rebalanced, then 54001 if they still nest too deeply (the tree taken
+/// apart bottom-up before it is dropped).
+pub(crate) fn bound(mut stmts: Vec<Statement>) -> Result<Vec<Statement>> {
+    let _ = VisitMut::visit(&mut stmts, &mut Rebalance);
+    let mut depth = Depth::default();
+    if stmts.visit(&mut depth).is_break() {
+        dismantle(stmts);
+        return Err(stack_depth_exceeded());
+    }
+    Ok(stmts)
 }
 
 /// Levels a subquery counts for: copying and planning one costs about
@@ -288,7 +280,7 @@ impl VisitorMut for Rebalance {
 
 /// Takes a tree apart bottom-up (each expression replaced by NULL once
 /// its children are), so that dropping the pieces never recurses deeply.
-fn dismantle(mut stmts: Vec<Statement>) {
+pub(crate) fn dismantle(mut stmts: Vec<Statement>) {
     struct Dismantle(Vec<Expr>);
     impl VisitorMut for Dismantle {
         type Break = ();
@@ -354,6 +346,7 @@ pub fn too_large(rows: usize, width: usize) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::parse::parse;
 
     fn run_on_small_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
         std::thread::Builder::new()
@@ -412,16 +405,24 @@ mod tests {
     #[test]
     fn very_deep_and_broken_statements_fail_without_crashing() {
         // 300,000 additions (1.2 MB), then the same with a syntax error
-        // at the end: the parser drops its partial tree.
+        // at the end: both are refused before parsing (PostgreSQL, which
+        // parses first, names the syntax error of the second).
         let deep = format!("SELECT 1{}", " + 1".repeat(300_000));
         let e = run_on_small_stack(move || parse(&deep).unwrap_err());
         assert_eq!(e.code, SqlState::STATEMENT_TOO_COMPLEX);
         let broken = format!("SELECT 1{} +", " + 1".repeat(300_000));
         let e = run_on_small_stack(move || parse(&broken).unwrap_err());
+        assert_eq!(e.code, SqlState::STATEMENT_TOO_COMPLEX);
+        // Just under the chain bound, broken at the end: the parser builds
+        // the chain and drops it on the error.
+        let broken = format!("SELECT 1{} +", " + 1".repeat(4_000));
+        let e = run_on_small_stack(move || parse(&broken).unwrap_err());
         assert_eq!(e.code, SqlState::SYNTAX_ERROR);
+        // Deeper than PostgreSQL's parser stack: its 42601.
         let parens = format!("SELECT {}1{}", "(".repeat(20_000), ")".repeat(20_000));
         let e = run_on_small_stack(move || parse(&parens).unwrap_err());
-        assert_eq!(e.code, SqlState::STATEMENT_TOO_COMPLEX);
+        assert_eq!(e.code, SqlState::SYNTAX_ERROR);
+        assert_eq!(e.message, "memory exhausted at or near \"(\"");
     }
 
     #[test]

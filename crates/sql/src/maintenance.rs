@@ -286,7 +286,7 @@ mod tests {
     use super::*;
 
     fn sql_parser(sql: &str) -> Result<Vec<Statement>> {
-        crate::limits::parse(sql)
+        crate::parse::parse(sql)
     }
 
     fn tables(sql: &str) -> Vec<String> {

@@ -785,11 +785,27 @@ fn equi_key<'e>(c: &'e Expr, left: &Scope, right: &Scope) -> Option<(&'e Expr, &
     }
 }
 
+/// PostgreSQL's limit on a SELECT list (`MaxTupleAttributeNumber`): a
+/// row description counts its columns in 16 bits.
+const MAX_TARGET_ENTRIES: usize = 1_664;
+
+fn too_many_entries(n: usize) -> Result<()> {
+    if n > MAX_TARGET_ENTRIES {
+        return Err(Error::new(
+            SqlState("54011"),
+            format!("target lists can have at most {MAX_TARGET_ENTRIES} entries"),
+        ));
+    }
+    Ok(())
+}
+
 fn plan_select(
     s: &Select,
     params: &mut Vec<Option<DataType>>,
     ctx: &Arc<QueryContext>,
 ) -> Result<SelectPlan> {
+    // Every item is at least one entry: refuse before planning FROM.
+    too_many_entries(s.projection.len())?;
     let (tables, from_items) = plan_from(&s.from, ctx, params)?;
     let mut conds = Vec::new();
     if let Some(w) = &s.selection {
@@ -1033,6 +1049,7 @@ fn plan_select(
             other => return Err(unsupported(format!("select item {other}"))),
         }
     }
+    too_many_entries(items.len())?;
     let group_exprs: Vec<Expr> = match &s.group_by {
         GroupByExpr::Expressions(es, mods) if mods.is_empty() => es
             .iter()

@@ -143,7 +143,7 @@ fn inside_view<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
 
 /// A view's stored query, parsed.
 fn parse_query(view: &ViewMeta) -> Result<Query> {
-    let mut stmts = crate::limits::parse(&view.sql)?;
+    let mut stmts = crate::parse::parse(&view.sql)?;
     match (stmts.pop(), stmts.is_empty()) {
         (Some(Statement::Query(q)), true) => Ok(*q),
         _ => Err(Error::new(
@@ -637,7 +637,7 @@ mod tests {
 
     #[test]
     fn wildcards_expand_to_the_from_lists_columns() {
-        let parse = |sql: &str| match crate::limits::parse(sql).unwrap().pop() {
+        let parse = |sql: &str| match crate::parse::parse(sql).unwrap().pop() {
             Some(Statement::Query(q)) => *q,
             _ => panic!("not a query"),
         };

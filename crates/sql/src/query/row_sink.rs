@@ -61,6 +61,7 @@ pub(super) fn kept_rows(
     let mut scratch = layout.map_or_else(Vec::new, Widen::scratch);
     let mut kept = Vec::with_capacity(rows.len());
     for mut row in rows {
+        ndpdb_host::interrupt::tick(1)?;
         if passes(f, layout, &mut row, &mut scratch, params)? {
             kept.push(row);
         }

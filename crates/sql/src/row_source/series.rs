@@ -126,6 +126,7 @@ impl Series {
         let mut out = Vec::new();
         let mut v = start;
         while !past(&v) {
+            ndpdb_host::interrupt::tick(1)?;
             if out.len() as u64 >= MAX_ROWS {
                 return Err(Error::new(
                     SqlState("54000"),

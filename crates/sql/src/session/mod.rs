@@ -104,11 +104,17 @@ pub struct Session {
 }
 
 /// Parses SQL text into statements (PostgreSQL dialect), within the
-/// statement limits (limits.rs: size, nesting depth).
+/// statement limits (parse/: size, nesting, linear work).
 pub fn parse(sql: &str) -> Result<Vec<Statement>> {
+    parse_with(sql, None)
+}
+
+/// [`parse`], stopped by `interrupt` (a cancel, `statement_timeout`, the
+/// client gone) in any phase.
+pub fn parse_with(sql: &str, interrupt: Option<&Interrupt>) -> Result<Vec<Statement>> {
     let sql_parser = |sql: &str| match crate::copy_options::respell(sql) {
-        Some(respelled) => crate::limits::parse(&respelled),
-        None => crate::limits::parse(sql),
+        Some(respelled) => crate::parse::parse_with(&respelled, interrupt),
+        None => crate::parse::parse_with(sql, interrupt),
     };
     if let Some(maintenance) = crate::maintenance::parse(sql, sql_parser) {
         return maintenance;
@@ -272,12 +278,32 @@ impl Session {
     /// dropping a syntax tree recurses as deep as it is nested.
     pub fn execute_each(&mut self, sql: &str, mut sink: impl FnMut(Output)) -> Result<()> {
         with_statement_stack(|| {
-            let stmts = parse(sql)?;
-            for s in &stmts {
-                sink(self.execute_statement(s, &[])?);
-            }
-            Ok(())
+            self.interrupt.open(self.statement_timeout);
+            let mut run = |s: &mut Session| -> Result<()> {
+                let stmts = parse_with(sql, Some(&s.interrupt))?;
+                for stmt in &stmts {
+                    sink(s.execute_statement(stmt, &[])?);
+                }
+                Ok(())
+            };
+            let r = run(self);
+            self.interrupt.close();
+            r
         })
+    }
+
+    /// Parses `sql` for the server: `statement_timeout` counts from here
+    /// and covers the parse and the first statement; a cancel or the
+    /// client leaving stops the parse. [`Session::close_message`] ends
+    /// the window once the message is answered.
+    pub fn parse_message(&self, sql: &str) -> Result<Vec<Statement>> {
+        self.interrupt.open(self.statement_timeout);
+        parse_with(sql, Some(&self.interrupt))
+    }
+
+    /// The message [`Session::parse_message`] opened is answered.
+    pub fn close_message(&self) {
+        self.interrupt.close();
     }
 
     /// Starts a statement that runs over several calls (COPY FROM: one
@@ -395,6 +421,9 @@ impl Session {
 
     fn run_statement(&mut self, stmt: &Statement, params: &[Value]) -> Result<Output> {
         self.interrupt.start_statement(self.statement_timeout);
+        // Work without a table at hand (functions, joins, aggregates)
+        // looks at the interrupt through this thread.
+        let _entered = self.interrupt.enter();
         if let Some(command) = crate::read_only::writing_command(stmt) {
             if self.read_only_now() {
                 return self.guarded(|_| Err(crate::read_only::refused(command)));

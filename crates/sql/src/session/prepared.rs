@@ -307,6 +307,7 @@ impl Session {
     /// its current plan.
     pub fn execute_prepared(&mut self, p: &Prepared, params: &[Value]) -> Result<Output> {
         self.interrupt.start_statement(self.statement_timeout);
+        let _entered = self.interrupt.enter();
         let planned = self.current_plan(p)?;
         let (plan, types) = (&planned.kind, &planned.param_types);
         if let PreparedKind::Other(stmt) = plan {
