@@ -113,7 +113,7 @@ fn set_affinity(pid: i32, cpus: &[usize]) -> Result<()> {
         };
         if rc != 0 {
             return Err(Error::new(
-                SqlState("42501"),
+                SqlState::INSUFFICIENT_PRIVILEGE,
                 format!(
                     "cannot pin pid {pid} to CPUs {cpus:?}: {}",
                     std::io::Error::last_os_error()

@@ -40,7 +40,7 @@ fn refused(pid: i32, what: &str) -> Error {
         pid => format!("pid {pid}"),
     };
     Error::new(
-        SqlState("42501"),
+        SqlState::INSUFFICIENT_PRIVILEGE,
         format!("cannot {}: {os}", what.replacen("{}", &whom, 1)),
     )
 }

@@ -97,7 +97,7 @@ pub fn sqlstate(code: &str) -> SqlState {
 pub fn wire_error(e: postgres::Error) -> Error {
     match e.as_db_error() {
         Some(db) => Error::new(sqlstate(db.code().code()), db.message()),
-        None => Error::new(SqlState("08006"), e.to_string()),
+        None => Error::new(SqlState::CONNECTION_FAILURE, e.to_string()),
     }
 }
 

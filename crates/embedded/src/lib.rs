@@ -83,7 +83,7 @@ pub fn restore_with_progress(
     let device_dir = dir.join("device");
     if std::fs::read_dir(&device_dir).is_ok_and(|mut d| d.next().is_some()) {
         return Err(Error::new(
-            ndpdb_formats::SqlState("55000"),
+            ndpdb_formats::SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!(
                 "\"{}\" exists: a restore rebuilds a lost device store; move it away first",
                 device_dir.display()

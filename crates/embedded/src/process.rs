@@ -105,7 +105,7 @@ impl DeviceProcess {
                     if t.elapsed() < Duration::from_secs(20) && p.child.try_wait()?.is_none() => {}
                 Err(_) => {
                     return Err(Error::new(
-                        SqlState("08006"),
+                        SqlState::CONNECTION_FAILURE,
                         format!("the device process at {listen} did not start"),
                     ))
                 }

@@ -55,7 +55,7 @@ impl RadosStore {
             Ok(text) => {
                 let store = RadosStore::parse(&text).ok_or_else(|| {
                     Error::new(
-                        SqlState("XX001"),
+                        SqlState::DATA_CORRUPTED,
                         format!("\"{}\" is damaged", marker.display()),
                     )
                 })?;
@@ -109,7 +109,7 @@ impl RadosStore {
 pub fn cluster_from_env() -> Result<(std::path::PathBuf, String)> {
     let conf = std::env::var_os("CEPH_CONF").ok_or_else(|| {
         Error::new(
-            SqlState("58P01"),
+            SqlState::UNDEFINED_FILE,
             "a device store in RADOS needs CEPH_CONF (the cluster's ceph.conf)",
         )
     })?;
@@ -121,10 +121,10 @@ pub fn cluster_from_env() -> Result<(std::path::PathBuf, String)> {
 /// 58P01, an unreachable cluster 08006, anything else 58030.
 pub fn rados_error(e: ndpdb_rados::Error) -> Error {
     let state = match e {
-        ndpdb_rados::Error::Unavailable(_) => SqlState("58P01"),
-        ndpdb_rados::Error::Connect { .. } => SqlState("08006"),
-        ndpdb_rados::Error::NotFound(_) => SqlState("58P01"),
-        _ => SqlState("58030"),
+        ndpdb_rados::Error::Unavailable(_) => SqlState::UNDEFINED_FILE,
+        ndpdb_rados::Error::Connect { .. } => SqlState::CONNECTION_FAILURE,
+        ndpdb_rados::Error::NotFound(_) => SqlState::UNDEFINED_FILE,
+        _ => SqlState::IO_ERROR,
     };
     Error::new(state, e.to_string())
 }
@@ -174,7 +174,7 @@ mod tests {
         std::fs::write(dir.path().join(MARKER), "pool=\n").unwrap();
         assert_eq!(
             RadosStore::of(dir.path(), "ndpdb").unwrap_err().code,
-            SqlState("XX001")
+            SqlState::DATA_CORRUPTED
         );
         let local = tempfile::tempdir().unwrap();
         std::fs::create_dir(local.path().join("device")).unwrap();

@@ -197,7 +197,7 @@ pub fn regex_match(s: &str, pattern: &str, case_insensitive: bool) -> Result<boo
                         _ => why,
                     };
                     Error::sql(
-                        SqlState("2201B"),
+                        SqlState::INVALID_REGULAR_EXPRESSION,
                         format!("invalid regular expression: {why}"),
                     )
                 })?;

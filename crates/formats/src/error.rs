@@ -56,6 +56,32 @@ impl SqlState {
     pub const IO_ERROR: SqlState = SqlState("58030");
     pub const DATA_CORRUPTED: SqlState = SqlState("XX001");
     pub const INTERNAL_ERROR: SqlState = SqlState("XX000");
+    pub const WARNING: SqlState = SqlState("01000");
+    pub const SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION: SqlState = SqlState("08004");
+    pub const SEQUENCE_GENERATOR_LIMIT_EXCEEDED: SqlState = SqlState("2200H");
+    pub const INVALID_REGULAR_EXPRESSION: SqlState = SqlState("2201B");
+    pub const INVALID_ROW_COUNT_IN_LIMIT_CLAUSE: SqlState = SqlState("2201W");
+    pub const READ_ONLY_SQL_TRANSACTION: SqlState = SqlState("25006");
+    pub const DEPENDENT_OBJECTS_STILL_EXIST: SqlState = SqlState("2BP01");
+    pub const INVALID_SAVEPOINT_SPECIFICATION: SqlState = SqlState("3B001");
+    pub const UNDEFINED_SCHEMA: SqlState = SqlState("3F000");
+    pub const INSUFFICIENT_PRIVILEGE: SqlState = SqlState("42501");
+    pub const DUPLICATE_COLUMN: SqlState = SqlState("42701");
+    pub const DUPLICATE_OBJECT: SqlState = SqlState("42710");
+    pub const DUPLICATE_ALIAS: SqlState = SqlState("42712");
+    pub const AMBIGUOUS_FUNCTION: SqlState = SqlState("42725");
+    pub const WRONG_OBJECT_TYPE: SqlState = SqlState("42809");
+    pub const CANNOT_COERCE: SqlState = SqlState("42846");
+    pub const GENERATED_ALWAYS: SqlState = SqlState("428C9");
+    pub const UNDEFINED_PARAMETER: SqlState = SqlState("42P02");
+    pub const INVALID_OBJECT_DEFINITION: SqlState = SqlState("42P17");
+    pub const INDETERMINATE_DATATYPE: SqlState = SqlState("42P18");
+    pub const INSUFFICIENT_RESOURCES: SqlState = SqlState("53000");
+    pub const OUT_OF_MEMORY: SqlState = SqlState("53200");
+    pub const TOO_MANY_COLUMNS: SqlState = SqlState("54011");
+    pub const OBJECT_IN_USE: SqlState = SqlState("55006");
+    pub const UNDEFINED_FILE: SqlState = SqlState("58P01");
+    pub const DUPLICATE_FILE: SqlState = SqlState("58P02");
 
     pub fn code(&self) -> &'static str {
         self.0

@@ -63,7 +63,7 @@ impl Database {
         for (i, k) in key.iter().enumerate() {
             if key[..i].contains(k) {
                 return Err(Error::new(
-                    SqlState("42701"),
+                    SqlState::DUPLICATE_COLUMN,
                     format!(
                         "column \"{}\" appears twice in primary key constraint",
                         meta.schema.columns[*k].name

@@ -68,7 +68,7 @@ fn open_slt(
     } else {
         SharedLockTable::open_shm(region).map_err(|e| {
             Error::new(
-                SqlState("08006"),
+                SqlState::CONNECTION_FAILURE,
                 format!(
                     "cannot map the device's shared lock table \"{region}\": {e} (attach to a device on another machine with tcp:)"
                 ),

@@ -615,7 +615,7 @@ impl Catalog {
         }
         if depends.iter().any(|d| self.reads(d, name)) {
             return Err(Error::new(
-                SqlState("42P17"),
+                SqlState::INVALID_OBJECT_DEFINITION,
                 format!("infinite recursion detected in rules for relation \"{name}\""),
             ));
         }
@@ -743,7 +743,7 @@ impl Catalog {
                     }))
                     .collect();
                 return Err(Error::new(
-                    SqlState("2BP01"),
+                    SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
                     format!(
                         "cannot drop {} {n} because other objects depend on it",
                         kind.word()
@@ -864,7 +864,7 @@ mod tests {
                     true,
                 )
                 .unwrap_err();
-            assert_eq!(e.code, SqlState("42P17"));
+            assert_eq!(e.code, SqlState::INVALID_OBJECT_DEFINITION);
             // Names are shared with tables.
             let e = c
                 .create(
@@ -890,7 +890,7 @@ mod tests {
             .collect();
         assert_eq!(deps, ["v1 on table t", "v2 on view v1", "v3 on table t"]);
         let e = c.drop_relations(&["v1".into()], false).unwrap_err();
-        assert_eq!(e.code, SqlState("2BP01"));
+        assert_eq!(e.code, SqlState::DEPENDENT_OBJECTS_STILL_EXIST);
         assert_eq!(
             e.message,
             "cannot drop view v1 because other objects depend on it"

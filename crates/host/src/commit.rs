@@ -141,7 +141,7 @@ impl DbInner {
                     let mut page = PageBuf::new(v.table, lpn, &st.ts.types);
                     let slot = page.append(&v.record)?.ok_or_else(|| {
                         Error::new(
-                            SqlState("54000"),
+                            SqlState::PROGRAM_LIMIT_EXCEEDED,
                             format!("row is too big: size {}", v.record.len()),
                         )
                     })?;

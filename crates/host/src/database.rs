@@ -329,7 +329,7 @@ fn lock_directory(dir: &Path) -> Result<std::fs::File> {
     match f.try_lock() {
         Ok(()) => Ok(f),
         Err(std::fs::TryLockError::WouldBlock) => Err(Error::new(
-            SqlState("55006"),
+            SqlState::OBJECT_IN_USE,
             format!("database {} is in use by another process", dir.display()),
         )),
         Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
@@ -668,7 +668,7 @@ impl Database {
         for c in &schema.columns {
             if !seen.insert(c.name.as_str()) {
                 return Err(Error::new(
-                    SqlState("42701"),
+                    SqlState::DUPLICATE_COLUMN,
                     format!("column \"{}\" specified more than once", c.name),
                 ));
             }
@@ -1424,7 +1424,7 @@ impl DbInner {
             // this attempt wrote are not referenced by the host's maps; a
             // map merge the device applied without answering is written
             // over by the retry.
-            Err(e) if e.code == SqlState("08006") => {
+            Err(e) if e.code == SqlState::CONNECTION_FAILURE => {
                 EngineCounters::inc(&self.counters.flushes_deferred);
                 return Err(e);
             }

@@ -87,10 +87,10 @@ impl From<LinkError> for Error {
         let code = match e {
             LinkError::Corrupted(_) => SqlState::DATA_CORRUPTED,
             // sqlserver_rejected_establishment_of_sqlconnection
-            LinkError::Refused(_) => SqlState("08004"),
+            LinkError::Refused(_) => SqlState::SQLSERVER_REJECTED_ESTABLISHMENT_OF_SQLCONNECTION,
             // connection_failure: the device is gone, or came back and the
             // host is reattaching; the statement may be retried.
-            LinkError::Transport(_) | LinkError::Restarted(_) => SqlState("08006"),
+            LinkError::Transport(_) | LinkError::Restarted(_) => SqlState::CONNECTION_FAILURE,
             _ => SqlState::IO_ERROR,
         };
         Error::new(code, e.to_string())

@@ -216,7 +216,7 @@ fn write_back(
 ) -> Result<()> {
     let Some(log) = log else {
         return Err(Error::new(
-            SqlState("55000"),
+            SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
             format!(
                 "cannot restore: {}, so its {} new pages were only on the lost device store",
                 unlogged(),

@@ -221,7 +221,7 @@ impl Sequences {
                 }
                 _ => {
                     return Err(Error::new(
-                        SqlState("2200H"),
+                        SqlState::SEQUENCE_GENERATOR_LIMIT_EXCEEDED,
                         format!(
                             "nextval: reached {} value of sequence \"{name}\" ({})",
                             if m.increment > 0 {
@@ -392,7 +392,10 @@ mod tests {
         s.create(meta("d", 1, 2, false)).unwrap();
         s.next("d").unwrap();
         s.next("d").unwrap();
-        assert_eq!(s.next("d").unwrap_err().code, SqlState("2200H"));
+        assert_eq!(
+            s.next("d").unwrap_err().code,
+            SqlState::SEQUENCE_GENERATOR_LIMIT_EXCEEDED
+        );
         s.set("d", 1, false).unwrap();
         assert_eq!(s.next("d").unwrap().0, 1);
         assert_eq!(

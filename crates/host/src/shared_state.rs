@@ -124,7 +124,7 @@ impl DeltaBuffer {
         let mut page = PageBuf::new(table, lpn, types);
         let slot = page.append(record)?.ok_or_else(|| {
             Error::new(
-                ndpdb_formats::SqlState("54000"),
+                ndpdb_formats::SqlState::PROGRAM_LIMIT_EXCEEDED,
                 format!("row is too big: size {}", record.len()),
             )
         })?;

@@ -58,7 +58,7 @@ fn one_byte(c: char, what: &str) -> Result<u8> {
         Ok(c as u8)
     } else {
         Err(Error::new(
-            SqlState("22023"),
+            SqlState::INVALID_PARAMETER_VALUE,
             format!("COPY {what} must be a single one-byte character"),
         ))
     }
@@ -166,7 +166,7 @@ fn copy_format(options: &[CopyOption], legacy_options: &[CopyLegacyOption]) -> R
                 "binary" => return Err(unsupported("in binary format")),
                 other => {
                     return Err(Error::new(
-                        SqlState("22023"),
+                        SqlState::INVALID_PARAMETER_VALUE,
                         format!("COPY format \"{other}\" not recognized"),
                     ))
                 }

@@ -73,7 +73,7 @@ pub fn data_type_of(ty: &Type) -> Option<DataType> {
 
 fn bad_binary(what: &str) -> Error {
     Error::sql(
-        SqlState("22P03"),
+        SqlState::INVALID_BINARY_REPRESENTATION,
         format!("incorrect binary data format in bind parameter ({what})"),
     )
 }
@@ -175,7 +175,7 @@ pub fn decode_param(
             Some(t) => pg_type(t),
             None => {
                 return Err(Error::sql(
-                    SqlState("42P18"),
+                    SqlState::INDETERMINATE_DATATYPE,
                     "could not determine data type of a binary parameter",
                 ))
             }
@@ -421,7 +421,11 @@ mod tests {
             Type::DATE,
         ] {
             let e = decode_param(Some(&[1, 2, 3]), true, Some(&ty), None).unwrap_err();
-            assert_eq!(e.sqlstate(), SqlState("22P03"), "{ty}");
+            assert_eq!(
+                e.sqlstate(),
+                SqlState::INVALID_BINARY_REPRESENTATION,
+                "{ty}"
+            );
         }
         let e = decode_param(
             Some(&[0, 5, 0, 0, 0, 0, 0, 0]),
@@ -430,7 +434,7 @@ mod tests {
             None,
         )
         .unwrap_err();
-        assert_eq!(e.sqlstate(), SqlState("22P03"));
+        assert_eq!(e.sqlstate(), SqlState::INVALID_BINARY_REPRESENTATION);
     }
 
     #[test]

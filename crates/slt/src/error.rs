@@ -35,7 +35,7 @@ impl SltError {
             SltError::Cancelled => SqlState::QUERY_CANCELED,
             SltError::Io(_) => SqlState::IO_ERROR,
             SltError::Unsupported(_) => SqlState::FEATURE_NOT_SUPPORTED,
-            SltError::Unavailable(_) => SqlState("08006"),
+            SltError::Unavailable(_) => SqlState::CONNECTION_FAILURE,
         }
     }
 }

@@ -57,7 +57,7 @@ pub fn add_column(
             return Ok(());
         }
         return Err(Error::new(
-            SqlState("42701"),
+            SqlState::DUPLICATE_COLUMN,
             format!("column \"{name}\" of relation \"{table}\" already exists"),
         ));
     }

@@ -47,7 +47,7 @@ pub(crate) fn plan_assignment(
     let meta = ts.meta();
     if taken(col) {
         return Err(Error::new(
-            SqlState("42601"),
+            SqlState::SYNTAX_ERROR,
             format!(
                 "multiple assignments to same column \"{}\"",
                 meta.schema.columns[col].name

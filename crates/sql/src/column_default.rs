@@ -56,7 +56,7 @@ pub fn check_explicit_value(meta: &TableMeta, col: usize) -> Result<()> {
         Some(d) if d.identity == Identity::Always => {
             let name = &meta.schema.columns[col].name;
             Err(Error::new(
-                SqlState("428C9"),
+                SqlState::GENERATED_ALWAYS,
                 format!("cannot insert a non-DEFAULT value into column \"{name}\""),
             )
             .with_detail(format!(

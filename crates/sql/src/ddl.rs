@@ -141,7 +141,7 @@ pub fn table_name(name: &ObjectName) -> Result<String> {
         [t] => Ok(t.clone()),
         [schema, t] if schema == "public" => Ok(t.clone()),
         _ => Err(Error::new(
-            SqlState("3F000"),
+            SqlState::UNDEFINED_SCHEMA,
             format!("schema of \"{name}\" does not exist"),
         )),
     }
@@ -370,9 +370,10 @@ pub fn check_default(db: &Database, e: &Expr) -> Result<()> {
             "cannot use column reference in DEFAULT expression",
         )),
         Err(err) => Err(err),
-        Ok(_) if !params.is_empty() => {
-            Err(Error::new(SqlState("42P02"), "there is no parameter $1"))
-        }
+        Ok(_) if !params.is_empty() => Err(Error::new(
+            SqlState::UNDEFINED_PARAMETER,
+            "there is no parameter $1",
+        )),
         Ok(_) => {
             ctx.finish();
             Ok(())
@@ -461,7 +462,7 @@ pub fn alter_table(
             Some(AlterTableOperation::AddConstraint { .. }) => "ADD CONSTRAINT",
             _ => {
                 return Err(Error::new(
-                    SqlState("42809"),
+                    SqlState::WRONG_OBJECT_TYPE,
                     format!("\"{name}\" is not a table"),
                 ))
             }

@@ -373,7 +373,7 @@ impl InsertPlan {
 /// twice.
 fn affects_twice() -> Error {
     Error::new(
-        SqlState("21000"),
+        SqlState::CARDINALITY_VIOLATION,
         "ON CONFLICT DO UPDATE command cannot affect row a second time",
     )
     .with_hint(

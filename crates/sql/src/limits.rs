@@ -334,7 +334,7 @@ fn physical_memory() -> Option<usize> {
 /// 53200 for a join whose result outgrew [`max_join_values`].
 pub fn too_large(rows: usize, width: usize) -> Error {
     Error::new(
-        SqlState("53200"),
+        SqlState::OUT_OF_MEMORY,
         "out of memory",
     )
     .with_detail(format!(

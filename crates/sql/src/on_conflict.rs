@@ -130,7 +130,7 @@ fn check_target(table: &TableState, target: &ConflictTarget) -> Result<()> {
             let key: BTreeSet<usize> = meta.schema.primary_key.iter().copied().collect();
             if key.is_empty() || named != key {
                 return Err(Error::new(
-                    SqlState("42P10"),
+                    SqlState::INVALID_COLUMN_REFERENCE,
                     "there is no unique or exclusion constraint matching the ON CONFLICT specification",
                 ));
             }

@@ -354,7 +354,7 @@ pub fn plan_query_in(
             let name = ident_name(&cte.alias.name);
             if list.iter().any(|c| c.name == name) {
                 return Err(Error::new(
-                    SqlState("42712"),
+                    SqlState::DUPLICATE_ALIAS,
                     format!("WITH query name \"{name}\" specified more than once"),
                 ));
             }
@@ -706,7 +706,7 @@ fn plan_from(
         let (input, alias) = plan_from_item(tf, ctx, params)?;
         if out.iter().any(|(_, a)| *a == alias) {
             return Err(Error::new(
-                SqlState("42712"),
+                SqlState::DUPLICATE_ALIAS,
                 format!("table name \"{alias}\" specified more than once"),
             ));
         }
@@ -792,7 +792,7 @@ const MAX_TARGET_ENTRIES: usize = 1_664;
 fn too_many_entries(n: usize) -> Result<()> {
     if n > MAX_TARGET_ENTRIES {
         return Err(Error::new(
-            SqlState("54011"),
+            SqlState::TOO_MANY_COLUMNS,
             format!("target lists can have at most {MAX_TARGET_ENTRIES} entries"),
         ));
     }
@@ -2142,7 +2142,7 @@ impl SelectPlan {
                 v => match v.as_i64() {
                     Some(n) if n >= 0 => Ok(Some(n as usize)),
                     Some(_) => Err(Error::new(
-                        SqlState("2201W"),
+                        SqlState::INVALID_ROW_COUNT_IN_LIMIT_CLAUSE,
                         format!("{what} must not be negative"),
                     )),
                     None => Err(Error::new(

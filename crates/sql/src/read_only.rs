@@ -46,7 +46,7 @@ pub fn writing_command(stmt: &Statement) -> Option<&'static str> {
 /// PostgreSQL's refusal of `command` in a read-only transaction.
 pub fn refused(command: &str) -> Error {
     Error::new(
-        SqlState("25006"),
+        SqlState::READ_ONLY_SQL_TRANSACTION,
         format!("cannot execute {command} in a read-only transaction"),
     )
 }

@@ -300,12 +300,15 @@ pub fn create_view(db: &Database, cv: &CreateView) -> Result<Output> {
     let existing = db.view(&name);
     if cv.or_replace && existing.is_none() && db.relation_exists(&name) {
         return Err(Error::new(
-            SqlState("42809"),
+            SqlState::WRONG_OBJECT_TYPE,
             format!("\"{name}\" is not a view"),
         ));
     }
     if max_placeholder(cv.query.as_ref()) > 0 {
-        return Err(Error::new(SqlState("42P02"), "there is no parameter $1"));
+        return Err(Error::new(
+            SqlState::UNDEFINED_PARAMETER,
+            "there is no parameter $1",
+        ));
     }
     // 1–2: plan once; expand the wildcards over the FROM list's columns.
     let first = plan_query(db, &cv.query, &mut Vec::new())?;
@@ -363,7 +366,7 @@ pub fn create_view(db: &Database, cv: &CreateView) -> Result<Output> {
     for (i, c) in columns.iter().enumerate() {
         if columns[..i].iter().any(|o| o.name == c.name) {
             return Err(Error::new(
-                SqlState("42701"),
+                SqlState::DUPLICATE_COLUMN,
                 format!("column \"{}\" specified more than once", c.name),
             ));
         }
@@ -377,7 +380,7 @@ pub fn create_view(db: &Database, cv: &CreateView) -> Result<Output> {
 
 /// CREATE OR REPLACE VIEW: the new columns begin with the old ones.
 fn keeps_columns(old: &ViewMeta, new: &[Column]) -> Result<()> {
-    let refuse = |msg: String| Error::new(SqlState("42P16"), msg);
+    let refuse = |msg: String| Error::new(SqlState::INVALID_TABLE_DEFINITION, msg);
     if new.len() < old.columns.len() {
         return Err(refuse("cannot drop columns from view".into()));
     }
@@ -443,7 +446,7 @@ pub fn drop_relations(
             }
             Some(k) => {
                 return Err(Error::new(
-                    SqlState("42809"),
+                    SqlState::WRONG_OBJECT_TYPE,
                     format!("\"{name}\" is not a {}", want.word()),
                 )
                 .with_hint(drop_hint(k)))
@@ -486,10 +489,11 @@ pub fn refuse_other_drop(db: &Database, what: &str, names: &[ObjectName]) -> Res
     for n in names {
         if let Ok(name) = table_name(n) {
             if db.view(&name).is_some() {
-                return Err(
-                    Error::new(SqlState("42809"), format!("\"{name}\" is not {what}"))
-                        .with_hint(drop_hint(RelKind::View)),
-                );
+                return Err(Error::new(
+                    SqlState::WRONG_OBJECT_TYPE,
+                    format!("\"{name}\" is not {what}"),
+                )
+                .with_hint(drop_hint(RelKind::View)));
             }
         }
     }
@@ -538,7 +542,7 @@ fn relation_name(tf: &TableFactor) -> Option<&ObjectName> {
 /// if it is one: PostgreSQL's 42809 with its DETAIL.
 pub fn not_for_views(db: &Database, name: &str, what: &str) -> Option<Error> {
     db.view(name).map(|_| {
-        Error::new(SqlState("42809"), what.to_string())
+        Error::new(SqlState::WRONG_OBJECT_TYPE, what.to_string())
             .with_detail("This operation is not supported for views.")
     })
 }
@@ -612,7 +616,7 @@ pub fn drop_column_dependents(
         }
     }
     Err(Error::new(
-        SqlState("2BP01"),
+        SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
         format!("cannot drop column {column} of table {table} because other objects depend on it"),
     )
     .with_detail(detail.join("\n"))

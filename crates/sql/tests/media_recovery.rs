@@ -198,7 +198,7 @@ fn a_restore_refuses_what_it_cannot_rebuild_and_backups_release_old_log() {
         let mut s = setup(&db, 2000);
         db.backup(&first, &|_, _| {}).unwrap();
         let e = db.backup(&first, &|_, _| {}).unwrap_err();
-        assert_eq!(e.code, SqlState("58P02"), "{e:?}");
+        assert_eq!(e.code, SqlState::DUPLICATE_FILE, "{e:?}");
         ok(&mut s, "SET ndp = on");
         ok(&mut s, "SET ndp_logging = extended");
         ok(&mut s, "UPDATE t SET c = c + 1");
@@ -243,19 +243,19 @@ fn a_restore_refuses_what_it_cannot_rebuild_and_backups_release_old_log() {
         wal.sync(lsn).unwrap();
     }
     let e = restore_err(dir.path(), &second);
-    assert_eq!(e.code, SqlState("55000"), "{e:?}");
+    assert_eq!(e.code, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{e:?}");
     assert!(e.message.contains("rebuilds a lost device store"), "{e:?}");
     std::fs::remove_dir_all(dir.path().join("device")).unwrap();
 
     let e = restore_err(dir.path(), &first);
-    assert_eq!(e.code, SqlState("58P01"), "{e:?}");
+    assert_eq!(e.code, SqlState::UNDEFINED_FILE, "{e:?}");
     let e = restore_err(dir.path(), &second);
-    assert_eq!(e.code, SqlState("55000"), "{e:?}");
+    assert_eq!(e.code, SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE, "{e:?}");
     assert!(e.message.contains("ndp_logging = extended"), "{e:?}");
     assert!(
         !dir.path().join("device").exists(),
         "a failed restore leaves no half-built store"
     );
     let e = restore_err(dir.path(), backups.path());
-    assert_eq!(e.code, SqlState("58P01"), "not a backup: {e:?}");
+    assert_eq!(e.code, SqlState::UNDEFINED_FILE, "not a backup: {e:?}");
 }

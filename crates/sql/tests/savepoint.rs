@@ -107,7 +107,7 @@ fn a_failed_block_with_a_savepoint_recovers_with_rollback_to() {
     let e = s.execute("SELECT 1").unwrap_err();
     assert_eq!(e.code, SqlState::IN_FAILED_SQL_TRANSACTION);
     let e = s.execute("ROLLBACK TO nope").unwrap_err();
-    assert_eq!(e.code, SqlState("3B001"));
+    assert_eq!(e.code, SqlState::INVALID_SAVEPOINT_SPECIFICATION);
     s.execute("ROLLBACK TO s").unwrap();
     s.execute("INSERT INTO t VALUES (12, 12); COMMIT").unwrap();
     assert_eq!(sum_count(&mut s), ("28".into(), "5".into()));
@@ -123,7 +123,7 @@ fn read_only_transactions_refuse_writes_and_copy() {
     let e = s
         .insert_rows(&p, vec![vec![Value::Int(9), Value::BigInt(9)]], &|_, e| e)
         .unwrap_err();
-    assert_eq!(e.code, SqlState("25006"));
+    assert_eq!(e.code, SqlState::READ_ONLY_SQL_TRANSACTION);
     assert_eq!(
         e.message,
         "cannot execute COPY FROM in a read-only transaction"

@@ -152,7 +152,7 @@ fn a_database_is_opened_by_one_owner_at_a_time() {
     let dir = tempfile::tempdir().unwrap();
     let db = ndpdb_embedded::open(dir.path()).unwrap();
     let e = ndpdb_embedded::open(dir.path()).err().unwrap();
-    assert_eq!(e.code, SqlState("55006"));
+    assert_eq!(e.code, SqlState::OBJECT_IN_USE);
     drop(db);
     ndpdb_embedded::open(dir.path()).unwrap();
 }

@@ -59,7 +59,7 @@ fn views_survive_a_restart_and_a_crash() {
             text(&["a", "b"])
         );
         let e = s.execute("DROP TABLE t").unwrap_err();
-        assert_eq!(e.code, SqlState("2BP01"));
+        assert_eq!(e.code, SqlState::DEPENDENT_OBJECTS_STILL_EXIST);
         assert_eq!(
             e.detail.as_deref(),
             Some(

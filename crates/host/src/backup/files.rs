@@ -110,7 +110,7 @@ impl BackupLabel {
         let path = dir.join(LABEL);
         if !path.exists() {
             return Err(Error::new(
-                SqlState("58P01"),
+                SqlState::UNDEFINED_FILE,
                 format!(
                     "\"{}\" is not a complete backup: it has no {LABEL}",
                     dir.display()

@@ -194,7 +194,7 @@ fn prepare_target(to: &Path) -> Result<()> {
     let mut entries = std::fs::read_dir(to).map_err(|e| files::io("list", to, e))?;
     if entries.next().is_some() {
         return Err(Error::new(
-            SqlState("58P02"),
+            SqlState::DUPLICATE_FILE,
             format!(
                 "backup directory \"{}\" exists but is not empty",
                 to.display()

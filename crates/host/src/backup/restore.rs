@@ -43,7 +43,7 @@ impl Database {
             .join(format!("{:020}.seg", label.checkpoint.0));
         if !segment.exists() {
             return Err(Error::new(
-                SqlState("58P01"),
+                SqlState::UNDEFINED_FILE,
                 format!(
                     "cannot restore: WAL segment \"{}\" (the backup's checkpoint) is missing",
                     segment.display()
@@ -61,7 +61,7 @@ impl Database {
         let (device, slt) = connect(&config)?;
         if device.info()?.page_count > 0 {
             return Err(Error::new(
-                SqlState("55000"),
+                SqlState::OBJECT_NOT_IN_PREREQUISITE_STATE,
                 "the device's store is not empty: a restore rebuilds a lost device store",
             ));
         }

@@ -149,7 +149,7 @@ impl Database {
             || child_meta.pk_constraint_name() == fk.name
         {
             return Err(Error::new(
-                SqlState("42710"),
+                SqlState::DUPLICATE_OBJECT,
                 format!(
                     "constraint \"{}\" for relation \"{}\" already exists",
                     fk.name, child_meta.name

@@ -231,7 +231,7 @@ impl LockTable {
         if let (Some(old), Some(n)) = (&g.slt, &new) {
             if old.bucket_count() != n.bucket_count() {
                 return Err(Error::new(
-                    SqlState("08006"),
+                    SqlState::CONNECTION_FAILURE,
                     format!(
                         "the restarted device's shared lock table has {} buckets, the host's {}: restart it with --slt-buckets {}",
                         n.bucket_count(),

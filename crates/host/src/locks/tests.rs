@@ -248,7 +248,7 @@ fn a_restarted_devices_table_takes_over_the_host_locks() {
     let small = Arc::new(SharedLockTable::in_process(16).unwrap());
     assert_eq!(
         lt.swap_slt_with(|| Ok(Some(small))).unwrap_err().code,
-        ndpdb_formats::SqlState("08006")
+        ndpdb_formats::SqlState::CONNECTION_FAILURE
     );
 }
 

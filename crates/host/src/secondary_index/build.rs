@@ -74,7 +74,7 @@ impl Database {
         let index = owner.indexes.iter().find(|i| i.name == name);
         if let Some(i) = index.filter(|i| i.constraint && !as_constraint) {
             return Err(Error::new(
-                SqlState("2BP01"),
+                SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
                 format!(
                     "cannot drop index {name} because constraint {name} on table {} requires it",
                     owner.name
@@ -101,7 +101,7 @@ impl Database {
             .collect();
         if !users.is_empty() {
             return Err(Error::new(
-                SqlState("2BP01"),
+                SqlState::DEPENDENT_OBJECTS_STILL_EXIST,
                 format!(
                     "cannot drop {what} {name}{} because other objects depend on it",
                     if as_constraint {

@@ -349,7 +349,7 @@ impl Transaction {
         }
         let t = self.db.inner.ndp_tags.lock().alloc_tag().ok_or_else(|| {
             Error::new(
-                SqlState("53000"),
+                SqlState::INSUFFICIENT_RESOURCES,
                 "too many concurrent transactions with update-NDP statements",
             )
         })?;
@@ -936,7 +936,7 @@ impl Transaction {
         let needed = PageBuf::bytes_for_one(&ts.types, &record)?;
         if needed > PAGE_SIZE {
             return Err(Error::new(
-                SqlState("54000"),
+                SqlState::PROGRAM_LIMIT_EXCEEDED,
                 format!("row is too big: size {needed}, maximum size {PAGE_SIZE}"),
             ));
         }

@@ -146,7 +146,7 @@ impl Compiler<'_> {
             let t = self.coerce(t, Some(DataType::BigInt))?;
             if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
                 return Err(Error::new(
-                    SqlState("42846"),
+                    SqlState::CANNOT_COERCE,
                     format!("cannot cast type {} to {kind}", type_name(t.data_type())),
                 ));
             }
@@ -177,7 +177,7 @@ impl Compiler<'_> {
             })?,
             _ => system::namespace_oid(&name).ok_or_else(|| {
                 Error::new(
-                    SqlState("3F000"),
+                    SqlState::UNDEFINED_SCHEMA,
                     format!("schema \"{name}\" does not exist"),
                 )
             })?,

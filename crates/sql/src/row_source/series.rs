@@ -72,7 +72,7 @@ pub fn plan(
     if ty.is_none() && tys.iter().any(|t| matches!(t, Ty::Literal(_))) {
         let names = vec!["unknown"; tys.len()].join(", ");
         return Err(Error::new(
-            SqlState("42725"),
+            SqlState::AMBIGUOUS_FUNCTION,
             format!("function generate_series({names}) is not unique"),
         )
         .with_hint(
@@ -112,7 +112,10 @@ impl Series {
         let dec = |v: &Value| v.as_decimal().unwrap_or(Decimal::from_i64(0));
         let (start, stop, step) = (dec(&start), dec(&stop), dec(&step));
         if step.mantissa == 0 {
-            return Err(Error::new(SqlState("22023"), "step size cannot equal zero"));
+            return Err(Error::new(
+                SqlState::INVALID_PARAMETER_VALUE,
+                "step size cannot equal zero",
+            ));
         }
         let up = step.mantissa > 0;
         let past = |v: &Decimal| {
@@ -129,7 +132,7 @@ impl Series {
             ndpdb_host::interrupt::tick(1)?;
             if out.len() as u64 >= MAX_ROWS {
                 return Err(Error::new(
-                    SqlState("54000"),
+                    SqlState::PROGRAM_LIMIT_EXCEEDED,
                     format!("generate_series makes at most {MAX_ROWS} rows in ndpdb"),
                 ));
             }

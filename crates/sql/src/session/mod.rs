@@ -533,7 +533,7 @@ impl Session {
                     let name = ddl::table_name(name)?;
                     if s.db.view(&name).is_some() {
                         s.notices.push(Notice::warning(
-                            SqlState("01000"),
+                            SqlState::WARNING,
                             format!("skipping \"{name}\" --- cannot analyze non-tables or special system tables"),
                         ));
                     } else {
@@ -678,7 +678,7 @@ impl Session {
         for target in &t.table_names {
             let name = ddl::table_name(&target.name).and_then(|name| match self.db.view(&name) {
                 Some(_) => Err(Error::new(
-                    SqlState("42809"),
+                    SqlState::WRONG_OBJECT_TYPE,
                     format!("\"{name}\" is not a table"),
                 )),
                 None => Ok(name),
@@ -754,7 +754,7 @@ impl Session {
         let table = v.table_name.as_ref().map(ddl::table_name).transpose()?;
         if let Some(name) = table.as_ref().filter(|n| self.db.view(n).is_some()) {
             self.notices.push(Notice::warning(
-                SqlState("01000"),
+                SqlState::WARNING,
                 format!(
                     "skipping \"{name}\" --- cannot vacuum non-tables or special system tables"
                 ),

@@ -333,7 +333,7 @@ impl Session {
             .collect::<Result<_>>()?;
         if params.len() < p.param_types.len() {
             return Err(Error::new(
-                SqlState("08P01"),
+                SqlState::PROTOCOL_VIOLATION,
                 format!(
                     "statement needs {} parameters, got {}",
                     p.param_types.len(),
@@ -504,7 +504,10 @@ impl Session {
             let mut params = Vec::new();
             let (program, _) = crate::compile::compile(e, &scope, &mut params)?;
             if !params.is_empty() {
-                return Err(Error::new(SqlState("42P02"), "there is no parameter $1"));
+                return Err(Error::new(
+                    SqlState::UNDEFINED_PARAMETER,
+                    "there is no parameter $1",
+                ));
             }
             if !ctx.finish().is_empty() {
                 return Err(Error::new(

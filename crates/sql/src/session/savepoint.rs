@@ -51,7 +51,7 @@ impl Session {
             .map(SavepointId)
             .ok_or_else(|| {
                 Error::new(
-                    SqlState("3B001"),
+                    SqlState::INVALID_SAVEPOINT_SPECIFICATION,
                     format!("savepoint \"{name}\" does not exist"),
                 )
             })
