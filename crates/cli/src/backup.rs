@@ -50,7 +50,7 @@ pub fn backup(
     server: Option<&str>,
     to: &Path,
     config: Config,
-    device: &crate::demo::DeviceArgs,
+    device: &crate::args::DeviceArgs,
 ) -> Result<ExitCode> {
     match (db, server) {
         (Some(dir), None) => {
@@ -119,7 +119,7 @@ pub fn restore(
     dir: &Path,
     backup: &Path,
     config: Config,
-    device: &crate::demo::DeviceArgs,
+    device: &crate::args::DeviceArgs,
 ) -> Result<ExitCode> {
     let started = std::time::Instant::now();
     let progress = pages_progress("restoring");

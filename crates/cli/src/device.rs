@@ -27,7 +27,7 @@ pub fn read_token(file: Option<&Path>) -> Result<Vec<u8>> {
     };
     let text = std::fs::read(f).map_err(|e| {
         Error::new(
-            SqlState("58P01"),
+            SqlState::UNDEFINED_FILE,
             format!("cannot read token file \"{}\": {e}", f.display()),
         )
     })?;

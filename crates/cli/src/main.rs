@@ -1,18 +1,14 @@
 //! The `ndpdb` command: `sql`, `serve`, `demo`, `bench …` (DESIGN.md §11).
 
+mod args;
 mod backup;
-mod bulk_update;
-mod ch;
-mod churn;
+mod bench;
 mod crash_worker;
 mod demo;
 mod device;
-mod lock_violation;
-mod recovery;
 mod slt_links;
 mod sql;
 mod targets;
-mod tpcc;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -81,7 +77,7 @@ enum Command {
         #[arg(long, default_value_t = 1024)]
         delta_buffer_kib: usize,
         #[command(flatten)]
-        device: demo::DeviceArgs,
+        device: args::DeviceArgs,
     },
     /// Serve the database to PostgreSQL clients (psql, drivers).
     Serve {
@@ -113,7 +109,7 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         buffer_pool_mib: usize,
         #[command(flatten)]
-        device: demo::DeviceArgs,
+        device: args::DeviceArgs,
     },
     /// Load a YCSB table into a fresh embedded database and run YCSB-A and -C.
     Demo {
@@ -127,7 +123,7 @@ enum Command {
         #[arg(long, default_value_t = 2)]
         threads: usize,
         #[command(flatten)]
-        device: demo::DeviceArgs,
+        device: args::DeviceArgs,
     },
     /// Take an online base backup (device store, maps and catalog at a
     /// checkpoint); WAL and overflow logs are kept from there on until a
@@ -145,7 +141,7 @@ enum Command {
         #[arg(long)]
         to: PathBuf,
         #[command(flatten)]
-        device: demo::DeviceArgs,
+        device: args::DeviceArgs,
     },
     /// Rebuild a lost device store (DIR/device, or with --device the
     /// empty store of a device process) from a base backup, the WAL and
@@ -158,12 +154,12 @@ enum Command {
         #[arg(long)]
         backup: PathBuf,
         #[command(flatten)]
-        device: demo::DeviceArgs,
+        device: args::DeviceArgs,
     },
     /// Benchmarks.
     Bench {
         #[command(subcommand)]
-        which: demo::Bench,
+        which: bench::Bench,
     },
     /// Run the device engine as its own process, serving one host at a
     /// time (`--device ADDR` on the other commands attaches to it).
@@ -210,7 +206,7 @@ fn serve(
     listen: &str,
     server: ndpdb_server::ServerConfig,
     config: ndpdb_host::Config,
-    device: &demo::DeviceArgs,
+    device: &args::DeviceArgs,
 ) -> ndpdb_host::Result<ExitCode> {
     let db = device.open(dir, config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -272,7 +268,7 @@ fn main() -> ExitCode {
             threads,
             device,
         } => demo::demo(records, seconds, threads, &device),
-        Command::Bench { which } => demo::bench(which),
+        Command::Bench { which } => bench::bench(which),
         Command::Backup {
             db,
             server,
@@ -327,7 +323,7 @@ fn main() -> ExitCode {
             nvm,
             slt_buckets,
             token_file,
-        } => demo::nvm_profile(&nvm).and_then(|nvm| {
+        } => args::nvm_profile(&nvm).and_then(|nvm| {
             device::run(&device::DeviceRun {
                 store,
                 listen,

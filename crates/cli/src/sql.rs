@@ -40,7 +40,7 @@ pub fn run(
     file: Option<&Path>,
     csv: bool,
     config: Config,
-    device: &crate::demo::DeviceArgs,
+    device: &crate::args::DeviceArgs,
 ) -> Result<ExitCode> {
     let db = device.open(dir, config)?;
     let mut session = Session::new(db);

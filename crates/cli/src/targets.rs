@@ -122,7 +122,7 @@ pub fn ycsb(run: &YcsbRun, config: Config) -> Result<()> {
         };
         if i == 0 {
             if let Some(db) = backend.database() {
-                println!("{}", crate::demo::machine_line(db));
+                println!("{}", crate::args::machine_line(db));
             }
         }
         println!("--- {}", target.label());
@@ -531,13 +531,13 @@ impl BenchStart {
         targets: &[String],
         out: Option<PathBuf>,
         buffer_pool_mib: usize,
-        device: &crate::demo::DeviceArgs,
+        device: &crate::args::DeviceArgs,
     ) -> Result<BenchStart> {
         let targets = targets
             .iter()
             .map(|t| Target::parse(t))
             .collect::<Result<_>>()?;
-        let out = out.unwrap_or_else(|| crate::demo::default_out(name));
+        let out = out.unwrap_or_else(|| crate::args::default_out(name));
         std::fs::create_dir_all(&out)?;
         let config = device.apply(Config {
             buffer_pool_bytes: buffer_pool_mib << 20,

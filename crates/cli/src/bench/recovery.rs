@@ -13,7 +13,7 @@ use ndpdb_bench::target::{endpoint, Backend, Target};
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Error, NdpLogging, Result};
 
-use crate::demo::DeviceArgs;
+use crate::args::DeviceArgs;
 use crate::targets::{BenchStart, Summary};
 
 #[derive(clap::Args, Clone, Debug)]

@@ -18,7 +18,7 @@ use ndpdb_bench::tpcc::{self, RunConfig, Scale};
 use ndpdb_formats::SqlState;
 use ndpdb_host::{Error, Result};
 
-use crate::demo::{machine_line, DeviceArgs};
+use crate::args::{machine_line, DeviceArgs};
 use crate::targets::{BenchStart, Summary};
 
 #[derive(clap::Args, Clone, Debug)]
@@ -57,7 +57,7 @@ pub struct ChArgs {
     #[arg(long, value_delimiter = ',', default_value = "auto,off")]
     ndp: Vec<String>,
     /// Isolation level of every session on every target.
-    #[arg(long, default_value = "read-committed", value_parser = crate::tpcc::isolation_level())]
+    #[arg(long, default_value = "read-committed", value_parser = super::tpcc::isolation_level())]
     isolation: Level,
     /// Runs of each query in the power run (the median counts).
     #[arg(long, default_value_t = 1)]
@@ -111,7 +111,7 @@ pub struct ChArgs {
 }
 
 pub fn run(a: ChArgs) -> Result<ExitCode> {
-    crate::demo::check_cpus(a.olap_cpus.iter())?;
+    crate::args::check_cpus(a.olap_cpus.iter())?;
     let modes = a
         .ndp
         .iter()

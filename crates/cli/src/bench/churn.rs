@@ -14,7 +14,7 @@ use ndpdb_bench::target::{Backend, Target};
 use ndpdb_bench::ycsb;
 use ndpdb_host::{Database, Result};
 
-use crate::demo::{machine_line, DeviceArgs};
+use crate::args::{machine_line, DeviceArgs};
 use crate::targets::{ycsb_wire, BenchStart, Summary};
 
 #[derive(clap::Args, Clone, Debug)]

@@ -12,7 +12,7 @@ use ndpdb_bench::isolation::Level;
 use ndpdb_bench::tpcc::{self, RunConfig, Scale};
 use ndpdb_host::Result;
 
-use crate::demo::{machine_line, DeviceArgs};
+use crate::args::{machine_line, DeviceArgs};
 use crate::targets::{BenchStart, Summary};
 
 #[derive(clap::Args, Clone, Debug)]
