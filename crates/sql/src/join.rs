@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Which conditions become keys, residuals, scan filters or the final
-//! filter is decided by the planner (`query.rs`, `plan_select`): WHERE
+//! filter is decided by the planner (`query/select.rs`, `plan_select`): WHERE
 //! never filters the null-supplying side of an outer join before it is
 //! joined, and an outer join's ON never removes rows of its preserved
 //! side. A NULL key matches nothing, as `=` with NULL is never true.

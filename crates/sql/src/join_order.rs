@@ -15,7 +15,7 @@
 //!
 //! An equi-term `l = r` whose sides name disjoint items *connects* the
 //! items so far with an item `j` when one side names `j` alone and the
-//! other only items so far — it is then a hash-join key (`query.rs`).
+//! other only items so far — it is then a hash-join key (`query/plan.rs`).
 //! Joining `j` to `R` estimated rows gives
 //!
 //! ```text
