@@ -9,7 +9,10 @@ files) with its files, and a last line with the count. Test modules
 (`#[cfg(test)] mod tests`) are left out: the structure is what the
 crate's code imports. A path is resolved to the deepest module file it
 names; a name a `mod.rs` or `lib.rs` re-exports (`pub use a::B`) is
-followed to the file that defines it.
+followed to the file that defines it. A module's relative path into its
+own child module (`use child::x` in a `mod.rs`) is not counted: that is
+how a module split for length reaches its parts (the parts' `super::`
+paths are counted), so a parent and its own children alone make no circle.
 """
 import os
 import re
