@@ -28,7 +28,7 @@ use ndpdb_slt::SharedLockTable;
 
 use crate::backup::DeviceConnection;
 use crate::config::Config;
-use crate::database::Database;
+use crate::db::Database;
 use crate::error::{Error, Result};
 
 /// Longest a request to the device may take before the link is called

@@ -25,7 +25,7 @@ use rustc_hash::FxHashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::database::{DbInner, TableState};
+use crate::db::{Engine, TableState};
 use crate::error::{Error, Result};
 use crate::ndp::validate::parts_still_valid;
 use crate::ndp::NdpPart;
@@ -103,7 +103,7 @@ fn replaces_a_version(record: &[u8]) -> Result<bool> {
     Ok(!RecordHeader::parse(record)?.pred.is_null())
 }
 
-impl DbInner {
+impl Engine {
     /// Places `versions` on new pages and encodes their redo records.
     fn stage(&self, txid: TxId, versions: Vec<PendingVersion>) -> Result<Staged> {
         let mut staged = Staged {

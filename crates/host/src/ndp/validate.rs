@@ -16,8 +16,8 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, TableId, Vid};
 use ndpdb_link::ndp::ModifyResult;
 
-use super::NdpPart;
-use crate::database::TableState;
+use super::part::NdpPart;
+use crate::db::TableState;
 use crate::error::{Error, Result};
 
 /// The tuples of `read` — (VID, the version the device read or replaced)

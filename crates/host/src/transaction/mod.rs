@@ -35,11 +35,12 @@ use ndpdb_formats::{RecId, SqlState, TableId, TxId, Value, Vid};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::database::{visible_head_row_in, Database, TableState};
+use crate::db::{prefetch_heads, visible_head_row_in, Database, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::locks::{Acquired, LockKey, LockMode, LockWait};
-use crate::ndp::{own_heads, NdpPart};
+use crate::ndp::statement_pipeline::PipelineStage;
+use crate::ndp::{own_heads, Dependencies, NdpPart};
 use crate::stats::EngineCounters;
 use crate::txn::{Snapshot, Visible};
 
@@ -137,14 +138,14 @@ pub struct Transaction {
     ndp_tag: Option<ndpdb_slt::DeviceTag>,
     /// The rows the last in-storage SELECT … FOR UPDATE locked.
     /// NDP pipelines: what the last NDP statement left for the next.
-    stage: Option<crate::ndp::pipeline::PipelineStage>,
+    stage: Option<PipelineStage>,
     /// Basic NDP logging (Start-NDP / End-NDP records) for update jobs.
     ndp_logging: crate::ndp::NdpLogging,
     /// `SET ndp_lock_violation`: waiters may take this transaction's SLT
     /// locks while it moves its overflow logs.
     lock_violation: bool,
     /// Violable transactions whose versions this one wrote on.
-    dependencies: crate::ndp::lock_violation::Dependencies,
+    dependencies: Dependencies,
     /// Overflow logs of this transaction's update jobs, written while the
     /// jobs ran, by Start-NDP LSN; finished at commit.
     overflow_streams: Vec<(ndpdb_formats::Lsn, crate::ndp::overflow_log::OverflowWriter)>,
@@ -202,7 +203,7 @@ impl Database {
             dependencies: Default::default(),
             overflow_streams: Vec::new(),
             interrupt: None,
-            host_workers: crate::page_scan::DEFAULT_HOST_WORKERS,
+            host_workers: crate::config::DEFAULT_HOST_WORKERS,
             lock_wait: LockWait {
                 timeout: self.inner.config.lock_timeout,
                 deadlock_timeout: self.inner.config.deadlock_timeout,
@@ -268,15 +269,15 @@ impl Transaction {
         self.ndp_logging
     }
 
-    pub(crate) fn set_stage(&mut self, stage: crate::ndp::pipeline::PipelineStage) {
+    pub(crate) fn set_stage(&mut self, stage: PipelineStage) {
         self.stage = Some(stage);
     }
 
-    pub(crate) fn stage(&self) -> Option<&crate::ndp::pipeline::PipelineStage> {
+    pub(crate) fn stage(&self) -> Option<&PipelineStage> {
         self.stage.as_ref()
     }
 
-    pub(crate) fn take_stage(&mut self) -> Option<crate::ndp::pipeline::PipelineStage> {
+    pub(crate) fn take_stage(&mut self) -> Option<PipelineStage> {
         self.stage.take()
     }
 
@@ -590,7 +591,7 @@ impl Transaction {
         &self.snapshot
     }
 
-    pub(crate) fn db_inner(&self) -> &crate::database::DbInner {
+    pub(crate) fn db_inner(&self) -> &crate::db::Engine {
         &self.db.inner
     }
 
@@ -658,7 +659,7 @@ impl Transaction {
             ts.vids.heads_range(from, to, &mut heads);
             // The chunk's device pages in one message; a head the snapshot
             // sees is decoded straight from its page.
-            crate::page_scan::prefetch_heads(inner, &heads, &mut pages)?;
+            prefetch_heads(inner, &heads, &mut pages)?;
             // The chunk's pages with their columns looked up once each;
             // consecutive heads on one page (the common case) find it
             // without a lookup.
