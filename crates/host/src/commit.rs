@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use crate::db::{Engine, TableState};
 use crate::error::{Error, Result};
-use crate::ndp::validate::parts_still_valid;
+use crate::ndp::validate::validate_at_commit;
 use crate::ndp::NdpPart;
 use crate::shared_state::DeltaPage;
 use crate::stats::EngineCounters;
@@ -217,9 +217,11 @@ impl Engine {
             // locks kept writers out since it ended, so this only fails on
             // a corrupt state), then log and apply — before the host
             // versions, whose predecessors may be the NDP versions.
-            if !heads_applied && !parts_still_valid(ndp, |t| tables.get(&t).map(|ts| &**ts)) {
-                EngineCounters::inc(&self.counters.ndp_validation_failures);
-                return Err(Error::serialization());
+            if !heads_applied {
+                if let Err(e) = validate_at_commit(ndp, |t| tables.get(&t).map(|ts| &**ts)) {
+                    EngineCounters::inc(&self.counters.ndp_validation_failures);
+                    return Err(e);
+                }
             }
             for part in ndp {
                 let ts = &tables[&part.table];

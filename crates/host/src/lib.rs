@@ -65,9 +65,9 @@ pub mod txn;
 pub use backup::{BackupLabel, BackupReport};
 pub use catalog::{TableMeta, ViewMeta};
 pub use config::Config;
-pub use db::{Database, NewTable};
 /// The path the crates above name the handle's module by.
 pub use db as database;
+pub use db::{Database, NewTable};
 pub use error::{Error, Result};
 pub use gc::{GcCost, GcReport};
 pub use interrupt::Interrupt;

@@ -41,8 +41,8 @@ use crate::maps::L2pMap;
 use crate::ndp::{Eot, TagPool};
 use crate::sequence::Sequences;
 use crate::shared_state::DeltaBuffer;
-use crate::ssi::Ssi;
 use crate::space::SpaceMap;
+use crate::ssi::Ssi;
 use crate::stats::EngineCounters;
 use crate::txn::TxManager;
 

@@ -60,7 +60,7 @@ impl Drop for DeviceWriter<'_> {
 }
 
 impl TableState {
-    pub(super) fn new(meta: Arc<TableMeta>, vids: VidMap) -> TableState {
+    pub(crate) fn new(meta: Arc<TableMeta>, vids: VidMap) -> TableState {
         TableState::with_pk(meta, vids, None)
     }
 

@@ -53,8 +53,8 @@ use crate::stats::EngineCounters;
 use crate::transaction::Isolation;
 use crate::txn::TxManager;
 
-pub use state::{GcCost, GcReport, GC_MAX_LIVE_PERCENT};
 pub(crate) use state::GcState;
+pub use state::{GcCost, GcReport, GC_MAX_LIVE_PERCENT};
 
 /// Times a GC run into [`GcState`].
 struct Running<'a>(&'a Engine);

@@ -35,7 +35,7 @@ use ndpdb_slt::DeviceTag;
 
 use super::commit_dependencies::Eot;
 use super::part::NdpPart;
-use super::validate::parts_still_valid;
+use super::validate::validate_at_commit;
 use crate::db::Engine;
 use crate::error::{Error, Result};
 use crate::stats::EngineCounters;
@@ -67,9 +67,9 @@ impl Engine {
                     "a table written by this transaction was dropped",
                 ));
             }
-            if !parts_still_valid(parts, |t| tables.get(&t).map(|ts| &**ts)) {
+            if let Err(e) = validate_at_commit(parts, |t| tables.get(&t).map(|ts| &**ts)) {
                 EngineCounters::inc(&self.counters.ndp_validation_failures);
-                return Err(Error::serialization());
+                return Err(e);
             }
             for part in parts {
                 let ts = &tables[&part.table];

@@ -109,3 +109,93 @@ pub(crate) fn own_heads(part: &NdpPart) -> impl Iterator<Item = ((TableId, Vid),
         .iter()
         .map(move |d| ((part.table, d.vid), d.new))
 }
+
+#[cfg(test)]
+mod tests {
+    use ndpdb_formats::delta_maps::{DeltaMaps, DeltaVid};
+    use ndpdb_formats::Ppn;
+
+    use super::*;
+
+    fn part(l2p: Vec<(ndpdb_formats::Lpn, Ppn)>, extended: bool) -> NdpPart {
+        NdpPart {
+            table: TableId(4),
+            tag: DeviceTag::new(2).unwrap(),
+            result: ModifyResult {
+                delta: DeltaMaps {
+                    l2p,
+                    vids: vec![DeltaVid {
+                        vid: Vid(9),
+                        pred: RecId::new(ndpdb_formats::Lpn(1), 0),
+                        new: RecId::new(ndpdb_formats::Lpn(20), 3),
+                    }],
+                },
+                ..ModifyResult::default()
+            },
+            logged: true,
+            extended,
+            overflow: None,
+            start_ndp: Some(Lsn(77)),
+        }
+    }
+
+    #[test]
+    fn tags_are_unique_among_the_transactions_holding_one() {
+        let mut pool = TagPool::default();
+        let a = pool.alloc_tag().unwrap();
+        let b = pool.alloc_tag().unwrap();
+        assert_ne!(a, b);
+        // 0 and 1 are not handed out (the SLT's empty and host markers).
+        assert!(a.raw() >= 2 && b.raw() >= 2);
+        pool.free(a);
+        let mut seen = HashSet::new();
+        for _ in 0..1000 {
+            let t = pool.alloc_tag().unwrap();
+            assert_ne!(t, b, "a tag in use is never handed out again");
+            assert!(seen.insert(t.raw()));
+        }
+    }
+
+    #[test]
+    fn a_transaction_reads_its_own_ndp_versions() {
+        let p = part(vec![(ndpdb_formats::Lpn(20), Ppn(5))], false);
+        let heads: Vec<_> = own_heads(&p).collect();
+        assert_eq!(
+            heads,
+            vec![((TableId(4), Vid(9)), RecId::new(ndpdb_formats::Lpn(20), 3))]
+        );
+    }
+
+    #[test]
+    fn only_an_extended_job_with_pages_has_a_log_to_move() {
+        let pages = vec![(ndpdb_formats::Lpn(20), Ppn(5))];
+        assert_eq!(part(pages.clone(), true).overflow_to_move(), Some(Lsn(77)));
+        assert_eq!(part(pages.clone(), false).overflow_to_move(), None);
+        assert_eq!(part(Vec::new(), true).overflow_to_move(), None);
+        let mut moved = part(pages, true);
+        moved.overflow = Some(OverflowRef {
+            start: Lsn(77),
+            bytes: 1,
+            crc: 0,
+        });
+        assert_eq!(moved.overflow_to_move(), None, "moved already");
+    }
+
+    #[test]
+    fn ndp_logging_parses_as_set_takes_it() {
+        for (s, l) in [
+            ("off", NdpLogging::Off),
+            ("false", NdpLogging::Off),
+            ("on", NdpLogging::Basic),
+            ("Basic", NdpLogging::Basic),
+            (" extended ", NdpLogging::Extended),
+        ] {
+            assert_eq!(NdpLogging::parse(s), Some(l), "{s}");
+        }
+        assert_eq!(NdpLogging::parse("full"), None);
+        for l in [NdpLogging::Off, NdpLogging::Basic, NdpLogging::Extended] {
+            assert_eq!(NdpLogging::parse(l.name()), Some(l));
+        }
+        assert_eq!(NdpLogging::default(), NdpLogging::Basic);
+    }
+}

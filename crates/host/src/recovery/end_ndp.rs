@@ -128,7 +128,8 @@ pub(crate) fn gc(
         write_back(to.dir, to.device, log, maps, || {
             format!(
                 "a garbage-collection run on table {} (WAL LSN {}) logged no overflow log",
-                ts.meta().name, lsn.0
+                ts.meta().name,
+                lsn.0
             )
         })?;
         wrote_back = true;

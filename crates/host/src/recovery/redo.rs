@@ -54,7 +54,12 @@ fn replay_key(ts: &TableState, vid: Vid, record: &[u8]) -> Result<()> {
 
 /// `rid` becomes the head of `vid` (host map and the ΔVID list the next
 /// flush merges into the device's map).
-pub(crate) fn replay_head(ts: &TableState, delta: &mut DeltaBuffer, vid: Vid, rid: RecId) -> Result<()> {
+pub(crate) fn replay_head(
+    ts: &TableState,
+    delta: &mut DeltaBuffer,
+    vid: Vid,
+    rid: RecId,
+) -> Result<()> {
     if vid.0 >= ndpdb_formats::ids::MAX_VID {
         return Err(Error::new(
             SqlState::DATA_CORRUPTED,
