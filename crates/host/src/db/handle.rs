@@ -3,9 +3,9 @@
 //! stops the background workers and closes the engine.
 //!
 //! ```text
-//!  Database (user) ──┐
-//!  Database (user) ──┼──► Arc<Engine> ──drop of the last Arc──► flush + checkpoint
-//!  Database (worker)─┘    user_handles: 2 → 0 stops autovacuum, checkpointer
+//!  Database (user) ───┐   user_handles counts these; the last one dropped
+//!  Database (user) ───┼─► stops autovacuum and the checkpointer (joined)
+//!  Database (internal)┘   Arc<Engine>: its last drop flushes and checkpoints
 //! ```
 //!
 //! Opening is `open.rs`, DDL `ddl.rs`, SHOW STATS `show_stats.rs`;
