@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use ndpdb_formats::record::RecordView;
 use ndpdb_formats::{SqlState, TxId, Vid};
 
-use crate::database::{Database, DbInner, TableState};
+use crate::db::{Database, Engine, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::pk_index::{encode_key, PkIndex};
@@ -105,7 +105,7 @@ pub(crate) fn when_alone<R>(
     }
 }
 
-impl DbInner {
+impl Engine {
     /// Visits every tuple's latest version, all transactions below `next`
     /// finished (none runs: DDL builds, and the index build at open).
     pub(crate) fn latest_rows(

@@ -28,7 +28,7 @@ use ndpdb_slt::SharedLockTable;
 
 use crate::backup::DeviceConnection;
 use crate::config::Config;
-use crate::database::Database;
+use crate::db::Database;
 use crate::error::{Error, Result};
 
 /// Longest a request to the device may take before the link is called
@@ -81,7 +81,7 @@ fn open_slt(
 impl Database {
     /// Opens the database in `dir` on the device process at `endpoint`
     /// (`unix:PATH` or `tcp:HOST:PORT`). When the device restarts, the
-    /// host reattaches to it by itself (`crate::reattach`).
+    /// host reattaches to it by itself (`crate::background::reattach`).
     pub fn attach(dir: &Path, config: Config, endpoint: &str, token: Vec<u8>) -> Result<Database> {
         let (device, slt) = connect_device(endpoint, token, &config)?;
         let db = Database::open_on_with(dir, config, device, slt)?;

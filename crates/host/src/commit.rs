@@ -25,9 +25,9 @@ use rustc_hash::FxHashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::database::{DbInner, TableState};
+use crate::db::{Engine, TableState};
 use crate::error::{Error, Result};
-use crate::ndp::validate::parts_still_valid;
+use crate::ndp::validate::validate_at_commit;
 use crate::ndp::NdpPart;
 use crate::shared_state::DeltaPage;
 use crate::stats::EngineCounters;
@@ -103,7 +103,7 @@ fn replaces_a_version(record: &[u8]) -> Result<bool> {
     Ok(!RecordHeader::parse(record)?.pred.is_null())
 }
 
-impl DbInner {
+impl Engine {
     /// Places `versions` on new pages and encodes their redo records.
     fn stage(&self, txid: TxId, versions: Vec<PendingVersion>) -> Result<Staged> {
         let mut staged = Staged {
@@ -217,9 +217,11 @@ impl DbInner {
             // locks kept writers out since it ended, so this only fails on
             // a corrupt state), then log and apply — before the host
             // versions, whose predecessors may be the NDP versions.
-            if !heads_applied && !parts_still_valid(ndp, |t| tables.get(&t).map(|ts| &**ts)) {
-                EngineCounters::inc(&self.counters.ndp_validation_failures);
-                return Err(Error::serialization());
+            if !heads_applied {
+                if let Err(e) = validate_at_commit(ndp, |t| tables.get(&t).map(|ts| &**ts)) {
+                    EngineCounters::inc(&self.counters.ndp_validation_failures);
+                    return Err(e);
+                }
             }
             for part in ndp {
                 let ts = &tables[&part.table];

@@ -59,6 +59,10 @@ impl Config {
     }
 }
 
+/// Default threads of a host scan (`SET host_workers`): PostgreSQL's
+/// default parallel workers per gather.
+pub const DEFAULT_HOST_WORKERS: usize = 2;
+
 impl Default for Config {
     fn default() -> Config {
         Config {

@@ -15,18 +15,18 @@
 //! - [`secondary_index`]: `CREATE [UNIQUE] INDEX`: ordered key → VIDs, on the host.
 //! - [`shared_state`]: the delta buffer (new versions not yet on the device).
 //! - [`buffer_pool`]: cache of device pages with a byte budget and CLOCK eviction.
-//! - [`database`]: opening (on any connected device), commit, flush & append, checkpoints.
-//! - `checkpointer`: the background thread that takes the checkpoints commits ask for.
+//! - [`db`]: the [`Database`] handle and the engine's state behind it: opening (on any
+//!   connected device), DDL, reads, flush & append, checkpoints.
+//! - `background`: the engine's threads: autovacuum, the checkpointer, the device
+//!   reattach.
 //! - [`attach`]: a device in another process, reached through the socket link.
 //! - [`rewrite`]: a table rewritten into a new column layout (ADD / DROP COLUMN).
-//! - `reattach`: a restarted device process joined again without a host restart.
 //! - `recovery`: the WAL replayed at open (after a crash, or onto a device rebuilt from a backup).
 //! - [`backup`]: online base backups and the restore of a lost device store.
 //! - [`ndp`]: near-data processing: scans, aggregates, UPDATE/DELETE and FOR UPDATE on the
 //!   device; ΔMaps validated at statement end and at commit; overflow logs.
 //! - [`gc`]: version garbage collection as an NDP job, validated and applied like update NDP.
 //! - [`space`]: free device pages, reused once nobody can read them.
-//! - `autovacuum`: the background worker that runs GC past a garbage threshold.
 //! - [`transaction`]: the transaction API used by SQL (reads, writes, commit).
 //! - [`page_scan`]: table scans page by page through the scan core, on `host_workers` threads.
 //! - [`stats`]: counters shown by `SHOW STATS`.
@@ -34,14 +34,13 @@
 
 mod alter_table;
 pub mod attach;
-mod autovacuum;
+mod background;
 pub mod backup;
 pub mod buffer_pool;
 pub mod catalog;
-mod checkpointer;
 mod commit;
 pub mod config;
-pub mod database;
+pub mod db;
 pub mod error;
 pub mod foreign_key;
 mod framed_file;
@@ -52,7 +51,6 @@ pub mod maps;
 pub mod ndp;
 pub mod page_scan;
 pub mod pk_index;
-mod reattach;
 mod recovery;
 pub mod rewrite;
 pub mod secondary_index;
@@ -67,7 +65,9 @@ pub mod txn;
 pub use backup::{BackupLabel, BackupReport};
 pub use catalog::{TableMeta, ViewMeta};
 pub use config::Config;
-pub use database::{Database, NewTable};
+/// The path the crates above name the handle's module by.
+pub use db as database;
+pub use db::{Database, NewTable};
 pub use error::{Error, Result};
 pub use gc::{GcCost, GcReport};
 pub use interrupt::Interrupt;

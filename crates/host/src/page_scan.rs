@@ -26,7 +26,7 @@ use ndpdb_formats::{Lpn, Ppn, RecId, Value, Vid};
 use ndpdb_scan::{walk_heads, Groups, PageSource, Pipeline, PipelineState, RunBuffers};
 
 use crate::buffer_pool::Page;
-use crate::database::{DbInner, TableState};
+use crate::db::{prefetch_heads, Engine, TableState};
 use crate::error::{Error, Result};
 use crate::txn::Visible;
 use crate::Transaction;
@@ -34,9 +34,7 @@ use crate::Transaction;
 /// VIDs a worker takes at a time (one map read, one READ_PAGES).
 const CHUNK: u64 = 1024;
 
-/// Default threads of a host scan: PostgreSQL's default parallel workers
-/// per gather.
-pub const DEFAULT_HOST_WORKERS: usize = 2;
+pub use crate::config::DEFAULT_HOST_WORKERS;
 
 /// What a host scan produced.
 #[derive(Default)]
@@ -100,58 +98,13 @@ fn joined<T>(h: std::io::Result<std::thread::ScopedJoinHandle<'_, Result<T>>>) -
 
 /// Pages of one worker's current chunk.
 struct HostPages<'a> {
-    db: &'a DbInner,
+    db: &'a Engine,
     tx: &'a Transaction,
     ts: &'a TableState,
     wanted: &'a [bool],
     /// Pages read for this chunk (not in the pool).
     read: FxHashMap<Ppn, Page>,
     last: Option<(Lpn, Page)>,
-}
-
-/// LPNs checked against the delta buffer per hold of its lock.
-const DELTA_CHECK_BATCH: usize = 64;
-
-/// Puts the device pages of `heads` into `pages` (emptied first): cached
-/// ones from the pool, the rest read in one READ_PAGES without entering
-/// the pool (a scan streams through pages of its own). Pages in the delta
-/// buffer are left out.
-pub(crate) fn prefetch_heads(
-    db: &DbInner,
-    heads: &[RecId],
-    pages: &mut FxHashMap<Ppn, Page>,
-) -> Result<()> {
-    pages.clear();
-    let mut lpns: Vec<Lpn> = heads
-        .iter()
-        .filter(|h| !h.is_null())
-        .map(|h| h.lpn())
-        .collect();
-    lpns.dedup();
-    // The delta buffer's lock is held for the membership checks only,
-    // a batch at a time: a commit waiting for it waits for no page-map
-    // or pool lookup, nor for a scan preempted while it held the lock.
-    let mut flushed = Vec::with_capacity(lpns.len());
-    for batch in lpns.chunks(DELTA_CHECK_BATCH) {
-        let delta = db.delta.read();
-        flushed.extend(batch.iter().copied().filter(|l| !delta.has_page(*l)));
-    }
-    let mut missing = Vec::new();
-    for lpn in flushed {
-        if let Some(ppn) = db.l2p.get(lpn) {
-            if let Some(p) = db.pool.get_cached(ppn) {
-                pages.insert(ppn, p);
-            } else {
-                missing.push(ppn);
-            }
-        }
-    }
-    missing.sort_unstable();
-    missing.dedup();
-    for (ppn, page) in db.pool.read_for_scan(missing, &db.device)? {
-        pages.insert(ppn, page);
-    }
-    Ok(())
 }
 
 fn has_slot(page: &[u8], slot: u16) -> bool {

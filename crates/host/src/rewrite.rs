@@ -24,7 +24,7 @@ use ndpdb_formats::{Schema, SqlState, Value};
 
 use crate::alter_table::when_alone;
 use crate::catalog::{ColumnDefault, IndexMeta};
-use crate::database::Database;
+use crate::db::Database;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::Isolation;

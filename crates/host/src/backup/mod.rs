@@ -47,7 +47,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ndpdb_formats::{Lsn, Ppn, SqlState};
 
-use crate::database::{Database, DbInner};
+use crate::db::{Database, Engine};
 use crate::error::{Error, Result};
 
 pub(crate) use files::read_horizon;
@@ -69,7 +69,7 @@ pub struct BackupReport {
 
 /// Undoes what a backup changed in the running engine if it stops early.
 struct Pinned<'a> {
-    inner: &'a DbInner,
+    inner: &'a Engine,
     /// WAL retention before this backup (restored unless it completes).
     retained_before: Option<Option<Lsn>>,
 }

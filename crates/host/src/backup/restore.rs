@@ -12,7 +12,7 @@ use ndpdb_slt::SharedLockTable;
 
 use super::files::{self, BackupLabel, BackupMaps, PagesReader};
 use crate::config::Config;
-use crate::database::Database;
+use crate::db::Database;
 use crate::error::{Error, Result};
 
 /// Pages per WRITE_PAGES, map entries per MERGE_MAPS while rebuilding.

@@ -15,7 +15,7 @@ use ndpdb_formats::{TxId, Value};
 use super::{key_of, positions, FkAction, ForeignKeyMeta};
 use crate::alter_table::when_alone;
 use crate::catalog::TableMeta;
-use crate::database::{Database, DbInner, TableState};
+use crate::db::{Database, Engine, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 
@@ -240,7 +240,7 @@ fn key_bytes(key: &[Value]) -> Vec<u8> {
     w.as_slice().to_vec()
 }
 
-impl DbInner {
+impl Engine {
     /// The check and the catalog write of a new foreign key of `ts`, with
     /// no transaction running below `next`: every referenced key of
     /// `parent`, then every referencing row's key among them.

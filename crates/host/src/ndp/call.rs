@@ -23,7 +23,7 @@ use ndpdb_link::ndp::{
     decode_rows, Invocation, JobState, JobStatus, ModifyResult, NdpOp, SharedState,
 };
 
-use crate::database::TableState;
+use crate::db::TableState;
 use crate::error::{Error, Result};
 use crate::transaction::Transaction;
 

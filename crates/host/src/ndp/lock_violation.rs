@@ -24,53 +24,21 @@
 //! durable (its end of transaction, EOT), and aborts if that transaction
 //! fails. Recovery therefore never sees a dependent without its NDP
 //! transaction. Device jobs do not violate locks (they wait as before).
+//!
+//! The end a dependent waits for, and its list of them, are
+//! `commit_dependencies.rs`.
 
 use std::sync::Arc;
-
-use parking_lot::{Condvar, Mutex};
 
 use ndpdb_formats::{SqlState, TxId};
 use ndpdb_slt::DeviceTag;
 
-use super::validate::parts_still_valid;
-use super::NdpPart;
-use crate::database::DbInner;
+use super::commit_dependencies::Eot;
+use super::part::NdpPart;
+use super::validate::validate_at_commit;
+use crate::db::Engine;
 use crate::error::{Error, Result};
 use crate::stats::EngineCounters;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Pending,
-    Committed,
-    Failed,
-}
-
-/// The end of a violable transaction, which its dependents wait for.
-pub(crate) struct Eot {
-    txid: TxId,
-    state: Mutex<State>,
-    done: Condvar,
-}
-
-impl Eot {
-    fn finish(&self, committed: bool) {
-        *self.state.lock() = if committed {
-            State::Committed
-        } else {
-            State::Failed
-        };
-        self.done.notify_all();
-    }
-
-    /// Waits for the end; whether the transaction committed.
-    fn wait(&self) -> bool {
-        let mut s = self.state.lock();
-        while *s == State::Pending {
-            self.done.wait(&mut s);
-        }
-        *s == State::Committed
-    }
-}
 
 /// A transaction's violable state while it commits.
 pub(crate) struct Violable {
@@ -78,7 +46,7 @@ pub(crate) struct Violable {
     tag: DeviceTag,
 }
 
-impl DbInner {
+impl Engine {
     /// Enters the violable state (see the module docs): the ΔVIDs of
     /// `parts` validated and their heads set, the transaction's SLT
     /// buckets open to waiters.
@@ -99,9 +67,9 @@ impl DbInner {
                     "a table written by this transaction was dropped",
                 ));
             }
-            if !parts_still_valid(parts, |t| tables.get(&t).map(|ts| &**ts)) {
+            if let Err(e) = validate_at_commit(parts, |t| tables.get(&t).map(|ts| &**ts)) {
                 EngineCounters::inc(&self.counters.ndp_validation_failures);
-                return Err(Error::serialization());
+                return Err(e);
             }
             for part in parts {
                 let ts = &tables[&part.table];
@@ -110,11 +78,7 @@ impl DbInner {
                 }
             }
         }
-        let eot = Arc::new(Eot {
-            txid,
-            state: Mutex::new(State::Pending),
-            done: Condvar::new(),
-        });
+        let eot = Arc::new(Eot::new(txid));
         self.violable.lock().insert(txid, eot.clone());
         EngineCounters::inc(&self.counters.ndp_lock_violations);
         self.locks.set_violable(tag, true);
@@ -148,10 +112,10 @@ impl DbInner {
     }
 
     /// The transaction ended (`committed` and visible to new snapshots,
-    /// or aborted; [`DbInner::close_violable`] came first): its
+    /// or aborted; [`Engine::close_violable`] came first): its
     /// dependents go on, or fail.
     pub(crate) fn leave_violable(&self, v: Violable, committed: bool) {
-        self.violable.lock().remove(&v.eot.txid);
+        self.violable.lock().remove(&v.eot.txid());
         v.eot.finish(committed);
     }
 
@@ -162,43 +126,5 @@ impl DbInner {
             return None;
         }
         map.get(&creator).cloned()
-    }
-}
-
-/// What a transaction that wrote on a violable transaction's versions
-/// waits for before it commits.
-#[derive(Default)]
-pub(crate) struct Dependencies(Vec<Arc<Eot>>);
-
-impl Dependencies {
-    pub fn add(&mut self, eot: Arc<Eot>) {
-        if !self.0.iter().any(|e| Arc::ptr_eq(e, &eot)) {
-            self.0.push(eot);
-        }
-    }
-
-    pub fn clear(&mut self) {
-        self.0.clear();
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// Waits until every transaction depended on has ended; fails if one
-    /// did not commit.
-    pub fn wait(&self, txid: TxId) -> Result<()> {
-        for eot in &self.0 {
-            if !eot.wait() {
-                return Err(Error::new(
-                    SqlState::SERIALIZATION_FAILURE,
-                    format!(
-                        "could not serialize access: transaction {} whose rows transaction {txid} changed during its commit (lock violation) did not commit",
-                        eot.txid
-                    ),
-                ));
-            }
-        }
-        Ok(())
     }
 }

@@ -8,25 +8,31 @@
 //!                   grants space and ends deadlocks of device jobs
 //!  update.rs        UPDATE / DELETE / SELECT … FOR UPDATE on the device: pages
 //!                   pre-allocated, Start-NDP, the job's ΔMaps kept until commit
-//!  pipeline.rs      NDP pipelines: the next statement continues from the
-//!                   locked or new versions the last one left on the device
-//!  validate.rs      ΔL2P against the grant, ΔVID against the VID heads — at
-//!                   statement end and again at commit
+//!  part.rs          what such a statement leaves with its transaction (NdpPart),
+//!                   ndp_logging, the SLT tags jobs lock with
+//!  statement_pipeline/  NDP statement pipelines: the next statement continues
+//!                   from the locked or new versions the last one left on the device
+//!  validate.rs      ΔMaps validation: ΔL2P against the grant, ΔVID against the
+//!                   VID heads — at statement end and again at commit (40001)
 //!  overflow_log.rs  extended NDP logging: the job's pages moved to the host
 //!  lock_violation.rs  while they move, waiters may take the job's locks
-//!                   (commit dependencies on its end of transaction)
+//!  commit_dependencies.rs  … and wait for its end of transaction to commit
 //! ```
 //!
 //! The commit itself (End-NDP, ΔVID applied with the host's versions) is
-//! `crate::commit`; GC jobs go through the same call (`crate::gc`).
+//! `crate::commit`; its replay `crate::recovery::end_ndp`; GC jobs go
+//! through the same call (`crate::gc`).
 
 mod call;
+mod commit_dependencies;
 pub(crate) mod lock_violation;
 pub mod overflow_log;
-pub(crate) mod pipeline;
+mod part;
+pub(crate) mod statement_pipeline;
 mod update;
 pub(crate) mod validate;
 
 pub use call::{NdpReport, NdpRequest};
-pub use update::NdpLogging;
-pub(crate) use update::{own_heads, NdpPart, TagPool};
+pub(crate) use commit_dependencies::{Dependencies, Eot};
+pub use part::NdpLogging;
+pub(crate) use part::{own_heads, NdpPart, TagPool};

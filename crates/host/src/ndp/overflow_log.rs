@@ -144,6 +144,12 @@ impl OverflowWriter {
 
     /// (Re)creates the file with its header.
     fn open(&mut self) -> Result<()> {
+        // Starting over: what the old writer still buffers must not reach
+        // the new file (the same inode) when it drops.
+        if let Some(old) = self.out.take() {
+            let (_, _, buffered) = old.finish();
+            let _ = buffered.into_parts();
+        }
         let dir = dir_of(&self.db_dir);
         fs::create_dir_all(&dir).map_err(|e| io("create the directory of", &dir, e))?;
         let path = self.path();
@@ -570,5 +576,285 @@ impl Checksummed<BufWriter<File>> {
         let file = w.into_inner().map_err(|e| e.into_error())?;
         file.sync_all()?;
         Ok((crc, bytes + 4))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The overflow log against a device that holds a few pages: written
+    //! while the job runs and at commit, read back whole and streamed,
+    //! and refused — never a panic — once cut short or damaged.
+
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    use ndpdb_formats::page::PageBuf;
+    use ndpdb_formats::DataType;
+    use ndpdb_link::{CommandHandler, InProcessTransport, LinkError, Request, Response};
+
+    use super::*;
+
+    const TX: TxId = TxId(42);
+    const TABLE: TableId = TableId(3);
+    const START: Lsn = Lsn(4096);
+
+    /// A device answering READ_PAGES from its pages; the next
+    /// `fail_reads` reads fail as an I/O error would.
+    struct Pages {
+        pages: HashMap<Ppn, Vec<u8>>,
+        fail_reads: AtomicU32,
+    }
+
+    impl CommandHandler for Pages {
+        fn handle(&self, frame: &[u8]) -> Vec<u8> {
+            match Request::decode(frame) {
+                Ok(Request::ReadPages(ppns)) => {
+                    let failing = self
+                        .fail_reads
+                        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                        .is_ok();
+                    if failing {
+                        return Response::encode_error(&LinkError::Io("injected".into()));
+                    }
+                    Response::Pages(ppns.iter().map(|p| self.pages[p].clone()).collect()).encode()
+                }
+                _ => Response::encode_error(&LinkError::Unsupported("not here".into())),
+            }
+        }
+    }
+
+    /// A job's pages: LPN 100 + i on PPN 7 + i, each a sealed page image
+    /// of its own.
+    fn job(n: u64) -> Vec<(Lpn, Ppn)> {
+        (0..n).map(|i| (Lpn(100 + i), Ppn(7 + i))).collect()
+    }
+
+    fn device(pages: &[(Lpn, Ppn)], fail_reads: u32) -> (DeviceClient, Arc<Pages>) {
+        let images = pages
+            .iter()
+            .map(|&(lpn, ppn)| {
+                let image = PageBuf::new(TABLE, lpn, &[DataType::Int]).into_sealed_image();
+                (ppn, image)
+            })
+            .collect();
+        let dev = Arc::new(Pages {
+            pages: images,
+            fail_reads: AtomicU32::new(fail_reads),
+        });
+        let client = DeviceClient::new(Arc::new(InProcessTransport::new(dev.clone())));
+        (client, dev)
+    }
+
+    /// The log of a job that wrote `pages`, the first `streamed` of them
+    /// appended while it ran.
+    fn written(dir: &Path, pages: &[(Lpn, Ppn)], streamed: usize) -> (OverflowRef, Arc<Pages>) {
+        let (client, dev) = device(pages, 0);
+        let mut w = OverflowWriter::create(dir, TX, TABLE, START).unwrap();
+        let appended = w.append(&client, &pages[..streamed]);
+        assert_eq!(appended, (streamed * ENTRY) as u64);
+        (w.finish(&client, pages).unwrap(), dev)
+    }
+
+    fn assert_corrupt(dir: &Path, r: &OverflowRef) {
+        let e = read(dir, r).unwrap_err();
+        assert_eq!(e.code, SqlState::DATA_CORRUPTED, "read: {e:?}");
+        let e = for_each_page(dir, r, 2, &mut |_| Ok(())).unwrap_err();
+        assert_eq!(e.code, SqlState::DATA_CORRUPTED, "for_each_page: {e:?}");
+    }
+
+    #[test]
+    fn a_job_s_pages_read_back_as_the_device_wrote_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = job(3);
+        let (r, dev) = written(dir.path(), &pages, 2);
+        assert_eq!(r.start, START);
+        assert_eq!(r.bytes, (HEADER + 3 * ENTRY + 4 + 4) as u64);
+        assert_eq!(list(dir.path()).unwrap(), vec![START]);
+
+        let log = read(dir.path(), &r).unwrap();
+        assert_eq!((log.txid, log.table, log.start), (TX, TABLE, START));
+        let got: Vec<(Lpn, Ppn)> = log.pages.iter().map(|(l, p, _)| (*l, *p)).collect();
+        assert_eq!(got, pages, "in the order they were written");
+        for (_, ppn, image) in &log.pages {
+            assert_eq!(image, &dev.pages[ppn]);
+        }
+
+        // A restore streams them, `batch` at a time.
+        let mut batches = Vec::new();
+        let all = for_each_page(dir.path(), &r, 2, &mut |b| {
+            batches.push(b.iter().map(|(l, _, _)| *l).collect::<Vec<_>>());
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(all, pages);
+        assert_eq!(batches, vec![vec![Lpn(100), Lpn(101)], vec![Lpn(102)]]);
+
+        // A checkpoint that covered the commit removes it (twice is fine).
+        remove(dir.path(), START).unwrap();
+        remove(dir.path(), START).unwrap();
+        assert!(list(dir.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_page_the_job_reports_twice_is_logged_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = job(2);
+        let (client, _dev) = device(&pages, 0);
+        let mut w = OverflowWriter::create(dir.path(), TX, TABLE, START).unwrap();
+        assert_eq!(w.append(&client, &pages[..1]), ENTRY as u64);
+        assert_eq!(w.append(&client, &pages[..1]), 0);
+        let r = w.finish(&client, &pages).unwrap();
+        assert_eq!(read(dir.path(), &r).unwrap().pages.len(), 2);
+    }
+
+    #[test]
+    fn a_failed_append_is_redone_whole_at_commit() {
+        // The device read failed while the job ran: nothing is appended
+        // then, and the commit writes the file again from the start.
+        let dir = tempfile::tempdir().unwrap();
+        let pages = job(3);
+        let (client, _dev) = device(&pages, 1);
+        let mut w = OverflowWriter::create(dir.path(), TX, TABLE, START).unwrap();
+        assert_eq!(w.append(&client, &pages[..2]), 0);
+        assert_eq!(w.append(&client, &pages[2..]), 0, "broken until the commit");
+        let r = w.finish(&client, &pages).unwrap();
+        let got: Vec<(Lpn, Ppn)> = read(dir.path(), &r)
+            .unwrap()
+            .pages
+            .iter()
+            .map(|(l, p, _)| (*l, *p))
+            .collect();
+        assert_eq!(got, pages);
+    }
+
+    #[test]
+    fn streamed_pages_outside_the_job_s_final_delta_l2p_are_dropped() {
+        // What the commit (and lock violation, which moves the logs while
+        // waiters take the job's locks) relies on: the file holds exactly
+        // the ΔL2P that End-NDP names, whatever was streamed before.
+        let dir = tempfile::tempdir().unwrap();
+        let pages = job(3);
+        let (client, _dev) = device(&pages, 0);
+        let mut w = OverflowWriter::create(dir.path(), TX, TABLE, START).unwrap();
+        w.append(&client, &pages);
+        let r = w.finish(&client, &pages[1..]).unwrap();
+        let got: Vec<(Lpn, Ppn)> = read(dir.path(), &r)
+            .unwrap()
+            .pages
+            .iter()
+            .map(|(l, p, _)| (*l, *p))
+            .collect();
+        assert_eq!(got, pages[1..].to_vec());
+    }
+
+    #[test]
+    fn a_stream_hands_its_writer_back_for_the_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = job(4);
+        let (client, _dev) = device(&pages, 0);
+        let writer = OverflowWriter::create(dir.path(), TX, TABLE, START).unwrap();
+        let counted = Arc::new(AtomicU32::new(0));
+        let c = counted.clone();
+        let stream = OverflowStream::start(writer, client.clone(), move |b| {
+            c.fetch_add(b as u32, Ordering::SeqCst);
+        })
+        .unwrap();
+        stream.send(&pages[..2]);
+        stream.send(&pages[2..3]);
+        let writer = stream.into_writer().unwrap();
+        assert_eq!(counted.load(Ordering::SeqCst), (3 * ENTRY) as u32);
+        let r = writer.finish(&client, &pages).unwrap();
+        assert_eq!(read(dir.path(), &r).unwrap().pages.len(), 4);
+    }
+
+    #[test]
+    fn an_aborted_job_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = job(2);
+        let (client, _dev) = device(&pages, 0);
+        let mut w = OverflowWriter::create(dir.path(), TX, TABLE, START).unwrap();
+        w.append(&client, &pages);
+        assert_eq!(list(dir.path()).unwrap(), vec![START]);
+        drop(w);
+        assert!(list(dir.path()).unwrap().is_empty());
+        // So is a stream dropped before the commit.
+        let w = OverflowWriter::create(dir.path(), TX, TABLE, START).unwrap();
+        let stream = OverflowStream::start(w, client, |_| {}).unwrap();
+        stream.send(&pages);
+        drop(stream);
+        assert!(list(dir.path()).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_crash_truncated_tail_is_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = job(3);
+        let (r, _dev) = written(dir.path(), &pages, 1);
+        let path = path_of(dir.path(), START);
+        let whole = fs::read(&path).unwrap();
+        for keep in [
+            0,
+            7,
+            HEADER,
+            HEADER + 10,
+            HEADER + ENTRY,
+            HEADER + 2 * ENTRY + 100,
+            whole.len() - 4,
+            whole.len() - 1,
+        ] {
+            fs::write(&path, &whole[..keep]).unwrap();
+            // As End-NDP names it, and as if it named the short file.
+            assert_corrupt(dir.path(), &r);
+            let short = OverflowRef {
+                bytes: keep as u64,
+                ..r
+            };
+            for result in [
+                read(dir.path(), &short).map(|_| ()),
+                for_each_page(dir.path(), &short, 2, &mut |_| Ok(())).map(|_| ()),
+            ] {
+                let e = result.unwrap_err();
+                assert_eq!(e.code, SqlState::DATA_CORRUPTED, "{keep} bytes: {e:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn corrupt_bytes_are_an_error_not_a_panic() {
+        let dir = tempfile::tempdir().unwrap();
+        let pages = job(2);
+        let (r, _dev) = written(dir.path(), &pages, 0);
+        let path = path_of(dir.path(), START);
+        let whole = fs::read(&path).unwrap();
+        // The magic, the Start-NDP LSN, a page's id, a page's image, the
+        // count and the CRC.
+        for at in [
+            0,
+            HEADER - 1,
+            HEADER + 3,
+            HEADER + 16 + 1000,
+            whole.len() - 6,
+            whole.len() - 1,
+        ] {
+            let mut bad = whole.clone();
+            bad[at] ^= 0x20;
+            fs::write(&path, &bad).unwrap();
+            assert_corrupt(dir.path(), &r);
+        }
+        // A file of another job, or from before End-NDP's CRC.
+        fs::write(&path, &whole).unwrap();
+        assert_corrupt(
+            dir.path(),
+            &OverflowRef {
+                crc: r.crc ^ 1,
+                ..r
+            },
+        );
+        fs::write(path_of(dir.path(), Lsn(1)), &whole).unwrap();
+        assert_corrupt(dir.path(), &OverflowRef { start: Lsn(1), ..r });
+        // A missing file is an I/O error.
+        remove(dir.path(), START).unwrap();
+        assert_eq!(read(dir.path(), &r).unwrap_err().code, SqlState::IO_ERROR);
     }
 }

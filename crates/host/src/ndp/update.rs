@@ -29,37 +29,22 @@ use std::sync::atomic::Ordering;
 use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_formats::page::PAGE_SIZE;
 use ndpdb_formats::record::RecordHeader;
-use ndpdb_formats::{Lpn, Ppn, RecId, SqlState, TableId, Value, Vid};
+use ndpdb_formats::{Lpn, Ppn, SqlState, TableId, Value, Vid};
 use ndpdb_link::ndp::{JobState, ModifyResult, NdpOp};
 use ndpdb_slt::DeviceTag;
 use ndpdb_wal::WalRecord;
 
+use super::call::{JobOutcome, NdpReport, NdpRequest};
 use super::overflow_log::{OverflowStream, OverflowWriter};
-use super::pipeline::{PipelineStage, StageKind, StageSource};
+use super::part::{NdpLogging, NdpPart};
+use super::statement_pipeline::{PipelineStage, StageKind, StageSource};
 use super::validate::{moved_heads, stale_deltas};
-use super::{NdpReport, NdpRequest};
-use crate::database::{DbInner, TableState};
+use crate::db::{Engine, TableState};
 use crate::error::{Error, Result};
 use crate::stats::EngineCounters;
 use crate::transaction::{Isolation, Transaction, WriteOutcome};
 
-/// One update-NDP statement of a transaction, waiting for its commit.
-#[derive(Clone, Debug)]
-pub(crate) struct NdpPart {
-    pub table: TableId,
-    pub tag: DeviceTag,
-    pub result: ModifyResult,
-    /// Logged with Start-NDP / End-NDP (`ndp_logging = basic | extended`).
-    pub logged: bool,
-    /// `ndp_logging = extended`: its overflow log, moved to the host at
-    /// commit.
-    pub extended: bool,
-    pub overflow: Option<super::overflow_log::OverflowRef>,
-    /// The LSN of its Start-NDP record, which End-NDP names.
-    pub start_ndp: Option<ndpdb_formats::Lsn>,
-}
-
-impl DbInner {
+impl Engine {
     /// Appends the Start-NDP record of `inv`, a job of `txid`: its LSN
     /// (what End-NDP, Gc and the overflow log's name refer to) and the
     /// LSN just past it.
@@ -74,16 +59,6 @@ impl DbInner {
             txid,
             table: inv.table,
             invocation: w.into_inner(),
-        })
-    }
-}
-
-impl NdpPart {
-    /// The Start-NDP LSN naming the overflow log the commit still has to
-    /// move (extended logging, pages written, not moved yet).
-    pub(crate) fn overflow_to_move(&self) -> Option<ndpdb_formats::Lsn> {
-        self.start_ndp.filter(|_| {
-            self.extended && self.overflow.is_none() && !self.result.delta.l2p.is_empty()
         })
     }
 }
@@ -104,61 +79,7 @@ fn decode_err(e: ndpdb_formats::Error) -> Error {
     Error::new(SqlState::DATA_CORRUPTED, format!("NDP reply: {e}"))
 }
 
-/// What update jobs log (`SET ndp_logging`, update NDP §6): nothing (the
-/// commit checkpoints instead), Start-/End-NDP records, or those plus an
-/// overflow log of the new versions moved to the host before commit.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum NdpLogging {
-    Off,
-    #[default]
-    Basic,
-    Extended,
-}
-
-impl NdpLogging {
-    pub fn name(self) -> &'static str {
-        match self {
-            NdpLogging::Off => "off",
-            NdpLogging::Basic => "basic",
-            NdpLogging::Extended => "extended",
-        }
-    }
-
-    /// `off`, `basic` (also `on`) or `extended`.
-    pub fn parse(s: &str) -> Option<NdpLogging> {
-        Some(match s.trim().to_ascii_lowercase().as_str() {
-            "off" | "false" => NdpLogging::Off,
-            "basic" | "on" | "true" => NdpLogging::Basic,
-            "extended" => NdpLogging::Extended,
-            _ => return None,
-        })
-    }
-}
-
-/// SLT tags of the transactions with update jobs: unique among them.
-#[derive(Default)]
-pub(crate) struct TagPool {
-    in_use: std::collections::HashSet<u16>,
-    next: u16,
-}
-
-impl TagPool {
-    pub(crate) fn alloc_tag(&mut self) -> Option<DeviceTag> {
-        for _ in 0..u16::MAX {
-            self.next = self.next.wrapping_add(1).max(2);
-            if self.in_use.insert(self.next) {
-                return DeviceTag::new(self.next);
-            }
-        }
-        None
-    }
-
-    pub(crate) fn free(&mut self, tag: DeviceTag) {
-        self.in_use.remove(&tag.raw());
-    }
-}
-
-impl DbInner {
+impl Engine {
     /// `n` pages for an update job: LPNs no map has seen, and PPNs
     /// nobody refers to (free ones first).
     pub(crate) fn alloc_space(&self, n: usize) -> Vec<(Lpn, Ppn)> {
@@ -389,7 +310,7 @@ impl Transaction {
     fn end_failed_job(
         &self,
         part: &NdpPart,
-        out: &super::call::JobOutcome,
+        out: &JobOutcome,
         pages_ok: Result<()>,
         update: bool,
     ) -> Result<()> {
@@ -590,13 +511,4 @@ impl Transaction {
         };
         Ok(u64::from(matches!(outcome, WriteOutcome::Done(_))))
     }
-}
-
-/// Heads an update job moved, for the transaction's own reads.
-pub(crate) fn own_heads(part: &NdpPart) -> impl Iterator<Item = ((TableId, Vid), RecId)> + '_ {
-    part.result
-        .delta
-        .vids
-        .iter()
-        .map(move |d| ((part.table, d.vid), d.new))
 }

@@ -17,7 +17,7 @@ use ndpdb_formats::{SqlState, TxId, Value};
 use super::SecondaryIndex;
 use crate::alter_table::when_alone;
 use crate::catalog::IndexMeta;
-use crate::database::{Database, DbInner, TableState};
+use crate::db::{Database, Engine, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 
@@ -123,7 +123,7 @@ impl Database {
     }
 }
 
-impl DbInner {
+impl Engine {
     /// Builds `meta`'s index with no transaction running below `next`,
     /// records it in the catalog and attaches it to the table.
     fn attach_index(&self, ts: &TableState, meta: IndexMeta, next: TxId) -> Result<()> {

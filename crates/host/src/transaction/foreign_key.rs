@@ -22,7 +22,7 @@ use ndpdb_formats::{RecId, SqlState, Value, Vid};
 
 use super::Transaction;
 use crate::catalog::TableMeta;
-use crate::database::TableState;
+use crate::db::TableState;
 use crate::error::{Error, Result};
 use crate::foreign_key::{key_of, positions, ref_key_lock, FkAction, ForeignKeyMeta};
 use crate::locks::LockMode;

@@ -24,7 +24,7 @@ use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::{RecId, SqlState, Value, Vid};
 
 use super::{Isolation, Transaction};
-use crate::database::TableState;
+use crate::db::TableState;
 use crate::error::{Error, Result};
 
 /// What an insert does when the key is taken.

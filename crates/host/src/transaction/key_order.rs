@@ -49,7 +49,7 @@ use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::{RecId, TxId, Value, Vid};
 
 use super::Transaction;
-use crate::database::TableState;
+use crate::db::TableState;
 use crate::error::Result;
 use crate::pk_index::Tombstone;
 use crate::secondary_index::{DeadRun, Entry, KeyRange, PassDead, SecondaryIndex};

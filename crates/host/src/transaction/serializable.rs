@@ -14,7 +14,7 @@
 use ndpdb_formats::{TableId, Value, Vid};
 
 use super::Transaction;
-use crate::database::TableState;
+use crate::db::TableState;
 use crate::error::Result;
 use crate::pk_index::encode_key;
 use crate::ssi::{key_hash, Target};

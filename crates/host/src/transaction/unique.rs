@@ -15,7 +15,7 @@ use ndpdb_formats::record::RecordView;
 use ndpdb_formats::{SqlState, Value, Vid};
 
 use super::Transaction;
-use crate::database::TableState;
+use crate::db::TableState;
 use crate::error::{Error, Result};
 use crate::secondary_index::{key_lock, SecondaryIndex};
 

@@ -7,7 +7,7 @@
 //!  commit ──► after_commit: WAL past checkpoint_wal_bytes? ──► request()
 //!                                                                │ (requests made while
 //!  checkpointer thread: wait ◄──────────────────────────────────┘  one runs: one more)
-//!      still past the threshold? ──► DbInner::checkpoint
+//!      still past the threshold? ──► Checkpoints::checkpoint_paced
 //!          flush (commits go on) · gate: flush the rest, log the record
 //!          · PK index files and manifest (commits go on), sent to
 //!            the disk at a spread pace (`Pace::Spread`)
@@ -25,7 +25,9 @@
 //! Like the autovacuum worker, the thread holds the engine only while it
 //! works (a weak reference otherwise). A checkpoint that fails is counted
 //! (`wal.checkpoint_failures`) and taken again at the next request; one
-//! that failed writing the WAL has failed the engine already.
+//! that failed writing the WAL has failed the engine already. The thread
+//! reaches the engine through [`Checkpoints`] (implemented in
+//! `crate::db::checkpoint`), not the engine's type.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -33,10 +35,23 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex};
 
-use crate::database::DbInner;
 use crate::error::Result;
 use crate::pk_index::Pace;
-use crate::stats::EngineCounters;
+
+/// What the checkpointer needs of the engine it checkpoints.
+pub(crate) trait Checkpoints: Send + Sync + 'static {
+    /// The thread's handle, kept by the engine.
+    fn checkpointer(&self) -> &Arc<Checkpointer>;
+    /// Fails once the engine has failed (the thread then ends).
+    fn check_ok(&self) -> Result<()>;
+    /// Whether the WAL has grown past `checkpoint_wal_bytes` since the
+    /// last checkpoint's record.
+    fn checkpoint_due(&self) -> bool;
+    /// A checkpoint whose PK index files go to the disk at `pace`.
+    fn checkpoint_paced(&self, pace: Pace<'_>) -> Result<()>;
+    /// Counts a checkpoint that failed (`wal.checkpoint_failures`).
+    fn count_checkpoint_failure(&self);
+}
 
 #[derive(Default)]
 struct State {
@@ -55,19 +70,19 @@ pub(crate) struct Checkpointer {
     hurry: AtomicBool,
 }
 
-impl Checkpointer {
-    /// Starts the thread for `inner`.
-    pub fn start(inner: &Arc<DbInner>) {
-        let weak = Arc::downgrade(inner);
-        let cp = inner.checkpointer.clone();
-        let spawned = std::thread::Builder::new()
-            .name("ndpdb-checkpointer".into())
-            .spawn(move || run(&cp, weak));
-        if let Ok(h) = spawned {
-            *inner.checkpointer.thread.lock() = Some(h);
-        }
+/// Starts the thread for `engine`.
+pub(crate) fn start<E: Checkpoints>(engine: &Arc<E>) {
+    let weak = Arc::downgrade(engine);
+    let cp = engine.checkpointer().clone();
+    let spawned = std::thread::Builder::new()
+        .name("ndpdb-checkpointer".into())
+        .spawn(move || run(&cp, weak));
+    if let Ok(h) = spawned {
+        *engine.checkpointer().thread.lock() = Some(h);
     }
+}
 
+impl Checkpointer {
     /// Asks for a checkpoint; false when no thread takes it (none was
     /// started, or it stopped): the caller then takes it itself.
     pub fn request(&self) -> bool {
@@ -115,19 +130,19 @@ impl Checkpointer {
     }
 }
 
-fn run(cp: &Checkpointer, weak: Weak<DbInner>) {
+fn run<E: Checkpoints>(cp: &Checkpointer, weak: Weak<E>) {
     while cp.next() {
-        let Some(inner) = weak.upgrade() else { return };
-        if inner.check_ok().is_err() {
+        let Some(engine) = weak.upgrade() else { return };
+        if engine.check_ok().is_err() {
             return;
         }
         // Requests made before the last checkpoint's record was logged
         // are answered by it.
-        if inner.wal.bytes_since_checkpoint() < inner.config.checkpoint_wal_bytes {
+        if !engine.checkpoint_due() {
             continue;
         }
-        if checkpoint(&inner, cp).is_err() {
-            EngineCounters::inc(&inner.counters.checkpoint_failures);
+        if checkpoint(&*engine, cp).is_err() {
+            engine.count_checkpoint_failure();
         }
     }
 }
@@ -135,12 +150,10 @@ fn run(cp: &Checkpointer, weak: Weak<DbInner>) {
 /// A background checkpoint: the record, then the PK index files sent to
 /// the disk at a spread pace (a WAL sync waits for the writes in flight
 /// ahead of it, and nothing waits for this checkpoint).
-fn checkpoint(inner: &DbInner, cp: &Checkpointer) -> Result<()> {
+fn checkpoint<E: Checkpoints>(engine: &E, cp: &Checkpointer) -> Result<()> {
     cp.hurry.store(false, Ordering::Relaxed);
     if cp.state.lock().stopped {
         return Ok(());
     }
-    let (logged, removed) = inner.checkpoint_record()?;
-    inner.save_pk_indexes(logged.next_txid, Pace::Spread { hurry: &cp.hurry });
-    removed
+    engine.checkpoint_paced(Pace::Spread { hurry: &cp.hurry })
 }

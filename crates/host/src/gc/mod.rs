@@ -30,54 +30,37 @@
 //! certifies against the copy (same creator, so its snapshot sees it —
 //! see `Transaction::lock_and_certify`), and the same holds on the device.
 
+mod state;
+
 use std::sync::Arc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use ndpdb_formats::codec::Reader;
 use ndpdb_formats::delta_maps::DeltaMaps;
-use ndpdb_formats::{Lpn, Ppn, SqlState, TableId};
+use ndpdb_formats::{Lpn, Ppn, SqlState};
 use ndpdb_link::ndp::{JobState, ModifyResult, NdpOp};
 use ndpdb_link::VidEntry;
 use ndpdb_wal::WalRecord;
 
-use crate::database::{Database, DbInner, TableState};
+use crate::background::autovacuum::{Autovacuum, Vacuum};
+use crate::config::Config;
+use crate::db::{Database, Engine, TableState};
 use crate::error::{Error, Result};
 use crate::ndp::overflow_log::{self, OverflowRef};
 use crate::ndp::{NdpReport, NdpRequest};
 use crate::stats::EngineCounters;
 use crate::transaction::Isolation;
+use crate::txn::TxManager;
 
-/// Default share of a page's slots that may still be needed for GC to
-/// compact it (VACUUM FULL compacts every page it can).
-pub const GC_MAX_LIVE_PERCENT: u8 = 50;
-
-/// What GC runs have found, per table and in total.
-#[derive(Default)]
-pub(crate) struct GcState {
-    /// Per table: bytes of page space its needed versions took at its
-    /// last run.
-    pub live_bytes: FxHashMap<TableId, u64>,
-    /// Time spent in finished runs, and the start of the one under way.
-    pub micros_done: u64,
-    pub running_since: Option<std::time::Instant>,
-}
-
-impl GcState {
-    /// Time spent collecting garbage so far, the run under way included.
-    pub fn micros(&self) -> u64 {
-        self.micros_done
-            + self
-                .running_since
-                .map_or(0, |t| t.elapsed().as_micros() as u64)
-    }
-}
+pub(crate) use state::GcState;
+pub use state::{GcCost, GcReport, GC_MAX_LIVE_PERCENT};
 
 /// Times a GC run into [`GcState`].
-struct Running<'a>(&'a DbInner);
+struct Running<'a>(&'a Engine);
 
 impl<'a> Running<'a> {
-    fn start(inner: &'a DbInner) -> Running<'a> {
+    fn start(inner: &'a Engine) -> Running<'a> {
         inner.gc.lock().running_since = Some(std::time::Instant::now());
         Running(inner)
     }
@@ -92,47 +75,8 @@ impl Drop for Running<'_> {
     }
 }
 
-/// One GC run's figures.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct GcReport {
-    /// Versions copied out of victim pages (heads that moved).
-    pub relocated: u64,
-    /// Tuples whose newest version is a tombstone every snapshot sees:
-    /// their VID-map entries are gone.
-    pub tuples_removed: u64,
-    /// Pages freed (reused once the transactions running now end).
-    pub pages_freed: u64,
-    /// Versions on the freed pages that no snapshot needed.
-    pub versions_reclaimed: u64,
-    /// ΔVIDs not applied: the tuple was locked or had moved.
-    pub skipped: u64,
-    /// Pages of the table the device read.
-    pub pages_scanned: u64,
-    /// Pages it did not read: all their versions were heads every
-    /// snapshot sees at the last run, and none has moved since
-    /// (PostgreSQL skips all-visible pages likewise).
-    pub pages_skipped: u64,
-}
-
 fn decode_err(e: ndpdb_formats::Error) -> Error {
     Error::new(SqlState::DATA_CORRUPTED, format!("GC reply: {e}"))
-}
-
-/// How a GC run paces itself (PostgreSQL's `vacuum_cost_delay` and
-/// `vacuum_cost_limit`): it sleeps `delay` each time its work adds up to
-/// `limit` (a page read costs 1, a page written 20). No delay: full speed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct GcCost {
-    pub delay: std::time::Duration,
-    pub limit: u32,
-}
-
-impl GcCost {
-    /// Manual VACUUM's default: no pauses.
-    pub const UNTHROTTLED: GcCost = GcCost {
-        delay: std::time::Duration::ZERO,
-        limit: 200,
-    };
 }
 
 impl Database {
@@ -324,7 +268,7 @@ impl Database {
     }
 }
 
-impl DbInner {
+impl Engine {
     /// Page space the needed versions of all tables take, as each table's
     /// last GC run measured it (tables never collected count 0).
     pub(crate) fn storage_live_bytes(&self) -> u64 {
@@ -448,5 +392,41 @@ impl DbInner {
         self.space.release(ndpdb_formats::TxId(0), &cold, &[]);
         self.gc.lock().live_bytes.insert(table, result.live_bytes);
         Ok(report)
+    }
+}
+
+impl Vacuum for Engine {
+    fn config(&self) -> &Config {
+        &self.config
+    }
+
+    fn autovacuum(&self) -> &Arc<Autovacuum> {
+        &self.autovacuum
+    }
+
+    fn check_ok(&self) -> Result<()> {
+        Engine::check_ok(self)
+    }
+
+    fn txm(&self) -> &TxManager {
+        &self.txm
+    }
+
+    fn tables(&self) -> Vec<Arc<TableState>> {
+        self.all_tables()
+    }
+
+    fn collect_garbage(engine: &Arc<Self>, ts: &Arc<TableState>, cost: GcCost) -> Result<()> {
+        Database::internal(engine.clone())
+            .collect_garbage(ts, GC_MAX_LIVE_PERCENT, cost)
+            .map(|_| ())
+    }
+
+    fn reclaim(&self) -> Result<()> {
+        Engine::reclaim(self)
+    }
+
+    fn counters(&self) -> &EngineCounters {
+        &self.counters
     }
 }

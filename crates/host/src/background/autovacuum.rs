@@ -10,14 +10,16 @@
 //!      wait for the transactions running now (horizon polls 1 → 64 ms)
 //!      for each table past its threshold, not collected within the
 //!      last naptime, and whose last run's horizon the horizon has
-//!      passed → Database::collect_garbage
+//!      passed → Vacuum::collect_garbage (crate::gc)
 //!      free pages whose readers have ended (reclaim)
 //!  last user handle dropped ──► stop, join (before the final checkpoint)
 //! ```
 //!
 //! The worker holds the engine only while it works (a weak reference
-//! otherwise), and the last user handle of a [`Database`] stops and joins
-//! it, so dropping a database closes it at once, as before.
+//! otherwise), and the last user handle of a database stops and joins
+//! it, so dropping a database closes it at once, as before. It reaches
+//! the engine through [`Vacuum`], which `crate::gc` implements: this file
+//! knows the rule, not how a run goes.
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
@@ -29,9 +31,29 @@ use rustc_hash::FxHashMap;
 
 use ndpdb_formats::TableId;
 
-use crate::database::{Database, DbInner, TableState};
-use crate::gc::{GcCost, GC_MAX_LIVE_PERCENT};
+use crate::config::Config;
+use crate::db::TableState;
+use crate::error::Result;
+use crate::gc::GcCost;
 use crate::stats::EngineCounters;
+use crate::txn::TxManager;
+
+/// What the worker needs of the engine it collects garbage for.
+pub(crate) trait Vacuum: Send + Sync + 'static {
+    fn config(&self) -> &Config;
+    /// The worker's handle, kept by the engine.
+    fn autovacuum(&self) -> &Arc<Autovacuum>;
+    /// Fails once the engine has failed (the worker then ends).
+    fn check_ok(&self) -> Result<()>;
+    fn txm(&self) -> &TxManager;
+    fn tables(&self) -> Vec<Arc<TableState>>;
+    /// One GC run on `ts` at the autovacuum's share of live slots, paced
+    /// by `cost`.
+    fn collect_garbage(engine: &Arc<Self>, ts: &Arc<TableState>, cost: GcCost) -> Result<()>;
+    /// Frees the released pages nobody can read any more.
+    fn reclaim(&self) -> Result<()>;
+    fn counters(&self) -> &EngineCounters;
+}
 
 /// The worker's handle, kept by the engine.
 #[derive(Default)]
@@ -41,23 +63,23 @@ pub(crate) struct Autovacuum {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-impl Autovacuum {
-    /// Starts the worker for `inner` (when its config asks for one).
-    pub fn start(inner: &Arc<DbInner>) {
-        if !inner.config.autovacuum {
-            return;
-        }
-        let weak = Arc::downgrade(inner);
-        let av = inner.autovacuum.clone();
-        let naptime = inner.config.autovacuum_naptime;
-        let spawned = std::thread::Builder::new()
-            .name("ndpdb-autovacuum".into())
-            .spawn(move || run(&av, weak, naptime));
-        if let Ok(h) = spawned {
-            *inner.autovacuum.thread.lock() = Some(h);
-        }
+/// Starts the worker for `engine` (when its config asks for one).
+pub(crate) fn start<E: Vacuum>(engine: &Arc<E>) {
+    if !engine.config().autovacuum {
+        return;
     }
+    let weak = Arc::downgrade(engine);
+    let av = engine.autovacuum().clone();
+    let naptime = engine.config().autovacuum_naptime;
+    let spawned = std::thread::Builder::new()
+        .name("ndpdb-autovacuum".into())
+        .spawn(move || run(&av, weak, naptime));
+    if let Ok(h) = spawned {
+        *engine.autovacuum().thread.lock() = Some(h);
+    }
+}
 
+impl Autovacuum {
     fn stopped(&self) -> bool {
         *self.stop.lock()
     }
@@ -92,8 +114,7 @@ impl Autovacuum {
 }
 
 /// Versions written to `ts` since its last GC run that start the next.
-pub(crate) fn threshold(inner: &DbInner, ts: &TableState) -> u64 {
-    let c = &inner.config;
+pub(crate) fn threshold(c: &Config, ts: &TableState) -> u64 {
     c.autovacuum_threshold + (c.autovacuum_scale_factor * ts.vids.vid_count() as f64) as u64
 }
 
@@ -109,7 +130,7 @@ const PATIENCE: u32 = 10;
 const FIRST_HORIZON_POLL: Duration = Duration::from_millis(1);
 const LAST_HORIZON_POLL: Duration = Duration::from_millis(64);
 
-fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
+fn run<E: Vacuum>(av: &Autovacuum, weak: Weak<E>, naptime: Duration) {
     let mut waited = 0;
     // When each table's last run started. As PostgreSQL's naptime is the
     // least time between two runs on a database, it is here between two
@@ -119,9 +140,8 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
     // a device job and, when it frees anything, a WAL record and its sync.
     let mut last_run: FxHashMap<TableId, Instant> = FxHashMap::default();
     while av.nap(naptime) {
-        let Some(inner) = weak.upgrade() else { return };
-        let db = Database::internal(inner);
-        if db.inner.check_ok().is_err() {
+        let Some(engine) = weak.upgrade() else { return };
+        if engine.check_ok().is_err() {
             return;
         }
         // The versions that woke the worker become garbage only once no
@@ -130,10 +150,10 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
         // milliseconds; a long one is waited for at most a naptime).
         // A commit still under way (its versions are counted before it
         // ends) or a long transaction: try again next time, a few times.
-        let target = db.inner.txm.next_txid();
+        let target = engine.txm().next_txid();
         let deadline = Instant::now() + naptime;
         let mut poll = FIRST_HORIZON_POLL;
-        while db.inner.txm.horizon() < target {
+        while engine.txm().horizon() < target {
             let now = Instant::now();
             if av.stopped() || now >= deadline {
                 break;
@@ -144,16 +164,16 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
         if av.stopped() {
             return;
         }
-        if db.inner.txm.horizon() < target && waited < PATIENCE {
+        if engine.txm().horizon() < target && waited < PATIENCE {
             waited += 1;
             continue;
         }
         waited = 0;
-        for ts in db.inner.all_tables() {
+        for ts in engine.tables() {
             if av.stopped() {
                 return;
             }
-            if ts.changes_since_gc.load(Ordering::Relaxed) < threshold(&db.inner, &ts) {
+            if ts.changes_since_gc.load(Ordering::Relaxed) < threshold(engine.config(), &ts) {
                 continue;
             }
             let id = ts.id;
@@ -165,20 +185,20 @@ fn run(av: &Autovacuum, weak: Weak<DbInner>, naptime: Duration) {
             // long snapshot holding the horizon there makes another run
             // read every page of the table for nothing (PostgreSQL's
             // "dead but not yet removable"): wait for the horizon.
-            if db.inner.txm.horizon().0 <= ts.gc_horizon.load(Ordering::Relaxed) {
+            if engine.txm().horizon().0 <= ts.gc_horizon.load(Ordering::Relaxed) {
                 continue;
             }
             last_run.insert(id, Instant::now());
             let cost = GcCost {
-                delay: db.inner.config.autovacuum_cost_delay,
-                limit: db.inner.config.autovacuum_cost_limit,
+                delay: engine.config().autovacuum_cost_delay,
+                limit: engine.config().autovacuum_cost_limit,
             };
-            if db.collect_garbage(&ts, GC_MAX_LIVE_PERCENT, cost).is_err() {
-                EngineCounters::inc(&db.inner.counters.gc_failures);
+            if E::collect_garbage(&engine, &ts, cost).is_err() {
+                EngineCounters::inc(&engine.counters().gc_failures);
             }
         }
-        if db.inner.reclaim().is_err() {
-            EngineCounters::inc(&db.inner.counters.gc_failures);
+        if engine.reclaim().is_err() {
+            EngineCounters::inc(&engine.counters().gc_failures);
         }
     }
 }
