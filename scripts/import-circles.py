@@ -50,6 +50,7 @@ def strip(text):
 
 def expand_use(tree):
     """`a::{b, c::{d, self}}` -> ['a::b', 'a::c::d', 'a::c']."""
+    tree = re.sub(r"\s+as\s+" + IDENT, "", tree)
     tree = re.sub(r"\s+", "", tree)
     out = []
 
@@ -85,7 +86,7 @@ def expand_use(tree):
                 go(prefix + head, it)
 
     go("", tree)
-    return [re.sub(r"as" + IDENT + "$", "", p) for p in out]
+    return out
 
 
 def paths_of(text):
