@@ -8,7 +8,8 @@ use ndpdb_formats::{JobId, Lpn, Ppn, TableId};
 use crate::command::{DeviceInfo, Request, Response, VidEntry};
 use crate::map_runs::MapRuns;
 use crate::ndp::{Invocation, JobStatus, SharedState};
-use crate::transport::{LinkStats, Transport};
+use crate::plane::LinkStats;
+use crate::transport::Transport;
 use crate::{LinkError, Result};
 
 /// Typed client over a [`Transport`]. Cheap to clone.

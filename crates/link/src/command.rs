@@ -17,7 +17,7 @@ use ndpdb_formats::{JobId, Lpn, Ppn, RecId, TableId, Vid};
 
 use crate::map_runs::MapRuns;
 use crate::ndp::{Invocation, JobStatus, SharedState};
-use crate::transport::Plane;
+use crate::plane::Plane;
 use crate::{LinkError, Result};
 
 pub const ENVELOPE_SIZE: usize = 8;

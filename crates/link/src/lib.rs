@@ -15,10 +15,13 @@
 //! - [`command`]: the command envelope, requests and responses.
 //! - [`ndp`]: the NDP messages: invocations, shared state, job status,
 //!   update results and result rows.
-//! - [`transport`]: the transport trait, in-process transport, counters.
+//! - [`plane`]: the data, control and sync planes and the bytes and
+//!   messages counted on each, per direction.
+//! - [`transport`]: the transport trait and the in-process transport.
 //! - [`map_runs`]: map dumps as runs of consecutive entries.
 //! - [`client`]: the typed host-side API over any transport.
-//! - [`model`]: link presets that throttle the data plane.
+//! - [`link_model`]: link presets that throttle the data plane (also
+//!   reachable as `model`, its former name).
 //! - [`nvm`]: NVM latency profiles of the device's emulated medium.
 //! - [`socket`]: the link over a unix or TCP socket (a device in its own
 //!   process), and the device's listener.
@@ -27,18 +30,22 @@
 
 pub mod client;
 pub mod command;
+pub mod link_model;
 pub mod map_runs;
-pub mod model;
 pub mod ndp;
 pub mod nvm;
+pub mod plane;
 pub mod socket;
 pub mod sync_plane;
 pub mod transport;
 
+/// The link model's former path, kept for the crates above.
+pub use link_model as model;
+
 pub use client::DeviceClient;
 pub use command::{DeviceInfo, Opcode, Request, Response, VidEntry};
+pub use link_model::LinkModel;
 pub use map_runs::MapRuns;
-pub use model::LinkModel;
 pub use nvm::NvmProfile;
 pub use transport::{CommandHandler, Direction, InProcessTransport, LinkStats, Plane, Transport};
 

@@ -49,8 +49,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use crate::command::ENVELOPE_SIZE;
-use crate::model::LinkModel;
-use crate::transport::{CommandHandler, LinkStats, Metered, Plane, Transport};
+use crate::link_model::LinkModel;
+use crate::plane::{LinkStats, Plane};
+use crate::transport::{CommandHandler, Metered, Transport};
 use crate::{LinkError, Result};
 
 /// Largest frame either side accepts (a result region of a big scan).
@@ -613,7 +614,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::command::{Request, Response};
-    use crate::transport::Direction;
+    use crate::plane::Direction;
 
     /// Echoes INFO with a page count of the request's length.
     struct Echo;

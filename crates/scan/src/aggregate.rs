@@ -20,7 +20,7 @@ use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef, Zone};
 use ndpdb_formats::udf::spn_scores;
 use ndpdb_formats::{DataType, Decimal, Result, Value};
 
-use crate::predicate::{column, f64_cmp, rd_i128, rd_i64};
+use crate::kernel::{column, f64_cmp, rd_i128, rd_i64};
 
 /// How an aggregate's argument is read.
 #[derive(Clone, Debug, PartialEq)]

@@ -30,8 +30,8 @@ use ndpdb_formats::{DataType, Result, Value};
 use rustc_hash::FxHashMap;
 
 use crate::aggregate::{fold_page, AggInput, Batch, RowSource};
-use crate::pipeline::Groups;
-use crate::predicate::column;
+use crate::groups::Groups;
+use crate::kernel::column;
 
 /// The group columns, when every GROUP BY program reads one column of
 /// the table as stored.

@@ -17,7 +17,7 @@
 use ndpdb_formats::page::{ColumnData, ColumnRef, Zone};
 use ndpdb_formats::{Error, Result};
 
-use crate::predicate::{keep, rd_i32, rd_i64, FALSE, NULL, TRUE};
+use crate::kernel::{keep, rd_i32, rd_i64, FALSE, NULL, TRUE};
 
 /// Widest range (in values) a set's bitmap covers: 2^23 bits, 1 MiB.
 const BITMAP_SPAN: u64 = 1 << 23;

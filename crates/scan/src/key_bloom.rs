@@ -17,7 +17,7 @@
 use ndpdb_formats::page::{ColumnData, PageRef};
 use ndpdb_formats::{DataType, Error, Result};
 
-use crate::predicate::{column, rd_i32, rd_i64};
+use crate::kernel::{column, rd_i32, rd_i64};
 
 /// Most key columns hashed together.
 pub const MAX_KEY_COLUMNS: usize = 8;

@@ -15,23 +15,28 @@
 //!                                     (typed, per column)    projection kernels
 //! ```
 //!
-//! Modules in pipeline order:
+//! Modules in pipeline order ("pipeline" in this crate is a scan's filter
+//! path, filter → operation, not an NDP statement pipeline):
 //! - [`page_visibility`]: runs of VID-map heads per page, checked against
 //!   the page summary; chain walks only for heads a snapshot does not see.
 //! - [`predicate`]: expression bytecode compiled into typed comparison
 //!   kernels with SQL's three-valued logic (row-at-a-time fallback for
 //!   anything else); [`in_set`]: the IN kernel of integer lists of any
 //!   length, which runtime join filters use too; [`key_bloom`]: the
-//!   runtime join filter of composite integer keys.
+//!   runtime join filter of composite integer keys; [`kernel`]: truth
+//!   bytes, value reads and selection refinement they all share.
 //! - [`aggregate`]: typed SUM / COUNT / MIN / MAX / AVG over a selection,
 //!   folded into the same accumulators the row path uses.
-//! - [`pipeline`]: filter → operation over pages and single rows; the
-//!   partial results the device and host merge.
+//! - [`group_page`]: GROUP BY over a page selection; [`groups`]: the
+//!   partial aggregates by group key the device and host merge.
+//! - [`pipeline`]: filter → operation over pages and single rows.
 //! - [`prefetch`]: the cache lines of the pages ahead of the walk.
 
 pub mod aggregate;
 pub mod group_page;
+pub mod groups;
 pub mod in_set;
+pub mod kernel;
 pub mod key_bloom;
 pub mod object_scan;
 pub mod page_visibility;

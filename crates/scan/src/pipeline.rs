@@ -13,9 +13,11 @@
 //!
 //! A [`Pipeline`] is compiled once per scan and shared by its workers;
 //! each worker folds into its own [`PipelineState`], and the states merge
-//! the way the row path's partials always did.
+//! the way the row path's partials always did (`groups.rs`).
+//!
+//! "Pipeline" here is the scan's filter path only; the statements the
+//! host ships to the device are named elsewhere.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use ndpdb_formats::agg::{Acc, AggSpec};
@@ -26,8 +28,10 @@ use ndpdb_formats::{DataType, Result, Value};
 
 use crate::aggregate::{fold_page, AggInput, Batch, RowSource};
 use crate::group_page::{fold_grouped_page, group_bytes, group_columns, GroupScratch, GroupedPage};
+pub use crate::groups::{merge_groups, Groups};
+use crate::kernel::column;
 use crate::key_bloom::KeyBloom;
-use crate::predicate::{column, Predicate, Scratch};
+use crate::predicate::{Predicate, Scratch};
 
 /// What a scan computes from its qualifying rows.
 #[derive(Clone, Debug, PartialEq)]
@@ -427,52 +431,4 @@ impl Pipeline {
         }
         st.groups
     }
-}
-
-/// Partial aggregates by group key, as workers produce them.
-pub type Groups = HashMap<Vec<u8>, (Vec<Value>, Vec<Acc>)>;
-
-/// Merges workers' partial aggregates and finishes them: rows of
-/// `[group values…, aggregates…]`, one per group (one row without GROUP BY
-/// even when no row qualified), groups in order of first appearance.
-pub fn merge_groups(
-    parts: impl IntoIterator<Item = Groups>,
-    grouped: bool,
-    aggs: &[AggSpec],
-) -> Result<Vec<Vec<Value>>> {
-    let mut merged: Groups = HashMap::new();
-    let mut order: Vec<Vec<u8>> = Vec::new();
-    for g in parts {
-        for (key, (gv, accs)) in g {
-            match merged.get_mut(&key) {
-                Some((_, mine)) => {
-                    for ((m, a), spec) in mine.iter_mut().zip(accs).zip(aggs) {
-                        m.merge(spec, a)?;
-                    }
-                }
-                None => {
-                    order.push(key.clone());
-                    merged.insert(key, (gv, accs));
-                }
-            }
-        }
-    }
-    if merged.is_empty() && !grouped {
-        order.push(Vec::new());
-        merged.insert(
-            Vec::new(),
-            (Vec::new(), aggs.iter().map(Acc::new).collect()),
-        );
-    }
-    let mut rows = Vec::with_capacity(order.len());
-    for key in order {
-        let Some((mut row, accs)) = merged.remove(&key) else {
-            continue;
-        };
-        for (a, spec) in accs.into_iter().zip(aggs) {
-            row.push(a.finish(spec)?);
-        }
-        rows.push(row);
-    }
-    Ok(rows)
 }

@@ -29,10 +29,8 @@ use ndpdb_formats::page::{ColumnData, ColumnRef, PageRef, Zone};
 use ndpdb_formats::{DataType, Decimal, Error, Result, Value};
 
 use crate::in_set::IntSet;
-
-pub const FALSE: u8 = 0;
-pub const TRUE: u8 = 1;
-pub const NULL: u8 = 2;
+pub use crate::kernel::{column, FALSE, NULL, TRUE};
+use crate::kernel::{f64_cmp, keep, rd_i128, rd_i32, rd_i64};
 
 /// A comparison operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -372,20 +370,6 @@ fn compare_node(column: usize, ty: DataType, op: Cmp, v: &Value) -> Option<Node>
     Some(Node::Cmp { column, op, scalar })
 }
 
-/// A page column checked against the type the plan expects.
-#[inline]
-pub fn column<'a>(page: &PageRef<'a>, c: usize, ty: DataType) -> Result<ColumnRef<'a>> {
-    let col = page.column(c)?;
-    if col.ty != ty {
-        return Err(Error::corrupted(format!(
-            "page {} column {c} holds {} where the table has {ty}",
-            page.lpn().0,
-            col.ty
-        )));
-    }
-    Ok(col)
-}
-
 /// Reusable buffers of one scan (no allocation per page once warm), and
 /// what the zone maps decided.
 #[derive(Default)]
@@ -670,32 +654,6 @@ fn filter_cmp(
     }
 }
 
-#[inline]
-pub(crate) fn rd_i32(v: &[u8], i: usize) -> i32 {
-    i32::from_le_bytes([v[4 * i], v[4 * i + 1], v[4 * i + 2], v[4 * i + 3]])
-}
-
-#[inline]
-pub(crate) fn rd_i64(v: &[u8], i: usize) -> i64 {
-    let mut b = [0u8; 8];
-    b.copy_from_slice(&v[8 * i..8 * i + 8]);
-    i64::from_le_bytes(b)
-}
-
-#[inline]
-pub(crate) fn rd_i128(v: &[u8], i: usize) -> i128 {
-    let mut b = [0u8; 16];
-    b.copy_from_slice(&v[16 * i..16 * i + 16]);
-    i128::from_le_bytes(b)
-}
-
-/// PostgreSQL's float order: NaN above everything.
-#[inline]
-pub(crate) fn f64_cmp(a: f64, b: f64) -> Ordering {
-    a.partial_cmp(&b)
-        .unwrap_or_else(|| a.is_nan().cmp(&b.is_nan()))
-}
-
 /// Binds `$t` to the row test for this column representation, scalar
 /// and operator and evaluates `$body` with it: one monomorphized copy of
 /// the loop per combination, no dispatch per row.
@@ -831,23 +789,6 @@ fn truths(col: &ColumnRef<'_>, sel: &[u16], out: &mut Vec<u8>, test: impl Fn(usi
         }));
     } else {
         out.extend(sel.iter().map(|&s| test(s as usize) as u8));
-    }
-}
-
-/// Keeps the selected rows that are not NULL and pass `test`.
-#[inline(always)]
-pub(crate) fn keep(col: &ColumnRef<'_>, sel: &mut Vec<u16>, test: impl Fn(usize) -> bool) {
-    if col.has_nulls() {
-        sel.retain(|&s| !col.is_null(s as usize) && test(s as usize));
-    } else {
-        // Branch-free compaction: write every row, advance on a hit.
-        let mut n = 0;
-        for k in 0..sel.len() {
-            let s = sel[k];
-            sel[n] = s;
-            n += test(s as usize) as usize;
-        }
-        sel.truncate(n);
     }
 }
 

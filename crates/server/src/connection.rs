@@ -18,59 +18,25 @@
 //!  error in P B D E C H ─► ErrorResponse, skip till Sync
 //! ```
 //!
+//! The connection's state and the replies the handlers send are in
+//! `conn_io.rs`; this file only runs the loop and dispatches.
+//!
 //! Any error aborts the open transaction, as in PostgreSQL. The session is
 //! dropped with the connection — by a close, a Terminate, a reset, or a
 //! panic caught in `serve` — which rolls back whatever was not committed
 //! (an implicit transaction without its Sync included), releases its
 //! locks and discards its NDP jobs.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
-use pgwire::messages::copy::CopyInResponse;
-use pgwire::messages::data::{DataRow, FieldDescription, NoData, RowDescription};
-use pgwire::messages::response::{CommandComplete, EmptyQueryResponse};
-use pgwire::messages::PgWireBackendMessage;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use ndpdb_formats::{DataType, SqlState, Value};
-use ndpdb_sql::{Error, ResultColumn, Session};
+use ndpdb_formats::SqlState;
+use ndpdb_sql::Error;
 
-use crate::portal::{Portal, Statement};
-use crate::types::{pg_type, put_field, Format};
+pub use crate::conn_io::Connection;
+use crate::conn_io::Failure;
 use crate::wire::body::protocol_violation;
 use crate::wire::frontend::{self, Frontend};
-use crate::wire::{FrameReader, Gone, Out};
-
-/// Why a message could not be handled.
-pub(crate) enum Failure {
-    /// An ERROR: reported, the transaction aborted, the connection goes on.
-    Error(Error),
-    /// A FATAL error: reported, then the connection ends.
-    Fatal(Error),
-    /// The client is gone.
-    Closed,
-}
-
-impl From<Error> for Failure {
-    fn from(e: Error) -> Failure {
-        Failure::Error(e)
-    }
-}
-
-impl From<ndpdb_formats::Error> for Failure {
-    fn from(e: ndpdb_formats::Error) -> Failure {
-        Failure::Error(e.into())
-    }
-}
-
-impl From<Gone> for Failure {
-    fn from(_: Gone) -> Failure {
-        Failure::Closed
-    }
-}
-
-pub(crate) type Handled = Result<(), Failure>;
+use crate::wire::Gone;
 
 /// What the loop does after a message.
 enum Step {
@@ -80,26 +46,7 @@ enum Step {
     Exit,
 }
 
-/// One connection: its session, prepared statements and portals.
-pub struct Connection<R, W> {
-    pub(crate) reader: FrameReader<R>,
-    pub(crate) out: Out<W>,
-    pub(crate) session: Session,
-    pub(crate) statements: HashMap<String, Arc<Statement>>,
-    pub(crate) portals: HashMap<String, Portal>,
-}
-
 impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
-    pub(crate) fn new(reader: FrameReader<R>, out: Out<W>, session: Session) -> Connection<R, W> {
-        Connection {
-            reader,
-            out,
-            session,
-            statements: HashMap::new(),
-            portals: HashMap::new(),
-        }
-    }
-
     /// Serves messages until the client leaves or a FATAL error.
     pub(crate) async fn serve(mut self) {
         let mut skip_till_sync = false;
@@ -212,121 +159,5 @@ impl<R: AsyncRead + Unpin, W: AsyncWrite + Unpin> Connection<R, W> {
             self.portals.clear();
         }
         self.out.ready(status).await
-    }
-
-    /// Sends the warnings the session left for the client.
-    pub(crate) async fn notices(&mut self) -> Handled {
-        let notices = std::mem::take(&mut self.session.notices);
-        Ok(self.out.notices(notices).await?)
-    }
-
-    pub(crate) async fn send(&mut self, msg: PgWireBackendMessage) -> Handled {
-        Ok(self.out.send(msg).await?)
-    }
-
-    pub(crate) async fn row_description(
-        &mut self,
-        columns: &[ResultColumn],
-        formats: &Format,
-    ) -> Handled {
-        let fields = columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let ty = pg_type(&c.ty);
-                FieldDescription::new(
-                    c.name.clone(),
-                    0,
-                    0,
-                    ty.oid(),
-                    type_size(&c.ty),
-                    -1,
-                    formats.code(i),
-                )
-            })
-            .collect();
-        self.send(PgWireBackendMessage::RowDescription(RowDescription::new(
-            fields,
-        )))
-        .await
-    }
-
-    pub(crate) async fn no_data(&mut self) -> Handled {
-        self.send(PgWireBackendMessage::NoData(NoData::new())).await
-    }
-
-    pub(crate) async fn data_row(&mut self, row: &[Value], formats: &Format) -> Handled {
-        let mut buf = bytes::BytesMut::with_capacity(16 * row.len());
-        for (i, v) in row.iter().enumerate() {
-            put_field(&mut buf, v, formats.field_format(i));
-        }
-        self.send(PgWireBackendMessage::DataRow(DataRow::new(
-            buf,
-            row.len() as i16,
-        )))
-        .await
-    }
-
-    pub(crate) async fn command_complete(&mut self, tag: String) -> Handled {
-        self.send(PgWireBackendMessage::CommandComplete(CommandComplete::new(
-            tag,
-        )))
-        .await
-    }
-
-    pub(crate) async fn empty_query(&mut self) -> Handled {
-        self.send(PgWireBackendMessage::EmptyQueryResponse(
-            EmptyQueryResponse::new(),
-        ))
-        .await
-    }
-
-    pub(crate) async fn copy_in_response(&mut self, columns: usize) -> Handled {
-        let columns = i16::try_from(columns).unwrap_or(i16::MAX);
-        self.send(PgWireBackendMessage::CopyInResponse(CopyInResponse::new(
-            0,
-            columns,
-            vec![0; columns as usize],
-        )))
-        .await?;
-        Ok(self.out.flush().await?)
-    }
-
-    /// DEALLOCATE name | ALL (and DISCARD ALL): forgets prepared
-    /// statements, the extended protocol's and SQL PREPARE's (one
-    /// namespace, as in PostgreSQL).
-    pub(crate) fn deallocate(&mut self, name: Option<&str>) -> Result<(), Error> {
-        match name {
-            None => {
-                self.statements.clear();
-                self.session.deallocate_sql_prepared(None);
-            }
-            Some(name) => {
-                if self.statements.remove(name).is_none()
-                    && !self.session.deallocate_sql_prepared(Some(name))
-                {
-                    return Err(Error::new(
-                        SqlState::INVALID_SQL_STATEMENT_NAME,
-                        format!("prepared statement \"{name}\" does not exist"),
-                    )
-                    .with_routine("FetchPreparedStatement"));
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-/// PostgreSQL's typlen of a column type (-1: variable length).
-fn type_size(ty: &DataType) -> i16 {
-    match ty {
-        DataType::Bool => 1,
-        DataType::Int | DataType::Date => 4,
-        DataType::BigInt | DataType::Double | DataType::Timestamp => 8,
-        DataType::Numeric { .. }
-        | DataType::Text
-        | DataType::Varchar(_)
-        | DataType::Char(_)
-        | DataType::Bytea => -1,
     }
 }

@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use ndpdb_formats::SqlState;
 use ndpdb_sql::Error;
 
-use crate::connection::{Connection, Failure, Handled};
+use crate::conn_io::{Connection, Failure, Handled};
 use crate::copy::{CopyIn, CopyLoader, CopySpec};
 use crate::wire::body::protocol_violation;
 use crate::wire::frame::{LARGE_MESSAGE_LIMIT, SMALL_MESSAGE_LIMIT};

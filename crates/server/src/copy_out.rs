@@ -22,7 +22,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use ndpdb_formats::{SqlState, Value};
 use ndpdb_sql::{Error, Output};
 
-use crate::connection::{Connection, Handled};
+use crate::conn_io::{Connection, Handled};
 use crate::copy::{CopyFormat, CopyOutSpec};
 
 /// Bytes gathered before a CopyData message goes out.

@@ -29,7 +29,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use ndpdb_formats::{DataType, SqlState, Value};
 use ndpdb_sql::{Error, Output, ResultColumn};
 
-use crate::connection::{Connection, Handled};
+use crate::conn_io::{Connection, Handled};
 use crate::copy::copy_spec;
 use crate::portal::{rows_complete, rows_tag, Plan, Portal, PortalState, Statement};
 use crate::types::{decode_param, Format};

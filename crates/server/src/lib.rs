@@ -18,7 +18,8 @@
 //! - [`startup`]: the startup phase up to the first ReadyForQuery.
 //! - [`cancel`]: CancelRequest → the session's interrupt (57014).
 //! - [`connection`]: the message loop of one connection, PostgreSQL's
-//!   rules for errors, Sync and ReadyForQuery.
+//!   rules for errors, Sync and ReadyForQuery; [`conn_io`]: what a
+//!   connection holds and the replies its handlers send.
 //! - [`simple`]: simple Query messages.
 //! - [`extended`] and [`portal`]: Parse/Bind/Describe/Execute/Close.
 //! - [`copy`] and [`copy_in`]: COPY FROM STDIN parsing and its sub-protocol.
@@ -33,6 +34,7 @@
 pub mod auth;
 pub mod cancel;
 pub mod catalog;
+pub mod conn_io;
 pub mod connection;
 pub mod copy;
 pub mod copy_in;

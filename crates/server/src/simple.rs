@@ -18,7 +18,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use ndpdb_formats::SqlState;
 use ndpdb_sql::{Error, Output};
 
-use crate::connection::{Connection, Handled};
+use crate::conn_io::{Connection, Handled};
 use crate::copy::copy_spec;
 use crate::portal::{rows_complete, rows_tag};
 use crate::types::Format;

@@ -1,0 +1,182 @@
+//! The built-in scalar functions a program can call: their names in SQL,
+//! how many arguments each takes, and the byte each is encoded as.
+//!
+//! ```text
+//!  SQL  substr(s, 2, 3) ─ by_name ─► Func::Substr ─► Op::Call { func, nargs: 3 }
+//!                                                     encoded: 29, tag, 3
+//! ```
+//!
+//! What each function computes is in `call.rs` (and, for the catalog's
+//! functions, `catalog_funcs.rs`); this file only names them, so the
+//! catalog functions can match on a [`Func`] without reaching into the
+//! evaluator.
+
+use crate::error::{Error, Result};
+
+/// Built-in scalar functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Func {
+    Abs,
+    Lower,
+    Upper,
+    Length,
+    Coalesce,
+    Round,
+    Floor,
+    Ceil,
+    Substr,
+    NullIf,
+    Greatest,
+    Least,
+    Trim,
+    /// `spn_score(bytea)`: see [`crate::udf`].
+    SpnScore,
+    /// Trailing blanks removed (also how a `CHAR(n)` value becomes text).
+    Rtrim,
+    Ltrim,
+    /// `EXTRACT(field FROM v)`: NUMERIC (see [`crate::datetime_part`]).
+    Extract,
+    /// `date_part('field', v)`: DOUBLE PRECISION.
+    DatePart,
+    /// `timestamp ± interval` (timestamp, months, days, µs): months
+    /// first, the day clamped to the month's end, then days, then time.
+    AddInterval,
+    /// `ascii(text)`: the first character's code point (0 for '').
+    Ascii,
+    /// `chr(int)`: the character of a code point.
+    Chr,
+    /// `strpos(text, text)` / `position(a IN b)`: 1-based, 0 if absent.
+    Strpos,
+    /// `replace(text, from, to)`.
+    Replace,
+    /// `a & b`, `a | b` on integers.
+    BitAnd,
+    BitOr,
+    /// `text ~ pattern` with flags (see [`crate::catalog_funcs`]).
+    RegexMatch,
+    /// `array[i]`, `array_upper(array, dim)`, `array_lower(array, dim)`
+    /// on an array's text form.
+    ArrayElem,
+    ArrayUpper,
+    ArrayLower,
+    /// Field `i` (1-based) of a record's text form `(a,b)`.
+    RecordField,
+    /// `pg_get_expr(expr, relation)`: the expression text itself.
+    PgGetExpr,
+    /// `pg_get_indexdef(defs, oid, column)`: a lookup in a table of
+    /// index definitions the planner made from the catalog.
+    IndexDef,
+    /// `trim([both|leading|trailing] chars from text)`: (text, chars, 0
+    /// both / 1 leading / 2 trailing).
+    TrimChars,
+}
+
+impl Func {
+    const ALL: [Func; 33] = [
+        Func::Abs,
+        Func::Lower,
+        Func::Upper,
+        Func::Length,
+        Func::Coalesce,
+        Func::Round,
+        Func::Floor,
+        Func::Ceil,
+        Func::Substr,
+        Func::NullIf,
+        Func::Greatest,
+        Func::Least,
+        Func::Trim,
+        Func::SpnScore,
+        Func::Rtrim,
+        Func::Ltrim,
+        Func::Extract,
+        Func::DatePart,
+        Func::AddInterval,
+        Func::Ascii,
+        Func::Chr,
+        Func::Strpos,
+        Func::Replace,
+        Func::BitAnd,
+        Func::BitOr,
+        Func::RegexMatch,
+        Func::ArrayElem,
+        Func::ArrayUpper,
+        Func::ArrayLower,
+        Func::RecordField,
+        Func::PgGetExpr,
+        Func::IndexDef,
+        Func::TrimChars,
+    ];
+
+    /// How many arguments a call takes. The variadic ones (COALESCE,
+    /// GREATEST, LEAST) are bounded by the one-byte argument count of
+    /// [`Op::Call`](super::Op::Call).
+    pub fn arity(self) -> std::ops::RangeInclusive<usize> {
+        match self {
+            Func::Coalesce | Func::Greatest | Func::Least => 1..=u8::MAX as usize,
+            Func::Round => 1..=2,
+            Func::Substr => 2..=3,
+            Func::AddInterval => 4..=4,
+            Func::NullIf | Func::Extract | Func::DatePart | Func::Strpos => 2..=2,
+            Func::Replace | Func::RegexMatch | Func::IndexDef | Func::TrimChars => 3..=3,
+            Func::BitAnd
+            | Func::BitOr
+            | Func::ArrayElem
+            | Func::ArrayUpper
+            | Func::ArrayLower
+            | Func::RecordField
+            | Func::PgGetExpr => 2..=2,
+            Func::Abs
+            | Func::Lower
+            | Func::Upper
+            | Func::Length
+            | Func::Floor
+            | Func::Ceil
+            | Func::Trim
+            | Func::Rtrim
+            | Func::Ltrim
+            | Func::Ascii
+            | Func::Chr
+            | Func::SpnScore => 1..=1,
+        }
+    }
+
+    pub fn by_name(name: &str) -> Option<Func> {
+        Some(match name {
+            "abs" => Func::Abs,
+            "lower" => Func::Lower,
+            "upper" => Func::Upper,
+            "length" | "char_length" | "character_length" => Func::Length,
+            "coalesce" => Func::Coalesce,
+            "round" => Func::Round,
+            "floor" => Func::Floor,
+            "ceil" | "ceiling" => Func::Ceil,
+            "substr" | "substring" => Func::Substr,
+            "nullif" => Func::NullIf,
+            "greatest" => Func::Greatest,
+            "least" => Func::Least,
+            "trim" | "btrim" => Func::Trim,
+            "rtrim" => Func::Rtrim,
+            "ltrim" => Func::Ltrim,
+            "spn_score" => Func::SpnScore,
+            "date_part" => Func::DatePart,
+            "ascii" => Func::Ascii,
+            "chr" => Func::Chr,
+            "strpos" => Func::Strpos,
+            "replace" => Func::Replace,
+            _ => return None,
+        })
+    }
+
+    /// The function's byte in an encoded [`Op::Call`](super::Op::Call).
+    pub(super) fn tag(self) -> u8 {
+        Func::ALL.iter().position(|f| *f == self).unwrap_or(0) as u8
+    }
+
+    pub(super) fn from_tag(t: u8) -> Result<Func> {
+        Func::ALL
+            .get(t as usize)
+            .copied()
+            .ok_or_else(|| Error::corrupted(format!("unknown function tag {t}")))
+    }
+}
