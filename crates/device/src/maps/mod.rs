@@ -6,8 +6,8 @@
 //!   the arrays. (Not an MVCC snapshot: those are `ndpdb_formats::visibility`.)
 //! - [`store`]: the merge log and compaction.
 
-mod rados;
 mod image;
+mod rados;
 mod store;
 
 pub use store::{Compaction, MapStore};

@@ -28,9 +28,7 @@ use parking_lot::{Condvar, Mutex};
 
 use ndpdb_formats::codec::Writer;
 use ndpdb_formats::{Error, JobId, Lpn, Ppn, RecId, SqlState, TxId, Value, Vid};
-use ndpdb_link::ndp::{
-    encode_rows, FanOut, Invocation, JobState, JobStatus, ModifyResult, NdpOp,
-};
+use ndpdb_link::ndp::{encode_rows, FanOut, Invocation, JobState, JobStatus, ModifyResult, NdpOp};
 
 use ndpdb_scan::{merge_groups, Pipeline, PipelineOp};
 

@@ -39,6 +39,9 @@ pub(crate) mod pe;
 pub(crate) mod stages;
 pub(crate) mod update;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
