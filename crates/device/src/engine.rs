@@ -1,57 +1,29 @@
 //! The device's command handler: decodes a request frame, executes it
-//! against the page store and maps, and encodes the response frame.
+//! against the shared state ([`Core`]: page store and maps) or hands it to
+//! the in-storage engine (`ndp`), and encodes the response frame.
+//!
+//! ```text
+//!   frame ─► DeviceEngine ─┬─ page and map commands ─► Core (core.rs)
+//!                          ├─ NDP_* commands ───────► NdpEngine (ndp/) ─► Core
+//!                          └─ SLT_* commands ───────► shared lock table
+//! ```
+//!
+//! The engine owns the [`Core`] and the [`NdpEngine`]; nothing below
+//! imports it back.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use parking_lot::{Mutex, RwLock, RwLockWriteGuard};
 
 use ndpdb_formats::page::PageRef;
-use ndpdb_formats::{Ppn, TableId};
+use ndpdb_formats::Ppn;
 use ndpdb_link::{CommandHandler, DeviceInfo, LinkError, Request, Response, Result};
-use rustc_hash::FxHashMap;
 
-use crate::gc::SettledPages;
-use crate::maps::{Compaction, MapStore, Maps};
+pub use crate::core::Core;
+use crate::maps::{MapStore, Maps};
 use crate::ndp::NdpEngine;
 use crate::store::PageStore;
 use ndpdb_link::NvmProfile;
 use ndpdb_slt::SharedLockTable;
 use std::sync::Arc;
-
-/// Storage and maps, shared by the command handler and running NDP jobs.
-pub struct Core {
-    pub(crate) store: PageStore,
-    pub(crate) maps: RwLock<Maps>,
-    map_store: Mutex<MapStore>,
-    merges: AtomicU64,
-    /// The thread writing a map snapshot, if one was started.
-    compaction: Mutex<Option<std::thread::JoinHandle<()>>>,
-    /// Per table, the pages GC need not read again (gc/settled.rs).
-    pub(crate) gc_settled: Mutex<FxHashMap<TableId, SettledPages>>,
-}
-
-impl Core {
-    /// Writes the snapshot of a compaction on a thread of its own.
-    fn compact_in_background(self: &Arc<Core>, compaction: Compaction, maps: Maps) {
-        let core = Arc::clone(self);
-        let mut running = self.compaction.lock();
-        let spawned = std::thread::Builder::new()
-            .name("ndp-maps-snap".into())
-            .spawn(move || {
-                let outcome = compaction.write(&maps);
-                core.map_store.lock().end_compaction(&outcome);
-            });
-        match spawned {
-            Ok(handle) => *running = Some(handle),
-            // The set-aside log stays; the next compaction runs in place.
-            Err(e) => self
-                .map_store
-                .lock()
-                .end_compaction(&Err(LinkError::Io(e.to_string()))),
-        }
-    }
-}
 
 /// How the device is built: its compute and its medium.
 #[derive(Clone, Default)]
@@ -118,14 +90,7 @@ impl DeviceEngine {
         options: DeviceOptions,
     ) -> DeviceEngine {
         DeviceEngine {
-            core: Arc::new(Core {
-                store,
-                maps: RwLock::new(maps),
-                map_store: Mutex::new(map_store),
-                merges: AtomicU64::new(0),
-                compaction: Mutex::new(None),
-                gc_settled: Mutex::new(FxHashMap::default()),
-            }),
+            core: Arc::new(Core::new(store, map_store, maps)),
             ndp: NdpEngine::new(options.pes_effective(), options.cpus.clone(), options.slt),
         }
     }
@@ -152,49 +117,16 @@ impl DeviceEngine {
             Request::Info => Response::Info(DeviceInfo {
                 page_count: core.store.page_count(),
                 page_size: ndpdb_formats::page::PAGE_SIZE as u32,
-                merges: core.merges.load(Ordering::Relaxed),
+                merges: core.merges(),
             }),
             Request::MergeMaps { l2p, vids } => {
-                for (_, ppn) in &l2p {
-                    if *ppn != ndpdb_formats::Ppn::NONE && ppn.0 >= core.store.page_count() {
-                        return Err(LinkError::OutOfRange(format!(
-                            "ΔL2P maps to unwritten PPN {}",
-                            ppn.0
-                        )));
-                    }
-                }
-                if let Some(e) = vids.iter().find(|e| e.vid.0 >= ndpdb_formats::ids::MAX_VID) {
-                    return Err(LinkError::Corrupted(format!(
-                        "ΔVID entry with VID {}",
-                        e.vid.0
-                    )));
-                }
-                // Pages first, then the maps that point to them.
-                core.store.sync()?;
-                let mut ms = core.map_store.lock();
-                ms.log_merge(&l2p, &vids)?;
-                let mut maps = core.maps.write();
-                maps.apply_merge(&l2p, &vids);
-                core.merges.fetch_add(1, Ordering::Relaxed);
-                if ms.wants_compaction() {
-                    // The snapshot (tens of MB, fsync'd) is written off
-                    // both locks, from a copy: merges and page reads go on.
-                    let maps = RwLockWriteGuard::downgrade(maps);
-                    if let Some(compaction) = ms.begin_compaction(&maps)? {
-                        let copy = maps.clone();
-                        drop((maps, ms));
-                        core.compact_in_background(compaction, copy);
-                    }
-                }
+                core.merge_maps(&l2p, &vids)?;
                 Response::Done
             }
             Request::DumpL2p => Response::L2p(core.maps.read().l2p.runs()),
             Request::DumpVidMap(t) => Response::VidMap(core.maps.read().vid_runs(t)),
             Request::DropVidMap(t) => {
-                let mut ms = core.map_store.lock();
-                ms.log_drop(t)?;
-                core.maps.write().drop_table(t);
-                core.gc_settled.lock().remove(&t);
+                core.drop_vid_map(t)?;
                 Response::Done
             }
             Request::NdpShared(state) => Response::Handle(self.ndp.shared(state)?),
@@ -270,10 +202,7 @@ impl Drop for DeviceEngine {
     /// A snapshot being written is finished first: whoever opens the
     /// folder next must not race it.
     fn drop(&mut self) {
-        let running = self.core.compaction.lock().take();
-        if let Some(handle) = running {
-            let _ = handle.join();
-        }
+        self.core.finish_compaction();
     }
 }
 

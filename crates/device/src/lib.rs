@@ -7,31 +7,29 @@
 //! commands through [`ndpdb_link::CommandHandler`].
 //!
 //! ```text
-//!   command frame ─► engine ─┬─► store  (pages.dat: PPN × 8 KiB)
-//!                            ├─► maps   (maps.snap + maps.log: L2P, VID maps)
-//!                            └─► ndp    (jobs: PEs walk VIDs, filter, aggregate)
+//!   command frame ─► engine ─┬─► core ─┬─► store (pages.dat: PPN × 8 KiB)
+//!                            │         └─► maps  (maps.snap + maps.log: L2P, VID maps)
+//!                            └─► ndp    (jobs: PEs walk VIDs, filter, aggregate) ─► core
 //! ```
 //!
+//! - [`engine`]: the command handler; it owns the core and the NDP engine.
+//! - `core`: the shared state every mechanism borrows (store and maps).
 //! - [`store`]: the page file.
-//! - [`maps`]: device maps and their crash-safe persistence.
-//! - [`ndp`]: the in-storage engine: NDP jobs on processing elements.
-//! - `pe`: one processing element and its preloader thread.
-//! - `pipeline`: NDP pipelines: a statement's locked or new versions kept
-//!   on the device for the transaction's next statement.
+//! - [`maps`]: device maps and their crash-safe persistence (the map
+//!   image and the merge log).
+//! - [`ndp`]: the in-storage engine: NDP jobs (`ndp/job.rs`), pass-along
+//!   (`ndp/pass_along.rs`), processing elements with their visibility
+//!   walk and preloader (`ndp/pe/`), update NDP with its certification
+//!   and unloader (`ndp/update/`), NDP pipeline stages (`ndp/stages.rs`).
 //! - `gc`: version garbage collection as an NDP job.
-//! - `update`: update NDP on a PE: SLT locks, certification, new versions
-//!   in pre-allocated pages written by an unloader thread.
 //! - NVM latency profiles (`ndpdb_link::nvm`) slow the store's accesses.
-//! - [`engine`]: the command handler.
 
+mod core;
 pub mod engine;
 mod gc;
 pub mod maps;
 pub mod ndp;
-mod pe;
-mod pipeline;
 pub mod store;
-mod update;
 
 pub use engine::{DeviceEngine, DeviceOptions};
 pub use ndpdb_link::NvmProfile;

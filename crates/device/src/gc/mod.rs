@@ -49,10 +49,10 @@ use ndpdb_formats::record::{RecordHeader, RECORD_HEADER_SIZE};
 use ndpdb_formats::{Error, Lpn, Ppn, RecId, SqlState, TxId, Vid};
 use ndpdb_link::ndp::{Invocation, ModifyResult};
 
-use crate::engine::Core;
-use crate::pe::Cached;
+use crate::core::Core;
+use crate::ndp::pass_along::{has_slot, PassedAlong};
+use crate::ndp::update::{unloader, PageWriter, SpacePool};
 use crate::store::PageBytes;
-use crate::update::{unloader, PageWriter, SpacePool};
 pub(crate) use settled::SettledPages;
 use settled::{HeadCount, SettledPage};
 
@@ -110,7 +110,7 @@ impl PageInfo {
 /// What a GC job runs with.
 pub(crate) struct GcJob<'a> {
     pub core: &'a Core,
-    pub shared: &'a Cached,
+    pub shared: &'a PassedAlong,
     pub inv: &'a Invocation,
     pub horizon: TxId,
     pub max_live_percent: u8,
@@ -157,20 +157,16 @@ impl Throttle {
 /// the last page, since heads of neighbouring VIDs share pages).
 struct Resolver<'a> {
     core: &'a Core,
-    shared: &'a Cached,
+    shared: &'a PassedAlong,
     last: Option<(Lpn, PageBytes)>,
     /// Store pages read since the last `take_reads`.
     reads: u32,
 }
 
-fn has_slot(page: &[u8], rid: RecId) -> bool {
-    PageRef::parse(page).is_ok_and(|v| rid.slot() < v.slot_count())
-}
-
 impl Resolver<'_> {
     fn page(&mut self, rid: RecId) -> Result<PageBytes, Error> {
         let lpn = rid.lpn();
-        if let Some(p) = self.shared.pages.get(&lpn).filter(|p| has_slot(p, rid)) {
+        if let Some(p) = self.shared.page(rid) {
             return Ok(p.clone());
         }
         if let Some((l, p)) = &self.last {
@@ -258,7 +254,7 @@ impl GcJob<'_> {
                 self.horizon,
                 &heads,
                 |l| maps.l2p.get(&l),
-                |l| self.shared.pages.contains_key(&l),
+                |l| self.shared.holds(l),
             )
         };
         let mut pages = self.table_pages(&skipped)?;
@@ -323,8 +319,8 @@ impl GcJob<'_> {
         let maps = self.core.maps.read();
         let map = maps.vids.get(&self.inv.table);
         (0..self.inv.vid_count)
-            .map(|v| match self.shared.vids.get(&Vid(v)) {
-                Some(r) => *r,
+            .map(|v| match self.shared.head(Vid(v)) {
+                Some(r) => r,
                 None => map
                     .and_then(|m| m.get(v as usize))
                     .map_or(RecId::NULL, |r| RecId::from_raw(*r)),
@@ -356,7 +352,7 @@ impl GcJob<'_> {
             let mut read = 0;
             let maps = self.core.maps.read();
             for &lpn in batch {
-                if self.shared.pages.contains_key(&lpn) || settled.contains_key(&lpn) {
+                if self.shared.holds(lpn) || settled.contains_key(&lpn) {
                     // Passed-along pages are counted below.
                     continue;
                 }
@@ -487,10 +483,10 @@ impl GcJob<'_> {
         let types = &self.inv.types;
         std::thread::scope(|s| {
             let (mut writer, rx) = PageWriter::new(self.space, self.inv.table, types);
-            let (core, space) = (self.core, self.space);
+            let (store, space) = (&self.core.store, self.space);
             let unload = std::thread::Builder::new()
                 .name("ndp-gc-unl".into())
-                .spawn_scoped(s, move || unloader(core, space, rx))
+                .spawn_scoped(s, move || unloader(store, space, rx))
                 .map_err(|e| {
                     Error::sql(
                         SqlState::INTERNAL_ERROR,

@@ -1,11 +1,13 @@
 //! Device L2P and VID maps (DESIGN.md §2), kept in arrays indexed by
-//! LPN and by VID, persisted as a snapshot plus a merge log.
+//! LPN and by VID, persisted as a map image plus a merge log.
 //!
-//! - [`snapshot`]: the snapshot file, read straight into the arrays.
+//! - [`image`]: the map image — the file a compaction writes (`maps.snap`,
+//!   "the snapshot" of the merge log's compaction) — read straight into
+//!   the arrays. (Not an MVCC snapshot: those are `ndpdb_formats::visibility`.)
 //! - [`store`]: the merge log and compaction.
 
+mod image;
 mod rados;
-mod snapshot;
 mod store;
 
 pub use store::{Compaction, MapStore};

@@ -33,7 +33,7 @@ use ndpdb_formats::codec::{Reader, Writer};
 use ndpdb_link::{LinkError, Result};
 use ndpdb_rados::{Error as RadosError, Pool};
 
-use super::{snapshot, Maps};
+use super::{image, Maps};
 use crate::store::link_err;
 
 const HEAD_MAGIC: &[u8; 4] = b"NDH1";
@@ -294,7 +294,7 @@ impl RadosCompaction {
     /// Writes the snapshot's chunks, then the head naming them (the
     /// commit point), then removes what the old head named.
     pub fn write(mut self, maps: &Maps) -> Result<u64> {
-        let bytes = snapshot::encode(maps)?;
+        let bytes = image::encode(maps)?;
         let gen = self.head.snapshot_gen;
         for (i, chunk) in bytes.chunks(SNAPSHOT_CHUNK).enumerate() {
             self.pool

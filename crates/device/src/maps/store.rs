@@ -44,7 +44,7 @@ use ndpdb_link::{Result, VidEntry};
 use ndpdb_rados::Pool;
 
 use super::rados::{RadosCompaction, RadosMaps};
-use super::{io, snapshot, Maps};
+use super::{image, io, Maps};
 
 /// Persistence of [`Maps`] in a directory or in RADOS objects.
 pub struct MapStore {
@@ -84,7 +84,7 @@ impl MapStore {
         let mut snapshot_len = 0;
         let mut older_format = false;
         if snap_path.exists() {
-            let snap = snapshot::read(&snap_path)?;
+            let snap = image::read(&snap_path)?;
             (maps, snapshot_len, older_format) = (snap.maps, snap.len, snap.older_format);
         }
         // A compaction that did not finish: its log goes first.
@@ -126,7 +126,7 @@ impl MapStore {
         let mut maps = Maps::default();
         let (mut snapshot_len, mut older_format) = (0, false);
         if let Some(bytes) = opened.snapshot {
-            let snap = snapshot::decode(&bytes)?;
+            let snap = image::decode(&bytes)?;
             (maps, snapshot_len, older_format) = (snap.maps, snap.len, snap.older_format);
         }
         let mut valid = 0;
@@ -271,7 +271,7 @@ impl Compaction {
 /// size.
 fn write_snapshot(dir: &Path, maps: &Maps) -> Result<u64> {
     let tmp = dir.join("maps.snap.tmp");
-    let written = snapshot::write(&tmp, maps)?;
+    let written = image::write(&tmp, maps)?;
     fs::rename(&tmp, dir.join(SNAPSHOT)).map_err(io)?;
     sync_dir(dir)?;
     match fs::remove_file(dir.join(OLD_LOG)) {

@@ -1,5 +1,7 @@
-//! NDP pipelines (update NDP §4.1, DESIGN.md §6): what one statement of a
-//! transaction produced on the device, kept there for its next statement.
+//! NDP pipeline stages (update NDP §4.1, DESIGN.md §6): what one
+//! statement of a transaction produced on the device, kept there for its
+//! next statement. (A scan's filter path — `ndpdb_scan::Pipeline` — is
+//! another thing; the statements' pipelines are called stages here.)
 //!
 //! ```text
 //!  SELECT … FOR UPDATE WHERE p     LockRows job ── locked versions ──────► stage h₁

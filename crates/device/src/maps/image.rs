@@ -1,6 +1,7 @@
-//! The map snapshot: every map in one file, written whole at a
-//! compaction and read whole at open — straight into the arrays the maps
-//! are kept in, without an intermediate copy of the file.
+//! The map image (`maps.snap`, the maps' "snapshot" in the merge log's
+//! compaction — not an MVCC snapshot): every map in one file, written
+//! whole at a compaction and read whole at open — straight into the
+//! arrays the maps are kept in, without an intermediate copy of the file.
 //!
 //! ```text
 //! maps.snap (format 2):
@@ -12,7 +13,7 @@
 //!                                               RecId::NULL = no tuple
 //! ```
 //!
-//! A format-1 snapshot ("NDPM" │ crc u32 │ len u64 │ sorted (key, value)
+//! A format-1 image ("NDPM" │ crc u32 │ len u64 │ sorted (key, value)
 //! pairs) is still read; the next compaction writes format 2.
 
 use std::fs::File;

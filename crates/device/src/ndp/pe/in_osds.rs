@@ -31,7 +31,9 @@ use ndpdb_scan::object_scan::{
 };
 use ndpdb_scan::{Pipeline, PipelineOp};
 
-use super::{chunk_heads, from_link, head_pages, PeTask, Walker, CHUNK};
+use super::preloader::head_pages;
+use super::task::{chunk_heads, from_link, PeTask, CHUNK};
+use super::walker::Walker;
 use crate::store::{ObjectCall, ObjectMethod, RadosPages, PAGES_PER_OBJECT};
 
 /// Chunks of VIDs placed per round: the heads of about 512 Ki tuples
@@ -157,7 +159,7 @@ fn walk_round(
         for (position, h) in heads.iter_mut().enumerate().filter(|(_, h)| !h.is_null()) {
             let lpn = h.lpn();
             match maps.l2p.get(&lpn) {
-                Some(ppn) if !task.shared.pages.contains_key(&lpn) => {
+                Some(ppn) if !task.shared.holds(lpn) => {
                     let (object, index) = (ppn.0 / PAGES_PER_OBJECT, ppn.0 % PAGES_PER_OBJECT);
                     shares
                         .entry(object)

@@ -7,7 +7,7 @@ use ndpdb_formats::visibility::{find_visible, Visible};
 use ndpdb_formats::{Error, Lpn, RecId, Value};
 use ndpdb_scan::{walk_heads, PageSource, Pipeline};
 
-use super::Walker;
+use super::walker::Walker;
 use crate::store::PageBytes;
 
 impl PageSource for Walker<'_> {
