@@ -48,7 +48,7 @@ pub use session_values::SESSION_VALUE;
 use crate::ddl;
 use crate::limits::{with_stack_for, with_statement_stack};
 use crate::output::{Notice, Output, ResultColumn};
-use crate::query::NdpMode;
+use crate::plan::query::NdpMode;
 use crate::time_setting;
 use crate::{Error, Result};
 
@@ -487,7 +487,7 @@ impl Session {
                 data_types,
                 statement,
             } => {
-                let name = crate::scope::ident_name(name);
+                let name = crate::bind::scope::ident_name(name);
                 self.guarded(|s| s.sql_prepare(&name, data_types, statement, false))
             }
             Statement::Execute {
@@ -500,12 +500,12 @@ impl Session {
                 default: false,
                 ..
             } if into.is_empty() && using.is_empty() => {
-                let name = crate::scope::last_ident(name);
+                let name = crate::bind::scope::last_ident(name);
                 self.sql_execute(&name, parameters)
             }
             Statement::Deallocate { name, .. } => self.guarded(|s| {
                 let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
-                let name = crate::scope::ident_name(name);
+                let name = crate::bind::scope::ident_name(name);
                 if s.deallocate_sql_prepared((!all).then_some(name.as_str())) {
                     return Ok(Output::command(if all { "DEALLOCATE ALL" } else { "DEALLOCATE" }));
                 }
@@ -565,7 +565,7 @@ impl Session {
                 sequence_options,
                 ..
             } => self.guarded(|s| {
-                crate::sequence_ddl::create_sequence(
+                crate::ddl::sequence::create_sequence(
                     &s.db,
                     name,
                     *if_not_exists,
@@ -581,7 +581,7 @@ impl Session {
                     ));
                 }
                 let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
-                crate::index_ddl::create_index(&s.db, ci, wait, &s.interrupt)
+                crate::ddl::index::create_index(&s.db, ci, wait, &s.interrupt)
             }),
             Statement::Query(_) if crate::backup_call::is_backup_call(stmt) => {
                 let in_block = self.tx.is_some() || self.block != Block::None;
@@ -632,7 +632,7 @@ impl Session {
                 let db = self.db.clone();
                 self.in_transaction(|tx| {
                     tx.lock_relation_name(&name)?;
-                    crate::view::create_view(&db, cv)
+                    crate::plan::view::create_view(&db, cv)
                 })
             }
             Statement::Query(_)
@@ -693,7 +693,7 @@ impl Session {
             }
         }
         let cascade = matches!(t.cascade, Some(sqlparser::ast::CascadeOption::Cascade));
-        match crate::constraint_ddl::truncate_closure(&self.db, &mut names, cascade) {
+        match crate::ddl::constraints::truncate_closure(&self.db, &mut names, cascade) {
             Ok(added) => self.notices.extend(
                 added
                     .iter()
@@ -1206,13 +1206,14 @@ impl Session {
             other => match self.settings.get(other) {
                 Some(v) => v.clone(),
                 // The fixed ones pg_settings lists (max_identifier_length, …).
-                None if let Some(row) = crate::row_source::system::SystemTable::PgSettings
-                    .rows(&self.db, "")
-                    .into_iter()
-                    .find(|r| {
-                        r[0].to_pg_text()
-                            .is_some_and(|n| n.eq_ignore_ascii_case(other))
-                    }) =>
+                None if let Some(row) =
+                    crate::exec::row_source::system::SystemTable::PgSettings
+                        .rows(&self.db, "")
+                        .into_iter()
+                        .find(|r| {
+                            r[0].to_pg_text()
+                                .is_some_and(|n| n.eq_ignore_ascii_case(other))
+                        }) =>
                 {
                     row[1].to_pg_text().unwrap_or_default()
                 }
@@ -1251,18 +1252,19 @@ impl Session {
         if name == "all" {
             // PostgreSQL's SHOW ALL: every setting pg_settings lists, with
             // this session's value, in name order.
-            let mut rows: Vec<Vec<Value>> = crate::row_source::system::SystemTable::PgSettings
-                .rows(&self.db, "")
-                .into_iter()
-                .map(|r| {
-                    let name = r[0].to_pg_text().unwrap_or_default();
-                    let default = r[1].clone();
-                    let value = self
-                        .setting_value(&name.to_lowercase())
-                        .map_or(default, Value::Text);
-                    vec![r[0].clone(), value, r[4].clone()]
-                })
-                .collect();
+            let mut rows: Vec<Vec<Value>> =
+                crate::exec::row_source::system::SystemTable::PgSettings
+                    .rows(&self.db, "")
+                    .into_iter()
+                    .map(|r| {
+                        let name = r[0].to_pg_text().unwrap_or_default();
+                        let default = r[1].clone();
+                        let value = self
+                            .setting_value(&name.to_lowercase())
+                            .map_or(default, Value::Text);
+                        vec![r[0].clone(), value, r[4].clone()]
+                    })
+                    .collect();
             rows.sort_by_key(|r| r[0].to_pg_text().unwrap_or_default().to_lowercase());
             let text = |n: &str| ResultColumn {
                 name: n.into(),
