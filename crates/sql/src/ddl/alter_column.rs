@@ -19,8 +19,9 @@ use sqlparser::ast::{ColumnDef, ColumnOption, Ident};
 
 use crate::bind::compile::compile;
 use crate::bind::scope::{ident_name, Scope};
+use crate::bind::types::convert_type;
+use crate::ddl::defaults::check_default;
 use crate::ddl::sequence::serial_type;
-use crate::ddl::{check_default, convert_type};
 use crate::plan::subquery::QueryContext;
 use crate::{Error, Result};
 

@@ -10,7 +10,7 @@ use sqlparser::ast::{
 };
 
 use crate::bind::scope::ident_name;
-use crate::ddl::table_name;
+use crate::bind::scope::table_name;
 use crate::output::Notice;
 use crate::{Error, Result};
 use ndpdb_host::catalog::{IndexMeta, TableMeta};

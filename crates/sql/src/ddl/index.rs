@@ -14,7 +14,7 @@ use ndpdb_host::Database;
 use sqlparser::ast::{CreateIndex, Expr, IndexType, ObjectName};
 
 use crate::bind::scope::ident_name;
-use crate::ddl::table_name;
+use crate::bind::scope::table_name;
 use crate::output::Output;
 use crate::{Error, Result};
 

@@ -7,150 +7,25 @@
 
 pub mod alter_column;
 pub mod constraints;
+pub mod defaults;
 pub mod index;
 pub mod sequence;
 
-use ndpdb_formats::types::MAX_NUMERIC_PRECISION;
-use ndpdb_formats::{Column, DataType, Schema, SqlState};
+use ndpdb_formats::{Column, Schema, SqlState};
 use sqlparser::ast::{
-    CharacterLength, ColumnOption, CreateTable, DataType as AstType, ExactNumberInfo, Expr,
-    GeneratedAs, ObjectName, ObjectType, TableConstraint, TimezoneInfo,
+    ColumnOption, CreateTable, Expr, GeneratedAs, ObjectName, ObjectType, TableConstraint,
 };
 
-use crate::bind::compile::compile;
-use crate::bind::scope::{ident_name, Scope};
+use crate::bind::scope::ident_name;
+pub use crate::bind::scope::table_name;
+pub use crate::bind::types::convert_type;
+pub use crate::ddl::defaults::check_default;
 use crate::ddl::sequence::{column_sequence, serial_type, SerialColumn};
 use crate::output::Output;
-use crate::plan::subquery::QueryContext;
 use crate::{Error, Result};
 use ndpdb_host::catalog::{ColumnDefault, Identity};
 use ndpdb_host::sequence::SequenceMeta;
 use ndpdb_host::Database;
-
-fn unsupported_type(t: &AstType) -> Error {
-    Error::new(
-        SqlState::UNDEFINED_OBJECT,
-        format!("type \"{t}\" is not supported"),
-    )
-}
-
-/// Maps a SQL type name to an ndpdb type.
-pub fn convert_type(t: &AstType) -> Result<DataType> {
-    Ok(match t {
-        AstType::Int(_)
-        | AstType::Integer(_)
-        | AstType::Int4(_)
-        | AstType::SmallInt(_)
-        | AstType::Int2(_) => DataType::Int,
-        AstType::BigInt(_) | AstType::Int8(_) => DataType::BigInt,
-        AstType::Double(_)
-        | AstType::DoublePrecision
-        | AstType::Float8
-        | AstType::Real
-        | AstType::Float(_) => DataType::Double,
-        AstType::Numeric(info) | AstType::Decimal(info) => match info {
-            ExactNumberInfo::None => DataType::Numeric {
-                precision: 0,
-                scale: 0,
-            },
-            ExactNumberInfo::Precision(p) => numeric(*p, 0)?,
-            ExactNumberInfo::PrecisionAndScale(p, s) => {
-                if *s < 0 {
-                    return Err(unsupported_type(t));
-                }
-                numeric(*p, *s as u64)?
-            }
-        },
-        AstType::Bool | AstType::Boolean => DataType::Bool,
-        AstType::Date => DataType::Date,
-        AstType::Timestamp(_, TimezoneInfo::None | TimezoneInfo::WithoutTimeZone) => {
-            DataType::Timestamp
-        }
-        AstType::Text | AstType::String(None) => DataType::Text,
-        AstType::Varchar(len) | AstType::CharacterVarying(len) => match len {
-            None => DataType::Text,
-            Some(CharacterLength::IntegerLength { length, .. }) => DataType::Varchar(
-                u32::try_from(*length)
-                    .map_err(|_| unsupported_type(t))?
-                    .max(1),
-            ),
-            Some(CharacterLength::Max) => DataType::Text,
-        },
-        AstType::Char(len) | AstType::Character(len) => match len {
-            None => DataType::Char(1),
-            Some(CharacterLength::IntegerLength { length, .. }) => {
-                if *length == 0 {
-                    return Err(Error::new(
-                        SqlState::INVALID_PARAMETER_VALUE,
-                        "length for type char must be at least 1",
-                    ));
-                }
-                if *length > 10_485_760 {
-                    return Err(Error::new(
-                        SqlState::INVALID_PARAMETER_VALUE,
-                        "length for type char cannot exceed 10485760",
-                    ));
-                }
-                DataType::Char(*length as u32)
-            }
-            Some(CharacterLength::Max) => return Err(unsupported_type(t)),
-        },
-        AstType::Bytea => DataType::Bytea,
-        AstType::Custom(name, args) if args.is_empty() => {
-            match name.to_string().to_lowercase().as_str() {
-                "int4" | "int" | "integer" => DataType::Int,
-                "int8" | "bigint" => DataType::BigInt,
-                "float8" => DataType::Double,
-                "bool" => DataType::Bool,
-                "text" => DataType::Text,
-                _ => return Err(unsupported_type(t)),
-            }
-        }
-        _ => return Err(unsupported_type(t)),
-    })
-}
-
-fn numeric(p: u64, s: u64) -> Result<DataType> {
-    if p == 0 || p > MAX_NUMERIC_PRECISION as u64 {
-        return Err(Error::new(
-            SqlState::INVALID_PARAMETER_VALUE,
-            format!("NUMERIC precision {p} must be between 1 and {MAX_NUMERIC_PRECISION}"),
-        ));
-    }
-    if s > p {
-        return Err(Error::new(
-            SqlState::INVALID_PARAMETER_VALUE,
-            format!("NUMERIC scale {s} must be between 0 and precision {p}"),
-        ));
-    }
-    Ok(DataType::Numeric {
-        precision: p as u8,
-        scale: s as u8,
-    })
-}
-
-/// The unqualified, folded name of a table (`public.t` → `t`).
-pub fn table_name(name: &ObjectName) -> Result<String> {
-    let parts: Vec<String> = name
-        .0
-        .iter()
-        .map(|p| match p {
-            sqlparser::ast::ObjectNamePart::Identifier(id) => Ok(ident_name(id)),
-            _ => Err(Error::new(
-                SqlState::SYNTAX_ERROR,
-                format!("invalid name {name}"),
-            )),
-        })
-        .collect::<Result<_>>()?;
-    match parts.as_slice() {
-        [t] => Ok(t.clone()),
-        [schema, t] if schema == "public" => Ok(t.clone()),
-        _ => Err(Error::new(
-            SqlState::UNDEFINED_SCHEMA,
-            format!("schema of \"{name}\" does not exist"),
-        )),
-    }
-}
 
 fn pk_columns(cols: &[sqlparser::ast::IndexColumn]) -> Result<Vec<String>> {
     cols.iter()
@@ -356,54 +231,6 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
         },
     )?;
     Ok(Output::command("CREATE TABLE"))
-}
-
-/// A `DEFAULT` expression: no column may appear in it; it must compile
-/// (sequence functions and subqueries included).
-pub fn check_default(db: &Database, e: &Expr) -> Result<()> {
-    if has_subquery(e) {
-        return Err(Error::new(
-            SqlState::FEATURE_NOT_SUPPORTED,
-            "cannot use subquery in DEFAULT expression",
-        ));
-    }
-    let ctx = QueryContext::new(db, 0, None, std::sync::Arc::new(Vec::new()));
-    let mut params = Vec::new();
-    match compile(e, &Scope::within(&ctx), &mut params) {
-        Err(err) if err.code == SqlState::UNDEFINED_COLUMN => Err(Error::new(
-            SqlState::FEATURE_NOT_SUPPORTED,
-            "cannot use column reference in DEFAULT expression",
-        )),
-        Err(err) => Err(err),
-        Ok(_) if !params.is_empty() => Err(Error::new(
-            SqlState::UNDEFINED_PARAMETER,
-            "there is no parameter $1",
-        )),
-        Ok(_) => {
-            ctx.finish();
-            Ok(())
-        }
-    }
-}
-
-pub(crate) fn has_subquery(e: &Expr) -> bool {
-    use sqlparser::ast::{Visit, Visitor};
-    struct Find(bool);
-    impl Visitor for Find {
-        type Break = ();
-        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
-            if matches!(
-                e,
-                Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
-            ) {
-                self.0 = true;
-            }
-            std::ops::ControlFlow::Continue(())
-        }
-    }
-    let mut f = Find(false);
-    let _ = e.visit(&mut f);
-    f.0
 }
 
 /// `WITH (…)` storage parameters, checked as PostgreSQL checks them.

@@ -12,8 +12,9 @@ use ndpdb_host::Database;
 use sqlparser::ast::{DataType as AstType, Expr, ObjectName, SequenceOptions};
 
 use crate::bind::compile::compile;
+use crate::bind::scope::table_name;
 use crate::bind::scope::Scope;
-use crate::ddl::{convert_type, table_name};
+use crate::bind::types::convert_type;
 use crate::output::Output;
 use crate::{Error, Result};
 

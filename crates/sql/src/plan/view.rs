@@ -66,7 +66,7 @@ use sqlparser::ast::{
 };
 
 use crate::bind::scope::ident_name;
-use crate::ddl::table_name;
+use crate::bind::scope::table_name;
 use crate::output::{Notice, Output};
 use crate::plan::query::{plan_derived, plan_query, Input};
 use crate::plan::subquery::{max_placeholder, QueryContext};

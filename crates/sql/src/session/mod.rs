@@ -45,6 +45,7 @@ pub use session_values::current_thread_pid;
 
 pub use session_values::SESSION_VALUE;
 
+use crate::bind::scope::table_name;
 use crate::ddl;
 use crate::limits::{with_stack_for, with_statement_stack};
 use crate::output::{Notice, Output, ResultColumn};
@@ -530,7 +531,7 @@ impl Session {
             Statement::Vacuum(v) => self.guarded(|s| s.vacuum(v)),
             Statement::Analyze(a) => self.guarded(|s| {
                 if let Some(name) = &a.table_name {
-                    let name = ddl::table_name(name)?;
+                    let name = table_name(name)?;
                     if s.db.view(&name).is_some() {
                         s.notices.push(Notice::warning(
                             SqlState::WARNING,
@@ -594,7 +595,7 @@ impl Session {
                 cascade,
                 ..
             } => {
-                let names_locked = match names.iter().map(ddl::table_name).collect::<Result<Vec<_>>>() {
+                let names_locked = match names.iter().map(table_name).collect::<Result<Vec<_>>>() {
                     Ok(n) => n,
                     Err(e) => return self.guarded(|_| Err(e)),
                 };
@@ -625,7 +626,7 @@ impl Session {
             // second CREATE of the name waits for it (see
             // `Transaction::lock_relation_name`).
             Statement::CreateView(cv) => {
-                let name = match ddl::table_name(&cv.name) {
+                let name = match table_name(&cv.name) {
                     Ok(n) => n,
                     Err(e) => return self.guarded(|_| Err(e)),
                 };
@@ -676,7 +677,7 @@ impl Session {
         self.check_not_failed()?;
         let mut names = Vec::new();
         for target in &t.table_names {
-            let name = ddl::table_name(&target.name).and_then(|name| match self.db.view(&name) {
+            let name = table_name(&target.name).and_then(|name| match self.db.view(&name) {
                 Some(_) => Err(Error::new(
                     SqlState::WRONG_OBJECT_TYPE,
                     format!("\"{name}\" is not a table"),
@@ -751,7 +752,7 @@ impl Session {
                 "syntax error: VACUUM takes [FULL] [table]",
             ));
         }
-        let table = v.table_name.as_ref().map(ddl::table_name).transpose()?;
+        let table = v.table_name.as_ref().map(table_name).transpose()?;
         if let Some(name) = table.as_ref().filter(|n| self.db.view(n).is_some()) {
             self.notices.push(Notice::warning(
                 SqlState::WARNING,

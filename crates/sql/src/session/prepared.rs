@@ -427,7 +427,7 @@ impl Session {
         }
         let declared = types
             .iter()
-            .map(crate::ddl::convert_type)
+            .map(crate::bind::types::convert_type)
             .collect::<Result<Vec<_>>>()?;
         let mut prepared = self.prepare_statement(statement.clone())?;
         for (i, t) in declared.into_iter().enumerate() {

@@ -21,40 +21,20 @@ use sqlparser::ast::{
     FunctionArguments, UnaryOperator, Value as AstValue,
 };
 
-use crate::ddl::convert_type;
-
 mod catalog_exprs;
 use crate::bind::scope::{ident_name, Scope};
-use crate::plan::subquery::{SequenceCall, SequenceFunc};
+use crate::bind::sequence_call::{SequenceCall, SequenceFunc};
+pub(crate) use crate::bind::types::convert_type;
+pub use crate::bind::types::Ty;
 use crate::{Error, Result};
+
+/// The qualifier of a session value folded into a statement
+/// (`session::session_values`): `"\0session".name('value')`. No
+/// identifier the user writes can start with a NUL.
+pub const SESSION_VALUE: &str = "\0session";
 
 /// IN lists of this many constants or more are searched, not scanned.
 const SORTED_IN_FROM: usize = 16;
-
-/// Static type of a compiled sub-expression.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Ty {
-    Known(DataType),
-    /// An untyped string literal at constant `idx` (PostgreSQL's `unknown`).
-    Literal(u32),
-    /// A parameter whose type comes from context.
-    Param(u32),
-    Null,
-}
-
-impl Ty {
-    pub fn data_type(self) -> Option<DataType> {
-        match self {
-            Ty::Known(t) => Some(t),
-            _ => None,
-        }
-    }
-
-    /// The type a result column reports (unknown literals are text).
-    pub fn output_type(self) -> DataType {
-        self.data_type().unwrap_or(DataType::Text)
-    }
-}
 
 /// One aggregate of a query: its portable spec and the SQL it came from.
 #[derive(Clone, Debug)]
@@ -381,7 +361,7 @@ impl Compiler<'_> {
         if !matches!(
             strip_nested(e),
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Value(_)
-        ) && !crate::ddl::has_subquery(e)
+        ) && !has_subquery(e)
         {
             let mut probe = self.params.clone();
             if let Ok((p, _)) = compile(e, &agg.input, &mut probe) {
@@ -1595,7 +1575,7 @@ fn session_value(f: &sqlparser::ast::Function, args: &[&Expr]) -> Option<String>
         sqlparser::ast::ObjectNamePart::Identifier(id) => id,
         _ => return None,
     };
-    if f.name.0.len() != 2 || first.value != crate::session::SESSION_VALUE {
+    if f.name.0.len() != 2 || first.value != SESSION_VALUE {
         return None;
     }
     match args {
@@ -1605,4 +1585,25 @@ fn session_value(f: &sqlparser::ast::Function, args: &[&Expr]) -> Option<String>
         },
         _ => None,
     }
+}
+
+/// Whether `e` has a subquery anywhere in it.
+pub(crate) fn has_subquery(e: &Expr) -> bool {
+    use sqlparser::ast::{Visit, Visitor};
+    struct Find(bool);
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+            if matches!(
+                e,
+                Expr::Subquery(_) | Expr::Exists { .. } | Expr::InSubquery { .. }
+            ) {
+                self.0 = true;
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut f = Find(false);
+    let _ = e.visit(&mut f);
+    f.0
 }

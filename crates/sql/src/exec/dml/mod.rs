@@ -23,8 +23,8 @@ use ndpdb_host::{Database, Inserted, Transaction, WriteOutcome};
 use sqlparser::ast::{Delete, FromTable, Insert, SetExpr, TableObject, Update};
 
 use crate::bind::compile::{compile, Ty};
+use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
-use crate::ddl::table_name;
 use crate::exec::dml::assignment::{column_position, plan_assignment};
 use crate::exec::dml::column_default::{check_explicit_value, default_program, is_default_keyword};
 use crate::exec::dml::on_conflict::{plan_on_conflict, ConflictAction, DoUpdatePlan};

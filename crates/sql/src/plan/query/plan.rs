@@ -25,8 +25,8 @@ use super::{
     OrderItem, SelectPlan, SortKey, Source,
 };
 use crate::bind::compile::{compile, compile_aggregated, compile_predicate, contains_aggregate};
+use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
-use crate::ddl::table_name;
 use crate::exec::join::JoinKind;
 use crate::exec::row_source;
 use crate::output::ResultColumn;

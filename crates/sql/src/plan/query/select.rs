@@ -19,8 +19,8 @@ use super::{
 use crate::bind::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
+use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
-use crate::ddl::table_name;
 use crate::exec::join::lookup as join_lookup;
 use crate::exec::join::{JoinKind, JoinStep};
 use crate::output::ResultColumn;

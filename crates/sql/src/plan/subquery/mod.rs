@@ -53,7 +53,7 @@ use ndpdb_host::Database;
 use sqlparser::ast::{BinaryOperator, Expr, Ident, Query, Value as AstValue, Visit, Visitor};
 
 use crate::bind::compile::{comparable, compile, Ty};
-use crate::bind::scope::Scope;
+use crate::bind::scope::{QueryBinder, Scope};
 use crate::{Error, Result};
 
 pub use hashed::HashedExists;
@@ -88,9 +88,7 @@ struct Memo {
     ty: Ty,
 }
 
-/// Compiles a row-side expression of a subquery in the caller's context.
-pub type OperandCompiler<'a> =
-    dyn FnMut(&Expr, &mut Vec<Option<DataType>>) -> Result<(Program, Ty)> + 'a;
+pub use crate::bind::scope::OperandCompiler;
 
 #[derive(Default)]
 struct State {
@@ -492,5 +490,34 @@ impl QueryContext {
             .collect();
         st.memo.clear();
         Bindings::new(self.base, slots)
+    }
+}
+
+impl QueryBinder for QueryContext {
+    fn db(&self) -> &Database {
+        QueryContext::db(self)
+    }
+
+    fn outer_ref(&self, table: Option<&str>, name: &str) -> Result<Option<(u32, DataType)>> {
+        QueryContext::outer_ref(self, table, name)
+    }
+
+    fn subquery(
+        self: Arc<Self>,
+        e: &Expr,
+        scope: &Scope,
+        grouped: bool,
+        params: &mut Vec<Option<DataType>>,
+        operand: &mut OperandCompiler<'_>,
+    ) -> Result<(u32, Ty)> {
+        QueryContext::subquery(&self, e, scope, grouped, params, operand)
+    }
+
+    fn sequence_call(&self, call: SequenceCall) -> u32 {
+        QueryContext::sequence_call(self, call)
+    }
+
+    fn row_dependent(&self, p: &Program) -> bool {
+        QueryContext::row_dependent(self, p)
     }
 }

@@ -9,9 +9,10 @@ use ndpdb_formats::expr::{Op, Program};
 use ndpdb_formats::{SqlState, Value};
 use ndpdb_host::{Database, Transaction};
 
+use crate::bind::sequence_call::SequenceCall;
 use crate::exec::join::key_of;
 use crate::plan::query::{NdpMode, SelectPlan};
-use crate::plan::subquery::{HashedExists, SequenceCall};
+use crate::plan::subquery::HashedExists;
 use crate::{Error, Result};
 
 /// What a subquery expression asks of the subquery's rows.

@@ -3,27 +3,12 @@
 //! Each is a per-row slot of its query, evaluated on the host with the
 //! transaction at hand, never memoized.
 
-use ndpdb_formats::expr::Program;
 use ndpdb_formats::{SqlState, Value};
 use ndpdb_host::Transaction;
 
 use crate::{Error, Result};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SequenceFunc {
-    Next,
-    Curr,
-    Set,
-}
-
-/// One call: the sequence (named when planned) and, for `setval`, the
-/// value and `is_called` arguments.
-#[derive(Clone, Debug)]
-pub struct SequenceCall {
-    pub func: SequenceFunc,
-    pub sequence: String,
-    pub args: Vec<Program>,
-}
+pub use crate::bind::sequence_call::{SequenceCall, SequenceFunc};
 
 impl SequenceCall {
     pub fn explain(&self) -> String {
