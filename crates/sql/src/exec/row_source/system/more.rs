@@ -18,7 +18,9 @@ use ndpdb_formats::{DataType, Value};
 use ndpdb_host::catalog::{Identity, TableMeta};
 use ndpdb_host::Database;
 
-use super::{b, i, indexes, shown_default, t, table_oid, FIRST_OID, N, TYPES};
+use super::columns::shown_default;
+use super::types::TYPES;
+use super::{b, i, indexes, t, table_oid, FIRST_OID, N};
 use DataType::{BigInt, Bool, Int, Text};
 
 /// The columns of the relations of this module.
