@@ -26,8 +26,8 @@
 //! ```
 //!
 //! and costs the rows it reads of `j` — all of them for a hash join;
-//! [`lookup::LOOKUP_FACTOR`] per row so far for a key-lookup join,
-//! at most all (`join_lookup.rs` looks keys up only while that reads
+//! [`LOOKUP_FACTOR`] per row so far for a key-lookup join,
+//! at most all (`exec/join/lookup.rs` looks keys up only while that reads
 //! less) — plus the rows it makes.
 //!
 //! From each item as the first, the order grows greedily: the connected
@@ -61,8 +61,8 @@ use sqlparser::ast::{BinaryOperator, Expr};
 
 use crate::bind::compile::compile;
 use crate::bind::scope::Scope;
-use crate::exec::join::lookup;
 use crate::plan::access::{column_of, pk_terms};
+use crate::plan::join_plan::LOOKUP_FACTOR;
 use crate::plan::or_terms::copyable;
 use crate::plan::query::Input;
 
@@ -170,8 +170,8 @@ impl Planner {
         }
         let lookup = self.key_fixed(j, so_far);
         let (out, read) = if lookup {
-            // `join_lookup.rs` looks keys up while that reads less.
-            let read = (rows * lookup::LOOKUP_FACTOR as f64).min(item.base);
+            // `exec/join/lookup.rs` looks keys up while that reads less.
+            let read = (rows * LOOKUP_FACTOR as f64).min(item.base);
             (rows * item.rows / item.base, read)
         } else {
             // j names the key of an item p so far: each row so far (one

@@ -15,6 +15,7 @@
 
 pub mod access;
 pub mod join_order;
+pub mod join_plan;
 pub mod join_using;
 pub mod or_terms;
 pub mod ordered_read;

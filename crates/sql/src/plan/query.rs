@@ -34,10 +34,10 @@ use sqlparser::ast::{BinaryOperator, Expr};
 
 use crate::bind::compile::{compile, AggContext};
 use crate::bind::scope::Scope;
-use crate::exec::join::JoinStep;
 use crate::exec::row_source::RowSource;
 use crate::output::ResultColumn;
 use crate::plan::access::Access;
+use crate::plan::join_plan::JoinStep;
 use crate::plan::ordered_read::KeyOrderRead;
 use crate::plan::subquery::{Bindings, QueryContext};
 use crate::Error;

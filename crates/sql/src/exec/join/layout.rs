@@ -29,8 +29,8 @@ use std::collections::BTreeSet;
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::Value;
 
-use crate::exec::join::lookup::KeyLookup;
-use crate::exec::join::JoinStep;
+use crate::plan::join_plan::JoinStep;
+use crate::plan::join_plan::KeyLookup;
 
 /// A join plan over narrow rows.
 pub struct NarrowJoins {

@@ -14,108 +14,22 @@
 //!
 //! The choice is made when the join runs, from how many rows the left
 //! side has: lookups when they are few against the table's keys
-//! ([`LOOKUP_FACTOR`]), else the hash join of `join.rs`. Only key values
+//! ([`LOOKUP_FACTOR`], planned in `plan/join_plan.rs`), else the hash join of `join.rs`. Only key values
 //! whose encoding equals SQL equality are looked up (numbers of any
 //! integer or NUMERIC type, or the column's own type), so a lookup finds
 //! exactly the rows `=` would match; every equi-term is checked again on
 //! the joined row.
 
 use ndpdb_formats::expr::Program;
-use ndpdb_formats::{DataType, Value};
+use ndpdb_formats::Value;
 use ndpdb_host::database::TableState;
 use ndpdb_host::transaction::Transaction;
 use ndpdb_host::Database;
-use sqlparser::ast::Expr;
 
-use crate::bind::compile::{compile, Ty};
-use crate::bind::scope::Scope;
-use crate::exec::join::{key_of, JoinKind, JoinStep, Joined};
-use crate::plan::access::{column_of, pk_terms};
+use crate::exec::join::{key_of, Joined};
+pub use crate::plan::join_plan::KeyLookup;
+use crate::plan::join_plan::{JoinKind, JoinStep, LOOKUP_FACTOR, UNCACHED_LOOKUP_FACTOR};
 use crate::Result;
-
-/// Lookups win while the left side has fewer than 1/`LOOKUP_FACTOR` of
-/// the table's keys (a lookup costs several scanned rows) — when the
-/// table fits in the buffer pool.
-pub const LOOKUP_FACTOR: u64 = 8;
-
-/// [`LOOKUP_FACTOR`] for a table larger than the buffer pool, whose
-/// lookups mostly read a page from the device: at 10 CH-benCHmark
-/// warehouses, 115,841 lookups in STOCK (1 M rows, 64 MiB pool) took
-/// 20 µs each, a scan about 1 µs per row read and joined.
-pub const UNCACHED_LOOKUP_FACTOR: u64 = 20;
-
-/// How the new table's key is made from a row so far.
-pub struct KeyLookup {
-    /// One program per primary-key column, over the left row (constants
-    /// read no column).
-    pub key: Vec<Program>,
-    /// The key's index, for EXPLAIN.
-    pub index: String,
-}
-
-/// Whether `left`'s values are equal to a key column of type `col`
-/// exactly when their key encodings are equal.
-fn encodes_alike(left: Ty, col: DataType) -> bool {
-    let Ty::Known(left) = left else {
-        return false;
-    };
-    let number = |t: DataType| {
-        matches!(
-            t,
-            DataType::Int | DataType::BigInt | DataType::Numeric { .. }
-        )
-    };
-    let text = |t: DataType| matches!(t, DataType::Text | DataType::Varchar(_));
-    (number(left) && number(col)) || (text(left) && text(col)) || left == col
-}
-
-/// The lookup of a join of `ts` (an inner or LEFT join) on the equi-terms
-/// `pairs` (left side, right side) with the table's own terms `pushed`,
-/// when they give its whole primary key.
-pub fn plan(
-    ts: &TableState,
-    kind: JoinKind,
-    pairs: &[(Expr, Expr)],
-    pushed: &[Expr],
-    left_scope: &Scope,
-    right_scope: &Scope,
-    params: &mut Vec<Option<DataType>>,
-) -> Result<Option<KeyLookup>> {
-    let meta = ts.meta();
-    let pk = &meta.schema.primary_key;
-    if pk.is_empty() || !matches!(kind, JoinKind::Inner | JoinKind::Left) || pairs.is_empty() {
-        return Ok(None);
-    }
-    let constants = pk_terms(ts, pushed, right_scope, params)?;
-    let mut key = Vec::with_capacity(pk.len());
-    for (i, &c) in pk.iter().enumerate() {
-        let col_ty = meta.schema.columns[c].ty;
-        let mut from_left = None;
-        for (l, r) in pairs {
-            if column_of(r, right_scope) != Some(c) {
-                continue;
-            }
-            let mut probe = Vec::new();
-            let (_, ty) = compile(l, left_scope, &mut probe)?;
-            if encodes_alike(ty, col_ty) {
-                from_left = Some(compile(l, left_scope, params)?.0);
-                break;
-            }
-        }
-        match from_left.or_else(|| constants.get(i).cloned().flatten()) {
-            Some(p) => key.push(p),
-            None => return Ok(None),
-        }
-    }
-    // A key of constants only is read once, as the table's own lookup.
-    if constants.iter().all(Option::is_some) {
-        return Ok(None);
-    }
-    Ok(Some(KeyLookup {
-        key,
-        index: meta.pk_constraint_name(),
-    }))
-}
 
 impl KeyLookup {
     /// Whether `left_rows` lookups beat reading the whole table.

@@ -31,60 +31,10 @@ use ndpdb_formats::SqlState;
 use ndpdb_host::page_scan::ChunkMap;
 
 use crate::exec::join::keys::{KeyTable, ProbeScratch};
-use crate::exec::join::lookup::KeyLookup;
 use crate::exec::join::packed_table::prefetch;
 use crate::limits::{max_join_values, too_large};
+pub use crate::plan::join_plan::{JoinKind, JoinStep};
 use crate::{Error, Result};
-
-/// How one table joins the rows before it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum JoinKind {
-    Inner,
-    Left,
-    Right,
-    Full,
-}
-
-impl JoinKind {
-    /// Left rows without a match are kept (with NULLs on the right).
-    fn keeps_left(self) -> bool {
-        matches!(self, JoinKind::Left | JoinKind::Full)
-    }
-
-    /// Right rows without a match are kept (with NULLs on the left).
-    fn keeps_right(self) -> bool {
-        matches!(self, JoinKind::Right | JoinKind::Full)
-    }
-
-    pub fn explain(self) -> &'static str {
-        match self {
-            JoinKind::Inner => "Hash Join",
-            JoinKind::Left => "Hash Left Join",
-            JoinKind::Right => "Hash Right Join",
-            JoinKind::Full => "Hash Full Join",
-        }
-    }
-}
-
-/// One table joined to the rows before it.
-pub struct JoinStep {
-    pub kind: JoinKind,
-    /// Key programs over the rows joined so far / over the new table's row.
-    pub left_keys: Vec<Program>,
-    pub right_keys: Vec<Program>,
-    /// The ON terms that are not keys, over the joined row (left ++ right).
-    pub residual: Option<Program>,
-    /// Columns of the rows so far and of the new table.
-    pub left_width: usize,
-    pub right_width: usize,
-    /// Per-row key lookups instead of the hash join, when the left side
-    /// is small (`join_lookup.rs`).
-    pub lookup: Option<KeyLookup>,
-    /// The row out, by position: a column of left ++ right, or NULL;
-    /// `None`: left ++ right itself (`join_layout.rs` narrows the rows
-    /// a join carries to the columns read after it).
-    pub output: Option<Vec<Option<u32>>>,
-}
 
 /// A row of the FROM items: its values and, for a row of one table, the
 /// version it came from (what FOR UPDATE and UPDATE / DELETE act on,

@@ -2,7 +2,7 @@
 //! run, joins, filters, aggregation, ordering and limits).
 
 use super::{Input, SelectPlan};
-use crate::exec::join::JoinKind;
+use crate::plan::join_plan::JoinKind;
 
 impl SelectPlan {
     /// EXPLAIN lines for this plan.

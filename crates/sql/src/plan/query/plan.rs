@@ -27,10 +27,10 @@ use super::{
 use crate::bind::compile::{compile, compile_aggregated, compile_predicate, contains_aggregate};
 use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
-use crate::exec::join::JoinKind;
 use crate::exec::row_source;
 use crate::output::ResultColumn;
 use crate::plan::access::{key_prefix, plan_access};
+use crate::plan::join_plan::JoinKind;
 use crate::plan::subquery::{max_placeholder, Cte, QueryContext};
 use crate::{Error, Result};
 

@@ -21,10 +21,10 @@ use crate::bind::compile::{
 };
 use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
-use crate::exec::join::lookup as join_lookup;
-use crate::exec::join::{JoinKind, JoinStep};
+
 use crate::output::ResultColumn;
 use crate::plan::access::{key_prefix, plan_access, Access};
+use crate::plan::join_plan::{plan_lookup, JoinKind, JoinStep};
 use crate::plan::subquery::{Bindings, QueryContext};
 use crate::plan::{join_order, or_terms};
 use crate::{Error, Result};
@@ -195,7 +195,7 @@ pub(crate) fn plan_select(
             rest = remaining;
         }
         let lookup = match &tables[k].0 {
-            Input::Table(ts) => join_lookup::plan(
+            Input::Table(ts) => plan_lookup(
                 ts,
                 kind,
                 &pairs,
