@@ -14,6 +14,7 @@
 //! its subqueries, and a subquery is planned as a query.
 
 pub mod access;
+pub mod conjuncts;
 pub mod join_order;
 pub mod join_plan;
 pub mod join_using;

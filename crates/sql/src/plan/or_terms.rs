@@ -38,7 +38,7 @@ use sqlparser::ast::{BinaryOperator, Expr, Query, Visit, Visitor};
 
 use crate::bind::compile::contains_aggregate;
 use crate::bind::scope::Scope;
-use crate::plan::query::{compiles, conjuncts, pushable};
+use crate::plan::conjuncts::{compiles, conjuncts, pushable};
 
 /// `e` without the parentheses around it.
 fn unnest(e: &Expr) -> &Expr {

@@ -30,9 +30,8 @@ use ndpdb_formats::expr::Program;
 use ndpdb_formats::SqlState;
 use ndpdb_host::database::TableState;
 use ndpdb_host::ndp::{NdpReport, NdpRequest};
-use sqlparser::ast::{BinaryOperator, Expr};
 
-use crate::bind::compile::{compile, AggContext};
+use crate::bind::compile::AggContext;
 use crate::bind::scope::Scope;
 use crate::exec::row_source::RowSource;
 use crate::output::ResultColumn;
@@ -180,41 +179,6 @@ pub struct NdpPlacement {
     pub reason: String,
 }
 
-/// The AND terms of `e`, in order (parenthesized ANDs split too).
-pub(crate) fn conjuncts(e: &Expr, out: &mut Vec<Expr>) {
-    match e {
-        Expr::BinaryOp {
-            left,
-            op: BinaryOperator::And,
-            right,
-        } => {
-            conjuncts(left, out);
-            conjuncts(right, out);
-        }
-        Expr::Nested(inner)
-            if matches!(
-                inner.as_ref(),
-                Expr::BinaryOp {
-                    op: BinaryOperator::And,
-                    ..
-                }
-            ) =>
-        {
-            conjuncts(inner, out)
-        }
-        e => out.push(e.clone()),
-    }
-}
-
-pub(crate) fn and_all(mut es: Vec<Expr>) -> Option<Expr> {
-    let first = es.pop()?;
-    Some(es.into_iter().rev().fold(first, |acc, e| Expr::BinaryOp {
-        left: Box::new(e),
-        op: BinaryOperator::And,
-        right: Box::new(acc),
-    }))
-}
-
 /// `items` in `order` (positions into `items`, each once).
 pub(crate) fn permute<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
     let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
@@ -248,21 +212,5 @@ pub(crate) fn input_scope(input: &Input, alias: &str, ctx: &Arc<QueryContext>) -
             s.add_table(alias, r.columns.iter().map(|c| (c.name.clone(), c.ty)));
             s
         }
-    }
-}
-
-pub(crate) fn compiles(e: &Expr, scope: &Scope) -> bool {
-    let mut p = Vec::new();
-    compile(e, scope, &mut p).is_ok()
-}
-
-/// Whether `e` compiles over `scope` without a per-row subquery (so it
-/// may filter a scan or be a join key).
-pub(crate) fn pushable(e: &Expr, scope: &Scope) -> bool {
-    let mut p = Vec::new();
-    match (compile(e, scope, &mut p), &scope.ctx) {
-        (Ok((prog, _)), Some(ctx)) => !ctx.row_dependent(&prog),
-        (Ok(_), None) => true,
-        (Err(_), _) => false,
     }
 }

@@ -20,16 +20,14 @@ use sqlparser::ast::{
 };
 
 use super::select::{plan_select, split_row_dependent};
-use super::{
-    and_all, compiles, conjuncts, input_scope, pushable, table_scope, unsupported, Input,
-    OrderItem, SelectPlan, SortKey, Source,
-};
+use super::{input_scope, table_scope, unsupported, Input, OrderItem, SelectPlan, SortKey, Source};
 use crate::bind::compile::{compile, compile_aggregated, compile_predicate, contains_aggregate};
 use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
 use crate::exec::row_source;
 use crate::output::ResultColumn;
 use crate::plan::access::{key_prefix, plan_access};
+use crate::plan::conjuncts::{and_all, compiles, conjuncts, pushable};
 use crate::plan::join_plan::JoinKind;
 use crate::plan::subquery::{max_placeholder, Cte, QueryContext};
 use crate::{Error, Result};

@@ -13,14 +13,13 @@ use sqlparser::ast::{
 };
 
 use super::plan::{equi_key, output_name, plan_from};
-use super::{
-    and_all, conjuncts, input_scope, permute, pushable, unsupported, Input, SelectPlan, Source,
-};
+use super::{input_scope, permute, unsupported, Input, SelectPlan, Source};
 use crate::bind::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
 use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
+use crate::plan::conjuncts::{and_all, conjuncts, pushable};
 
 use crate::output::ResultColumn;
 use crate::plan::access::{key_prefix, plan_access, Access};

@@ -40,7 +40,8 @@ use sqlparser::ast::{
 use super::hashed_callers::{first_columns, Answered};
 use crate::bind::scope::{ident_name, Scope, ScopeColumn};
 use crate::exec::join::keys::KeyTable;
-use crate::plan::query::{conjuncts, NdpMode, SelectPlan};
+use crate::plan::conjuncts::{and_all, conjuncts};
+use crate::plan::query::{NdpMode, SelectPlan};
 use crate::plan::subquery::{max_placeholder, OperandCompiler, QueryContext};
 use crate::Result;
 
@@ -294,7 +295,7 @@ impl HashedExists {
                 SelectItem::UnnamedExpr(crate::plan::subquery::name_expr(Some(&c.table), &c.name))
             }))
             .collect();
-        build_select.selection = crate::plan::query::and_all(local);
+        build_select.selection = and_all(local);
         let build_query = Query {
             body: Box::new(SetExpr::Select(Box::new(build_select))),
             order_by: None,
@@ -338,7 +339,7 @@ impl HashedExists {
                 columns,
                 ctx: Some(ctx.clone()),
             };
-            let all = crate::plan::query::and_all(residual)?;
+            let all = and_all(residual)?;
             let program = crate::bind::compile::compile_predicate(&all, &row_scope, params).ok()?;
             let bindings = ctx.finish();
             if !bindings.only_outer() {
