@@ -38,49 +38,40 @@
 //! The sqlparser AST stays at this edge: it is turned into bytecode
 //! programs and plans here and never reaches the host engine.
 
-pub mod access;
-pub mod alter_column;
-pub mod array_type;
-pub mod assignment;
 pub mod backup_call;
-pub mod column_default;
-pub mod compile;
-pub mod constraint_ddl;
+pub mod bind;
 pub mod copy_options;
 pub mod ddl;
-pub mod dml;
-pub mod dml_placement;
-pub mod host_aggregate;
-pub mod index_ddl;
-pub mod interval;
-pub mod join;
-pub mod join_filter;
-pub mod join_keys;
-pub mod join_layout;
-pub mod join_lookup;
-pub mod join_order;
-pub mod join_using;
+pub mod exec;
 pub mod limits;
 pub mod maintenance;
-pub mod on_conflict;
-pub mod or_terms;
-pub mod ordered_read;
 pub mod output;
-pub mod packed_table;
 pub mod parse;
 pub mod placement;
-pub mod query;
+pub mod plan;
 pub mod read_only;
-pub mod row_source;
-pub mod scope;
-pub mod select_extras;
-pub mod sequence_ddl;
 pub mod session;
 pub mod shared_view;
-pub mod subquery;
 pub mod time_setting;
 pub mod token_text;
-pub mod view;
+
+// The modules' paths before the stages had folders, kept for callers.
+pub use bind::{array_type, compile, interval, scope};
+pub use ddl::alter_column;
+pub use ddl::constraints as constraint_ddl;
+pub use ddl::index as index_ddl;
+pub use ddl::sequence as sequence_ddl;
+pub use exec::dml::{assignment, column_default, on_conflict};
+pub use exec::join::filter as join_filter;
+pub use exec::join::keys as join_keys;
+pub use exec::join::layout as join_layout;
+pub use exec::join::lookup as join_lookup;
+pub use exec::join::packed_table;
+pub use exec::{dml, host_aggregate, join, row_source};
+pub use placement::cost_model as placement_cost;
+pub use placement::dml as dml_placement;
+pub use plan::{access, join_order, join_using, or_terms, ordered_read, query, select_extras};
+pub use plan::{subquery, view};
 
 pub use ndpdb_host::{Error, Result};
 

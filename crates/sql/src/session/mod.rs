@@ -39,16 +39,20 @@ use sqlparser::ast::{
 mod prepared;
 mod savepoint;
 mod session_values;
+mod settings;
+mod transaction_modes;
+mod utility;
 pub use prepared::Prepared;
 use prepared::PreparedKind;
 pub use session_values::current_thread_pid;
 
 pub use session_values::SESSION_VALUE;
 
+use crate::bind::scope::table_name;
 use crate::ddl;
 use crate::limits::{with_stack_for, with_statement_stack};
 use crate::output::{Notice, Output, ResultColumn};
-use crate::query::NdpMode;
+use crate::plan::query::NdpMode;
 use crate::time_setting;
 use crate::{Error, Result};
 
@@ -120,58 +124,6 @@ pub fn parse_with(sql: &str, interrupt: Option<&Interrupt>) -> Result<Vec<Statem
         return maintenance;
     }
     sql_parser(sql)
-}
-
-fn isolation_of(modes: &[TransactionMode]) -> Result<Option<Isolation>> {
-    let mut out = None;
-    for m in modes {
-        if let TransactionMode::IsolationLevel(l) = m {
-            out = Some(match l {
-                TransactionIsolationLevel::ReadCommitted
-                | TransactionIsolationLevel::ReadUncommitted => Isolation::ReadCommitted,
-                TransactionIsolationLevel::RepeatableRead | TransactionIsolationLevel::Snapshot => {
-                    Isolation::Snapshot
-                }
-                TransactionIsolationLevel::Serializable => Isolation::Serializable,
-            });
-        }
-    }
-    Ok(out)
-}
-
-fn isolation_name(i: Isolation) -> &'static str {
-    match i {
-        Isolation::Snapshot => "repeatable read",
-        Isolation::ReadCommitted => "read committed",
-        Isolation::Serializable => "serializable",
-    }
-}
-
-fn parse_isolation_name(s: &str) -> Result<Isolation> {
-    match s.trim().to_lowercase().as_str() {
-        "read committed" | "read uncommitted" => Ok(Isolation::ReadCommitted),
-        "repeatable read" | "snapshot" => Ok(Isolation::Snapshot),
-        "serializable" => Ok(Isolation::Serializable),
-        other => Err(Error::new(
-            SqlState::INVALID_PARAMETER_VALUE,
-            format!("invalid value for parameter \"default_transaction_isolation\": \"{other}\""),
-        )),
-    }
-}
-
-fn on_off(b: bool) -> String {
-    if b { "on" } else { "off" }.to_string()
-}
-
-fn expr_text(e: &Expr) -> String {
-    match e {
-        Expr::Value(v) => match &v.value {
-            sqlparser::ast::Value::SingleQuotedString(s) => s.clone(),
-            v => v.to_string(),
-        },
-        Expr::Identifier(id) => id.value.clone(),
-        e => e.to_string(),
-    }
 }
 
 impl Session {
@@ -487,7 +439,7 @@ impl Session {
                 data_types,
                 statement,
             } => {
-                let name = crate::scope::ident_name(name);
+                let name = crate::bind::scope::ident_name(name);
                 self.guarded(|s| s.sql_prepare(&name, data_types, statement, false))
             }
             Statement::Execute {
@@ -500,12 +452,12 @@ impl Session {
                 default: false,
                 ..
             } if into.is_empty() && using.is_empty() => {
-                let name = crate::scope::last_ident(name);
+                let name = crate::bind::scope::last_ident(name);
                 self.sql_execute(&name, parameters)
             }
             Statement::Deallocate { name, .. } => self.guarded(|s| {
                 let all = name.quote_style.is_none() && name.value.eq_ignore_ascii_case("all");
-                let name = crate::scope::ident_name(name);
+                let name = crate::bind::scope::ident_name(name);
                 if s.deallocate_sql_prepared((!all).then_some(name.as_str())) {
                     return Ok(Output::command(if all { "DEALLOCATE ALL" } else { "DEALLOCATE" }));
                 }
@@ -530,7 +482,7 @@ impl Session {
             Statement::Vacuum(v) => self.guarded(|s| s.vacuum(v)),
             Statement::Analyze(a) => self.guarded(|s| {
                 if let Some(name) = &a.table_name {
-                    let name = ddl::table_name(name)?;
+                    let name = table_name(name)?;
                     if s.db.view(&name).is_some() {
                         s.notices.push(Notice::warning(
                             SqlState::WARNING,
@@ -565,7 +517,7 @@ impl Session {
                 sequence_options,
                 ..
             } => self.guarded(|s| {
-                crate::sequence_ddl::create_sequence(
+                crate::ddl::sequence::create_sequence(
                     &s.db,
                     name,
                     *if_not_exists,
@@ -581,7 +533,7 @@ impl Session {
                     ));
                 }
                 let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
-                crate::index_ddl::create_index(&s.db, ci, wait, &s.interrupt)
+                crate::ddl::index::create_index(&s.db, ci, wait, &s.interrupt)
             }),
             Statement::Query(_) if crate::backup_call::is_backup_call(stmt) => {
                 let in_block = self.tx.is_some() || self.block != Block::None;
@@ -594,7 +546,7 @@ impl Session {
                 cascade,
                 ..
             } => {
-                let names_locked = match names.iter().map(ddl::table_name).collect::<Result<Vec<_>>>() {
+                let names_locked = match names.iter().map(table_name).collect::<Result<Vec<_>>>() {
                     Ok(n) => n,
                     Err(e) => return self.guarded(|_| Err(e)),
                 };
@@ -625,14 +577,14 @@ impl Session {
             // second CREATE of the name waits for it (see
             // `Transaction::lock_relation_name`).
             Statement::CreateView(cv) => {
-                let name = match ddl::table_name(&cv.name) {
+                let name = match table_name(&cv.name) {
                     Ok(n) => n,
                     Err(e) => return self.guarded(|_| Err(e)),
                 };
                 let db = self.db.clone();
                 self.in_transaction(|tx| {
                     tx.lock_relation_name(&name)?;
-                    crate::view::create_view(&db, cv)
+                    crate::plan::view::create_view(&db, cv)
                 })
             }
             Statement::Query(_)
@@ -665,638 +617,6 @@ impl Session {
             }),
         }
     }
-
-    /// `TRUNCATE [TABLE] [ONLY] t [, …] [RESTART | CONTINUE IDENTITY]
-    /// [CASCADE | RESTRICT]`: every row of the tables deleted in one
-    /// transaction (the block's, or its own), as DELETEs planned like any
-    /// other (on the device where placement puts them). Unlike
-    /// PostgreSQL's, it is MVCC-safe — snapshots older than the commit
-    /// still see the rows — and the space returns with VACUUM.
-    fn truncate(&mut self, t: &sqlparser::ast::Truncate) -> Result<Output> {
-        self.check_not_failed()?;
-        let mut names = Vec::new();
-        for target in &t.table_names {
-            let name = ddl::table_name(&target.name).and_then(|name| match self.db.view(&name) {
-                Some(_) => Err(Error::new(
-                    SqlState::WRONG_OBJECT_TYPE,
-                    format!("\"{name}\" is not a table"),
-                )),
-                None => Ok(name),
-            });
-            match name {
-                Ok(n) if names.contains(&n) => {}
-                Ok(n) => names.push(n),
-                Err(e) => {
-                    self.fail_transaction();
-                    return Err(e);
-                }
-            }
-        }
-        let cascade = matches!(t.cascade, Some(sqlparser::ast::CascadeOption::Cascade));
-        match crate::constraint_ddl::truncate_closure(&self.db, &mut names, cascade) {
-            Ok(added) => self.notices.extend(
-                added
-                    .iter()
-                    .map(|t| Notice::info(format!("truncate cascades to table \"{t}\""))),
-            ),
-            Err(e) => {
-                self.fail_transaction();
-                return Err(e);
-            }
-        }
-        let mut plans = Vec::new();
-        for name in names {
-            let planned = Ok(name)
-                .and_then(|name| {
-                    let quoted = format!("\"{}\"", name.replace('"', "\"\""));
-                    parse(&format!("DELETE FROM {quoted}"))
-                })
-                .and_then(|stmts| match stmts.first() {
-                    Some(stmt) => self.prepare_borrowed(stmt),
-                    None => Err(Error::new(SqlState::INTERNAL_ERROR, "empty DELETE")),
-                });
-            match planned {
-                Ok(p) => plans.push(p),
-                Err(e) => {
-                    self.fail_transaction();
-                    return Err(e);
-                }
-            }
-        }
-        self.in_transaction(|tx| {
-            // Every table that refers to one emptied is emptied too.
-            tx.set_foreign_key_checks(false);
-            let done = plans.iter().try_for_each(|p| match &p.plan().kind {
-                PreparedKind::Delete(plan) => plan.execute(tx, &[]).map(|_| ()),
-                _ => Ok(()),
-            });
-            tx.set_foreign_key_checks(true);
-            done?;
-            Ok(Output::command("TRUNCATE TABLE"))
-        })
-    }
-
-    /// `VACUUM [FULL] [table]`: garbage collection now (DESIGN.md §8a),
-    /// outside any transaction block as in PostgreSQL.
-    fn vacuum(&mut self, v: &sqlparser::ast::VacuumStatement) -> Result<Output> {
-        if self.tx.is_some() || self.block != Block::None {
-            return Err(Error::new(
-                SqlState::ACTIVE_SQL_TRANSACTION,
-                "VACUUM cannot run inside a transaction block",
-            ));
-        }
-        if v.sort_only || v.delete_only || v.reindex || v.recluster || v.threshold.is_some() {
-            return Err(Error::new(
-                SqlState::SYNTAX_ERROR,
-                "syntax error: VACUUM takes [FULL] [table]",
-            ));
-        }
-        let table = v.table_name.as_ref().map(ddl::table_name).transpose()?;
-        if let Some(name) = table.as_ref().filter(|n| self.db.view(n).is_some()) {
-            self.notices.push(Notice::warning(
-                SqlState::WARNING,
-                format!(
-                    "skipping \"{name}\" --- cannot vacuum non-tables or special system tables"
-                ),
-            ));
-            return Ok(Output::command("VACUUM"));
-        }
-        let cost = ndpdb_host::GcCost {
-            delay: match self.settings.get("vacuum_cost_delay") {
-                Some(v) => time_setting::parse("vacuum_cost_delay", v)?.unwrap_or_default(),
-                None => std::time::Duration::ZERO,
-            },
-            limit: self
-                .settings
-                .get("vacuum_cost_limit")
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(200),
-        };
-        self.db.vacuum_with(table.as_deref(), v.full, cost)?;
-        Ok(Output::command("VACUUM"))
-    }
-
-    /// EXPLAIN [ANALYZE] of a query: operators with their placement; with
-    /// ANALYZE also the actual rows, time and, for offloaded scans, the
-    /// device's figures.
-    fn explain(&mut self, stmt: &Statement, analyze: bool, params: &[Value]) -> Result<Output> {
-        self.check_not_failed()?;
-        if !matches!(
-            stmt,
-            Statement::Query(_) | Statement::Update(_) | Statement::Delete(_)
-        ) {
-            return Err(Error::new(
-                SqlState::FEATURE_NOT_SUPPORTED,
-                "EXPLAIN supports SELECT, UPDATE and DELETE",
-            ));
-        }
-        let prepared = self.prepare_borrowed(stmt)?;
-        let planned = prepared.plan();
-        let plan = &planned.kind;
-        let (mut lines, last_ndp) = match plan {
-            PreparedKind::Select(plan) => {
-                plan.last_steps
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clear();
-                (plan.explain(), &plan.last_ndp)
-            }
-            PreparedKind::Update(plan) => (plan.explain(), &plan.last_ndp),
-            PreparedKind::Delete(plan) => (plan.explain(), &plan.last_ndp),
-            _ => return Err(Error::new(SqlState::INTERNAL_ERROR, "not a plan")),
-        };
-        if analyze {
-            let before = self.db.stats();
-            let start = std::time::Instant::now();
-            let out = self.execute_prepared(&prepared, params)?;
-            let elapsed = start.elapsed();
-            let after = self.db.stats();
-            let delta = |name: &str| {
-                let get = |v: &Vec<(String, i64)>| {
-                    v.iter().find(|(k, _)| k == name).map_or(0, |(_, x)| *x)
-                };
-                get(&after) - get(&before)
-            };
-            let rows = match &out {
-                Output::Rows { rows, .. } => rows.len() as u64,
-                Output::Command { tag, .. } => tag
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|n| n.parse().ok())
-                    .unwrap_or(0),
-            };
-            lines.push(format!(
-                "actual rows {rows}, time {:.3} ms",
-                elapsed.as_secs_f64() * 1e3
-            ));
-            if let PreparedKind::Select(plan) = plan {
-                let steps = plan.last_steps.lock().unwrap_or_else(|e| e.into_inner());
-                for (k, s) in steps.iter().enumerate() {
-                    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
-                    let through = match s.join_filter {
-                        Some(keys) => format!(" through a join filter of {keys} keys"),
-                        None => String::new(),
-                    };
-                    lines.push(match (k, s.lookups) {
-                        (0, _) => format!(
-                            "  {}: {} rows read{through} in {:.3} ms",
-                            s.alias,
-                            s.rows_read,
-                            ms(s.read)
-                        ),
-                        (_, true) => format!(
-                            "  {}: key lookups, {} rows joined in {:.3} ms",
-                            s.alias,
-                            s.rows_out,
-                            ms(s.join)
-                        ),
-                        (_, false) => format!(
-                            "  {}: {} rows read{through} in {:.3} ms, {} rows joined in {:.3} ms",
-                            s.alias,
-                            s.rows_read,
-                            ms(s.read),
-                            s.rows_out,
-                            ms(s.join)
-                        ),
-                    });
-                }
-            }
-            if delta("scan.pages") > 0 {
-                lines.push(format!(
-                    "host scan: {} pages filtered, {} skipped by zone maps; {} B read",
-                    delta("scan.pages"),
-                    delta("scan.pages_pruned"),
-                    delta("scan.bytes_touched"),
-                ));
-            }
-            lines.push(format!(
-                "host: buffer hits {}, misses {}; link data to host {} B, to device {} B; control {} messages",
-                delta("buffer.hits"),
-                delta("buffer.misses"),
-                delta("link.data.to_host.bytes"),
-                delta("link.data.to_device.bytes"),
-                delta("link.control.to_device.messages"),
-            ));
-            if let Some(r) = last_ndp.lock().ok().and_then(|mut l| l.take()) {
-                lines.push(format!(
-                    "device: {:.3} ms, {} PEs, tuples per PE {:?}, pages read {}, result {} rows / {} B",
-                    r.device_micros as f64 / 1e3,
-                    r.pe_tuples.len(),
-                    r.pe_tuples,
-                    r.pages_read,
-                    r.result_rows,
-                    r.result_bytes
-                ));
-                lines.push(format!(
-                    "device scan: {} pages filtered, {} skipped by zone maps; {} B read",
-                    r.pages_filtered, r.pages_pruned, r.bytes_touched
-                ));
-                if r.fan_out.objects > 0 {
-                    lines.push(format!(
-                        "device fan-out: {} RADOS objects scanned in their OSDs, {} B returned; {} version chains finished on the device",
-                        r.fan_out.objects, r.fan_out.reply_bytes, r.fan_out.deferred
-                    ));
-                }
-                lines.push(format!(
-                    "shared state passed along: {} B ({} delta pages) in {:.3} ms",
-                    r.shared_bytes,
-                    r.shared_pages,
-                    r.shared_transfer.as_secs_f64() * 1e3
-                ));
-            }
-        }
-        Ok(Output::Rows {
-            columns: vec![ResultColumn {
-                name: "QUERY PLAN".into(),
-                ty: DataType::Text,
-            }],
-            rows: lines.into_iter().map(|l| vec![Value::Text(l)]).collect(),
-        })
-    }
-
-    /// `BEGIN` / `START TRANSACTION [modes]`, as PostgreSQL runs it:
-    /// outside a transaction it opens a block with the modes; inside an
-    /// implicit transaction it makes that transaction the block (what ran
-    /// before BEGIN is part of it); inside a block it warns (25001) and
-    /// still applies the modes, as SET TRANSACTION would. A failed block
-    /// refuses it (25P02) like any statement but COMMIT and ROLLBACK.
-    fn begin(&mut self, modes: &[TransactionMode], begin: bool) -> Result<Output> {
-        self.check_not_failed()?;
-        match self.block {
-            Block::Active => self.notices.push(Notice::warning(
-                SqlState::ACTIVE_SQL_TRANSACTION,
-                "there is already a transaction in progress",
-            )),
-            Block::Implicit => {}
-            Block::None | Block::Failed => {
-                let iso = isolation_of(modes)?.unwrap_or(self.default_isolation);
-                self.tx = Some(self.begin_tx(iso)?);
-            }
-        }
-        let was = self.block;
-        self.block = Block::Active;
-        if let Err(e) = self.set_transaction_modes(modes) {
-            // An implicit transaction that became the block fails as the
-            // block; one opened here has run nothing and is simply gone.
-            if was == Block::None {
-                self.tx = None;
-                self.block = Block::None;
-            } else {
-                self.fail_transaction();
-            }
-            return Err(e);
-        }
-        Ok(Output::command(match begin {
-            true => "BEGIN",
-            false => "START TRANSACTION",
-        }))
-    }
-
-    /// Applies transaction modes to the open transaction in the order
-    /// given, with PostgreSQL's checks (check_XactIsoLevel,
-    /// check_transaction_read_only): another isolation level only before
-    /// the transaction's first snapshot and not inside a savepoint; READ
-    /// WRITE in a READ ONLY transaction only before its first snapshot.
-    fn set_transaction_modes(&mut self, modes: &[TransactionMode]) -> Result<()> {
-        let Some(tx) = self.tx.as_mut() else {
-            return Ok(());
-        };
-        let active = |message: &str| Error::new(SqlState::ACTIVE_SQL_TRANSACTION, message);
-        for mode in modes {
-            if let Some(iso) = isolation_of(std::slice::from_ref(mode))? {
-                if tx.isolation() != iso {
-                    if tx.statements() > 0 {
-                        return Err(active(
-                            "SET TRANSACTION ISOLATION LEVEL must be called before any query",
-                        ));
-                    }
-                    if tx.savepoint_count() > 0 {
-                        return Err(active(
-                            "SET TRANSACTION ISOLATION LEVEL must not be called in a subtransaction",
-                        ));
-                    }
-                    tx.set_isolation(iso);
-                }
-            }
-            if let Some(read_only) = crate::read_only::access_of(std::slice::from_ref(mode)) {
-                if !read_only && tx.read_only() {
-                    if tx.savepoint_count() > 0 {
-                        return Err(active(
-                            "cannot set transaction read-write mode inside a read-only transaction",
-                        ));
-                    }
-                    if tx.statements() > 0 {
-                        return Err(active(
-                            "transaction read-write mode must be set before any query",
-                        ));
-                    }
-                }
-                tx.set_read_only(read_only);
-            }
-        }
-        Ok(())
-    }
-
-    fn set(&mut self, set: &Set) -> Result<Output> {
-        match set {
-            Set::SetTransaction { modes, session, .. } => {
-                let iso = isolation_of(modes)?;
-                let read_only = crate::read_only::access_of(modes);
-                if *session {
-                    if let Some(i) = iso {
-                        self.default_isolation = i;
-                    }
-                    if let Some(ro) = read_only {
-                        self.default_read_only = ro;
-                    }
-                    return Ok(Output::command("SET"));
-                }
-                if self.block == Block::Active && self.tx.is_some() {
-                    self.set_transaction_modes(modes)?;
-                } else if iso.is_some() || read_only.is_some() {
-                    self.notices.push(Notice::warning(
-                        SqlState::NO_ACTIVE_SQL_TRANSACTION,
-                        "SET TRANSACTION can only be used in transaction blocks",
-                    ));
-                }
-                Ok(Output::command("SET"))
-            }
-            Set::SingleAssignment {
-                variable, values, ..
-            } => {
-                let name = variable.to_string().to_lowercase();
-                let value = values.iter().map(expr_text).collect::<Vec<_>>().join(", ");
-                self.assign(name, value)?;
-                Ok(Output::command("SET"))
-            }
-            Set::SetTimeZone { value, .. } => {
-                self.settings.insert("timezone".into(), expr_text(value));
-                Ok(Output::command("SET"))
-            }
-            other => Err(Error::new(
-                SqlState::FEATURE_NOT_SUPPORTED,
-                format!("{other} is not supported"),
-            )),
-        }
-    }
-
-    /// Sets a parameter by name (SET, and the client's startup options).
-    fn assign(&mut self, name: String, value: String) -> Result<()> {
-        match name.as_str() {
-            "ndp" => {
-                self.ndp = match value.to_lowercase().as_str() {
-                    "on" | "true" => NdpMode::On,
-                    "off" | "false" => NdpMode::Off,
-                    "auto" => NdpMode::Auto,
-                    v => {
-                        return Err(Error::new(
-                            SqlState::INVALID_PARAMETER_VALUE,
-                            format!("invalid value for parameter \"ndp\": \"{v}\" (on, off or auto)"),
-                        ))
-                    }
-                }
-            }
-            "ndp_pes" => {
-                self.ndp_pes = value.parse().ok().filter(|n| *n <= 64).ok_or_else(|| {
-                    Error::new(
-                        SqlState::INVALID_PARAMETER_VALUE,
-                        format!("invalid value for parameter \"ndp_pes\": \"{value}\" (0 = device default, at most 64)"),
-                    )
-                })?
-            }
-            "ndp_logging" => {
-                self.ndp_logging = NdpLogging::parse(&value).ok_or_else(|| {
-                    Error::new(
-                        SqlState::INVALID_PARAMETER_VALUE,
-                        format!("invalid value for parameter \"ndp_logging\": \"{value}\" (off, basic or extended)"),
-                    )
-                })?
-            }
-            "ndp_preload" => self.ndp_preload = bool_setting("ndp_preload", &value)?,
-            "ndp_lock_violation" => {
-                self.ndp_lock_violation = bool_setting("ndp_lock_violation", &value)?
-            }
-            "host_workers" => {
-                self.host_workers = match value.trim().parse::<usize>() {
-                    Ok(n) if (1..=64).contains(&n) => n,
-                    _ => {
-                        return Err(Error::new(
-                            SqlState::INVALID_PARAMETER_VALUE,
-                            format!("invalid value for parameter \"host_workers\": \"{value}\" (1 to 64)"),
-                        ))
-                    }
-                };
-            }
-            "statement_timeout" => {
-                self.statement_timeout = time_setting::parse(&name, &value)?;
-            }
-            "lock_timeout" => {
-                self.lock_wait.timeout = time_setting::parse(&name, &value)?;
-            }
-            "deadlock_timeout" => {
-                self.lock_wait.deadlock_timeout =
-                    time_setting::parse_positive(&name, &value)?;
-            }
-            "vacuum_cost_delay" => {
-                let d = time_setting::parse(&name, &value)?.unwrap_or_default();
-                if d > Duration::from_millis(100) {
-                    return Err(Error::new(
-                        SqlState::INVALID_PARAMETER_VALUE,
-                        format!("{value} ms is outside the valid range for parameter \"vacuum_cost_delay\" (0 .. 100)"),
-                    ));
-                }
-            }
-            "vacuum_cost_limit"
-                if !value
-                    .trim()
-                    .parse::<u32>()
-                    .is_ok_and(|n| (1..=10000).contains(&n)) =>
-            {
-                return Err(Error::new(
-                    SqlState::INVALID_PARAMETER_VALUE,
-                    format!("invalid value for parameter \"vacuum_cost_limit\": \"{value}\" (1 .. 10000)"),
-                ));
-            }
-            _ => {}
-        }
-        if name == "default_transaction_isolation" || name == "transaction_isolation" {
-            let iso = parse_isolation_name(&value)?;
-            if name == "default_transaction_isolation" {
-                self.default_isolation = iso;
-            } else if let Some(tx) = &mut self.tx {
-                if tx.isolation() != iso && tx.statements() > 0 {
-                    return Err(Error::new(
-                        SqlState::ACTIVE_SQL_TRANSACTION,
-                        "SET TRANSACTION ISOLATION LEVEL must be called before any query",
-                    ));
-                }
-                tx.set_isolation(iso);
-            }
-        }
-        if name == "default_transaction_read_only" {
-            self.default_read_only = crate::read_only::parse_flag(&name, &value)?;
-        }
-        if name == "transaction_read_only" {
-            let ro = crate::read_only::parse_flag(&name, &value)?;
-            if let Some(tx) = &mut self.tx {
-                tx.set_read_only(ro);
-            }
-        }
-        self.settings.insert(name, value);
-        Ok(())
-    }
-
-    /// The current value of a setting, as SHOW and current_setting() see it.
-    pub fn setting_value(&self, name: &str) -> Result<String> {
-        Ok(match name {
-            "transaction_isolation" | "transaction isolation level" => isolation_name(
-                self.tx
-                    .as_ref()
-                    .map_or(self.default_isolation, |t| t.isolation()),
-            )
-            .to_string(),
-            "default_transaction_isolation" => isolation_name(self.default_isolation).to_string(),
-            "transaction_read_only" => on_off(
-                self.tx
-                    .as_ref()
-                    .map_or(self.default_read_only, |t| t.read_only()),
-            ),
-            "default_transaction_read_only" => on_off(self.default_read_only),
-            "ndp" => match self.ndp {
-                NdpMode::On => "on",
-                NdpMode::Off => "off",
-                NdpMode::Auto => "auto",
-            }
-            .to_string(),
-            "ndp_pes" => self.ndp_pes.to_string(),
-            "ndp_preload" => if self.ndp_preload { "on" } else { "off" }.to_string(),
-            "host_workers" => self.host_workers.to_string(),
-            "ndp_logging" => self.ndp_logging.name().to_string(),
-            "ndp_lock_violation" => if self.ndp_lock_violation { "on" } else { "off" }.to_string(),
-            "server_version" => "15.0 (ndpdb 0.1.0)".into(),
-            "server_encoding" => "UTF8".into(),
-            "server_version_num" => "150000".into(),
-            "standard_conforming_strings" | "integer_datetimes" => "on".into(),
-            "search_path" => self
-                .settings
-                .get("search_path")
-                .cloned()
-                .unwrap_or_else(|| "\"$user\", public".into()),
-            "statement_timeout" => time_setting::show(self.statement_timeout),
-            "lock_timeout" => time_setting::show(self.lock_wait.timeout),
-            "deadlock_timeout" => time_setting::show(Some(self.lock_wait.deadlock_timeout)),
-            "client_encoding" | "application_name" | "extra_float_digits" | "vacuum_cost_delay"
-            | "vacuum_cost_limit" => match self.settings.get(name) {
-                Some(v) => v.clone(),
-                None => match name {
-                    "client_encoding" => "UTF8",
-                    "application_name" => "",
-                    "extra_float_digits" => "1",
-                    "vacuum_cost_limit" => "200",
-                    _ => "0",
-                }
-                .into(),
-            },
-            "datestyle" => "ISO, MDY".into(),
-            "timezone" => self
-                .settings
-                .get("timezone")
-                .cloned()
-                .unwrap_or_else(|| "UTC".into()),
-            other => match self.settings.get(other) {
-                Some(v) => v.clone(),
-                // The fixed ones pg_settings lists (max_identifier_length, …).
-                None if let Some(row) = crate::row_source::system::SystemTable::PgSettings
-                    .rows(&self.db, "")
-                    .into_iter()
-                    .find(|r| {
-                        r[0].to_pg_text()
-                            .is_some_and(|n| n.eq_ignore_ascii_case(other))
-                    }) =>
-                {
-                    row[1].to_pg_text().unwrap_or_default()
-                }
-                None => {
-                    return Err(Error::new(
-                        SqlState::UNDEFINED_OBJECT,
-                        format!("unrecognized configuration parameter \"{other}\""),
-                    ))
-                }
-            },
-        })
-    }
-
-    fn show(&mut self, name: &str) -> Result<Output> {
-        if name == "stats" {
-            let rows = self
-                .db
-                .stats()
-                .into_iter()
-                .map(|(k, v)| vec![Value::Text(k), Value::BigInt(v)])
-                .collect();
-            return Ok(Output::Rows {
-                columns: vec![
-                    ResultColumn {
-                        name: "name".into(),
-                        ty: DataType::Text,
-                    },
-                    ResultColumn {
-                        name: "value".into(),
-                        ty: DataType::BigInt,
-                    },
-                ],
-                rows,
-            });
-        }
-        if name == "all" {
-            // PostgreSQL's SHOW ALL: every setting pg_settings lists, with
-            // this session's value, in name order.
-            let mut rows: Vec<Vec<Value>> = crate::row_source::system::SystemTable::PgSettings
-                .rows(&self.db, "")
-                .into_iter()
-                .map(|r| {
-                    let name = r[0].to_pg_text().unwrap_or_default();
-                    let default = r[1].clone();
-                    let value = self
-                        .setting_value(&name.to_lowercase())
-                        .map_or(default, Value::Text);
-                    vec![r[0].clone(), value, r[4].clone()]
-                })
-                .collect();
-            rows.sort_by_key(|r| r[0].to_pg_text().unwrap_or_default().to_lowercase());
-            let text = |n: &str| ResultColumn {
-                name: n.into(),
-                ty: DataType::Text,
-            };
-            return Ok(Output::Rows {
-                columns: vec![text("name"), text("setting"), text("description")],
-                rows,
-            });
-        }
-        if name == "tables" {
-            let rows = self
-                .db
-                .tables()
-                .into_iter()
-                .map(|t| vec![Value::Text(t.name.clone())])
-                .collect();
-            return Ok(Output::Rows {
-                columns: vec![ResultColumn {
-                    name: "name".into(),
-                    ty: DataType::Text,
-                }],
-                rows,
-            });
-        }
-        let value = self.setting_value(name)?;
-        Ok(Output::Rows {
-            columns: vec![ResultColumn {
-                name: name.replace(' ', "_"),
-                ty: DataType::Text,
-            }],
-            rows: vec![vec![Value::Text(value)]],
-        })
-    }
 }
 
 impl Drop for Session {
@@ -1305,14 +625,4 @@ impl Drop for Session {
             tx.rollback();
         }
     }
-}
-
-/// A Boolean setting's value, refused as PostgreSQL refuses one (22023).
-fn bool_setting(name: &str, value: &str) -> Result<bool> {
-    ndpdb_formats::value::parse_bool(value).map_err(|_| {
-        Error::new(
-            SqlState::INVALID_PARAMETER_VALUE,
-            format!("parameter \"{name}\" requires a Boolean value"),
-        )
-    })
 }

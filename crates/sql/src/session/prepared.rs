@@ -39,12 +39,12 @@ use ndpdb_formats::{DataType, SqlState, Value};
 use sqlparser::ast::{Expr, Statement};
 
 use super::{session_values, Session};
-use crate::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
+use crate::bind::scope::Scope;
+use crate::exec::dml::{plan_delete, plan_insert, plan_update, DeletePlan, InsertPlan, UpdatePlan};
 use crate::limits::with_statement_stack;
 use crate::output::{Output, ResultColumn};
-use crate::query::{plan_query, SelectPlan};
-use crate::scope::Scope;
-use crate::subquery::QueryContext;
+use crate::plan::query::{plan_query, SelectPlan};
+use crate::plan::subquery::QueryContext;
 use crate::{Error, Result};
 
 /// What a plan was made against: the database's catalog generation and
@@ -234,7 +234,7 @@ impl Session {
         };
         // The catalog relations name the database the client connected to.
         let database = self.database_name.clone();
-        crate::row_source::with_catalog_name(&database, || self.plan_dml(stmt, param_types))
+        crate::exec::row_source::with_catalog_name(&database, || self.plan_dml(stmt, param_types))
     }
 
     fn plan_dml(
@@ -242,7 +242,7 @@ impl Session {
         stmt: &Statement,
         param_types: &mut Vec<Option<DataType>>,
     ) -> Result<Option<PreparedKind>> {
-        crate::view::refuse_write(&self.db, stmt)?;
+        crate::plan::view::refuse_write(&self.db, stmt)?;
         Ok(Some(match stmt {
             Statement::Query(q) => {
                 let mut plan =
@@ -427,7 +427,7 @@ impl Session {
         }
         let declared = types
             .iter()
-            .map(crate::ddl::convert_type)
+            .map(crate::bind::types::convert_type)
             .collect::<Result<Vec<_>>>()?;
         let mut prepared = self.prepare_statement(statement.clone())?;
         for (i, t) in declared.into_iter().enumerate() {
@@ -502,7 +502,7 @@ impl Session {
         let mut values = Vec::with_capacity(arguments.len());
         for (e, ty) in arguments.iter().zip(&p.param_types) {
             let mut params = Vec::new();
-            let (program, _) = crate::compile::compile(e, &scope, &mut params)?;
+            let (program, _) = crate::bind::compile::compile(e, &scope, &mut params)?;
             if !params.is_empty() {
                 return Err(Error::new(
                     SqlState::UNDEFINED_PARAMETER,

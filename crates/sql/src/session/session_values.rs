@@ -26,7 +26,7 @@ use super::Session;
 use crate::{Error, Result};
 
 /// The first name part of a resolved session value.
-pub const SESSION_VALUE: &str = "\0session";
+pub use crate::bind::compile::SESSION_VALUE;
 
 /// The session value a bare keyword or an argument-less call names.
 fn value_function(name: &str) -> Option<&'static str> {

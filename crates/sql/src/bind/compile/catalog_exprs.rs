@@ -1,0 +1,421 @@
+//! The expressions catalog queries use, compiled: regular-expression
+//! operators (`~`, `!~`, `~*`, `!~*`), integer `&` and `|`, casts to
+//! `regclass`, `regproc` and `oid`, subscripts and record fields
+//! (`a[i]`, `(r).x`, over the text-carried types of
+//! [`crate::bind::array_type`]), `trim(both 'c' from s)`, and the catalog
+//! functions `array_upper`, `array_lower`, `current_schemas`,
+//! `pg_get_expr`, `pg_get_indexdef`, `pg_get_constraintdef`.
+//!
+//! ```text
+//!  n ~ '^pg_'                  Column Const Const(0) Call(RegexMatch)
+//!  'mt'::regclass              Const(16385)          (the catalog, when planned)
+//!  i.indoption[k - 1]          Column … Call(ArrayElem) Cast(int)
+//!  pg_get_indexdef(o, k, f)    Const(defs) … Call(IndexDef)
+//! ```
+//!
+//! A name cast to `regclass` or `regproc` is resolved when the statement
+//! is planned (PostgreSQL resolves a constant when it parses it): user
+//! tables, their indexes and sequences, and the catalog relations, with
+//! PostgreSQL's OIDs for the latter; 42P01 / 42883 for an unknown name.
+//! `pg_get_indexdef` reads a table of the catalog's indexes made at the
+//! same time; `pg_get_expr` returns the expression text the catalog
+//! stores (`pg_attrdef.adbin` holds the default as PostgreSQL shows it).
+
+use ndpdb_formats::catalog_funcs::REGEX_CASE_INSENSITIVE;
+use sqlparser::ast::{AccessExpr, Subscript, TrimWhereField};
+
+use super::*;
+use crate::bind::array_type;
+use crate::exec::row_source::system;
+
+impl Compiler<'_> {
+    fn database(&self) -> Result<&ndpdb_host::Database> {
+        self.scope
+            .ctx
+            .as_ref()
+            .map(|c| c.db())
+            .ok_or_else(|| unsupported("a catalog lookup here"))
+    }
+
+    /// A text operand of a catalog operator or function.
+    fn text_arg(&mut self, e: &Expr, shown: &str) -> Result<Ty> {
+        let t = self.expr(e)?;
+        let t = self.text_operand(t);
+        let t = self.coerce(t, Some(DataType::Text))?;
+        match t.data_type() {
+            Some(ty) if !ty.is_textual() => Err(Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!("operator does not exist: {} {shown} text", ty.sql_name()),
+            )),
+            _ => Ok(t),
+        }
+    }
+
+    /// `~`, `!~`, `~*`, `!~*`, `&`, `|`: `None` for other operators.
+    pub(super) fn catalog_binary(
+        &mut self,
+        left: &Expr,
+        op: &BinaryOperator,
+        right: &Expr,
+    ) -> Result<Option<Ty>> {
+        let (case_insensitive, negated) = match op {
+            BinaryOperator::PGRegexMatch => (false, false),
+            BinaryOperator::PGRegexIMatch => (true, false),
+            BinaryOperator::PGRegexNotMatch => (false, true),
+            BinaryOperator::PGRegexNotIMatch => (true, true),
+            BinaryOperator::BitwiseAnd | BinaryOperator::BitwiseOr => {
+                return self.bitwise(left, op, right).map(Some)
+            }
+            _ => return Ok(None),
+        };
+        let shown = op.to_string();
+        self.text_arg(left, &shown)?;
+        self.text_arg(right, &shown)?;
+        self.push_const(Value::Int(if case_insensitive {
+            REGEX_CASE_INSENSITIVE
+        } else {
+            0
+        }));
+        self.emit(Op::Call {
+            func: Func::RegexMatch,
+            nargs: 3,
+        });
+        if negated {
+            self.emit(Op::Not);
+        }
+        Ok(Some(Ty::Known(DataType::Bool)))
+    }
+
+    fn bitwise(&mut self, left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Ty> {
+        let lt = self.expr(left)?;
+        let rt = self.expr(right)?;
+        let target = lt.data_type().or(rt.data_type()).unwrap_or(DataType::Int);
+        // Literals and parameters take the other side's type (in place).
+        let lt = self.coerce(lt, Some(target))?;
+        let rt = self.coerce(rt, Some(target))?;
+        let int = |t: Ty| matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None);
+        if !int(lt) || !int(rt) {
+            return Err(Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!(
+                    "operator does not exist: {} {op} {}",
+                    type_name(lt.data_type()),
+                    type_name(rt.data_type())
+                ),
+            ));
+        }
+        let func = if *op == BinaryOperator::BitwiseAnd {
+            Func::BitAnd
+        } else {
+            Func::BitOr
+        };
+        self.emit(Op::Call { func, nargs: 2 });
+        let both_int =
+            lt.data_type() == Some(DataType::Int) && rt.data_type() == Some(DataType::Int);
+        Ok(Ty::Known(if both_int {
+            DataType::Int
+        } else {
+            DataType::BigInt
+        }))
+    }
+
+    /// `e::regclass`, `e::regproc`, `e::oid`: `None` for other types.
+    pub(super) fn catalog_cast(&mut self, e: &Expr, data_type: &AstType) -> Result<Option<Ty>> {
+        let kind = match data_type {
+            AstType::Regclass => "regclass".to_string(),
+            AstType::Custom(name, _) => name.to_string().to_lowercase(),
+            _ => return Ok(None),
+        };
+        let kind = kind.trim_start_matches("pg_catalog.");
+        if !matches!(
+            kind,
+            "regclass" | "regproc" | "oid" | "regtype" | "regnamespace"
+        ) {
+            return Ok(None);
+        }
+        let literal = match strip_nested(e) {
+            Expr::Value(v) => match &v.value {
+                AstValue::SingleQuotedString(s) => Some(s.clone()),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(name) = literal.filter(|_| kind != "oid") else {
+            // A number (or an oid column) is the OID itself.
+            let t = self.expr(e)?;
+            let t = self.coerce(t, Some(DataType::BigInt))?;
+            if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
+                return Err(Error::new(
+                    SqlState::CANNOT_COERCE,
+                    format!("cannot cast type {} to {kind}", type_name(t.data_type())),
+                ));
+            }
+            self.emit(Op::Cast(DataType::BigInt));
+            return Ok(Some(Ty::Known(DataType::BigInt)));
+        };
+        if let Ok(n) = name.trim().parse::<i64>() {
+            return Ok(Some(self.push_const(Value::BigInt(n))));
+        }
+        let oid = match kind {
+            "regclass" => system::relation_oid(self.database()?, &name).ok_or_else(|| {
+                Error::new(
+                    SqlState::UNDEFINED_TABLE,
+                    format!("relation \"{name}\" does not exist"),
+                )
+            })?,
+            "regproc" => system::function_oid(&name).ok_or_else(|| {
+                Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!("function \"{name}\" does not exist"),
+                )
+            })?,
+            "regtype" => system::type_oid(&name).ok_or_else(|| {
+                Error::new(
+                    SqlState::UNDEFINED_OBJECT,
+                    format!("type \"{name}\" does not exist"),
+                )
+            })?,
+            _ => system::namespace_oid(&name).ok_or_else(|| {
+                Error::new(
+                    SqlState::UNDEFINED_SCHEMA,
+                    format!("schema \"{name}\" does not exist"),
+                )
+            })?,
+        };
+        Ok(Some(self.push_const(Value::BigInt(oid))))
+    }
+
+    /// `a[i]` and `(r).field`, over the types of [`array_type`].
+    pub(super) fn field_access(&mut self, root: &Expr, chain: &[AccessExpr]) -> Result<Ty> {
+        // `t.col[i]` may come as root `t` with `.col` first in the chain.
+        let mut names = match root {
+            Expr::Identifier(id) => vec![id.clone()],
+            Expr::CompoundIdentifier(ids) => ids.clone(),
+            _ => Vec::new(),
+        };
+        let mut rest = chain;
+        if !names.is_empty() {
+            while let Some((AccessExpr::Dot(Expr::Identifier(id)), tail)) = rest.split_first() {
+                names.push(id.clone());
+                rest = tail;
+            }
+        }
+        let mut ty = if names.is_empty() {
+            self.expr(root)?
+        } else if names.len() == 1 {
+            self.expr(&Expr::Identifier(names[0].clone()))?
+        } else {
+            self.expr(&Expr::CompoundIdentifier(names))?
+        };
+        for access in rest {
+            let t = ty.data_type().unwrap_or(DataType::Text);
+            ty = match access {
+                AccessExpr::Subscript(Subscript::Index { index }) => {
+                    let Some(element) = array_type::element_type(t) else {
+                        return Err(Error::new(
+                            SqlState::DATATYPE_MISMATCH,
+                            format!(
+                                "cannot subscript type {} because it does not support subscripting",
+                                t.sql_name()
+                            ),
+                        ));
+                    };
+                    let it = self.expr(index)?;
+                    let it = self.coerce(it, Some(DataType::Int))?;
+                    if !matches!(
+                        it.data_type(),
+                        Some(DataType::Int | DataType::BigInt) | None
+                    ) {
+                        return Err(Error::new(
+                            SqlState::DATATYPE_MISMATCH,
+                            "array subscript must have type integer",
+                        ));
+                    }
+                    self.emit(Op::Call {
+                        func: Func::ArrayElem,
+                        nargs: 2,
+                    });
+                    if element != DataType::Text {
+                        self.emit(Op::Cast(element));
+                    }
+                    Ty::Known(element)
+                }
+                AccessExpr::Dot(Expr::Identifier(id)) => {
+                    let name = crate::bind::scope::ident_name(id);
+                    let Some((k, field)) = array_type::record_field(t, &name) else {
+                        return Err(Error::new(
+                            SqlState::UNDEFINED_COLUMN,
+                            format!("could not identify column \"{name}\" in record data type"),
+                        ));
+                    };
+                    self.push_const(Value::Int(k));
+                    self.emit(Op::Call {
+                        func: Func::RecordField,
+                        nargs: 2,
+                    });
+                    if field != DataType::Text {
+                        self.emit(Op::Cast(field));
+                    }
+                    Ty::Known(field)
+                }
+                other => return Err(unsupported(format!("the access {other}"))),
+            };
+        }
+        Ok(ty)
+    }
+
+    /// `trim([both|leading|trailing] chars from s)`.
+    pub(super) fn trim_chars(
+        &mut self,
+        expr: &Expr,
+        trim_where: Option<&TrimWhereField>,
+        what: Option<&Expr>,
+    ) -> Result<Ty> {
+        self.text_arg(expr, "trim")?;
+        match what {
+            Some(w) => {
+                self.text_arg(w, "trim")?;
+            }
+            None => {
+                self.push_const(Value::Text(" ".into()));
+            }
+        }
+        self.push_const(Value::Int(match trim_where {
+            Some(TrimWhereField::Leading) => 1,
+            Some(TrimWhereField::Trailing) => 2,
+            _ => 0,
+        }));
+        self.emit(Op::Call {
+            func: Func::TrimChars,
+            nargs: 3,
+        });
+        Ok(Ty::Known(DataType::Text))
+    }
+
+    /// The catalog functions: `None` for other names.
+    pub(super) fn catalog_function(&mut self, name: &str, args: &[&Expr]) -> Result<Option<Ty>> {
+        let name = name
+            .trim_start_matches("pg_catalog.")
+            .trim_start_matches("information_schema.");
+        let wrong = |tys: &[Ty]| Err(no_such_function(name, tys));
+        match name {
+            "array_upper" | "array_lower" => {
+                let [a, d] = args else {
+                    return wrong(&[]);
+                };
+                let at = self.expr(a)?;
+                if at.data_type().and_then(array_type::element_type).is_none() {
+                    return wrong(&[at]);
+                }
+                let dt = self.expr(d)?;
+                self.coerce(dt, Some(DataType::Int))?;
+                let func = if name == "array_upper" {
+                    Func::ArrayUpper
+                } else {
+                    Func::ArrayLower
+                };
+                self.emit(Op::Call { func, nargs: 2 });
+                Ok(Some(Ty::Known(DataType::Int)))
+            }
+            "current_schemas" => {
+                let implicit = match args {
+                    [e] => match strip_nested(e) {
+                        Expr::Value(v) => match &v.value {
+                            AstValue::Boolean(b) => *b,
+                            _ => return Err(unsupported("current_schemas() of this argument")),
+                        },
+                        _ => return Err(unsupported("current_schemas() of this argument")),
+                    },
+                    _ => return wrong(&[]),
+                };
+                let list = if implicit {
+                    "{pg_catalog,public}"
+                } else {
+                    "{public}"
+                };
+                self.push_const(Value::Text(list.into()));
+                Ok(Some(Ty::Known(array_type::NAME_ARRAY)))
+            }
+            "pg_get_expr" => {
+                let (e, rel) = match args {
+                    [e, rel] | [e, rel, _] => (e, rel),
+                    _ => return wrong(&[]),
+                };
+                let t = self.expr(e)?;
+                self.coerce(t, Some(DataType::Text))?;
+                let rt = self.expr(rel)?;
+                self.coerce(rt, Some(DataType::BigInt))?;
+                self.emit(Op::Call {
+                    func: Func::PgGetExpr,
+                    nargs: 2,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "pg_get_indexdef" => {
+                let defs = system::index_definitions(self.database()?);
+                self.push_const(Value::Text(defs));
+                let (oid, col) = match args {
+                    [oid] => (oid, None),
+                    [oid, col, pretty] => {
+                        let constant = matches!(strip_nested(pretty), Expr::Value(v)
+                            if matches!(v.value, AstValue::Boolean(_)));
+                        if !constant {
+                            return Err(unsupported("pg_get_indexdef() with this pretty flag"));
+                        }
+                        (oid, Some(col))
+                    }
+                    _ => return wrong(&[]),
+                };
+                let t = self.expr(oid)?;
+                self.coerce(t, Some(DataType::BigInt))?;
+                match col {
+                    Some(c) => {
+                        let t = self.expr(c)?;
+                        self.coerce(t, Some(DataType::Int))?;
+                    }
+                    None => {
+                        self.push_const(Value::Int(0));
+                    }
+                }
+                self.emit(Op::Call {
+                    func: Func::IndexDef,
+                    nargs: 3,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "pg_get_constraintdef" => {
+                // The definitions' table, looked up by OID as
+                // pg_get_indexdef's is (column 0: the whole text).
+                let oid = match args {
+                    [oid] => oid,
+                    [oid, pretty] => {
+                        let constant = matches!(strip_nested(pretty), Expr::Value(v)
+                            if matches!(v.value, AstValue::Boolean(_)));
+                        if !constant {
+                            return Err(unsupported(
+                                "pg_get_constraintdef() with this pretty flag",
+                            ));
+                        }
+                        oid
+                    }
+                    _ => return wrong(&[]),
+                };
+                let defs = system::constraint_definitions(self.database()?);
+                self.push_const(Value::Text(defs));
+                let t = self.expr(oid)?;
+                self.coerce(t, Some(DataType::BigInt))?;
+                self.push_const(Value::Int(0));
+                self.emit(Op::Call {
+                    func: Func::IndexDef,
+                    nargs: 3,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "_pg_expandarray" => Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "set-returning functions are not allowed here",
+            )),
+            _ => Ok(None),
+        }
+    }
+}

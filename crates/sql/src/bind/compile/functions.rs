@@ -1,0 +1,364 @@
+//! Function calls: the scalar functions of `ndpdb_formats::expr::Func`
+//! with their arity and argument types checked as PostgreSQL checks them
+//! (42883 otherwise), date parts, aggregate calls (an accumulator of the
+//! grouping context in aggregate mode), and session values folded into
+//! the statement (`current_setting()`, `current_user`, …).
+//!
+//! ```text
+//!  upper(name)          ─► args ─► Op::Call(Upper)
+//!  sum(x) (aggregated)  ─► AggSpec deduplicated ─► column of the agg row
+//!  "\0session".f('v')   ─► Const(v)
+//! ```
+
+use super::*;
+
+impl Compiler<'_> {
+    pub(super) fn function_args<'e>(
+        &self,
+        f: &'e sqlparser::ast::Function,
+    ) -> Result<(Vec<&'e Expr>, bool, bool)> {
+        match &f.args {
+            FunctionArguments::None => Ok((vec![], false, false)),
+            FunctionArguments::List(l) => {
+                let distinct = matches!(
+                    l.duplicate_treatment,
+                    Some(sqlparser::ast::DuplicateTreatment::Distinct)
+                );
+                let mut out = Vec::new();
+                let mut star = false;
+                for a in &l.args {
+                    match a {
+                        FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => out.push(e),
+                        FunctionArg::Unnamed(FunctionArgExpr::Wildcard) => star = true,
+                        _ => return Err(unsupported("named function arguments")),
+                    }
+                }
+                Ok((out, distinct, star))
+            }
+            FunctionArguments::Subquery(_) => Err(unsupported("subqueries")),
+        }
+    }
+
+    /// `EXTRACT(unit FROM v)`.
+    pub(super) fn date_part(&mut self, func: Func, unit: Value, v: &Expr) -> Result<Ty> {
+        self.push_const(unit);
+        self.date_part_of(func, v)
+    }
+
+    /// The value argument of EXTRACT / date_part (the unit is pushed):
+    /// a DATE or TIMESTAMP, an untyped literal read as a timestamp.
+    pub(super) fn date_part_of(&mut self, func: Func, v: &Expr) -> Result<Ty> {
+        let t = self.expr(v)?;
+        let t = match t {
+            Ty::Known(DataType::Date | DataType::Timestamp) => t,
+            Ty::Known(other) => {
+                let name = if func == Func::Extract {
+                    "pg_catalog.extract"
+                } else {
+                    "date_part"
+                };
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!("function {name}(unknown, {other}) does not exist"),
+                )
+                .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
+            }
+            t => self.coerce(t, Some(DataType::Timestamp))?,
+        };
+        let _ = t;
+        self.emit(Op::Call { func, nargs: 2 });
+        Ok(Ty::Known(match func {
+            Func::Extract => DataType::Numeric {
+                precision: 0,
+                scale: 0,
+            },
+            _ => DataType::Double,
+        }))
+    }
+
+    pub(super) fn function(&mut self, whole: &Expr, f: &sqlparser::ast::Function) -> Result<Ty> {
+        let name = f.name.to_string().to_lowercase();
+        if f.over.is_some() || f.filter.is_some() {
+            return Err(unsupported("window functions and FILTER"));
+        }
+        let (args, distinct, star) = self.function_args(f)?;
+        if let Some(value) = session_value(f, &args) {
+            if name.ends_with(".pg_backend_pid") {
+                if let Ok(pid) = value.parse() {
+                    return Ok(self.push_const(Value::Int(pid)));
+                }
+            }
+            return Ok(self.push_const(Value::Text(value)));
+        }
+        let func = match name.trim_start_matches("pg_catalog.") {
+            "nextval" => Some(SequenceFunc::Next),
+            "currval" => Some(SequenceFunc::Curr),
+            "setval" => Some(SequenceFunc::Set),
+            _ => None,
+        };
+        if let Some(func) = func {
+            return self.sequence_function(func, &args);
+        }
+        let agg_func = match name.as_str() {
+            "count" if star => Some(AggFunc::CountStar),
+            "count" => Some(AggFunc::Count),
+            "sum" => Some(AggFunc::Sum),
+            "min" => Some(AggFunc::Min),
+            "max" => Some(AggFunc::Max),
+            "avg" => Some(AggFunc::Avg),
+            _ => None,
+        };
+        if let Some(func) = agg_func {
+            return self.aggregate(whole, func, &args, distinct);
+        }
+        if args.is_empty()
+            && matches!(
+                name.as_str(),
+                "current_timestamp" | "now" | "localtimestamp" | "transaction_timestamp"
+            )
+        {
+            // The transaction's start, as a TIMESTAMP (ndpdb keeps no time
+            // zones: UTC).
+            self.emit(Op::TransactionTime);
+            return Ok(Ty::Known(DataType::Timestamp));
+        }
+        if args.is_empty() && name == "current_date" {
+            self.emit(Op::TransactionTime);
+            self.emit(Op::Cast(DataType::Date));
+            return Ok(Ty::Known(DataType::Date));
+        }
+        if name == "version" && args.is_empty() {
+            // What clients read to learn the server (PostgreSQL-compatible
+            // prefix, as drivers parse it).
+            return Ok(self.push_const(Value::Text(crate::SERVER_VERSION.to_string())));
+        }
+        if let (Some(Func::DatePart), [unit, v]) = (Func::by_name(&name), args.as_slice()) {
+            let t = self.expr(unit)?;
+            self.coerce(t, Some(DataType::Text))?;
+            return self.date_part_of(Func::DatePart, v);
+        }
+        if let ("mod", [a, b]) = (name.as_str(), args.as_slice()) {
+            // mod(a, b) is a % b, of the same types.
+            return self.binary(a, &BinaryOperator::Modulo, b);
+        }
+        if let Some(ty) = self.catalog_function(&name, &args)? {
+            return Ok(ty);
+        }
+        let func = Func::by_name(&name).ok_or_else(|| {
+            Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!("function {name} does not exist"),
+            )
+        })?;
+        let mut tys = Vec::new();
+        for (i, a) in args.iter().enumerate() {
+            let t = self.expr(a)?;
+            let textual = matches!(
+                func,
+                Func::Lower
+                    | Func::Upper
+                    | Func::Trim
+                    | Func::Rtrim
+                    | Func::Ltrim
+                    | Func::Length
+                    | Func::Ascii
+                    | Func::Strpos
+            ) || (func == Func::Substr && i == 0);
+            tys.push(if textual { self.text_operand(t) } else { t });
+        }
+        check_arity(&name, func, &tys)?;
+        let first = tys.iter().find_map(|t| t.data_type());
+        let result = match func {
+            Func::Lower | Func::Upper | Func::Trim | Func::Rtrim | Func::Ltrim | Func::Substr => {
+                if let Some(t) = tys.first() {
+                    self.coerce(*t, Some(DataType::Text))?;
+                }
+                DataType::Text
+            }
+            Func::Length | Func::Ascii => {
+                if let Some(t) = tys.first() {
+                    self.coerce(*t, Some(DataType::Text))?;
+                }
+                DataType::Int
+            }
+            Func::Strpos => {
+                for t in &tys {
+                    self.coerce(*t, Some(DataType::Text))?;
+                }
+                DataType::Int
+            }
+            Func::Chr => {
+                if let Some(t) = tys.first() {
+                    self.coerce(*t, Some(DataType::Int))?;
+                }
+                DataType::Text
+            }
+            Func::SpnScore => {
+                if let Some(t) = tys.first() {
+                    self.coerce(*t, Some(DataType::Bytea))?;
+                }
+                DataType::Double
+            }
+            Func::Round | Func::Floor | Func::Ceil => match first {
+                Some(DataType::Double) => DataType::Double,
+                _ => DataType::Numeric {
+                    precision: 0,
+                    scale: 0,
+                },
+            },
+            _ => {
+                for t in &tys {
+                    self.coerce(*t, first)?;
+                }
+                first.unwrap_or(DataType::Text)
+            }
+        };
+        self.emit(Op::Call {
+            func,
+            nargs: args.len() as u8,
+        });
+        Ok(Ty::Known(result))
+    }
+
+    pub(super) fn aggregate(
+        &mut self,
+        whole: &Expr,
+        func: AggFunc,
+        args: &[&Expr],
+        distinct: bool,
+    ) -> Result<Ty> {
+        let Some(agg) = self.agg.as_deref_mut() else {
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                "aggregate functions are not allowed here",
+            ));
+        };
+        if let Some(j) = agg.aggregates.iter().position(|a| &a.ast == whole) {
+            let ty = agg.aggregates[j].spec.result_ty;
+            let col = agg.group_exprs.len() + j;
+            self.emit(Op::Column(col as u32));
+            return Ok(Ty::Known(ty));
+        }
+        let (arg, arg_ty) = match (func, args) {
+            (AggFunc::CountStar, []) => (None, None),
+            (_, [a]) => {
+                if contains_aggregate(a) {
+                    return Err(Error::new(
+                        SqlState::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
+                }
+                let input = agg.input.clone();
+                let (p, t) = compile(a, &input, self.params)?;
+                (Some(p), t.data_type())
+            }
+            _ => {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    "aggregate takes exactly one argument",
+                ))
+            }
+        };
+        let numeric = DataType::Numeric {
+            precision: 0,
+            scale: 0,
+        };
+        let result_ty = match func {
+            AggFunc::CountStar | AggFunc::Count => DataType::BigInt,
+            AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(DataType::Text),
+            AggFunc::Sum => match arg_ty {
+                Some(DataType::Int) => DataType::BigInt,
+                Some(DataType::Double) => DataType::Double,
+                Some(t) if t.is_numeric() => numeric,
+                Some(t) => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!("function sum({}) does not exist", t.sql_name()),
+                    ))
+                }
+                None => numeric,
+            },
+            AggFunc::Avg => match arg_ty {
+                Some(DataType::Double) => DataType::Double,
+                Some(t) if t.is_numeric() => numeric,
+                Some(t) => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!("function avg({}) does not exist", t.sql_name()),
+                    ))
+                }
+                None => numeric,
+            },
+        };
+        let agg = self
+            .agg
+            .as_deref_mut()
+            .ok_or_else(|| unsupported("aggregate"))?;
+        agg.aggregates.push(AggCall {
+            spec: AggSpec {
+                func,
+                distinct,
+                arg,
+                result_ty,
+            },
+            ast: whole.clone(),
+        });
+        let col = agg.group_exprs.len() + agg.aggregates.len() - 1;
+        self.emit(Op::Column(col as u32));
+        Ok(Ty::Known(result_ty))
+    }
+}
+
+/// PostgreSQL's answers to a call with the wrong number of arguments:
+/// COALESCE/GREATEST/LEAST with none are a syntax error, more than
+/// `FUNC_MAX_ARGS` (100) arguments are 54023, and any other count names the
+/// signature that does not exist (42883).
+fn check_arity(name: &str, func: Func, tys: &[Ty]) -> Result<()> {
+    const FUNC_MAX_ARGS: usize = 100;
+    let variadic = matches!(func, Func::Coalesce | Func::Greatest | Func::Least);
+    if tys.is_empty() && variadic {
+        return Err(Error::new(
+            SqlState::SYNTAX_ERROR,
+            "syntax error at or near \")\"",
+        ));
+    }
+    if tys.len() > FUNC_MAX_ARGS && !variadic {
+        return Err(Error::new(
+            SqlState::TOO_MANY_ARGUMENTS,
+            format!("cannot pass more than {FUNC_MAX_ARGS} arguments to a function"),
+        ));
+    }
+    if func.arity().contains(&tys.len()) {
+        return Ok(());
+    }
+    if variadic {
+        return Err(Error::new(
+            SqlState::TOO_MANY_ARGUMENTS,
+            format!(
+                "{} takes at most {} arguments",
+                name.to_uppercase(),
+                func.arity().end()
+            ),
+        ));
+    }
+    Err(no_such_function(name, tys))
+}
+
+/// A session value the session resolved at plan time
+/// (`session::session_values`): `"\0session".name('value')`.
+fn session_value(f: &sqlparser::ast::Function, args: &[&Expr]) -> Option<String> {
+    let first = match f.name.0.first()? {
+        sqlparser::ast::ObjectNamePart::Identifier(id) => id,
+        _ => return None,
+    };
+    if f.name.0.len() != 2 || first.value != SESSION_VALUE {
+        return None;
+    }
+    match args {
+        [Expr::Value(v)] => match &v.value {
+            sqlparser::ast::Value::SingleQuotedString(s) => Some(s.clone()),
+            _ => None,
+        },
+        _ => None,
+    }
+}

@@ -1,0 +1,175 @@
+//! `pg_type` and the type columns of `pg_attribute` / information_schema:
+//! each ndpdb type with PostgreSQL's OID, name, length and category, and
+//! the type modifier (`atttypmod`) a VARCHAR(n), CHAR(n) or NUMERIC(p,s)
+//! column reports.
+//!
+//! ```text
+//!  DataType::Varchar(20) ─► type_info ─► varchar, oid 1043
+//!                        ─► typmod    ─► 24 (n + 4, as PostgreSQL stores it)
+//! ```
+
+use super::*;
+
+/// What PostgreSQL's catalog says of a type: OID, name, length, the
+/// information_schema name, category.
+pub(super) struct TypeInfo {
+    pub(super) oid: i64,
+    pub(super) name: &'static str,
+    pub(super) len: i32,
+    pub(super) sql: &'static str,
+    pub(super) category: &'static str,
+}
+
+pub(super) const TYPES: [TypeInfo; 11] = [
+    TypeInfo {
+        oid: 16,
+        name: "bool",
+        len: 1,
+        sql: "boolean",
+        category: "B",
+    },
+    TypeInfo {
+        oid: 17,
+        name: "bytea",
+        len: -1,
+        sql: "bytea",
+        category: "U",
+    },
+    TypeInfo {
+        oid: 20,
+        name: "int8",
+        len: 8,
+        sql: "bigint",
+        category: "N",
+    },
+    TypeInfo {
+        oid: 23,
+        name: "int4",
+        len: 4,
+        sql: "integer",
+        category: "N",
+    },
+    TypeInfo {
+        oid: 25,
+        name: "text",
+        len: -1,
+        sql: "text",
+        category: "S",
+    },
+    TypeInfo {
+        oid: 701,
+        name: "float8",
+        len: 8,
+        sql: "double precision",
+        category: "N",
+    },
+    TypeInfo {
+        oid: 1042,
+        name: "bpchar",
+        len: -1,
+        sql: "character",
+        category: "S",
+    },
+    TypeInfo {
+        oid: 1043,
+        name: "varchar",
+        len: -1,
+        sql: "character varying",
+        category: "S",
+    },
+    TypeInfo {
+        oid: 1082,
+        name: "date",
+        len: 4,
+        sql: "date",
+        category: "D",
+    },
+    TypeInfo {
+        oid: 1114,
+        name: "timestamp",
+        len: 8,
+        sql: "timestamp without time zone",
+        category: "D",
+    },
+    TypeInfo {
+        oid: 1700,
+        name: "numeric",
+        len: -1,
+        sql: "numeric",
+        category: "N",
+    },
+];
+
+/// information_schema.tables: a table (`BASE TABLE`) or a view
+/// (`VIEW`, not insertable: ndpdb does not write through views).
+pub(super) fn relation_row(name: &str, kind: &str, catalog: &str) -> Vec<Value> {
+    vec![
+        t(catalog),
+        t("public"),
+        t(name),
+        t(kind),
+        N,
+        N,
+        N,
+        N,
+        N,
+        yes(kind == "BASE TABLE"),
+        t("NO"),
+        N,
+    ]
+}
+
+pub(super) fn type_info(ty: DataType) -> &'static TypeInfo {
+    let name = match ty {
+        DataType::Bool => "bool",
+        DataType::Bytea => "bytea",
+        DataType::BigInt => "int8",
+        DataType::Int => "int4",
+        DataType::Text => "text",
+        DataType::Double => "float8",
+        DataType::Char(_) => "bpchar",
+        DataType::Varchar(_) => "varchar",
+        DataType::Date => "date",
+        DataType::Timestamp => "timestamp",
+        DataType::Numeric { .. } => "numeric",
+    };
+    TYPES.iter().find(|t| t.name == name).unwrap_or(&TYPES[4])
+}
+
+/// PostgreSQL's type modifier of a column type (-1: none).
+pub(super) fn typmod(ty: DataType) -> i64 {
+    match ty {
+        DataType::Varchar(n) | DataType::Char(n) => n as i64 + 4,
+        DataType::Numeric { precision, scale } if precision > 0 => {
+            ((precision as i64) << 16 | scale as i64) + 4
+        }
+        _ => -1,
+    }
+}
+
+pub(super) fn type_row(ty: &TypeInfo) -> Vec<Value> {
+    let preferred = matches!(ty.name, "bool" | "text" | "float8");
+    let collation = if ty.category == "S" { 100 } else { 0 };
+    vec![
+        i(ty.oid),
+        t(ty.name),
+        i(PG_CATALOG_OID),
+        i(OWNER_OID),
+        Value::Int(ty.len),
+        b(ty.len > 0),
+        t("b"),
+        t(ty.category),
+        b(preferred),
+        b(true),
+        t(","),
+        i(0),
+        i(0),
+        i(0),
+        b(false),
+        i(0),
+        Value::Int(-1),
+        Value::Int(0),
+        i(collation),
+        i(more::type_input(ty.name)),
+    ]
+}

@@ -1,0 +1,637 @@
+//! Planning a query: `plan_query` and its levels (ORDER BY, LIMIT,
+//! VALUES), FROM items and their joins, and the filter plans of UPDATE
+//! and DELETE (`plan_filter`). A plain SELECT body is planned in
+//! `select.rs`.
+//!
+//! ```text
+//!  Query ─► plan_query_in ─► plan_select (select.rs) ─► ORDER BY / LIMIT
+//!             FROM ─► plan_from ─► plan_from_item (table, derived, rows)
+//!                       └─► equi_key: hash-join keys between the sides
+//! ```
+
+use std::sync::{Arc, Mutex};
+
+use ndpdb_formats::expr::Program;
+use ndpdb_formats::{DataType, SqlState};
+use ndpdb_host::Database;
+use sqlparser::ast::{
+    BinaryOperator, Expr, JoinConstraint, JoinOperator, LimitClause, LockType, OrderByKind, Query,
+    Select, SelectItem, SetExpr, TableFactor, TableWithJoins, Value as AstValue,
+};
+
+use super::select::{plan_select, split_row_dependent};
+use super::{input_scope, table_scope, unsupported, Input, OrderItem, SelectPlan, SortKey, Source};
+use crate::bind::compile::{compile, compile_aggregated, compile_predicate, contains_aggregate};
+use crate::bind::scope::table_name;
+use crate::bind::scope::{ident_name, Scope};
+use crate::exec::row_source;
+use crate::output::ResultColumn;
+use crate::plan::access::{key_prefix, plan_access};
+use crate::plan::conjuncts::{and_all, compiles, conjuncts, pushable};
+use crate::plan::join_plan::JoinKind;
+use crate::plan::subquery::{max_placeholder, Cte, QueryContext};
+use crate::{Error, Result};
+
+pub(crate) fn output_name(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(id) => ident_name(id),
+        Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
+        Expr::Function(f) => f
+            .name
+            .0
+            .last()
+            .map(|p| p.to_string().to_lowercase())
+            .unwrap_or_default(),
+        Expr::Cast {
+            expr, data_type, ..
+        } => match expr.as_ref() {
+            Expr::Value(_) => crate::bind::compile::sql_type(data_type)
+                .map(|t| match t {
+                    DataType::Int => "int4".to_string(),
+                    DataType::BigInt => "int8".into(),
+                    DataType::Double => "float8".into(),
+                    DataType::Bool => "bool".into(),
+                    DataType::Numeric { .. } => "numeric".into(),
+                    DataType::Text => "text".into(),
+                    DataType::Varchar(_) => "varchar".into(),
+                    DataType::Char(_) => "bpchar".into(),
+                    DataType::Date => "date".into(),
+                    DataType::Timestamp => "timestamp".into(),
+                    DataType::Bytea => "bytea".into(),
+                })
+                .unwrap_or_else(|_| "?column?".into()),
+            e => output_name(e),
+        },
+        Expr::Nested(e) => output_name(e),
+        Expr::Substring { shorthand, .. } => if *shorthand { "substr" } else { "substring" }.into(),
+        Expr::Case { .. } => "case".into(),
+        Expr::Extract { .. } => "extract".into(),
+        Expr::Exists { .. } => "exists".into(),
+        // A scalar subquery is named after its one column.
+        Expr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.first() {
+                Some(SelectItem::UnnamedExpr(e)) => output_name(e),
+                Some(SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        _ => "?column?".into(),
+    }
+}
+
+/// Plans a query. `params` collects parameter types.
+pub fn plan_query(
+    db: &Database,
+    q: &Query,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<SelectPlan> {
+    let ctx = QueryContext::new(db, max_placeholder(q), None, Arc::new(Vec::new()));
+    plan_query_in(q, params, &ctx)
+}
+
+/// Plans a query at one level of a statement: the top, a subquery
+/// (`ctx` knows the enclosing query) or a query in FROM / WITH.
+pub fn plan_query_in(
+    q: &Query,
+    params: &mut Vec<Option<DataType>>,
+    ctx: &Arc<QueryContext>,
+) -> Result<SelectPlan> {
+    if let Some(with) = &q.with {
+        if with.recursive {
+            return Err(unsupported("WITH RECURSIVE"));
+        }
+        let mut list: Vec<Cte> = Vec::new();
+        for cte in &with.cte_tables {
+            let name = ident_name(&cte.alias.name);
+            if list.iter().any(|c| c.name == name) {
+                return Err(Error::new(
+                    SqlState::DUPLICATE_ALIAS,
+                    format!("WITH query name \"{name}\" specified more than once"),
+                ));
+            }
+            list.push(Cte {
+                name,
+                visible: 0,
+                columns: cte
+                    .alias
+                    .columns
+                    .iter()
+                    .map(|c| ident_name(&c.name))
+                    .collect(),
+                query: cte.query.as_ref().clone(),
+            });
+        }
+        ctx.add_ctes(list);
+    }
+    if q.fetch.is_some() {
+        return Err(unsupported("FETCH"));
+    }
+    let select = match q.body.as_ref() {
+        SetExpr::Select(s) => s.as_ref(),
+        SetExpr::Values(_) => return plan_values_query(q, params, ctx),
+        SetExpr::SetOperation { .. } => return Err(unsupported("UNION / INTERSECT / EXCEPT")),
+        SetExpr::Query(_) => return Err(unsupported("parenthesized queries")),
+        _ => return Err(unsupported("this query form")),
+    };
+    let for_update = match q.locks.as_slice() {
+        [] => false,
+        [l] if l.lock_type == LockType::Update && l.nonblock.is_none() => true,
+        _ => return Err(unsupported("this locking clause")),
+    };
+    let mut plan = plan_select(select, params, ctx)?;
+    plan.for_update = for_update;
+    if for_update {
+        if plan.sources.len() != 1 {
+            return Err(unsupported("FOR UPDATE with joins"));
+        }
+        if plan.agg.is_some() || plan.distinct {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "FOR UPDATE is not allowed with GROUP BY clause, DISTINCT clause or aggregate functions",
+            ));
+        }
+    }
+    // ORDER BY
+    let mut order_by: Vec<(Expr, bool)> = Vec::new();
+    if let Some(ob) = &q.order_by {
+        let exprs = match &ob.kind {
+            OrderByKind::Expressions(e) => e,
+            OrderByKind::All(_) => return Err(unsupported("ORDER BY ALL")),
+        };
+        for o in exprs {
+            let desc = matches!(o.options.sort, Some(sqlparser::ast::OrderBySort::Desc));
+            let nulls_first = o.options.nulls_first.unwrap_or(desc);
+            let key = resolve_output_ref(&o.expr, &plan.columns, select)?;
+            let sorted_by = match key.and_then(|i| select.projection.get(i)) {
+                Some(SelectItem::UnnamedExpr(e) | SelectItem::ExprWithAlias { expr: e, .. }) => {
+                    Some(e.clone())
+                }
+                Some(_) => None,
+                None => Some(o.expr.clone()),
+            };
+            order_by.extend(sorted_by.map(|e| (e, desc)));
+            let key = match key {
+                Some(i) => SortKey::Output(i),
+                None => SortKey::Expr(plan.compile_post(&o.expr, params)?),
+            };
+            plan.order.push(OrderItem {
+                key,
+                desc,
+                nulls_first,
+            });
+        }
+    }
+    match &q.limit_clause {
+        None => {}
+        Some(LimitClause::LimitOffset {
+            limit,
+            offset,
+            limit_by,
+        }) => {
+            if !limit_by.is_empty() {
+                return Err(unsupported("LIMIT BY"));
+            }
+            let empty = Scope::within(ctx);
+            if let Some(l) = limit {
+                plan.limit = Some(compile(l, &empty, params)?.0);
+            }
+            if let Some(o) = offset {
+                plan.offset = Some(compile(&o.value, &empty, params)?.0);
+            }
+        }
+        Some(LimitClause::OffsetCommaLimit { .. }) => return Err(unsupported("LIMIT a, b")),
+    }
+    if plan.extras.is_none() {
+        plan.key_order_read = plan.plan_key_order_read(&order_by)?;
+    }
+    plan.subqueries = ctx.finish();
+    Ok(plan)
+}
+
+/// A VALUES list as a query: `SELECT * FROM (VALUES …) AS "*VALUES*"`
+/// with the query's ORDER BY, LIMIT and OFFSET.
+pub(crate) fn plan_values_query(
+    q: &Query,
+    params: &mut Vec<Option<DataType>>,
+    ctx: &Arc<QueryContext>,
+) -> Result<SelectPlan> {
+    let template = "SELECT * FROM (VALUES (1)) AS \"*VALUES*\"";
+    let parsed =
+        sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::PostgreSqlDialect {}, template)
+            .map_err(|e| Error::new(SqlState::INTERNAL_ERROR, e.to_string()))?;
+    let Some(sqlparser::ast::Statement::Query(mut outer)) = parsed.into_iter().next() else {
+        return Err(Error::new(SqlState::INTERNAL_ERROR, "VALUES template"));
+    };
+    let inner = Query {
+        order_by: None,
+        limit_clause: None,
+        ..q.clone()
+    };
+    if let SetExpr::Select(select) = outer.body.as_mut() {
+        if let Some(TableFactor::Derived { subquery, .. }) =
+            select.from.first_mut().map(|f| &mut f.relation)
+        {
+            **subquery = inner;
+        }
+    }
+    outer.order_by = q.order_by.clone();
+    outer.limit_clause = q.limit_clause.clone();
+    plan_query_in(&outer, params, ctx)
+}
+
+/// A name part as written, without its quotes (an unquoted one folds to
+/// lower case).
+pub(crate) fn unquoted(part: &str) -> String {
+    match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
+        Some(q) => q.replace("\"\"", "\""),
+        None => part.to_ascii_lowercase(),
+    }
+}
+
+/// `ORDER BY 2` or `ORDER BY alias` → output column index.
+pub(crate) fn resolve_output_ref(
+    e: &Expr,
+    columns: &[ResultColumn],
+    select: &Select,
+) -> Result<Option<usize>> {
+    match e {
+        Expr::Value(v) => {
+            if let AstValue::Number(n, _) = &v.value {
+                let i: usize = n.parse().unwrap_or(0);
+                if i == 0 || i > columns.len() {
+                    return Err(Error::new(
+                        SqlState::INVALID_COLUMN_REFERENCE,
+                        format!("ORDER BY position {n} is not in select list"),
+                    ));
+                }
+                return Ok(Some(i - 1));
+            }
+            Ok(None)
+        }
+        Expr::Identifier(id) => {
+            let name = ident_name(id);
+            for (i, item) in select.projection.iter().enumerate() {
+                if let SelectItem::ExprWithAlias { alias, .. } = item {
+                    if ident_name(alias) == name {
+                        return Ok(Some(i.min(columns.len().saturating_sub(1))));
+                    }
+                }
+            }
+            Ok(None)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// One FROM-list table: how it joins the tables before it and its ON
+/// terms (the first table: [`JoinKind::Inner`], none).
+pub(crate) struct FromItem {
+    pub(crate) kind: JoinKind,
+    pub(crate) on: Vec<Expr>,
+}
+
+/// The FROM list's items in order, each with its alias.
+pub(crate) type FromTables = Vec<(Input, String)>;
+
+/// Plans a query in FROM, a `WITH` query or a view's query seeing
+/// `ctes`; `columns` renames its result columns (`AS t(a, b)`).
+pub(crate) fn plan_derived(
+    db: &Database,
+    q: &Query,
+    alias: &str,
+    columns: &[String],
+    ctes: Arc<Vec<Cte>>,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Input> {
+    let ctx = QueryContext::new(db, max_placeholder(q), None, ctes);
+    let mut plan = plan_query_in(q, params, &ctx)?;
+    if columns.len() > plan.columns.len() {
+        return Err(Error::new(
+            SqlState::INVALID_COLUMN_REFERENCE,
+            format!(
+                "table \"{alias}\" has {} columns available but {} columns specified",
+                plan.columns.len(),
+                columns.len()
+            ),
+        ));
+    }
+    for (c, name) in plan.columns.iter_mut().zip(columns) {
+        c.name = name.clone();
+    }
+    Ok(Input::Derived(Box::new(plan)))
+}
+
+/// One FROM item: a table, a `WITH` query or a subquery.
+pub(crate) fn plan_from_item(
+    tf: &TableFactor,
+    ctx: &Arc<QueryContext>,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(Input, String)> {
+    let alias_columns = |a: &Option<sqlparser::ast::TableAlias>| -> Vec<String> {
+        a.as_ref()
+            .map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect())
+            .unwrap_or_default()
+    };
+    match tf {
+        TableFactor::Table {
+            name,
+            alias,
+            args: Some(args),
+            ..
+        } => {
+            let fname = name.to_string().to_ascii_lowercase();
+            let as_name = alias.as_ref().map_or_else(
+                || fname.trim_start_matches("pg_catalog.").to_string(),
+                |a| ident_name(&a.name),
+            );
+            let scope = Scope::within(ctx);
+            let rows = row_source::plan_function(
+                &fname,
+                args,
+                &as_name,
+                &alias_columns(alias),
+                &scope,
+                params,
+            )?;
+            Ok((Input::Rows(Box::new(rows)), as_name))
+        }
+        TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } => {
+            let parts: Vec<String> = name.0.iter().map(|p| p.to_string()).collect();
+            let system = match parts.as_slice() {
+                [schema, rel] => {
+                    row_source::system_relation(Some(&unquoted(schema)), &unquoted(rel))
+                }
+                [rel] if ctx.ctes().iter().all(|c| c.name != unquoted(rel)) => {
+                    row_source::system_relation(None, &unquoted(rel))
+                }
+                _ => None,
+            };
+            if let Some(rows) = system {
+                let rel = parts.last().map(|p| unquoted(p)).unwrap_or_default();
+                let as_name = alias.as_ref().map_or(rel, |a| ident_name(&a.name));
+                return Ok((Input::Rows(Box::new(rows)), as_name));
+            }
+            if let [schema, rel] = parts.as_slice() {
+                let schema = unquoted(schema);
+                if schema == "information_schema" || schema == "pg_catalog" {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_TABLE,
+                        format!("relation \"{schema}.{}\" does not exist", unquoted(rel)),
+                    ));
+                }
+            }
+            let tname = table_name(name)?;
+            let as_name = alias
+                .as_ref()
+                .map_or(tname.clone(), |a| ident_name(&a.name));
+            let ctes = ctx.ctes();
+            if name.0.len() == 1 {
+                if let Some(cte) = ctes.iter().rev().find(|c| c.name == tname) {
+                    let mut columns = alias_columns(alias);
+                    if columns.is_empty() {
+                        columns = cte.columns.clone();
+                    }
+                    let visible = Arc::new(ctes[..cte.visible].to_vec());
+                    let input =
+                        plan_derived(ctx.db(), &cte.query, &as_name, &columns, visible, params)?;
+                    return Ok((input, as_name));
+                }
+            }
+            let input = crate::plan::view::from_relation(
+                ctx,
+                &tname,
+                &as_name,
+                alias_columns(alias),
+                params,
+            )?;
+            Ok((input, as_name))
+        }
+        TableFactor::Derived {
+            lateral,
+            subquery,
+            alias,
+            ..
+        } => {
+            if *lateral {
+                return Err(unsupported("LATERAL"));
+            }
+            let Some(a) = alias else {
+                return Err(Error::new(
+                    SqlState::SYNTAX_ERROR,
+                    "subquery in FROM must have an alias",
+                )
+                .with_hint("For example, FROM (SELECT ...) [AS] foo."));
+            };
+            let as_name = ident_name(&a.name);
+            let columns = alias_columns(alias);
+            if let (SetExpr::Values(values), None, None) = (
+                subquery.body.as_ref(),
+                &subquery.order_by,
+                &subquery.limit_clause,
+            ) {
+                let rows = row_source::plan_values(
+                    values,
+                    &as_name,
+                    &columns,
+                    &Scope::within(ctx),
+                    params,
+                )?;
+                return Ok((Input::Rows(Box::new(rows)), as_name));
+            }
+            let input = plan_derived(ctx.db(), subquery, &as_name, &columns, ctx.ctes(), params)?;
+            Ok((input, as_name))
+        }
+        other => Err(unsupported(format!("FROM item {other}"))),
+    }
+}
+
+/// Plans the FROM list: the items in order, and how each joins.
+pub(crate) fn plan_from(
+    from: &[TableWithJoins],
+    ctx: &Arc<QueryContext>,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(FromTables, Vec<FromItem>)> {
+    let mut out: FromTables = Vec::new();
+    let mut items = Vec::new();
+    let mut add = |tf: &TableFactor, out: &mut FromTables| -> Result<()> {
+        let (input, alias) = plan_from_item(tf, ctx, params)?;
+        if out.iter().any(|(_, a)| *a == alias) {
+            return Err(Error::new(
+                SqlState::DUPLICATE_ALIAS,
+                format!("table name \"{alias}\" specified more than once"),
+            ));
+        }
+        out.push((input, alias));
+        Ok(())
+    };
+    for twj in from {
+        add(&twj.relation, &mut out)?;
+        items.push(FromItem {
+            kind: JoinKind::Inner,
+            on: Vec::new(),
+        });
+        for j in &twj.joins {
+            let (kind, constraint) = match &j.join_operator {
+                JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
+                JoinOperator::CrossJoin(c) => (JoinKind::Inner, c),
+                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+                JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
+                JoinOperator::FullOuter(c) => (JoinKind::Full, c),
+                other => {
+                    return Err(unsupported(
+                        format!("join type {other:?}")
+                            .split('(')
+                            .next()
+                            .unwrap_or("join")
+                            .to_string(),
+                    ))
+                }
+            };
+            add(&j.relation, &mut out)?;
+            let mut on = Vec::new();
+            match constraint {
+                JoinConstraint::On(e) => conjuncts(e, &mut on),
+                JoinConstraint::None if kind != JoinKind::Inner => {
+                    return Err(Error::new(
+                        SqlState::SYNTAX_ERROR,
+                        "syntax error at end of input",
+                    ))
+                }
+                JoinConstraint::None => {}
+                JoinConstraint::Using(cols) => {
+                    let scopes: Vec<Scope> =
+                        out.iter().map(|(i, a)| input_scope(i, a, ctx)).collect();
+                    on.extend(crate::plan::join_using::terms(cols, &scopes)?);
+                }
+                JoinConstraint::Natural => return Err(unsupported("NATURAL JOIN")),
+            }
+            items.push(FromItem { kind, on });
+        }
+    }
+    Ok((out, items))
+}
+
+/// `a = b` with one side over the rows so far and the other over the new
+/// table: a hash-join key (left part first). A side without columns
+/// (`p.c = 'x'`) is no key: the comparison needs its types' rules.
+pub(crate) fn equi_key<'e>(
+    c: &'e Expr,
+    left: &Scope,
+    right: &Scope,
+) -> Option<(&'e Expr, &'e Expr)> {
+    let Expr::BinaryOp {
+        left: l,
+        op: BinaryOperator::Eq,
+        right: r,
+    } = c
+    else {
+        return None;
+    };
+    let constant = |e: &Expr| compiles(e, &left.no_columns());
+    if constant(l) || constant(r) {
+        return None;
+    }
+    if pushable(l, left) && pushable(r, right) {
+        Some((l, r))
+    } else if pushable(r, left) && pushable(l, right) {
+        Some((r, l))
+    } else {
+        None
+    }
+}
+
+impl SelectPlan {
+    /// Compiles an ORDER BY expression over the projection's input.
+    pub(crate) fn compile_post(
+        &mut self,
+        e: &Expr,
+        params: &mut Vec<Option<DataType>>,
+    ) -> Result<Program> {
+        match &mut self.agg {
+            Some((ctx, _)) => Ok(compile_aggregated(e, ctx, params)?.0),
+            None => Ok(compile(e, &self.input_scope, params)?.0),
+        }
+    }
+}
+
+/// Plans `SELECT * FROM table WHERE selection` for UPDATE / DELETE;
+/// `base`: the highest `$n` of the whole statement (its SET list too).
+pub fn plan_filter(
+    db: &Database,
+    table: &TableWithJoins,
+    selection: Option<&Expr>,
+    base: u32,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<SelectPlan> {
+    if !table.joins.is_empty() {
+        return Err(unsupported("joins in UPDATE / DELETE"));
+    }
+    let ctx = QueryContext::new(db, base, None, Arc::new(Vec::new()));
+    let mut conds = Vec::new();
+    let (tables, _) = plan_from(std::slice::from_ref(table), &ctx, params)?;
+    let (ts, alias) = match tables.into_iter().next() {
+        Some((Input::Table(ts), alias)) => (ts, alias),
+        _ => return Err(unsupported("UPDATE / DELETE of this FROM item")),
+    };
+    let scope = table_scope(&ts, &alias, &ctx);
+    ctx.set_local(&scope);
+    if let Some(w) = selection {
+        if contains_aggregate(w) {
+            return Err(Error::new(
+                SqlState::GROUPING_ERROR,
+                "aggregate functions are not allowed in WHERE",
+            ));
+        }
+        conjuncts(w, &mut conds);
+    }
+    // Terms with a per-row subquery (`id IN (SELECT …)`) run after the scan.
+    let (pushed, row_filter) = split_row_dependent(conds, &scope, &ctx, params)?;
+    let conjuncts = pushed
+        .iter()
+        .map(|c| compile_predicate(c, &scope, params))
+        .collect::<Result<_>>()?;
+    let access = plan_access(&ts, &pushed, &scope, params)?;
+    let key_prefix = key_prefix(&ts, &pushed, &scope, params)?;
+    let filter = match and_all(pushed) {
+        Some(e) => Some(compile_predicate(&e, &scope, params)?),
+        None => None,
+    };
+    let subqueries = ctx.finish();
+    Ok(SelectPlan {
+        sources: vec![Source {
+            input: Input::Table(ts),
+            alias,
+            access,
+            key_prefix,
+            filter,
+            conjuncts,
+        }],
+        joins: Vec::new(),
+        filter: None,
+        row_filter,
+        subqueries,
+        agg: None,
+        input_scope: scope,
+        projection: Vec::new(),
+        columns: Vec::new(),
+        order: Vec::new(),
+        distinct: false,
+        limit: None,
+        key_order_read: None,
+        offset: None,
+        for_update: false,
+        ndp: None,
+        last_ndp: Mutex::new(None),
+        extras: None,
+        narrow: std::sync::OnceLock::new(),
+        single_wanted: std::sync::OnceLock::new(),
+        last_steps: Mutex::new(Vec::new()),
+        shared: None,
+    })
+}
