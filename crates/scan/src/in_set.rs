@@ -2,7 +2,7 @@
 //! a bitmap over the list's range when that range is compact, else a
 //! binary search of the sorted list. The IN lists of a query and the
 //! runtime join filters (the hashed side's keys handed to the scan that
-//! probes them, `sql/src/join_filter.rs`) both compile to it.
+//! probes them, `sql/src/exec/join/filter.rs`) both compile to it.
 //!
 //! ```text
 //!  ol_i_id IN {17, 912, 40_311, …}      page: zone [lo, hi] of ol_i_id

@@ -1,5 +1,5 @@
 //! A Bloom filter over composite integer keys: the runtime join filter of
-//! a join on two or more INT / BIGINT columns (`sql/src/join_filter.rs`),
+//! a join on two or more INT / BIGINT columns (`sql/src/exec/join/filter.rs`),
 //! where an IN list per column would let nearly every row through
 //! (CH-benCHmark Q7: ORDER-LINE's (ol_w_id, ol_d_id, ol_o_id) against
 //! 11,618 orders). It runs after the predicate, on the rows it kept.

@@ -47,7 +47,7 @@ pub fn answer(db: &Database, sql: &str) -> Option<Result<Output, Error>> {
         && lower.contains("c.relkind in (");
     if !lists_relations {
         // Anything else goes to the engine, which has the catalog's
-        // relations (sql/src/row_source/system.rs).
+        // relations (sql/src/exec/row_source/system.rs).
         return describe(db, sql, &lower).map(Ok);
     }
     let kinds = lower

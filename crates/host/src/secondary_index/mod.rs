@@ -24,7 +24,7 @@
 //! open rebuilds it from the tuples' latest versions after recovery (no
 //! snapshot older than the open exists). Versions only the device writes
 //! are those of update NDP: an UPDATE that changes an indexed column is
-//! placed on the host (`sql/src/dml_placement.rs`), a DELETE needs no
+//! placed on the host (`sql/src/placement/dml.rs`), a DELETE needs no
 //! entry.
 //!
 //! UNIQUE: a write of a key first takes a lock on the key (a lock-table

@@ -3,7 +3,7 @@
 //! taker waits for the first; at READ COMMITTED it then takes the next
 //! row (the first is gone), at REPEATABLE READ and SERIALIZABLE it fails
 //! with 40001 — as in PostgreSQL. ndpdb reads such a query in key order
-//! and stops at the LIMIT (`sql/src/ordered_read.rs`), so a row deleted
+//! and stops at the LIMIT (`sql/src/plan/ordered_read.rs`), so a row deleted
 //! under the read must not end it empty-handed.
 
 use super::Expect::{Affected, Fails, Ok, Rows};

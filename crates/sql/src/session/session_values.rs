@@ -11,7 +11,7 @@
 //!
 //! The second form keeps the function's name for the result column
 //! (`SELECT current_user` is named `current_user`); the compiler turns
-//! it into the constant (`compile.rs`, [`SESSION_VALUE`]). No identifier
+//! it into the constant (`bind/compile/`, [`SESSION_VALUE`]). No identifier
 //! a client sends can contain the NUL that marks it.
 
 use std::ops::ControlFlow;
