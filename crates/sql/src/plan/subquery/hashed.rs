@@ -30,14 +30,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use ndpdb_formats::expr::Program;
+use ndpdb_formats::expr::{Op, Program};
 use ndpdb_formats::{DataType, Value};
 use ndpdb_host::Transaction;
 use sqlparser::ast::{
     BinaryOperator, Expr, Query, SelectItem, SetExpr, Visit, Visitor as AstVisitor,
 };
 
-use super::hashed_callers::{first_columns, Answered};
 use crate::bind::scope::{ident_name, Scope, ScopeColumn};
 use crate::exec::join::keys::KeyTable;
 use crate::plan::conjuncts::{and_all, conjuncts};
@@ -61,6 +60,30 @@ pub(super) struct Residual {
     pub(super) program: Program,
     /// The caller's values, over its row, in slot order.
     pub(super) args: Vec<Program>,
+}
+
+/// The answers for one set of callers (`hashed_callers.rs` makes and
+/// reads them).
+pub(super) struct Answered {
+    /// Caller positions by key.
+    pub(super) keys: KeyTable,
+    /// Reads the key values of a caller's values.
+    pub(super) key_columns: Vec<Program>,
+    /// Each caller's key values, then its residual arguments.
+    pub(super) values: Vec<Value>,
+    pub(super) width: usize,
+    /// Whether a row of the subquery qualified, per caller.
+    pub(super) found: Vec<bool>,
+}
+
+/// Programs reading columns `0..n` of a row.
+pub(super) fn first_columns(n: usize) -> Vec<Program> {
+    (0..n as u32)
+        .map(|c| Program {
+            consts: Vec::new(),
+            ops: vec![Op::Column(c)],
+        })
+        .collect()
 }
 
 impl Residual {

@@ -25,36 +25,12 @@
 //!
 //! [`Bindings::answer_held_rows`]: super::Bindings::answer_held_rows
 
-use ndpdb_formats::expr::{Op, Program};
 use ndpdb_formats::Value;
 use ndpdb_host::Transaction;
 
-use super::hashed::{HashedExists, Residual};
+use super::hashed::{first_columns, Answered, HashedExists, Residual};
 use crate::exec::join::keys::KeyTable;
 use crate::Result;
-
-/// The answers for one set of callers.
-pub(super) struct Answered {
-    /// Caller positions by key.
-    keys: KeyTable,
-    /// Reads the key values of a caller's values.
-    key_columns: Vec<Program>,
-    /// Each caller's key values, then its residual arguments.
-    values: Vec<Value>,
-    width: usize,
-    /// Whether a row of the subquery qualified, per caller.
-    found: Vec<bool>,
-}
-
-/// Programs reading columns `0..n` of a row.
-pub(super) fn first_columns(n: usize) -> Vec<Program> {
-    (0..n as u32)
-        .map(|c| Program {
-            consts: Vec::new(),
-            ops: vec![Op::Column(c)],
-        })
-        .collect()
-}
 
 impl HashedExists {
     /// Whether `rows` held rows are worth answering at once.
