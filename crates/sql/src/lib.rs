@@ -1,39 +1,33 @@
-//! The SQL front end (DESIGN.md §11), in pipeline order:
+//! The SQL front end (DESIGN.md §11): a statement goes through stages,
+//! one folder each, and a stage only uses the ones below it.
 //!
-//! - [`limits`]: statement size and nesting limits (54000 / 54001).
-//! - [`session`]: statement dispatch and PostgreSQL transaction-block rules.
-//! - [`read_only`]: READ ONLY transactions and the statements they refuse.
-//! - [`time_setting`]: time-valued settings (timeouts) as PostgreSQL reads and shows them.
-//! - [`token_text`]: tokens with their byte offsets in the source text.
-//! - [`copy_options`]: COPY's boolean option values as PostgreSQL spells them.
-//! - [`maintenance`]: VACUUM / ANALYZE in PostgreSQL's grammar.
-//! - [`ddl`]: CREATE TABLE / ALTER TABLE … ADD PRIMARY KEY / DROP TABLE and SQL type names.
-//! - [`sequence_ddl`]: CREATE / DROP SEQUENCE, SERIAL and identity columns.
-//! - [`alter_column`]: ALTER TABLE … ADD / DROP COLUMN (a table rewrite).
-//! - [`index_ddl`]: CREATE [UNIQUE] INDEX / DROP INDEX.
-//! - [`constraint_ddl`]: FOREIGN KEY and UNIQUE constraints in CREATE / ALTER TABLE.
-//! - [`view`]: CREATE [OR REPLACE] VIEW / DROP VIEW, views read as queries in FROM.
-//! - [`interval`]: interval literals in date and timestamp arithmetic.
-//! - [`scope`]: name resolution of columns over one or more tables.
-//! - [`compile`]: expressions → portable bytecode (`ndpdb_formats::expr`),
-//!   with static types and literal coercion.
-//! - [`subquery`]: EXISTS / IN / scalar subqueries, correlated or not,
-//!   and queries in FROM and WITH, as parameter slots of their query.
-//! - [`access`]: how a table is read (primary-key lookup, secondary-index range, scan).
-//! - [`query`]: SELECT planning and execution (access path, joins,
-//!   aggregation, ordering, limits, FOR UPDATE).
-//! - [`or_terms`]: the terms an OR of AND lists implies (join keys, scan filters).
-//! - [`join_order`]: the order of a SELECT's inner joins.
-//! - [`join`]: hash joins (inner on the smaller side, outer joins).
-//! - [`join_keys`]: a join's hash table: packed integer keys, else bytes.
-//! - [`join_layout`]: narrow join rows: the columns each join step carries.
-//! - [`host_aggregate`]: GROUP BY on the host, fed the joined rows as they are made.
-//! - [`placement`]: the cost model of `SET ndp = auto`.
-//! - [`column_default`]: column defaults (DEFAULT, SERIAL, identity) at INSERT.
-//! - [`dml`]: INSERT / UPDATE / DELETE.
-//! - [`dml_placement`]: UPDATE / DELETE on the device (update NDP) or the host.
-//! - [`output`]: result sets, command tags and their text renderings.
-//! - [`backup_call`]: `SELECT ndpdb_backup('dir')`, an online base backup from a session.
+//! ```text
+//!  text ─► parse/     lexing, the sqlparser dialect, coarse statement kinds
+//!           │
+//!  session/ ─ dispatch, transaction blocks, SET / SHOW, PREPARE, savepoints
+//!           │
+//!           ├─► ddl/    CREATE / ALTER / DROP TABLE, INDEX, SEQUENCE,
+//!           │           constraints, column defaults
+//!           ▼
+//!  bind/      names ─► columns (scope), expressions ─► bytecode (compile),
+//!           │  types, intervals, sequence calls
+//!           ▼
+//!  plan/      SELECT and DML read sides: access paths, join plans and
+//!           │  order, conjuncts and OR terms, subqueries, views, WITH
+//!           ▼
+//!  placement/ where a scan or a DML runs: host or device (cost model)
+//!           ▼
+//!  exec/      reads, joins, row sources, host aggregation, INSERT /
+//!              UPDATE / DELETE ─► output (rows, tags, notices)
+//! ```
+//!
+//! Beside the stages: [`limits`] (statement size and nesting, 54000 /
+//! 54001), [`read_only`] (READ ONLY transactions), [`time_setting`],
+//! [`token_text`], [`copy_options`], [`maintenance`] (VACUUM / ANALYZE),
+//! [`shared_view`] (a view's rows shared within a statement) and
+//! [`backup_call`] (`SELECT ndpdb_backup('dir')`). The modules' paths from
+//! before the stages had folders (`query`, `join`, `dml`, …) stay as
+//! re-exports below.
 //!
 //! The sqlparser AST stays at this edge: it is turned into bytecode
 //! programs and plans here and never reaches the host engine.
