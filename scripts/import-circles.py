@@ -2,10 +2,11 @@
 """Import circles inside each crate: files that reach each other through
 `use crate::…`, `crate::…` paths, `super::…` and `self::…`.
 
-    scripts/import-circles.py [crates/NAME ...]
+    scripts/import-circles.py [crates/NAME ...] [--max-circles N] [--max-files M]
 
 prints, per crate, every circle (a strongly connected set of two or more
-files) with its files, and a last line with the count. Test modules
+files) with its files, and a last line with the count; with the limits
+given it exits 1 when there are more circles or a larger one. Test modules
 (`#[cfg(test)] mod tests`) are left out: the structure is what the
 crate's code imports. A path is resolved to the deepest module file it
 names; a name a `mod.rs` or `lib.rs` re-exports (`pub use a::B`) is
@@ -175,17 +176,29 @@ def circles(src):
 
 
 def main():
-    roots = sys.argv[1:] or sorted(
+    args = sys.argv[1:]
+    limits = {}
+    for flag in ("--max-circles", "--max-files"):
+        if flag in args:
+            i = args.index(flag)
+            limits[flag] = int(args[i + 1])
+            del args[i : i + 2]
+    roots = args or sorted(
         os.path.join("crates", d) for d in os.listdir("crates") if os.path.isdir(os.path.join("crates", d, "src"))
     )
-    total = 0
+    total = largest = 0
     for crate in roots:
         for comp in circles(os.path.join(crate, "src")):
             total += 1
+            largest = max(largest, len(comp))
             print(f"{crate}: {len(comp)} files")
             for f in comp:
                 print(f"    {f}")
     print(f"{total} import circles")
+    over = total > limits.get("--max-circles", total) or largest > limits.get("--max-files", largest)
+    if over:
+        print(f"over the limits {limits}: at most that many circles, none larger")
+        sys.exit(1)
 
 
 if __name__ == "__main__":
