@@ -57,7 +57,7 @@ pub struct ChArgs {
     #[arg(long, value_delimiter = ',', default_value = "auto,off")]
     ndp: Vec<String>,
     /// Isolation level of every session on every target.
-    #[arg(long, default_value = "read-committed", value_parser = super::tpcc::isolation_level())]
+    #[arg(long, default_value = "read-committed", value_parser = crate::args::isolation_level())]
     isolation: Level,
     /// Runs of each query in the power run (the median counts).
     #[arg(long, default_value_t = 1)]

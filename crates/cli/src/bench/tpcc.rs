@@ -12,7 +12,7 @@ use ndpdb_bench::isolation::Level;
 use ndpdb_bench::tpcc::{self, RunConfig, Scale};
 use ndpdb_host::Result;
 
-use crate::args::{machine_line, DeviceArgs};
+use crate::args::{isolation_level, machine_line, DeviceArgs};
 use crate::targets::{BenchStart, Summary};
 
 #[derive(clap::Args, Clone, Debug)]
@@ -58,13 +58,6 @@ pub struct TpccArgs {
     transactions: Option<u64>,
     #[command(flatten)]
     device: DeviceArgs,
-}
-
-/// Parses `--isolation` (read-committed, repeatable-read, serializable).
-pub fn isolation_level() -> impl clap::builder::TypedValueParser<Value = Level> {
-    use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(Level::OPTION_VALUES)
-        .map(|v| Level::parse(&v).unwrap_or_default())
 }
 
 pub fn run(a: TpccArgs) -> Result<ExitCode> {
