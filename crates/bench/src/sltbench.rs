@@ -21,7 +21,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 use ndpdb_formats::{JobId, TableId, TxId, Vid};
-use ndpdb_host::locks::LockTable;
+use ndpdb_host::mvcc::locks::LockTable;
 use ndpdb_host::Result;
 use ndpdb_slt::{DeviceTag, LockKey, SharedLockTable, Slot};
 
@@ -274,7 +274,7 @@ pub fn run(ops: u64, mut log: impl FnMut(&LatencyRow)) -> Result<Vec<LatencyRow>
             let (p50, p99) = time_ops(ops, |i| {
                 let k = pick(&mut rng, hot, i);
                 let tx = TxId(i + 1);
-                if let Ok(ndpdb_host::locks::Acquired::AfterWait) = lt.acquire(tx, k, None) {
+                if let Ok(ndpdb_host::mvcc::locks::Acquired::AfterWait) = lt.acquire(tx, k, None) {
                     waited += 1;
                 }
                 lt.release_all(tx, &[k]);

@@ -29,8 +29,8 @@ use ndpdb_formats::{SqlState, TxId, Vid};
 use crate::db::{Database, Engine, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::pk_index::{encode_key, PkIndex};
-use crate::txn::{find_visible, Snapshot, Visible};
+use crate::mvcc::snapshot::{find_visible, Snapshot, Visible};
+use crate::storage::pk_index::{encode_key, PkIndex};
 
 impl Database {
     /// Gives table `name` the primary key `key` (column positions),

@@ -187,7 +187,9 @@ impl Catalog {
     }
 
     fn decode(&mut self, bytes: &[u8]) -> ndpdb_formats::Result<()> {
-        let mut r = Reader::new(crate::framed_file::payload(bytes, MAGIC, "catalog")?);
+        let mut r = Reader::new(crate::storage::framed_file::payload(
+            bytes, MAGIC, "catalog",
+        )?);
         self.next_id = r.u32()?;
         let n = r.count(8)?;
         for _ in 0..n {
@@ -397,7 +399,7 @@ impl Catalog {
                 fk.encode(table, &mut p);
             }
         }
-        crate::framed_file::write(&self.path, MAGIC, p.as_slice())
+        crate::storage::framed_file::write(&self.path, MAGIC, p.as_slice())
     }
 
     pub fn get(&self, name: &str) -> Option<Arc<TableMeta>> {

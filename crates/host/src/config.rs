@@ -69,7 +69,7 @@ impl Default for Config {
             buffer_pool_bytes: 64 << 20,
             delta_buffer_bytes: 1 << 20,
             lock_timeout: None,
-            deadlock_timeout: crate::locks::DEFAULT_DEADLOCK_TIMEOUT,
+            deadlock_timeout: crate::mvcc::locks::DEFAULT_DEADLOCK_TIMEOUT,
             checkpoint_wal_bytes: 64 << 20,
             link: LinkModel::UNTHROTTLED,
             device_pes: 0,

@@ -305,12 +305,16 @@ impl Sequences {
                 .i64(s.stored)
                 .u8((s.called || s.stored != s.last) as u8);
         }
-        crate::framed_file::write(&self.path, MAGIC, p.as_slice())
+        crate::storage::framed_file::write(&self.path, MAGIC, p.as_slice())
     }
 }
 
 fn decode(bytes: &[u8], out: &mut BTreeMap<String, Seq>) -> ndpdb_formats::Result<()> {
-    let mut r = Reader::new(crate::framed_file::payload(bytes, MAGIC, "sequences")?);
+    let mut r = Reader::new(crate::storage::framed_file::payload(
+        bytes,
+        MAGIC,
+        "sequences",
+    )?);
     let n = r.count(50)?;
     for _ in 0..n {
         let name = r.str()?.to_string();

@@ -333,7 +333,7 @@ impl GcJob<'_> {
     ///
     /// The LPNs are listed first and each is resolved again, and its page
     /// read, under the maps' read lock: a page freed meanwhile is unmapped
-    /// before its PPN is written again (`ndpdb_host::space`), so a mapping
+    /// before its PPN is written again (`ndpdb_host::storage::space`), so a mapping
     /// that still holds names the page it was made for. Pages the store
     /// knows to be another table's are passed without reading them; the
     /// owner of a page written before this open is learnt here, so every

@@ -35,8 +35,8 @@ use crate::config::Config;
 use crate::db::TableState;
 use crate::error::Result;
 use crate::gc::GcCost;
+use crate::mvcc::snapshot::TxManager;
 use crate::stats::EngineCounters;
-use crate::txn::TxManager;
 
 /// What the worker needs of the engine it collects garbage for.
 pub(crate) trait Vacuum: Send + Sync + 'static {

@@ -36,7 +36,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex};
 
 use crate::error::Result;
-use crate::pk_index::Pace;
+use crate::storage::pk_index::Pace;
 
 /// What the checkpointer needs of the engine it checkpoints.
 pub(crate) trait Checkpoints: Send + Sync + 'static {

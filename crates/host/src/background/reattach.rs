@@ -30,7 +30,7 @@ use ndpdb_link::DeviceClient;
 use ndpdb_slt::SharedLockTable;
 
 use crate::error::Result;
-use crate::locks::LockTable;
+use crate::mvcc::locks::LockTable;
 use crate::stats::EngineCounters;
 
 /// Opens a restarted device's lock table from the region name it

@@ -124,7 +124,7 @@ impl Database {
             (logged, inner.txm.next_txid(), maps, covered)
         };
         inner.wal.remove_obsolete()?;
-        inner.save_pk_indexes(logged.next_txid, crate::pk_index::Pace::DiskSpeed);
+        inner.save_pk_indexes(logged.next_txid, crate::storage::pk_index::Pace::DiskSpeed);
         let at = logged.at;
         let checkpoint_secs = started.elapsed().as_secs_f64();
         let maps_file = maps.write(to)?;

@@ -25,8 +25,8 @@ use super::state::Engine;
 use super::table::TableState;
 use crate::background::checkpointer::{Checkpointer, Checkpoints};
 use crate::error::Result;
-use crate::pk_index;
 use crate::stats::EngineCounters;
+use crate::storage::pk_index;
 
 impl Engine {
     /// Writes the PK indexes that gained keys, then a manifest naming the

@@ -11,7 +11,7 @@
 //!
 //! Every change holds a [`super::CatalogChange`] to its end, so plans
 //! made before it are made again. ALTER TABLE is `crate::alter_table`,
-//! CREATE INDEX `crate::secondary_index`, constraints `crate::foreign_key`.
+//! CREATE INDEX `crate::storage::secondary_index`, constraints `crate::foreign_key`.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -23,10 +23,10 @@ use super::table::TableState;
 use crate::catalog::{ColumnDefault, Dependent, IndexMeta, TableMeta, ViewMeta};
 use crate::error::{Error, Result};
 use crate::foreign_key::ForeignKeyMeta;
-use crate::maps::VidMap;
-use crate::pk_index;
-use crate::secondary_index::SecondaryIndex;
 use crate::sequence::{Incarnation, SequenceMeta};
+use crate::storage::maps::VidMap;
+use crate::storage::pk_index;
+use crate::storage::secondary_index::SecondaryIndex;
 
 /// What a CREATE TABLE declares besides its columns and primary key.
 #[derive(Clone, Debug, Default)]

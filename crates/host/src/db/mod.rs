@@ -23,7 +23,7 @@
 //! ```
 //!
 //! **Commit** (in one critical section, so WAL order equals page order;
-//! `crate::commit`): place the write set's encoded versions in the delta
+//! `crate::transaction::commit`): place the write set's encoded versions in the delta
 //! buffer, move the VID heads, append redo images and the commit record
 //! to the WAL buffer. Then group-commit fsync, and only then is the
 //! transaction removed from the in-flight set (new snapshots see it) and

@@ -28,19 +28,19 @@ use super::handle::Database;
 use super::state::{Engine, RecoveryReport};
 use super::table::TableState;
 use crate::background::{autovacuum, checkpointer};
-use crate::buffer_pool::BufferPool;
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gc::GcState;
-use crate::locks::LockTable;
-use crate::maps::{L2pMap, VidMap};
-use crate::pk_index::{self, PkIndex};
+use crate::mvcc::locks::LockTable;
+use crate::mvcc::snapshot::TxManager;
 use crate::recovery;
 use crate::sequence::Sequences;
-use crate::space::SpaceMap;
 use crate::stats::EngineCounters;
-use crate::txn::TxManager;
+use crate::storage::buffer_pool::BufferPool;
+use crate::storage::maps::{L2pMap, VidMap};
+use crate::storage::pk_index::{self, PkIndex};
+use crate::storage::space::SpaceMap;
 
 /// The shared lock table `config` asks for (none with 0 buckets), in
 /// this process's memory.

@@ -23,9 +23,9 @@ use ndpdb_formats::record::RecordHeader;
 use ndpdb_formats::{Lpn, Ppn, RecId, Value};
 
 use super::state::Engine;
-use crate::buffer_pool::Page;
 use crate::error::{Error, Result};
-use crate::txn::{find_visible, Snapshot, Visible};
+use crate::mvcc::snapshot::{find_visible, Snapshot, Visible};
+use crate::storage::buffer_pool::Page;
 
 /// A version's record bytes (header + row body), gathered from the
 /// minipages of a PAX page or copied from the delta buffer.
@@ -50,7 +50,10 @@ impl Engine {
     }
 
     /// [`Engine::fetch`], also returning the device page it came from.
-    fn fetch_in_page(&self, rid: RecId) -> Result<(RecordBytes, Option<crate::buffer_pool::Page>)> {
+    fn fetch_in_page(
+        &self,
+        rid: RecId,
+    ) -> Result<(RecordBytes, Option<crate::storage::buffer_pool::Page>)> {
         if let Some(r) = self.delta.read().record(rid) {
             return Ok((RecordBytes::Owned(r?), None));
         }
@@ -95,7 +98,7 @@ impl Engine {
         &self,
         head: RecId,
         snapshot: &Snapshot,
-        last: &mut Option<(Lpn, crate::buffer_pool::Page)>,
+        last: &mut Option<(Lpn, crate::storage::buffer_pool::Page)>,
     ) -> Result<Visible<RecordBytes>> {
         find_visible(head, snapshot, |rid| {
             // The same LPN may have been flushed again since (flush &

@@ -12,7 +12,7 @@
 //!
 //! Methods on `Engine` live with what they do: reads in `read.rs`, flush
 //! & append in `flush.rs`, checkpoints in `checkpoint.rs`, commit in
-//! `crate::commit`, NDP in `crate::ndp`, GC in `crate::gc`. This file
+//! `crate::transaction::commit`, NDP in `crate::ndp`, GC in `crate::gc`. This file
 //! holds the state, the close (a flush and a checkpoint when the engine
 //! drops) and the few methods every part needs (`check_ok`, table lookup).
 
@@ -31,20 +31,20 @@ use super::table::TableState;
 use crate::background::autovacuum::Autovacuum;
 use crate::background::checkpointer::Checkpointer;
 use crate::background::reattach::{self, Reattach, SltOpener};
-use crate::buffer_pool::BufferPool;
 use crate::catalog::Catalog;
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::gc::GcState;
-use crate::locks::LockTable;
-use crate::maps::L2pMap;
+use crate::mvcc::delta_buffer::DeltaBuffer;
+use crate::mvcc::locks::LockTable;
+use crate::mvcc::snapshot::TxManager;
+use crate::mvcc::ssi::Ssi;
 use crate::ndp::{Eot, TagPool};
 use crate::sequence::Sequences;
-use crate::shared_state::DeltaBuffer;
-use crate::space::SpaceMap;
-use crate::ssi::Ssi;
 use crate::stats::EngineCounters;
-use crate::txn::TxManager;
+use crate::storage::buffer_pool::BufferPool;
+use crate::storage::maps::L2pMap;
+use crate::storage::space::SpaceMap;
 
 /// The state one open database shares: see the module docs.
 pub(crate) struct Engine {

@@ -23,9 +23,9 @@ use ndpdb_formats::{DataType, SqlState, TableId, Value, Vid};
 
 use crate::catalog::TableMeta;
 use crate::error::{Error, Result};
-use crate::maps::VidMap;
-use crate::pk_index::{encode_key, PkIndex};
-use crate::secondary_index::SecondaryIndex;
+use crate::storage::maps::VidMap;
+use crate::storage::pk_index::{encode_key, PkIndex};
+use crate::storage::secondary_index::SecondaryIndex;
 
 /// Runtime state of one table.
 pub struct TableState {

@@ -41,7 +41,7 @@ use ndpdb_formats::codec::Writer;
 use ndpdb_formats::{TableId, Value, Vid};
 
 use crate::catalog::TableMeta;
-use crate::locks::LockKey;
+use crate::mvcc::locks::LockKey;
 
 /// The index a foreign key over `parent`'s columns `parent_columns` (by
 /// name) relies on: the primary key's (`<table>_pkey`) when it has

@@ -22,7 +22,7 @@
 //!      unlock
 //!    freed victims → space map: reused once unmapped, and — if a head
 //!      pointed into them until this apply — once every transaction
-//!      running now has ended (`crate::space`)
+//!      running now has ended (`crate::storage::space`)
 //! ```
 //!
 //! A user transaction never waits for GC beyond the apply, and never
@@ -47,11 +47,11 @@ use crate::background::autovacuum::{Autovacuum, Vacuum};
 use crate::config::Config;
 use crate::db::{Database, Engine, TableState};
 use crate::error::{Error, Result};
+use crate::mvcc::snapshot::TxManager;
 use crate::ndp::overflow_log::{self, OverflowRef};
 use crate::ndp::{NdpReport, NdpRequest};
 use crate::stats::EngineCounters;
 use crate::transaction::Isolation;
-use crate::txn::TxManager;
 
 pub(crate) use state::GcState;
 pub use state::{GcCost, GcReport, GC_MAX_LIVE_PERCENT};

@@ -123,7 +123,7 @@ impl Transaction {
         written: &mut PagesWritten<'_>,
     ) -> Result<JobOutcome> {
         // SSI: a device scan reports no rows, so it reads the table.
-        self.ssi_read(crate::ssi::Target::Table(ts.id))?;
+        self.ssi_read(crate::mvcc::ssi::Target::Table(ts.id))?;
         let inner = &self.database().inner;
         let start = Instant::now();
         let shared: SharedState = inner.capture_shared(ts.id)?;

@@ -20,7 +20,7 @@
 //! ```
 //!
 //! The commit itself (End-NDP, ΔVID applied with the host's versions) is
-//! `crate::commit`; its replay `crate::recovery::end_ndp`; GC jobs go
+//! `crate::transaction::commit`; its replay `crate::recovery::end_ndp`; GC jobs go
 //! through the same call (`crate::gc`).
 
 mod call;

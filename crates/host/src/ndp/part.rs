@@ -11,7 +11,7 @@
 //! ```
 //!
 //! Values only: the transaction holds them, and `update.rs`, `validate.rs`
-//! and `crate::commit` read them, without this file reaching any of them.
+//! and `crate::transaction::commit` read them, without this file reaching any of them.
 
 use std::collections::HashSet;
 

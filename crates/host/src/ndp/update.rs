@@ -145,7 +145,7 @@ impl Transaction {
             ));
         }
         // SSI: the job may change rows anywhere in the table.
-        self.ssi_write(crate::ssi::Target::Table(ts.id))?;
+        self.ssi_write(crate::mvcc::ssi::Target::Table(ts.id))?;
         let mut inv = self.invocation(ts, req, params);
         // NDP pipelines: the rows the last statement locked or changed.
         let pipelined = self.apply_stage(ts, req, params, &mut inv)?;

@@ -217,7 +217,7 @@ mod tests {
     use ndpdb_slt::DeviceTag;
 
     use crate::catalog::TableMeta;
-    use crate::maps::VidMap;
+    use crate::storage::maps::VidMap;
 
     const T: TableId = TableId(7);
 

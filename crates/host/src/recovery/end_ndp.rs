@@ -28,9 +28,9 @@ use ndpdb_link::DeviceClient;
 use super::redo::replay_head;
 use crate::db::TableState;
 use crate::error::{Error, Result};
-use crate::maps::L2pMap;
+use crate::mvcc::delta_buffer::DeltaBuffer;
 use crate::ndp::overflow_log::{self, OverflowRef};
-use crate::shared_state::DeltaBuffer;
+use crate::storage::maps::L2pMap;
 
 /// Where the device's pages of logged jobs come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

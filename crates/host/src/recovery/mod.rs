@@ -43,8 +43,8 @@ use ndpdb_wal::{Recovered, WalRecord};
 
 use crate::db::TableState;
 use crate::error::Result;
-use crate::maps::L2pMap;
-use crate::shared_state::DeltaBuffer;
+use crate::mvcc::delta_buffer::DeltaBuffer;
+use crate::storage::maps::L2pMap;
 use end_ndp::Target;
 
 /// What a replay left for the open to finish.

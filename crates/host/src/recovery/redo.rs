@@ -15,7 +15,7 @@ use ndpdb_link::VidEntry;
 
 use crate::db::TableState;
 use crate::error::{Error, Result};
-use crate::shared_state::DeltaBuffer;
+use crate::mvcc::delta_buffer::DeltaBuffer;
 
 /// The versions of one committed Redo record on `ts`; returns how many
 /// and the largest LPN they lie on. `keyed`: the table's PK index was

@@ -11,7 +11,7 @@
 //! ```
 //!
 //! The jobs themselves run in `crate::ndp::update`; the commit validates
-//! and applies the parts (`end.rs`, `crate::commit`).
+//! and applies the parts (`end.rs`, `crate::transaction::commit`).
 
 use ndpdb_formats::{SqlState, TableId, Vid};
 

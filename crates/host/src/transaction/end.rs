@@ -10,10 +10,10 @@
 //!  abort:  end (locks released, job pages back, overflow logs removed)
 //! ```
 
-use crate::commit::PendingVersion;
 use crate::error::{Error, Result};
-use crate::locks::LockKey;
+use crate::mvcc::locks::LockKey;
 use crate::stats::EngineCounters;
+use crate::transaction::commit::PendingVersion;
 use ndpdb_formats::SqlState;
 
 use super::Transaction;

@@ -25,7 +25,7 @@ use crate::catalog::TableMeta;
 use crate::db::TableState;
 use crate::error::{Error, Result};
 use crate::foreign_key::{key_of, positions, ref_key_lock, FkAction, ForeignKeyMeta};
-use crate::locks::LockMode;
+use crate::mvcc::locks::LockMode;
 
 /// The constraints that refer to one table, with their tables.
 pub(super) type Referencing = Arc<Vec<(Arc<TableMeta>, ForeignKeyMeta)>>;

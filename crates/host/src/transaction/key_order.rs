@@ -51,9 +51,9 @@ use ndpdb_formats::{RecId, TxId, Value, Vid};
 use super::Transaction;
 use crate::db::TableState;
 use crate::error::Result;
-use crate::pk_index::Tombstone;
-use crate::secondary_index::{DeadRun, Entry, KeyRange, PassDead, SecondaryIndex};
 use crate::stats::EngineCounters;
+use crate::storage::pk_index::Tombstone;
+use crate::storage::secondary_index::{DeadRun, Entry, KeyRange, PassDead, SecondaryIndex};
 
 /// Entries of the first batch; each next batch is four times larger, up
 /// to [`MAX_BATCH`].

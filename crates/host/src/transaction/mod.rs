@@ -25,6 +25,7 @@
 //!  savepoint.rs, serializable.rs, unique.rs, foreign_key.rs, key_order.rs
 //! ```
 
+pub(crate) mod commit;
 mod device_work;
 mod end;
 mod foreign_key;
@@ -47,10 +48,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use crate::db::{Database, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::locks::{LockKey, LockWait};
+use crate::mvcc::locks::{LockKey, LockWait};
+use crate::mvcc::snapshot::Snapshot;
 use crate::ndp::statement_pipeline::PipelineStage;
 use crate::ndp::{Dependencies, NdpPart};
-use crate::txn::Snapshot;
 
 /// A session's last value per sequence name, with the sequence of that
 /// name that gave it, shared with its transactions.
@@ -65,7 +66,7 @@ pub enum Isolation {
     /// A fresh snapshot for every statement.
     ReadCommitted,
     /// Snapshot isolation plus SSI's rw-antidependency tracking
-    /// (`crate::ssi`): every execution is serializable.
+    /// (`crate::mvcc::ssi`): every execution is serializable.
     Serializable,
 }
 

@@ -16,7 +16,7 @@ use rustc_hash::FxHashMap;
 use super::Transaction;
 use crate::db::{prefetch_heads, visible_head_row_in, TableState};
 use crate::error::{Error, Result};
-use crate::txn::Visible;
+use crate::mvcc::snapshot::Visible;
 
 impl Transaction {
     /// The visible version of a tuple: `(version RecId, row)`. Rows written
@@ -59,7 +59,7 @@ impl Transaction {
             ));
         };
         let refs: Vec<&Value> = key.iter().collect();
-        let encoded = crate::pk_index::encode_key(&refs);
+        let encoded = crate::storage::pk_index::encode_key(&refs);
         self.ssi_read_key(ts.id, key.len(), &encoded)?;
         let Some(vid) = pk.get(&encoded)? else {
             return Ok(None);
@@ -119,7 +119,7 @@ impl Transaction {
         wanted: Option<&[bool]>,
         visit: impl FnMut(Vid, RecId, Vec<Value>) -> Result<bool>,
     ) -> Result<()> {
-        self.ssi_read(crate::ssi::Target::Table(ts.id))?;
+        self.ssi_read(crate::mvcc::ssi::Target::Table(ts.id))?;
         self.scan_rows(ts, wanted, visit)
     }
 

@@ -26,7 +26,7 @@ use rustc_hash::FxHashSet;
 
 use super::{Transaction, WriteEntry};
 use crate::error::{Error, Result};
-use crate::locks::LockKey;
+use crate::mvcc::locks::LockKey;
 use ndpdb_formats::{SqlState, TableId, Vid};
 
 /// Where a savepoint was taken.

@@ -1,4 +1,4 @@
-//! A SERIALIZABLE transaction's part in SSI (`crate::ssi`): what its
+//! A SERIALIZABLE transaction's part in SSI (`crate::mvcc::ssi`): what its
 //! reads and writes report, and its pre-commit check.
 //!
 //! ```text
@@ -16,9 +16,9 @@ use ndpdb_formats::{TableId, Value, Vid};
 use super::Transaction;
 use crate::db::TableState;
 use crate::error::Result;
-use crate::pk_index::encode_key;
-use crate::ssi::{key_hash, Target};
+use crate::mvcc::ssi::{key_hash, Target};
 use crate::stats::EngineCounters;
+use crate::storage::pk_index::encode_key;
 
 impl Transaction {
     fn counted(&self, r: Result<()>) -> Result<()> {

@@ -17,7 +17,7 @@ use ndpdb_formats::{SqlState, Value, Vid};
 use super::Transaction;
 use crate::db::TableState;
 use crate::error::{Error, Result};
-use crate::secondary_index::{key_lock, SecondaryIndex};
+use crate::storage::secondary_index::{key_lock, SecondaryIndex};
 
 fn same_key(a: &[Value], b: &[Value]) -> bool {
     a.len() == b.len()

@@ -22,7 +22,7 @@ use ndpdb_formats::{RecId, SqlState, Value, Vid};
 use super::{Isolation, Transaction, UpdateFn, WriteEntry, WriteOutcome};
 use crate::db::TableState;
 use crate::error::{Error, Result};
-use crate::locks::{Acquired, LockKey, LockMode};
+use crate::mvcc::locks::{Acquired, LockKey, LockMode};
 use crate::stats::EngineCounters;
 
 /// The current state of a locked tuple.
@@ -51,12 +51,12 @@ impl Transaction {
     }
 
     /// Locks relation name `name` for a CREATE or DROP of it, held to the
-    /// end of this transaction ([`crate::locks::relation_name_key`]):
+    /// end of this transaction ([`crate::mvcc::locks::relation_name_key`]):
     /// another transaction's CREATE of the name waits until this one
     /// ends, then finds the name taken or free.
     pub fn lock_relation_name(&mut self, name: &str) -> Result<()> {
         self.lock_as(
-            crate::locks::relation_name_key(name),
+            crate::mvcc::locks::relation_name_key(name),
             LockMode::Exclusive,
             false,
         )

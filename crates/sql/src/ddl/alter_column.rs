@@ -13,7 +13,7 @@ use std::time::Duration;
 use ndpdb_formats::{Column, Schema, SqlState, Value};
 use ndpdb_host::catalog::{ColumnDefault, Identity, TableMeta};
 use ndpdb_host::interrupt::Interrupt;
-use ndpdb_host::rewrite::{NewColumn, Rewrite};
+use ndpdb_host::storage::rewrite::{NewColumn, Rewrite};
 use ndpdb_host::Database;
 use sqlparser::ast::{ColumnDef, ColumnOption, Ident};
 

@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering::Relaxed;
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{Value, Vid};
 use ndpdb_host::database::TableState;
-use ndpdb_host::page_scan::ChunkMap;
+use ndpdb_host::storage::page_scan::ChunkMap;
 use ndpdb_host::{Transaction, WriteOutcome};
 
 use crate::exec::join::filter::JoinFilter;

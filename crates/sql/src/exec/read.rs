@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{RecId, Value, Vid};
 use ndpdb_host::database::TableState;
-use ndpdb_host::page_scan::ChunkMap;
+use ndpdb_host::storage::page_scan::ChunkMap;
 use ndpdb_host::Transaction;
 use ndpdb_scan::{Pipeline, PipelineOp};
 use sqlparser::ast::Expr;

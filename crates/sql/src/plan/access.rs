@@ -27,7 +27,7 @@ use ndpdb_formats::expr::Program;
 use ndpdb_formats::DataType;
 use ndpdb_host::catalog::IndexMeta;
 use ndpdb_host::database::TableState;
-use ndpdb_host::secondary_index::SecondaryIndex;
+use ndpdb_host::storage::secondary_index::SecondaryIndex;
 use sqlparser::ast::{BinaryOperator, Expr};
 
 use crate::bind::compile::{comparable, compile, Ty};

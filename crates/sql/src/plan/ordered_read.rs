@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{RecId, Value, Vid};
-use ndpdb_host::secondary_index::KeyRange;
+use ndpdb_host::storage::secondary_index::KeyRange;
 use ndpdb_host::transaction::Transaction;
 use sqlparser::ast::Expr;
 

@@ -140,7 +140,7 @@ impl Session {
             ndp: NdpMode::Auto,
             ndp_pes: 0,
             ndp_preload: true,
-            host_workers: ndpdb_host::page_scan::DEFAULT_HOST_WORKERS,
+            host_workers: ndpdb_host::storage::page_scan::DEFAULT_HOST_WORKERS,
             ndp_logging: NdpLogging::Basic,
             ndp_lock_violation: false,
             settings: BTreeMap::new(),

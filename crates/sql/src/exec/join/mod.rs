@@ -28,7 +28,7 @@ use ndpdb_formats::{RecId, Value, Vid};
 
 use ndpdb_formats::SqlState;
 
-use ndpdb_host::page_scan::ChunkMap;
+use ndpdb_host::storage::page_scan::ChunkMap;
 
 use crate::exec::join::keys::{KeyTable, ProbeScratch};
 use crate::exec::join::packed_table::prefetch;

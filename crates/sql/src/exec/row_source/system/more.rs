@@ -317,7 +317,7 @@ fn settings(db: &Database) -> Vec<Vec<Value>> {
         ),
         (
             "host_workers",
-            ndpdb_host::page_scan::DEFAULT_HOST_WORKERS.to_string(),
+            ndpdb_host::storage::page_scan::DEFAULT_HOST_WORKERS.to_string(),
             None,
             NDP,
             "Threads of a scan that runs on the host.",

@@ -20,8 +20,8 @@ use ndpdb_formats::page::{PageBuf, PageRef, PAGE_SIZE};
 use ndpdb_formats::{DataType, Lpn, RecId, TableId};
 use ndpdb_link::VidEntry;
 
-use crate::buffer_pool::Page;
 use crate::error::{Error, Result};
+use crate::storage::buffer_pool::Page;
 
 #[derive(Default)]
 pub struct DeltaBuffer {
@@ -42,7 +42,7 @@ impl DeltaPage {
     pub fn sealed(page: PageBuf) -> DeltaPage {
         DeltaPage::Sealed {
             table: page.table(),
-            image: crate::buffer_pool::Page::from(page.into_sealed_image()),
+            image: crate::storage::buffer_pool::Page::from(page.into_sealed_image()),
         }
     }
 

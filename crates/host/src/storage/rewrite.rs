@@ -140,7 +140,10 @@ impl Database {
         inner.tables.write().remove(&gone.id);
         inner.delta.write().forget_table(gone.id);
         inner.device.drop_vid_map(gone.id)?;
-        crate::pk_index::remove(&crate::pk_index::index_dir(&inner.dir), gone.id)?;
+        crate::storage::pk_index::remove(
+            &crate::storage::pk_index::index_dir(&inner.dir),
+            gone.id,
+        )?;
         inner.sequences.move_owned(gone.id, new.id, &r.moved)?;
         let next = inner.txm.next_txid();
         let built = r

@@ -36,7 +36,7 @@ use ndpdb_formats::codec::Reader;
 use ndpdb_formats::{DataType, Decimal, Error, RecId, Result, TxId, Value, Vid};
 
 use crate::catalog::IndexMeta;
-use crate::secondary_index::SecondaryIndex;
+use crate::storage::secondary_index::SecondaryIndex;
 
 use super::INTEGRAL_TAG;
 

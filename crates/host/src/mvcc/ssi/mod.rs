@@ -51,7 +51,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use ndpdb_formats::{TableId, TxId};
 
 use crate::error::Result;
-use crate::txn::Snapshot;
+use crate::mvcc::snapshot::Snapshot;
 
 use targets::Targets;
 

@@ -46,7 +46,7 @@ use parking_lot::{Mutex, RwLock};
 use ndpdb_formats::{TableId, TxId, Value, Vid};
 
 use crate::catalog::IndexMeta;
-use crate::locks::LockKey;
+use crate::mvcc::locks::LockKey;
 pub use dead_runs::DeadRun;
 use dead_runs::DeadRuns;
 use entries::{Entries, Stored};

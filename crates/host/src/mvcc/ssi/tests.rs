@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use ndpdb_formats::{SqlState, TableId, TxId};
 
 use super::{key_hash, Ssi, Target};
-use crate::txn::Snapshot;
+use crate::mvcc::snapshot::Snapshot;
 
 /// Hands out TxIds and snapshots like `TxManager`.
 #[derive(Default)]

@@ -50,7 +50,7 @@ use ndpdb_formats::codec::Writer;
 use ndpdb_formats::{DataType, Error, Result, TableId, Value, Vid};
 
 use crate::catalog::IndexMeta;
-use crate::secondary_index::{Entry, SecondaryIndex};
+use crate::storage::secondary_index::{Entry, SecondaryIndex};
 
 pub use files::{read_manifest, write_manifest, Pace};
 use keys::Keys;

@@ -27,9 +27,9 @@ use std::sync::Arc;
 
 use crate::db::{Engine, TableState};
 use crate::error::{Error, Result};
+use crate::mvcc::delta_buffer::DeltaPage;
 use crate::ndp::validate::validate_at_commit;
 use crate::ndp::NdpPart;
-use crate::shared_state::DeltaPage;
 use crate::stats::EngineCounters;
 
 /// One encoded version of a committing transaction.

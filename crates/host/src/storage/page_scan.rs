@@ -25,10 +25,10 @@ use ndpdb_formats::record::decode_body_columns_into;
 use ndpdb_formats::{Lpn, Ppn, RecId, Value, Vid};
 use ndpdb_scan::{walk_heads, Groups, PageSource, Pipeline, PipelineState, RunBuffers};
 
-use crate::buffer_pool::Page;
 use crate::db::{prefetch_heads, Engine, TableState};
 use crate::error::{Error, Result};
-use crate::txn::Visible;
+use crate::mvcc::snapshot::Visible;
+use crate::storage::buffer_pool::Page;
 use crate::Transaction;
 
 /// VIDs a worker takes at a time (one map read, one READ_PAGES).
@@ -197,7 +197,7 @@ impl Transaction {
     /// Runs `pipeline` over every tuple of `ts` this transaction sees —
     /// its own writes included — on [`Transaction::host_workers`] threads.
     pub fn scan_pipeline(&self, ts: &TableState, pipeline: &Pipeline) -> Result<ScanOutput> {
-        self.ssi_read(crate::ssi::Target::Table(ts.id))?;
+        self.ssi_read(crate::mvcc::ssi::Target::Table(ts.id))?;
         self.run_pipeline(ts, pipeline)
     }
 
@@ -245,7 +245,7 @@ impl Transaction {
     ) -> Result<u64> {
         match prefix {
             Some(prefix) => self.read_key_prefix(ts, prefix)?,
-            None => self.ssi_read(crate::ssi::Target::Table(ts.id))?,
+            None => self.ssi_read(crate::mvcc::ssi::Target::Table(ts.id))?,
         }
         let chunks = ts.vids.vid_count().div_ceil(CHUNK);
         let workers = self.host_workers().min(chunks.max(1) as usize).max(1);
