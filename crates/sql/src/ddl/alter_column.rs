@@ -1,5 +1,5 @@
 //! `ALTER TABLE … ADD COLUMN` and `DROP COLUMN`: the table is rewritten
-//! into its new layout (`host/src/rewrite.rs`) while no transaction runs.
+//! into its new layout (`host/src/storage/rewrite.rs`) while no transaction runs.
 //!
 //! ADD COLUMN fills existing rows with the column's default, evaluated
 //! once (as PostgreSQL does for a non-volatile default), or NULL; `NOT
@@ -136,7 +136,7 @@ pub fn drop_columns(
         if meta.schema.len() == 1 {
             return Err(unsupported("dropping the only column of a table"));
         }
-        crate::plan::view::drop_column_dependents(db, table, &name, cascade)?;
+        crate::ddl::view::drop_column_dependents(db, table, &name, cascade)?;
         let shift = |c: usize| if c > gone { c - 1 } else { c };
         let columns: Vec<Column> = meta
             .schema

@@ -1,5 +1,5 @@
 //! `CREATE [UNIQUE] INDEX` and `DROP INDEX` in PostgreSQL's grammar: B-tree
-//! indexes on columns (`host/src/secondary_index/`). Expressions, partial
+//! indexes on columns (`host/src/storage/secondary_index/`). Expressions, partial
 //! indexes (WHERE), INCLUDE and other access methods are refused with
 //! 0A000; an unnamed index gets PostgreSQL's name (`t_a_b_idx`, then
 //! `t_a_b_idx1`, …). The build waits until no transaction runs, so it
@@ -61,7 +61,7 @@ pub fn create_index(
         Some(t) => return Err(unsupported(&format!("index access method {t}"))),
     }
     let table = table_name(&ci.table_name)?;
-    if let Some(e) = crate::plan::view::not_for_views(
+    if let Some(e) = crate::ddl::view::not_for_views(
         db,
         &table,
         &format!("cannot create index on relation \"{table}\""),

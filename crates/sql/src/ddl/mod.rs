@@ -10,6 +10,7 @@ pub mod constraints;
 pub mod defaults;
 pub mod index;
 pub mod sequence;
+pub mod view;
 
 use ndpdb_formats::{Column, Schema, SqlState};
 use sqlparser::ast::{
@@ -300,7 +301,7 @@ pub fn alter_table(
             }
         };
         let what = format!("ALTER action {action} cannot be performed on relation \"{name}\"");
-        return Err(crate::plan::view::not_for_views(db, &name, &what)
+        return Err(crate::ddl::view::not_for_views(db, &name, &what)
             .unwrap_or_else(|| Error::undefined_table(&name)));
     }
     let ts = match db.table(&name) {
@@ -421,23 +422,18 @@ pub fn drop(
     use ndpdb_host::catalog::RelKind;
     match object_type {
         ObjectType::Sequence => {
-            crate::plan::view::refuse_other_drop(db, "a sequence", names)?;
+            crate::ddl::view::refuse_other_drop(db, "a sequence", names)?;
             crate::ddl::sequence::drop_sequence(db, if_exists, names, notices)
         }
         ObjectType::Index => {
-            crate::plan::view::refuse_other_drop(db, "an index", names)?;
+            crate::ddl::view::refuse_other_drop(db, "an index", names)?;
             crate::ddl::index::drop_index(db, if_exists, names, notices)
         }
-        ObjectType::Table => crate::plan::view::drop_relations(
-            db,
-            RelKind::Table,
-            if_exists,
-            names,
-            cascade,
-            notices,
-        ),
+        ObjectType::Table => {
+            crate::ddl::view::drop_relations(db, RelKind::Table, if_exists, names, cascade, notices)
+        }
         ObjectType::View => {
-            crate::plan::view::drop_relations(db, RelKind::View, if_exists, names, cascade, notices)
+            crate::ddl::view::drop_relations(db, RelKind::View, if_exists, names, cascade, notices)
         }
         _ => Err(Error::new(
             SqlState::FEATURE_NOT_SUPPORTED,

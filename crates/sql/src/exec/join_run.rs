@@ -31,8 +31,22 @@ use crate::exec::join::layout::Widen;
 use crate::exec::join::{Built, Collect, JoinStep, Joined};
 use crate::exec::row_sink::{kept_rows, passes, Sink};
 use crate::plan::access::Access;
+use crate::plan::ordered_read::TupleRows;
 use crate::plan::query::{SelectPlan, Source, StepReport};
 use crate::Result;
+
+/// What `read_first` gives the join pipeline.
+struct FirstRead {
+    rows: Vec<Joined>,
+    /// The second item, read first (the first then streams through it).
+    first_last: Option<TupleRows>,
+    stream_first: bool,
+    step: StepReport,
+    /// FOR UPDATE after a read that stopped early: how many rows it needs.
+    needed: Option<usize>,
+    /// Rows an in-storage SELECT … FOR UPDATE returned are locked already.
+    locked_on_device: bool,
+}
 
 /// Rows read outside the scan's workers (not by a pipeline) that are
 /// joined together.
@@ -212,70 +226,17 @@ impl SelectPlan {
             deliver(&mut rows, sink)?;
             return Ok((rows, None));
         };
-        let device = self.device_scan(tx, params)?;
-        // Rows an in-storage SELECT … FOR UPDATE returned are locked already.
-        let locked_on_device = device.is_some() && self.for_update;
-        let ordered = match device.is_none() && in_key_order {
-            true => self.read_in_key_order(tx, params)?,
-            false => None,
-        };
-        // FOR UPDATE after a read that stopped early: how many it needs.
-        let needed = ordered
-            .as_ref()
-            .filter(|(rows, take)| rows.len() == *take)
-            .map(|(_, take)| *take);
-        let started = std::time::Instant::now();
+        let FirstRead {
+            mut rows,
+            first_last,
+            stream_first,
+            step,
+            needed,
+            locked_on_device,
+        } = self.read_first(tx, params, first, in_key_order, narrow_rows)?;
         let narrow = self.narrow_joins();
-        // The second item read first, when the first table is the larger:
-        // the first table's rows then stream through its hash table.
-        let first_last = match (narrow, &ordered, &device) {
-            (Some(n), None, None) if self.reads_first_table_last(tx, &n.joins, params)? => {
-                let wanted = self.wanted(1);
-                Some(self.read_source(tx, &self.sources[1], params, wanted, None)?)
-            }
-            _ => None,
-        };
-        // A subquery's rows may outnumber the first table's after all:
-        // then the first table is read first and the smaller side hashed.
-        let first_vids = first.table().map_or(0, |t| t.vids.vid_count());
-        let stream_first = first_last
-            .as_ref()
-            .is_some_and(|r| r.len() as u64 <= first_vids);
-        let first_rows = match ordered {
-            Some((rows, _)) => rows,
-            None if device.is_some() || stream_first => Vec::new(),
-            None => {
-                let wanted = if narrow_rows || !self.joins.is_empty() {
-                    self.wanted(0)
-                } else {
-                    None
-                };
-                self.read_source(tx, first, params, wanted, narrow.map(|n| &n.first[..]))?
-            }
-        };
         let mut steps = Vec::with_capacity(self.sources.len());
-        steps.push(StepReport {
-            alias: first.alias.clone(),
-            rows_read: first_rows.len(),
-            read: started.elapsed(),
-            rows_out: first_rows.len(),
-            ..StepReport::default()
-        });
-        let mut rows: Vec<Joined> = match device {
-            Some(rows) => rows,
-            None => first_rows
-                .into_iter()
-                .map(|(vid, rid, values)| match narrow {
-                    // Rows of a join carry no ids (nothing reads them);
-                    // they were read narrow.
-                    Some(_) => Joined::of_join(values),
-                    None => Joined {
-                        values,
-                        ids: vec![(vid, rid)],
-                    },
-                })
-                .collect(),
-        };
+        steps.push(step);
         let mut first_last = first_last;
         let joins = narrow.map_or(&self.joins[..], |n| &n.joins[..]);
         let layout = narrow.map(|n| &n.last);
@@ -428,26 +389,121 @@ impl SelectPlan {
         let streamed = streams_out && !joins.is_empty();
         let mut rows = self.where_terms(tx, params, rows, layout, &mut scratch, streamed)?;
         if self.for_update && !locked_on_device {
-            let table = self.target_table()?.clone();
-            let mut locked = Vec::with_capacity(rows.len());
-            for r in rows {
-                let (vid, seen) = r.ids[0];
-                let mut recheck = |row: &[Value]| self.recheck(row, params);
-                if let WriteOutcome::Done(row) = tx.lock_row(&table, vid, seen, &mut recheck)? {
-                    locked.push(Joined {
-                        values: row,
-                        ids: r.ids,
-                    });
-                }
-            }
+            rows = self.lock_rows(tx, params, rows)?;
             // Rows changed under a read that stopped early: read them all.
-            if needed.is_some_and(|n| locked.len() < n) {
+            if needed.is_some_and(|n| rows.len() < n) {
                 return self.joined_rows_reading(tx, params, false, narrow_rows, sink);
             }
-            rows = locked;
         }
         deliver(&mut rows, sink)?;
         Ok((rows, layout))
+    }
+
+    /// The first FROM item's rows (a device scan's, a key-order read's or
+    /// a host read's), or none yet when it is to stream through the
+    /// second item's hash table (read first: `first_last`).
+    fn read_first(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+        first: &Source,
+        in_key_order: bool,
+        narrow_rows: bool,
+    ) -> Result<FirstRead> {
+        let device = self.device_scan(tx, params)?;
+        // Rows an in-storage SELECT … FOR UPDATE returned are locked already.
+        let locked_on_device = device.is_some() && self.for_update;
+        let ordered = match device.is_none() && in_key_order {
+            true => self.read_in_key_order(tx, params)?,
+            false => None,
+        };
+        // FOR UPDATE after a read that stopped early: how many it needs.
+        let needed = ordered
+            .as_ref()
+            .filter(|(rows, take)| rows.len() == *take)
+            .map(|(_, take)| *take);
+        let started = std::time::Instant::now();
+        let narrow = self.narrow_joins();
+        // The second item read first, when the first table is the larger:
+        // the first table's rows then stream through its hash table.
+        let first_last = match (narrow, &ordered, &device) {
+            (Some(n), None, None) if self.reads_first_table_last(tx, &n.joins, params)? => {
+                let wanted = self.wanted(1);
+                Some(self.read_source(tx, &self.sources[1], params, wanted, None)?)
+            }
+            _ => None,
+        };
+        // A subquery's rows may outnumber the first table's after all:
+        // then the first table is read first and the smaller side hashed.
+        let first_vids = first.table().map_or(0, |t| t.vids.vid_count());
+        let stream_first = first_last
+            .as_ref()
+            .is_some_and(|r| r.len() as u64 <= first_vids);
+        let first_rows = match ordered {
+            Some((rows, _)) => rows,
+            None if device.is_some() || stream_first => Vec::new(),
+            None => {
+                let wanted = if narrow_rows || !self.joins.is_empty() {
+                    self.wanted(0)
+                } else {
+                    None
+                };
+                self.read_source(tx, first, params, wanted, narrow.map(|n| &n.first[..]))?
+            }
+        };
+        let step = StepReport {
+            alias: first.alias.clone(),
+            rows_read: first_rows.len(),
+            read: started.elapsed(),
+            rows_out: first_rows.len(),
+            ..StepReport::default()
+        };
+        let rows: Vec<Joined> = match device {
+            Some(rows) => rows,
+            None => first_rows
+                .into_iter()
+                .map(|(vid, rid, values)| match narrow {
+                    // Rows of a join carry no ids (nothing reads them);
+                    // they were read narrow.
+                    Some(_) => Joined::of_join(values),
+                    None => Joined {
+                        values,
+                        ids: vec![(vid, rid)],
+                    },
+                })
+                .collect(),
+        };
+        Ok(FirstRead {
+            rows,
+            first_last,
+            stream_first,
+            step,
+            needed,
+            locked_on_device,
+        })
+    }
+
+    /// SELECT … FOR UPDATE on the host: each row locked, re-checked
+    /// against WHERE at its newest version, and kept if it still holds.
+    fn lock_rows(
+        &self,
+        tx: &mut Transaction,
+        params: &[Value],
+        rows: Vec<Joined>,
+    ) -> Result<Vec<Joined>> {
+        let table = self.target_table()?.clone();
+        let mut locked = Vec::with_capacity(rows.len());
+        for r in rows {
+            let (vid, seen) = r.ids[0];
+            let mut recheck = |row: &[Value]| self.recheck(row, params);
+            if let WriteOutcome::Done(row) = tx.lock_row(&table, vid, seen, &mut recheck)? {
+                locked.push(Joined {
+                    values: row,
+                    ids: r.ids,
+                });
+            }
+        }
+        Ok(locked)
     }
 
     /// WHERE's plain terms (unless the rows `streamed` through them

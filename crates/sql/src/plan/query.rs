@@ -1,12 +1,12 @@
-//! SELECT: planning and execution.
+//! A planned SELECT ([`SelectPlan`]) and the planner that makes it.
 //!
 //! ```text
 //!  sources (PK lookup or scan + pushed-down filter, per table)
 //!     └─► hash joins on equi-conditions (left-deep; inner joins in the
-//!         order of join_order.rs, LEFT/RIGHT/FULL OUTER in FROM order:
-//!         join.rs) ─► residual WHERE
-//!           └─► FOR UPDATE locks (single table) ─► GROUP BY / aggregates ─► HAVING
-//!                 └─► projection ─► DISTINCT ─► ORDER BY ─► OFFSET / LIMIT
+//!         order of join_order.rs, LEFT/RIGHT/FULL OUTER in FROM order)
+//!           └─► residual WHERE ─► FOR UPDATE locks (single table)
+//!                 └─► GROUP BY / aggregates ─► HAVING ─► projection
+//!                       └─► DISTINCT ─► ORDER BY ─► OFFSET / LIMIT
 //! ```
 //!
 //! WHERE and ON are split into conjuncts. A conjunct that only names one
@@ -15,14 +15,27 @@
 //! is evaluated on the joined rows. With outer joins a WHERE conjunct
 //! filters a scan only if no outer join fills that table with NULLs, and
 //! an outer join's ON terms stay with it (keys and a residual; a LEFT
-//! join's terms over its own table filter that table's scan). Equality on every primary-key column
-//! with constants or parameters turns a scan into an index lookup. An OR
-//! of AND lists adds the terms it implies (`or_terms.rs`).
+//! join's terms over its own table filter that table's scan). Equality on
+//! every primary-key column with constants or parameters turns a scan
+//! into an index lookup. An OR of AND lists adds the terms it implies
+//! (`or_terms.rs`).
 //!
-//! The stages live in `query/`: `plan.rs` and `select.rs` plan a query,
-//! `place.rs` decides where its scan runs (host or device), `read.rs`
-//! reads its sources, `exec.rs` runs it and `explain.rs` renders EXPLAIN.
-//! Joins run in `join_run.rs`; rows leave through `row_sink.rs`.
+//! This file holds the plan's types; the planner is in `query/`:
+//!
+//! ```text
+//!  plan.rs    plan_query_in: WITH, the body, ORDER BY, LIMIT; UPDATE / DELETE filters
+//!   └─► select.rs   plan_select: one SELECT body
+//!        └─► from.rs     the FROM list ─► plan_derived (plan.rs) for a query in FROM
+//!        └─► compile (bind/) ─► nested.rs: a subquery expression
+//!                                 ─► plan_query_in for the child
+//!                                 ─► hashed_exists.rs: correlated EXISTS as a hash semi join
+//!  explain.rs EXPLAIN's text of a plan
+//! ```
+//!
+//! The planner is recursive (a query in FROM, a subquery, a WITH query
+//! are queries), and so are its types: a plan's [`Bindings`] hold the
+//! subqueries' plans (`plan/subquery/`). Where a plan runs is decided by
+//! `placement/`; it is executed by `exec/`.
 
 use std::sync::{Arc, Mutex};
 
@@ -38,7 +51,7 @@ use crate::output::ResultColumn;
 use crate::plan::access::Access;
 use crate::plan::join_plan::JoinStep;
 use crate::plan::ordered_read::KeyOrderRead;
-use crate::plan::subquery::{Bindings, QueryContext};
+use crate::plan::subquery::Bindings;
 use crate::Error;
 
 pub(crate) fn unsupported(what: impl std::fmt::Display) -> Error {
@@ -49,11 +62,12 @@ pub(crate) fn unsupported(what: impl std::fmt::Display) -> Error {
 }
 
 mod explain;
+mod from;
+mod hashed_exists;
+mod nested;
 mod plan;
-
 mod select;
 
-pub(crate) use plan::plan_derived;
 pub use plan::{plan_filter, plan_query, plan_query_in};
 
 /// What a FROM item reads.
@@ -183,34 +197,4 @@ pub struct NdpPlacement {
 pub(crate) fn permute<T>(items: Vec<T>, order: &[usize]) -> Vec<T> {
     let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
     order.iter().filter_map(|&i| slots[i].take()).collect()
-}
-
-pub(crate) fn table_scope(ts: &TableState, alias: &str, ctx: &Arc<QueryContext>) -> Scope {
-    let mut s = Scope::within(ctx);
-    s.add_table(
-        alias,
-        ts.meta()
-            .schema
-            .columns
-            .iter()
-            .map(|c| (c.name.clone(), c.ty)),
-    );
-    s
-}
-
-/// The columns a FROM item gives, under its alias.
-pub(crate) fn input_scope(input: &Input, alias: &str, ctx: &Arc<QueryContext>) -> Scope {
-    match input {
-        Input::Table(ts) => table_scope(ts, alias, ctx),
-        Input::Derived(plan) => {
-            let mut s = Scope::within(ctx);
-            s.add_table(alias, plan.columns.iter().map(|c| (c.name.clone(), c.ty)));
-            s
-        }
-        Input::Rows(r) => {
-            let mut s = Scope::within(ctx);
-            s.add_table(alias, r.columns.iter().map(|c| (c.name.clone(), c.ty)));
-            s
-        }
-    }
 }

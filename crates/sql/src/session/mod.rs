@@ -584,7 +584,7 @@ impl Session {
                 let db = self.db.clone();
                 self.in_transaction(|tx| {
                     tx.lock_relation_name(&name)?;
-                    crate::plan::view::create_view(&db, cv)
+                    crate::ddl::view::create_view(&db, cv)
                 })
             }
             Statement::Query(_)

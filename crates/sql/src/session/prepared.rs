@@ -242,7 +242,7 @@ impl Session {
         stmt: &Statement,
         param_types: &mut Vec<Option<DataType>>,
     ) -> Result<Option<PreparedKind>> {
-        crate::plan::view::refuse_write(&self.db, stmt)?;
+        crate::ddl::view::refuse_write(&self.db, stmt)?;
         Ok(Some(match stmt {
             Statement::Query(q) => {
                 let mut plan =

@@ -15,70 +15,20 @@ use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, SqlState};
 use ndpdb_host::Database;
 use sqlparser::ast::{
-    BinaryOperator, Expr, JoinConstraint, JoinOperator, LimitClause, LockType, OrderByKind, Query,
-    Select, SelectItem, SetExpr, TableFactor, TableWithJoins, Value as AstValue,
+    Expr, LimitClause, LockType, OrderByKind, Query, Select, SelectItem, SetExpr, TableFactor,
+    TableWithJoins, Value as AstValue,
 };
 
+use super::from::{plan_from, table_scope};
 use super::select::{plan_select, split_row_dependent};
-use super::{input_scope, table_scope, unsupported, Input, OrderItem, SelectPlan, SortKey, Source};
+use super::{unsupported, Input, OrderItem, SelectPlan, SortKey, Source};
 use crate::bind::compile::{compile, compile_aggregated, compile_predicate, contains_aggregate};
-use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
-use crate::exec::row_source;
 use crate::output::ResultColumn;
 use crate::plan::access::{key_prefix, plan_access};
-use crate::plan::conjuncts::{and_all, compiles, conjuncts, pushable};
-use crate::plan::join_plan::JoinKind;
+use crate::plan::conjuncts::{and_all, conjuncts};
 use crate::plan::subquery::{max_placeholder, Cte, QueryContext};
 use crate::{Error, Result};
-
-pub(crate) fn output_name(e: &Expr) -> String {
-    match e {
-        Expr::Identifier(id) => ident_name(id),
-        Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
-        Expr::Function(f) => f
-            .name
-            .0
-            .last()
-            .map(|p| p.to_string().to_lowercase())
-            .unwrap_or_default(),
-        Expr::Cast {
-            expr, data_type, ..
-        } => match expr.as_ref() {
-            Expr::Value(_) => crate::bind::compile::sql_type(data_type)
-                .map(|t| match t {
-                    DataType::Int => "int4".to_string(),
-                    DataType::BigInt => "int8".into(),
-                    DataType::Double => "float8".into(),
-                    DataType::Bool => "bool".into(),
-                    DataType::Numeric { .. } => "numeric".into(),
-                    DataType::Text => "text".into(),
-                    DataType::Varchar(_) => "varchar".into(),
-                    DataType::Char(_) => "bpchar".into(),
-                    DataType::Date => "date".into(),
-                    DataType::Timestamp => "timestamp".into(),
-                    DataType::Bytea => "bytea".into(),
-                })
-                .unwrap_or_else(|_| "?column?".into()),
-            e => output_name(e),
-        },
-        Expr::Nested(e) => output_name(e),
-        Expr::Substring { shorthand, .. } => if *shorthand { "substr" } else { "substring" }.into(),
-        Expr::Case { .. } => "case".into(),
-        Expr::Extract { .. } => "extract".into(),
-        Expr::Exists { .. } => "exists".into(),
-        // A scalar subquery is named after its one column.
-        Expr::Subquery(q) => match q.body.as_ref() {
-            SetExpr::Select(s) => match s.projection.first() {
-                Some(SelectItem::UnnamedExpr(e)) => output_name(e),
-                Some(SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
-                _ => "?column?".into(),
-            },
-            _ => "?column?".into(),
-        },
-        _ => "?column?".into(),
-    }
-}
 
 /// Plans a query. `params` collects parameter types.
 pub fn plan_query(
@@ -240,15 +190,6 @@ pub(crate) fn plan_values_query(
     plan_query_in(&outer, params, ctx)
 }
 
-/// A name part as written, without its quotes (an unquoted one folds to
-/// lower case).
-pub(crate) fn unquoted(part: &str) -> String {
-    match part.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
-        Some(q) => q.replace("\"\"", "\""),
-        None => part.to_ascii_lowercase(),
-    }
-}
-
 /// `ORDER BY 2` or `ORDER BY alias` → output column index.
 pub(crate) fn resolve_output_ref(
     e: &Expr,
@@ -284,16 +225,6 @@ pub(crate) fn resolve_output_ref(
     }
 }
 
-/// One FROM-list table: how it joins the tables before it and its ON
-/// terms (the first table: [`JoinKind::Inner`], none).
-pub(crate) struct FromItem {
-    pub(crate) kind: JoinKind,
-    pub(crate) on: Vec<Expr>,
-}
-
-/// The FROM list's items in order, each with its alias.
-pub(crate) type FromTables = Vec<(Input, String)>;
-
 /// Plans a query in FROM, a `WITH` query or a view's query seeing
 /// `ctes`; `columns` renames its result columns (`AS t(a, b)`).
 pub(crate) fn plan_derived(
@@ -320,230 +251,6 @@ pub(crate) fn plan_derived(
         c.name = name.clone();
     }
     Ok(Input::Derived(Box::new(plan)))
-}
-
-/// One FROM item: a table, a `WITH` query or a subquery.
-pub(crate) fn plan_from_item(
-    tf: &TableFactor,
-    ctx: &Arc<QueryContext>,
-    params: &mut Vec<Option<DataType>>,
-) -> Result<(Input, String)> {
-    let alias_columns = |a: &Option<sqlparser::ast::TableAlias>| -> Vec<String> {
-        a.as_ref()
-            .map(|a| a.columns.iter().map(|c| ident_name(&c.name)).collect())
-            .unwrap_or_default()
-    };
-    match tf {
-        TableFactor::Table {
-            name,
-            alias,
-            args: Some(args),
-            ..
-        } => {
-            let fname = name.to_string().to_ascii_lowercase();
-            let as_name = alias.as_ref().map_or_else(
-                || fname.trim_start_matches("pg_catalog.").to_string(),
-                |a| ident_name(&a.name),
-            );
-            let scope = Scope::within(ctx);
-            let rows = row_source::plan_function(
-                &fname,
-                args,
-                &as_name,
-                &alias_columns(alias),
-                &scope,
-                params,
-            )?;
-            Ok((Input::Rows(Box::new(rows)), as_name))
-        }
-        TableFactor::Table {
-            name,
-            alias,
-            args: None,
-            ..
-        } => {
-            let parts: Vec<String> = name.0.iter().map(|p| p.to_string()).collect();
-            let system = match parts.as_slice() {
-                [schema, rel] => {
-                    row_source::system_relation(Some(&unquoted(schema)), &unquoted(rel))
-                }
-                [rel] if ctx.ctes().iter().all(|c| c.name != unquoted(rel)) => {
-                    row_source::system_relation(None, &unquoted(rel))
-                }
-                _ => None,
-            };
-            if let Some(rows) = system {
-                let rel = parts.last().map(|p| unquoted(p)).unwrap_or_default();
-                let as_name = alias.as_ref().map_or(rel, |a| ident_name(&a.name));
-                return Ok((Input::Rows(Box::new(rows)), as_name));
-            }
-            if let [schema, rel] = parts.as_slice() {
-                let schema = unquoted(schema);
-                if schema == "information_schema" || schema == "pg_catalog" {
-                    return Err(Error::new(
-                        SqlState::UNDEFINED_TABLE,
-                        format!("relation \"{schema}.{}\" does not exist", unquoted(rel)),
-                    ));
-                }
-            }
-            let tname = table_name(name)?;
-            let as_name = alias
-                .as_ref()
-                .map_or(tname.clone(), |a| ident_name(&a.name));
-            let ctes = ctx.ctes();
-            if name.0.len() == 1 {
-                if let Some(cte) = ctes.iter().rev().find(|c| c.name == tname) {
-                    let mut columns = alias_columns(alias);
-                    if columns.is_empty() {
-                        columns = cte.columns.clone();
-                    }
-                    let visible = Arc::new(ctes[..cte.visible].to_vec());
-                    let input =
-                        plan_derived(ctx.db(), &cte.query, &as_name, &columns, visible, params)?;
-                    return Ok((input, as_name));
-                }
-            }
-            let input = crate::plan::view::from_relation(
-                ctx,
-                &tname,
-                &as_name,
-                alias_columns(alias),
-                params,
-            )?;
-            Ok((input, as_name))
-        }
-        TableFactor::Derived {
-            lateral,
-            subquery,
-            alias,
-            ..
-        } => {
-            if *lateral {
-                return Err(unsupported("LATERAL"));
-            }
-            let Some(a) = alias else {
-                return Err(Error::new(
-                    SqlState::SYNTAX_ERROR,
-                    "subquery in FROM must have an alias",
-                )
-                .with_hint("For example, FROM (SELECT ...) [AS] foo."));
-            };
-            let as_name = ident_name(&a.name);
-            let columns = alias_columns(alias);
-            if let (SetExpr::Values(values), None, None) = (
-                subquery.body.as_ref(),
-                &subquery.order_by,
-                &subquery.limit_clause,
-            ) {
-                let rows = row_source::plan_values(
-                    values,
-                    &as_name,
-                    &columns,
-                    &Scope::within(ctx),
-                    params,
-                )?;
-                return Ok((Input::Rows(Box::new(rows)), as_name));
-            }
-            let input = plan_derived(ctx.db(), subquery, &as_name, &columns, ctx.ctes(), params)?;
-            Ok((input, as_name))
-        }
-        other => Err(unsupported(format!("FROM item {other}"))),
-    }
-}
-
-/// Plans the FROM list: the items in order, and how each joins.
-pub(crate) fn plan_from(
-    from: &[TableWithJoins],
-    ctx: &Arc<QueryContext>,
-    params: &mut Vec<Option<DataType>>,
-) -> Result<(FromTables, Vec<FromItem>)> {
-    let mut out: FromTables = Vec::new();
-    let mut items = Vec::new();
-    let mut add = |tf: &TableFactor, out: &mut FromTables| -> Result<()> {
-        let (input, alias) = plan_from_item(tf, ctx, params)?;
-        if out.iter().any(|(_, a)| *a == alias) {
-            return Err(Error::new(
-                SqlState::DUPLICATE_ALIAS,
-                format!("table name \"{alias}\" specified more than once"),
-            ));
-        }
-        out.push((input, alias));
-        Ok(())
-    };
-    for twj in from {
-        add(&twj.relation, &mut out)?;
-        items.push(FromItem {
-            kind: JoinKind::Inner,
-            on: Vec::new(),
-        });
-        for j in &twj.joins {
-            let (kind, constraint) = match &j.join_operator {
-                JoinOperator::Join(c) | JoinOperator::Inner(c) => (JoinKind::Inner, c),
-                JoinOperator::CrossJoin(c) => (JoinKind::Inner, c),
-                JoinOperator::Left(c) | JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
-                JoinOperator::Right(c) | JoinOperator::RightOuter(c) => (JoinKind::Right, c),
-                JoinOperator::FullOuter(c) => (JoinKind::Full, c),
-                other => {
-                    return Err(unsupported(
-                        format!("join type {other:?}")
-                            .split('(')
-                            .next()
-                            .unwrap_or("join")
-                            .to_string(),
-                    ))
-                }
-            };
-            add(&j.relation, &mut out)?;
-            let mut on = Vec::new();
-            match constraint {
-                JoinConstraint::On(e) => conjuncts(e, &mut on),
-                JoinConstraint::None if kind != JoinKind::Inner => {
-                    return Err(Error::new(
-                        SqlState::SYNTAX_ERROR,
-                        "syntax error at end of input",
-                    ))
-                }
-                JoinConstraint::None => {}
-                JoinConstraint::Using(cols) => {
-                    let scopes: Vec<Scope> =
-                        out.iter().map(|(i, a)| input_scope(i, a, ctx)).collect();
-                    on.extend(crate::plan::join_using::terms(cols, &scopes)?);
-                }
-                JoinConstraint::Natural => return Err(unsupported("NATURAL JOIN")),
-            }
-            items.push(FromItem { kind, on });
-        }
-    }
-    Ok((out, items))
-}
-
-/// `a = b` with one side over the rows so far and the other over the new
-/// table: a hash-join key (left part first). A side without columns
-/// (`p.c = 'x'`) is no key: the comparison needs its types' rules.
-pub(crate) fn equi_key<'e>(
-    c: &'e Expr,
-    left: &Scope,
-    right: &Scope,
-) -> Option<(&'e Expr, &'e Expr)> {
-    let Expr::BinaryOp {
-        left: l,
-        op: BinaryOperator::Eq,
-        right: r,
-    } = c
-    else {
-        return None;
-    };
-    let constant = |e: &Expr| compiles(e, &left.no_columns());
-    if constant(l) || constant(r) {
-        return None;
-    }
-    if pushable(l, left) && pushable(r, right) {
-        Some((l, r))
-    } else if pushable(r, left) && pushable(l, right) {
-        Some((r, l))
-    } else {
-        None
-    }
 }
 
 impl SelectPlan {

@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, SqlState};
 use sqlparser::ast::{
-    Distinct, Expr, GroupByExpr, Select, SelectItem, SelectItemQualifiedWildcardKind,
+    Distinct, Expr, GroupByExpr, Select, SelectItem, SelectItemQualifiedWildcardKind, SetExpr,
     Value as AstValue,
 };
 
-use super::plan::{equi_key, output_name, plan_from};
-use super::{input_scope, permute, unsupported, Input, SelectPlan, Source};
+use super::from::{equi_key, input_scope, plan_from, FromItem, FromTables};
+use super::{permute, unsupported, Input, SelectPlan, Source};
 use crate::bind::compile::{
     compile, compile_aggregated, compile_predicate, contains_aggregate, expect_bool, AggContext,
 };
@@ -61,36 +61,20 @@ pub(crate) fn plan_select(
             conds.extend(f.on.iter().cloned());
         }
     }
-    // Which tables an outer join fills with NULLs: before each table is
-    // joined, and at the end.
-    let n = tables.len();
-    let mut nullable = vec![false; n];
-    let mut nullable_before = Vec::with_capacity(n);
-    for (k, f) in from_items.iter().enumerate() {
-        nullable_before.push(nullable.clone());
-        match f.kind {
-            JoinKind::Inner => {}
-            JoinKind::Left => nullable[k] = true,
-            JoinKind::Right => nullable[..k].iter_mut().for_each(|x| *x = true),
-            JoinKind::Full => nullable[..=k].iter_mut().for_each(|x| *x = true),
-        }
-    }
     // The FROM items' columns in FROM order (what `*` expands to).
     let from_scopes: Vec<Scope> = tables
         .iter()
         .map(|(input, alias)| input_scope(input, alias, ctx))
         .collect();
-    let mut from_scope = Scope::within(ctx);
-    for ts_scope in &from_scopes {
-        from_scope.columns.extend(ts_scope.columns.iter().cloned());
-    }
+    let from_scope = joined(&from_scopes, ctx);
     ctx.set_local(&from_scope);
     // Terms an OR implies (or_terms.rs), then the order of inner joins
     // (join_order.rs); with an outer join the FROM order stays.
+    let (nullable, _) = null_filled(&from_items);
     let filterable: Vec<bool> = nullable.iter().map(|x| !x).collect();
     or_terms::add_implied(&mut conds, &from_scopes, &filterable);
     let order = match outer {
-        true => (0..n).collect(),
+        true => (0..tables.len()).collect(),
         false => {
             let inputs: Vec<&Input> = tables.iter().map(|(input, _)| input).collect();
             join_order::choose(&inputs, &from_scopes, &conds)
@@ -99,10 +83,7 @@ pub(crate) fn plan_select(
     let tables = permute(tables, &order);
     let from_items = permute(from_items, &order);
     let scopes = permute(from_scopes, &order);
-    let mut scope = Scope::within(ctx);
-    for ts_scope in &scopes {
-        scope.columns.extend(ts_scope.columns.iter().cloned());
-    }
+    let mut scope = joined(&scopes, ctx);
     ctx.set_local(&scope);
     // Surface errors (unknown or ambiguous columns, types) against the full scope.
     for c in &conds {
@@ -114,6 +95,84 @@ pub(crate) fn plan_select(
         }
         compile_predicate(c, &scope, params)?;
     }
+    let mut terms = place_terms(conds, &from_items, &scopes)?;
+    let joins = plan_joins(&tables, &from_items, &scopes, &mut terms, params, ctx)?;
+    let sources = plan_sources(tables, &terms.pushed, &scopes, params)?;
+    // Terms that need a subquery per row run last, each on its own.
+    let (plain, row_filter) = split_row_dependent(terms.rest, &scope, ctx, params)?;
+    let filter = match and_all(plain) {
+        Some(e) => Some(compile_predicate(&e, &scope, params)?),
+        None => None,
+    };
+    let out = plan_output(s, &from_scope, &mut scope, params)?;
+    Ok(SelectPlan {
+        sources,
+        joins,
+        filter,
+        row_filter,
+        subqueries: Bindings::default(),
+        agg: out.agg,
+        input_scope: scope,
+        projection: out.projection,
+        columns: out.columns,
+        order: Vec::new(),
+        distinct: out.distinct,
+        limit: None,
+        key_order_read: None,
+        offset: None,
+        for_update: false,
+        ndp: None,
+        last_ndp: Mutex::new(None),
+        extras: out.extras,
+        narrow: std::sync::OnceLock::new(),
+        single_wanted: std::sync::OnceLock::new(),
+        last_steps: Mutex::new(Vec::new()),
+        shared: None,
+    })
+}
+
+/// The columns of `scopes` one after another, in query `ctx`.
+fn joined(scopes: &[Scope], ctx: &Arc<QueryContext>) -> Scope {
+    let mut scope = Scope::within(ctx);
+    for s in scopes {
+        scope.columns.extend(s.columns.iter().cloned());
+    }
+    scope
+}
+
+/// Which tables an outer join fills with NULLs: at the end, and before
+/// each table is joined.
+fn null_filled(from_items: &[FromItem]) -> (Vec<bool>, Vec<Vec<bool>>) {
+    let mut nullable = vec![false; from_items.len()];
+    let mut before = Vec::with_capacity(from_items.len());
+    for (k, f) in from_items.iter().enumerate() {
+        before.push(nullable.clone());
+        match f.kind {
+            JoinKind::Inner => {}
+            JoinKind::Left => nullable[k] = true,
+            JoinKind::Right => nullable[..k].iter_mut().for_each(|x| *x = true),
+            JoinKind::Full => nullable[..=k].iter_mut().for_each(|x| *x = true),
+        }
+    }
+    (nullable, before)
+}
+
+/// Where each WHERE and ON term is evaluated.
+struct Terms {
+    /// Per table (in join order): terms that filter its scan.
+    pushed: Vec<Vec<Expr>>,
+    /// Per table: an outer join's ON terms that stay with its join step.
+    step_on: Vec<Vec<Expr>>,
+    /// WHERE terms over the joined rows (inner-join keys are taken out
+    /// of these by `plan_joins`).
+    rest: Vec<Expr>,
+}
+
+/// Sorts the WHERE terms `conds` and the outer joins' ON terms over the
+/// tables in join order (`scopes`).
+fn place_terms(conds: Vec<Expr>, from_items: &[FromItem], scopes: &[Scope]) -> Result<Terms> {
+    let n = scopes.len();
+    let (nullable, nullable_before) = null_filled(from_items);
     // WHERE terms of one table filter its scan, unless an outer join
     // fills that table with NULLs (the term must see those rows).
     let mut pushed: Vec<Vec<Expr>> = vec![Vec::new(); n];
@@ -128,29 +187,76 @@ pub(crate) fn plan_select(
     // may filter a table not NULL-filled by then, a LEFT join's may filter
     // its own (null-supplying) table; the rest are keys or residuals.
     let mut step_on: Vec<Vec<Expr>> = vec![Vec::new(); n];
-    if outer {
-        for (k, f) in from_items.iter().enumerate() {
-            for c in &f.on {
-                if contains_aggregate(c) {
-                    return Err(Error::new(
-                        SqlState::GROUPING_ERROR,
-                        "aggregate functions are not allowed in JOIN conditions",
-                    ));
+    let outer = from_items.iter().any(|f| f.kind != JoinKind::Inner);
+    for (k, f) in from_items.iter().enumerate().filter(|_| outer) {
+        for c in &f.on {
+            if contains_aggregate(c) {
+                return Err(Error::new(
+                    SqlState::GROUPING_ERROR,
+                    "aggregate functions are not allowed in JOIN conditions",
+                ));
+            }
+            let target = match f.kind {
+                JoinKind::Inner => {
+                    (0..=k).find(|&j| !nullable_before[k][j] && pushable(c, &scopes[j]))
                 }
-                let target = match f.kind {
-                    JoinKind::Inner => {
-                        (0..=k).find(|&j| !nullable_before[k][j] && pushable(c, &scopes[j]))
-                    }
-                    JoinKind::Left => pushable(c, &scopes[k]).then_some(k),
-                    JoinKind::Right | JoinKind::Full => None,
-                };
-                match target {
-                    Some(j) => pushed[j].push(c.clone()),
-                    None => step_on[k].push(c.clone()),
-                }
+                JoinKind::Left => pushable(c, &scopes[k]).then_some(k),
+                JoinKind::Right | JoinKind::Full => None,
+            };
+            match target {
+                Some(j) => pushed[j].push(c.clone()),
+                None => step_on[k].push(c.clone()),
             }
         }
     }
+    Ok(Terms {
+        pushed,
+        step_on,
+        rest,
+    })
+}
+
+/// The hash-join keys among `terms` between the rows so far (`left`) and
+/// the next table (`right`), compiled; the other terms are returned.
+struct Keys {
+    left: Vec<Program>,
+    right: Vec<Program>,
+    /// The key terms' two sides as written (a key lookup plans from them).
+    pairs: Vec<(Expr, Expr)>,
+}
+
+impl Keys {
+    fn take(
+        &mut self,
+        terms: Vec<Expr>,
+        left: &Scope,
+        right: &Scope,
+        params: &mut Vec<Option<DataType>>,
+    ) -> Result<Vec<Expr>> {
+        let mut others = Vec::new();
+        for c in terms {
+            match equi_key(&c, left, right) {
+                Some((l, r)) => {
+                    self.left.push(compile(l, left, params)?.0);
+                    self.right.push(compile(r, right, params)?.0);
+                    self.pairs.push((l.clone(), r.clone()));
+                }
+                None => others.push(c),
+            }
+        }
+        Ok(others)
+    }
+}
+
+/// One join step per table after the first (left-deep, in join order).
+fn plan_joins(
+    tables: &FromTables,
+    from_items: &[FromItem],
+    scopes: &[Scope],
+    terms: &mut Terms,
+    params: &mut Vec<Option<DataType>>,
+    ctx: &Arc<QueryContext>,
+) -> Result<Vec<JoinStep>> {
     // WHERE terms may be an inner join's keys unless a later RIGHT or
     // FULL join would add NULL-filled rows they must still see.
     let last_right_or_full = from_items
@@ -162,43 +268,26 @@ pub(crate) fn plan_select(
         .first()
         .cloned()
         .unwrap_or_else(|| Scope::within(ctx));
-    for k in 1..n {
+    for k in 1..scopes.len() {
         let right_scope = &scopes[k];
         let kind = from_items[k].kind;
-        let mut left_keys = Vec::new();
-        let mut right_keys = Vec::new();
-        let mut pairs = Vec::new();
-        let mut residual = Vec::new();
-        for c in std::mem::take(&mut step_on[k]) {
-            match equi_key(&c, &left_scope, right_scope) {
-                Some((l, r)) => {
-                    left_keys.push(compile(l, &left_scope, params)?.0);
-                    right_keys.push(compile(r, right_scope, params)?.0);
-                    pairs.push((l.clone(), r.clone()));
-                }
-                None => residual.push(c),
-            }
-        }
+        let mut keys = Keys {
+            left: Vec::new(),
+            right: Vec::new(),
+            pairs: Vec::new(),
+        };
+        let on = std::mem::take(&mut terms.step_on[k]);
+        let residual = keys.take(on, &left_scope, right_scope, params)?;
         if kind == JoinKind::Inner && k >= last_right_or_full {
-            let mut remaining = Vec::new();
-            for c in rest {
-                match equi_key(&c, &left_scope, right_scope) {
-                    Some((l, r)) => {
-                        left_keys.push(compile(l, &left_scope, params)?.0);
-                        right_keys.push(compile(r, right_scope, params)?.0);
-                        pairs.push((l.clone(), r.clone()));
-                    }
-                    None => remaining.push(c),
-                }
-            }
-            rest = remaining;
+            let rest = std::mem::take(&mut terms.rest);
+            terms.rest = keys.take(rest, &left_scope, right_scope, params)?;
         }
         let lookup = match &tables[k].0 {
             Input::Table(ts) => plan_lookup(
                 ts,
                 kind,
-                &pairs,
-                &pushed[k],
+                &keys.pairs,
+                &terms.pushed[k],
                 &left_scope,
                 right_scope,
                 params,
@@ -215,8 +304,8 @@ pub(crate) fn plan_select(
         };
         joins.push(JoinStep {
             kind,
-            left_keys,
-            right_keys,
+            left_keys: keys.left,
+            right_keys: keys.right,
             residual,
             left_width: left_scope.columns.len(),
             right_width: right_scope.columns.len(),
@@ -225,6 +314,16 @@ pub(crate) fn plan_select(
         });
         left_scope = joined_scope;
     }
+    Ok(joins)
+}
+
+/// Each table's read: its access path and the filter of its pushed terms.
+fn plan_sources(
+    tables: FromTables,
+    pushed: &[Vec<Expr>],
+    scopes: &[Scope],
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Vec<Source>> {
     let mut sources = Vec::new();
     for (i, (input, alias)) in tables.into_iter().enumerate() {
         let (access, key_prefix) = match &input {
@@ -251,18 +350,32 @@ pub(crate) fn plan_select(
             conjuncts,
         });
     }
-    // Terms that need a subquery per row run last, each on its own.
-    let (plain, row_filter) = split_row_dependent(rest, &scope, ctx, params)?;
-    let filter = match and_all(plain) {
-        Some(e) => Some(compile_predicate(&e, &scope, params)?),
-        None => None,
-    };
+    Ok(sources)
+}
+
+/// What a SELECT body outputs, over its joined and filtered rows.
+struct Output {
+    columns: Vec<ResultColumn>,
+    projection: Vec<Program>,
+    agg: Option<(AggContext, Option<Program>)>,
+    extras: Option<crate::plan::select_extras::Extras>,
+    distinct: bool,
+}
+
+/// GROUP BY, aggregates, HAVING, the projection and DISTINCT of `s` over
+/// the joined rows (`scope`; `from_scope` in FROM order for `*`).
+fn plan_output(
+    s: &Select,
+    from_scope: &Scope,
+    scope: &mut Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<Output> {
     // Projection items (expanding wildcards).
-    let mut items = projection_items(&s.projection, &from_scope, &scope)?;
+    let mut items = projection_items(&s.projection, from_scope, scope)?;
     let group_exprs: Vec<Expr> = match &s.group_by {
         GroupByExpr::Expressions(es, mods) if mods.is_empty() => es
             .iter()
-            .map(|e| resolve_group_ref(e, &items, &scope))
+            .map(|e| resolve_group_ref(e, &items, scope))
             .collect::<Result<_>>()?,
         _ => return Err(unsupported("this GROUP BY form")),
     };
@@ -274,7 +387,7 @@ pub(crate) fn plan_select(
             "window or set-returning functions with aggregates",
         ));
     }
-    let extras = crate::plan::select_extras::plan(&mut items, &mut scope, params)?;
+    let extras = crate::plan::select_extras::plan(&mut items, scope, params)?;
     let mut columns = Vec::new();
     let mut projection = Vec::new();
     let mut agg = None;
@@ -299,7 +412,7 @@ pub(crate) fn plan_select(
         agg = Some((ctx, having));
     } else {
         for (e, name) in &items {
-            let (p, ty) = compile(e, &scope, params)?;
+            let (p, ty) = compile(e, scope, params)?;
             projection.push(p);
             columns.push(ResultColumn {
                 name: name.clone(),
@@ -312,29 +425,12 @@ pub(crate) fn plan_select(
         Some(Distinct::Distinct) => true,
         Some(Distinct::On(_)) => return Err(unsupported("DISTINCT ON")),
     };
-    Ok(SelectPlan {
-        sources,
-        joins,
-        filter,
-        row_filter,
-        subqueries: Bindings::default(),
-        agg,
-        input_scope: scope,
-        projection,
+    Ok(Output {
         columns,
-        order: Vec::new(),
-        distinct,
-        limit: None,
-        key_order_read: None,
-        offset: None,
-        for_update: false,
-        ndp: None,
-        last_ndp: Mutex::new(None),
+        projection,
+        agg,
         extras,
-        narrow: std::sync::OnceLock::new(),
-        single_wanted: std::sync::OnceLock::new(),
-        last_steps: Mutex::new(Vec::new()),
-        shared: None,
+        distinct,
     })
 }
 
@@ -439,5 +535,54 @@ pub(crate) fn resolve_group_ref(e: &Expr, items: &[(Expr, String)], scope: &Scop
             Ok(e.clone())
         }
         e => Ok(e.clone()),
+    }
+}
+
+/// The name PostgreSQL gives an unnamed select-list expression.
+pub(crate) fn output_name(e: &Expr) -> String {
+    match e {
+        Expr::Identifier(id) => ident_name(id),
+        Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
+        Expr::Function(f) => f
+            .name
+            .0
+            .last()
+            .map(|p| p.to_string().to_lowercase())
+            .unwrap_or_default(),
+        Expr::Cast {
+            expr, data_type, ..
+        } => match expr.as_ref() {
+            Expr::Value(_) => crate::bind::compile::sql_type(data_type)
+                .map(|t| match t {
+                    DataType::Int => "int4".to_string(),
+                    DataType::BigInt => "int8".into(),
+                    DataType::Double => "float8".into(),
+                    DataType::Bool => "bool".into(),
+                    DataType::Numeric { .. } => "numeric".into(),
+                    DataType::Text => "text".into(),
+                    DataType::Varchar(_) => "varchar".into(),
+                    DataType::Char(_) => "bpchar".into(),
+                    DataType::Date => "date".into(),
+                    DataType::Timestamp => "timestamp".into(),
+                    DataType::Bytea => "bytea".into(),
+                })
+                .unwrap_or_else(|_| "?column?".into()),
+            e => output_name(e),
+        },
+        Expr::Nested(e) => output_name(e),
+        Expr::Substring { shorthand, .. } => if *shorthand { "substr" } else { "substring" }.into(),
+        Expr::Case { .. } => "case".into(),
+        Expr::Extract { .. } => "extract".into(),
+        Expr::Exists { .. } => "exists".into(),
+        // A scalar subquery is named after its one column.
+        Expr::Subquery(q) => match q.body.as_ref() {
+            SetExpr::Select(s) => match s.projection.first() {
+                Some(SelectItem::UnnamedExpr(e)) => output_name(e),
+                Some(SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
+                _ => "?column?".into(),
+            },
+            _ => "?column?".into(),
+        },
+        _ => "?column?".into(),
     }
 }

@@ -28,21 +28,14 @@
 //! one correlation key whose two sides hash alike (numbers with numbers,
 //! text with text, other types with the same type).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use ndpdb_formats::expr::{Op, Program};
-use ndpdb_formats::{DataType, Value};
-use ndpdb_host::Transaction;
-use sqlparser::ast::{
-    BinaryOperator, Expr, Query, SelectItem, SetExpr, Visit, Visitor as AstVisitor,
-};
-
-use crate::bind::scope::{ident_name, Scope, ScopeColumn};
 use crate::exec::join::keys::KeyTable;
-use crate::plan::conjuncts::{and_all, conjuncts};
 use crate::plan::query::{NdpMode, SelectPlan};
-use crate::plan::subquery::{max_placeholder, OperandCompiler, QueryContext};
 use crate::Result;
+use ndpdb_formats::expr::{Op, Program};
+use ndpdb_formats::Value;
+use ndpdb_host::Transaction;
 
 /// Calls of the per-row plan before the build is considered at all.
 const MIN_CALLS: usize = 64;
@@ -56,10 +49,10 @@ const MAX_VALUES: usize = 64 << 20;
 
 /// The residual terms: over the build row's columns, with the caller's
 /// values they name as parameters.
-pub(super) struct Residual {
-    pub(super) program: Program,
+pub(crate) struct Residual {
+    pub(crate) program: Program,
     /// The caller's values, over its row, in slot order.
-    pub(super) args: Vec<Program>,
+    pub(crate) args: Vec<Program>,
 }
 
 /// The answers for one set of callers (`hashed_callers.rs` makes and
@@ -144,21 +137,6 @@ pub struct HashedExists {
     state: Mutex<State>,
 }
 
-/// Whether two key types hash alike ([`Value::key_bytes`]): numbers are
-/// normalized decimals, VARCHAR and TEXT are text; CHAR keeps its blanks.
-fn hash_alike(a: DataType, b: DataType) -> bool {
-    let number = |t: DataType| {
-        matches!(
-            t,
-            DataType::Int | DataType::BigInt | DataType::Numeric { .. }
-        )
-    };
-    let text = |t: DataType| matches!(t, DataType::Text | DataType::Varchar(_));
-    (number(a) && number(b))
-        || (text(a) && text(b))
-        || (a == b && !matches!(a, DataType::Double | DataType::Char(_)))
-}
-
 /// 'XX000' for a build row of another width than the plan's.
 pub(super) fn width_mismatch(expected: usize, got: usize) -> crate::Error {
     crate::Error::new(
@@ -167,230 +145,26 @@ pub(super) fn width_mismatch(expected: usize, got: usize) -> crate::Error {
     )
 }
 
-/// The column references of an expression, and whether it holds a subquery.
-#[derive(Default)]
-struct Names {
-    refs: Vec<(Option<String>, String)>,
-    subquery: bool,
-}
-
-impl AstVisitor for Names {
-    type Break = ();
-    fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
-        match e {
-            Expr::Identifier(id) => self.refs.push((None, ident_name(id))),
-            Expr::CompoundIdentifier(parts) if parts.len() >= 2 => {
-                let n = parts.len();
-                self.refs
-                    .push((Some(ident_name(&parts[n - 2])), ident_name(&parts[n - 1])));
-            }
-            _ => {}
-        }
-        std::ops::ControlFlow::Continue(())
-    }
-    /// Every subquery expression (EXISTS, IN, scalar) holds a query.
-    fn pre_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
-        self.subquery = true;
-        std::ops::ControlFlow::Continue(())
-    }
-}
-
-/// Which side of the correlation an expression's columns are on.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Side {
-    /// No column at all (constants, parameters).
-    Neither,
-    Inner,
-    Outer,
-    Both,
-}
-
-/// The side of `e` over the subquery's FROM columns `inner`; `None` for
-/// an expression that cannot be moved (a subquery, an ambiguous name).
-fn side(e: &Expr, inner: &Scope, cols: &mut Vec<usize>) -> Option<Side> {
-    let mut names = Names::default();
-    let _ = e.visit(&mut names);
-    if names.subquery {
-        return None;
-    }
-    let (mut i, mut o) = (false, false);
-    for (table, name) in &names.refs {
-        match inner.resolve(table.as_deref(), name) {
-            Ok(c) => {
-                i = true;
-                if !cols.contains(&c) {
-                    cols.push(c);
-                }
-            }
-            Err(err) if err.code == ndpdb_formats::SqlState::AMBIGUOUS_COLUMN => return None,
-            Err(_) => o = true,
-        }
-    }
-    Some(match (i, o) {
-        (false, false) => Side::Neither,
-        (true, false) => Side::Inner,
-        (false, true) => Side::Outer,
-        (true, true) => Side::Both,
-    })
-}
-
 impl HashedExists {
-    /// The hashed form of `query`, an EXISTS subquery of the query of
-    /// `caller` compiled over `scope`, whose per-row plan is `per_row`;
-    /// `None` when it does not qualify (see the module docs).
-    pub(super) fn plan(
-        caller: &Arc<QueryContext>,
-        query: &Query,
-        per_row: &SelectPlan,
-        scope: &Scope,
-        params: &mut Vec<Option<DataType>>,
-        operand: &mut OperandCompiler<'_>,
-    ) -> Option<HashedExists> {
-        if !per_row.returns_rows_as_read() || query.with.is_some() {
-            return None;
-        }
-        let SetExpr::Select(select) = query.body.as_ref() else {
-            return None;
-        };
-        let inner = &per_row.input_scope;
-        let mut terms = Vec::new();
-        if let Some(w) = &select.selection {
-            conjuncts(w, &mut terms);
-        }
-        // Sort the terms: correlation keys, local terms, the residual.
-        let mut keys: Vec<(Expr, Expr)> = Vec::new();
-        let mut local: Vec<Expr> = Vec::new();
-        let mut residual: Vec<Expr> = Vec::new();
-        let mut residual_cols: Vec<usize> = Vec::new();
-        for t in terms {
-            let whole = side(&t, inner, &mut Vec::new())?;
-            match whole {
-                Side::Neither | Side::Inner => {
-                    local.push(t);
-                    continue;
-                }
-                Side::Outer => {
-                    // A term of the caller's row alone: it decides per row.
-                    residual.push(t);
-                    continue;
-                }
-                Side::Both => {}
-            }
-            if let Expr::BinaryOp {
-                left,
-                op: BinaryOperator::Eq,
-                right,
-            } = &t
-            {
-                let l = side(left, inner, &mut Vec::new())?;
-                let r = side(right, inner, &mut Vec::new())?;
-                match (l, r) {
-                    (Side::Inner, Side::Outer) => {
-                        keys.push((left.as_ref().clone(), right.as_ref().clone()));
-                        continue;
-                    }
-                    (Side::Outer, Side::Inner) => {
-                        keys.push((right.as_ref().clone(), left.as_ref().clone()));
-                        continue;
-                    }
-                    _ => {}
-                }
-            }
-            residual.push(t);
-        }
-        if keys.is_empty() {
-            return None;
-        }
-        for t in &residual {
-            side(t, inner, &mut residual_cols)?;
-        }
-
-        // The build: the keys' inner sides, then the residual's columns.
-        let residual_scope: Vec<ScopeColumn> = residual_cols
-            .iter()
-            .map(|&c| inner.columns[c].clone())
-            .collect();
-        let mut build_select = select.as_ref().clone();
-        build_select.projection = keys
-            .iter()
-            .map(|(i, _)| SelectItem::UnnamedExpr(i.clone()))
-            .chain(residual_scope.iter().map(|c| {
-                SelectItem::UnnamedExpr(crate::plan::subquery::name_expr(Some(&c.table), &c.name))
-            }))
-            .collect();
-        build_select.selection = and_all(local);
-        let build_query = Query {
-            body: Box::new(SetExpr::Select(Box::new(build_select))),
-            order_by: None,
-            limit_clause: None,
-            ..query.clone()
-        };
-        let base = max_placeholder(query);
-        let build_ctx = QueryContext::new(caller.db(), base, None, caller.ctes());
-        let build = crate::plan::query::plan_query_in(&build_query, params, &build_ctx).ok()?;
-        if build.subqueries.has_per_row() {
-            return None;
-        }
-
-        // The probe: the keys' caller sides, hashing like the inner sides.
-        let mut probe = Vec::with_capacity(keys.len());
-        for (k, (_, outer)) in keys.iter().enumerate() {
-            let (p, ty) = operand(outer, params).ok()?;
-            let inner_ty = build.columns.get(k)?.ty;
-            if !hash_alike(ty.data_type()?, inner_ty) {
-                return None;
-            }
-            probe.push(p);
-        }
-
-        // The residual over the build row (keys first, unnamed), the
-        // caller's values as Outer slots of a context of its own.
-        let residual = if residual.is_empty() {
-            None
-        } else {
-            let ctx = QueryContext::new(caller.db(), base, Some(scope.clone()), caller.ctes());
-            let columns = keys
-                .iter()
-                .map(|_| ScopeColumn {
-                    table: String::new(),
-                    name: String::new(),
-                    ty: DataType::Bool,
-                })
-                .chain(residual_scope.iter().cloned())
-                .collect();
-            let row_scope = Scope {
-                columns,
-                ctx: Some(ctx.clone()),
-            };
-            let all = and_all(residual)?;
-            let program = crate::bind::compile::compile_predicate(&all, &row_scope, params).ok()?;
-            let bindings = ctx.finish();
-            if !bindings.only_outer() {
-                return None;
-            }
-            let args = ctx
-                .outer_exprs()
-                .iter()
-                .map(|x| operand(x, params).map(|(p, _)| p))
-                .collect::<Result<Vec<_>>>()
-                .ok()?;
-            Some(Residual { program, args })
-        };
-        let inner_rows = build
-            .sources
-            .iter()
-            .map(|s| crate::plan::join_order::base_rows(&s.input) as usize)
-            .max()
-            .unwrap_or(0);
-        Some(HashedExists {
+    /// A hashed EXISTS over the build plan `build` (planned by
+    /// `plan/query/hashed_exists.rs`), reading about `inner_rows` rows.
+    pub(crate) fn new(
+        build: SelectPlan,
+        probe: Vec<Program>,
+        residual: Option<Residual>,
+        residual_width: usize,
+        base: u32,
+        inner_rows: usize,
+    ) -> HashedExists {
+        HashedExists {
             build,
             probe,
             residual,
-            residual_width: residual_scope.len(),
+            residual_width,
             base,
             inner_rows,
             state: Mutex::new(State::default()),
-        })
+        }
     }
 
     pub(super) fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -453,7 +227,7 @@ impl HashedExists {
         let txn = params.last().cloned().unwrap_or(Value::Null);
         let mut local = Vec::new();
         Residual::params_into(
-            &super::statement_params(params, self.base),
+            &super::subplan::statement_params(params, self.base),
             &args,
             &txn,
             &mut local,
@@ -479,7 +253,7 @@ impl HashedExists {
     /// Runs the build plan and hashes its rows; `None` when they exceed
     /// [`MAX_VALUES`].
     fn build(&self, tx: &mut Transaction, params: &[Value]) -> Result<Option<Built>> {
-        let statement = super::statement_params(params, self.base);
+        let statement = super::subplan::statement_params(params, self.base);
         let txn = params.last().cloned().unwrap_or(Value::Null);
         let bound = self.build.subqueries.bind(tx, &statement, &[], txn)?;
         let keys = self.probe.len();

@@ -78,7 +78,7 @@ impl HashedExists {
         let mut found = vec![false; callers];
         let mut left = callers;
 
-        let statement = super::statement_params(params, self.base);
+        let statement = super::subplan::statement_params(params, self.base);
         let txn = params.last().cloned().unwrap_or(Value::Null);
         let mut local = Vec::new();
         let bound = self

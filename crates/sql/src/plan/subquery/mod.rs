@@ -31,7 +31,8 @@
 //! ```text
 //!   plan_query ─► QueryContext (base, outer scope, WITH queries, slots)
 //!                   │  compile: unknown name ─► outer_ref ─► Outer slot
-//!                   │  compile: subquery     ─► plan child ─► Once / PerRow slot
+//!                   │  compile: subquery     ─► plan child (plan/query/nested.rs)
+//!                   │                           ─► Once / PerRow slot
 //!                   ▼
 //!   SelectPlan.subqueries: Bindings ─► bind (per execution) ─► params + slots
 //! ```
@@ -48,15 +49,16 @@ mod volatile;
 use std::sync::{Arc, Mutex};
 
 use ndpdb_formats::expr::{Op, Program};
-use ndpdb_formats::{DataType, SqlState, Value};
+use ndpdb_formats::{DataType, SqlState};
 use ndpdb_host::Database;
-use sqlparser::ast::{BinaryOperator, Expr, Ident, Query, Value as AstValue, Visit, Visitor};
+use sqlparser::ast::{Expr, Ident, Query, Value as AstValue, Visit, Visitor};
 
-use crate::bind::compile::{comparable, compile, Ty};
-use crate::bind::scope::{QueryBinder, Scope};
-use crate::{Error, Result};
+use crate::bind::compile::{compile, Ty};
+use crate::bind::scope::Scope;
+use crate::Result;
 
 pub use hashed::HashedExists;
+pub(crate) use hashed::Residual;
 pub use subplan::{Binding, Bindings, Comparison, SubKind, SubPlan};
 pub use volatile::{SequenceCall, SequenceFunc};
 
@@ -124,13 +126,6 @@ impl std::fmt::Debug for QueryContext {
     }
 }
 
-fn unsupported(what: impl std::fmt::Display) -> Error {
-    Error::new(
-        SqlState::FEATURE_NOT_SUPPORTED,
-        format!("{what} is not supported"),
-    )
-}
-
 /// The highest `$n` named anywhere in `v` (0 if none).
 pub fn max_placeholder<V: Visit>(v: &V) -> u32 {
     struct Max(u32);
@@ -152,28 +147,7 @@ pub fn max_placeholder<V: Visit>(v: &V) -> u32 {
     m.0
 }
 
-/// The operator of `x op ANY / ALL (…)`.
-fn comparison(op: &BinaryOperator) -> Result<Comparison> {
-    Ok(match op {
-        BinaryOperator::Eq => Comparison::Eq,
-        BinaryOperator::NotEq => Comparison::Ne,
-        BinaryOperator::Lt => Comparison::Lt,
-        BinaryOperator::LtEq => Comparison::Le,
-        BinaryOperator::Gt => Comparison::Gt,
-        BinaryOperator::GtEq => Comparison::Ge,
-        op => return Err(unsupported(format!("operator {op} with ANY / ALL"))),
-    })
-}
-
 /// `table.name` as an expression that resolves without case folding.
-/// The first `base` parameters (the statement's own), NULL where the
-/// statement has fewer: the prefix of a subquery's parameters.
-pub(crate) fn statement_params(params: &[Value], base: u32) -> Vec<Value> {
-    (0..base as usize)
-        .map(|i| params.get(i).cloned().unwrap_or(Value::Null))
-        .collect()
-}
-
 pub fn name_expr(table: Option<&str>, name: &str) -> Expr {
     let col = Ident::with_quote('"', name);
     match table {
@@ -268,172 +242,63 @@ impl QueryContext {
         Ok(Some((slot, ty)))
     }
 
-    /// Plans the subquery expression `e` (EXISTS, IN, ANY / ALL, scalar)
-    /// met while compiling over `scope`; returns its slot and type.
-    /// `operand` compiles the row-side expressions (correlated values, the
-    /// IN operand) in the caller's context: over `scope`'s rows, or over
-    /// grouped rows (`grouped`, where `scope` is the grouping's input).
-    pub fn subquery(
-        self: &Arc<Self>,
-        e: &Expr,
-        scope: &Scope,
-        grouped: bool,
-        params: &mut Vec<Option<DataType>>,
-        operand: &mut OperandCompiler<'_>,
-    ) -> Result<(u32, Ty)> {
-        let mut layout: Vec<(String, String)> = scope
-            .columns
-            .iter()
-            .map(|c| (c.table.clone(), c.name.clone()))
-            .collect();
-        if grouped {
-            layout.push(("".into(), "grouped rows".into()));
-        }
-        // The same subquery over the same columns, or one that needs no
-        // column of the row (its arguments are parameters only).
-        {
-            let st = self.state();
-            let once = |slot: u32| match st.slots.get((slot - self.base) as usize) {
-                Some(Slot::Subquery(j)) => st
-                    .subplans
-                    .get(*j)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|s| !s.per_row),
-                _ => false,
-            };
-            if let Some(m) = st
-                .memo
-                .iter()
-                .find(|m| m.expr == *e && (m.layout == layout || once(m.slot)))
-            {
-                return Ok((m.slot, m.ty));
-            }
-        }
-        let (query, negated) = match e {
-            Expr::Exists { subquery, negated } => (subquery.as_ref(), *negated),
-            Expr::InSubquery {
-                subquery, negated, ..
-            } => (subquery.as_ref(), *negated),
-            Expr::Subquery(q) => (q.as_ref(), false),
-            Expr::AnyOp { right, .. } | Expr::AllOp { right, .. } => match right.as_ref() {
-                Expr::Subquery(q) => (q.as_ref(), false),
-                _ => return Err(unsupported("ANY / ALL over an array")),
-            },
-            _ => return Err(unsupported(format!("expression {e}"))),
+    /// A subquery expression compiled already over the same columns
+    /// (`layout`), or one that needs no column of the row: its slot and
+    /// type (the planner compiles a condition more than once).
+    pub(crate) fn memoized(&self, e: &Expr, layout: &[(String, String)]) -> Option<(u32, Ty)> {
+        let st = self.state();
+        let once = |slot: u32| match st.slots.get((slot - self.base) as usize) {
+            Some(Slot::Subquery(j)) => st
+                .subplans
+                .get(*j)
+                .and_then(Option::as_ref)
+                .is_some_and(|s| !s.per_row),
+            _ => false,
         };
-        let child = QueryContext::new(
+        st.memo
+            .iter()
+            .find(|m| m.expr == *e && (m.layout == layout || once(m.slot)))
+            .map(|m| (m.slot, m.ty))
+    }
+
+    /// The context of a subquery `query` met over `scope`: a name it does
+    /// not have resolves in `scope` (an Outer slot of the child).
+    pub(crate) fn child(&self, query: &Query, scope: &Scope) -> Arc<QueryContext> {
+        QueryContext::new(
             &self.db,
             max_placeholder(query),
             Some(scope.clone()),
             self.ctes(),
-        );
-        let plan = crate::plan::query::plan_query_in(query, params, &child);
-        *child.outer.lock().unwrap_or_else(|e| e.into_inner()) = None;
-        let plan = plan?;
-        let args: Vec<Program> = child
-            .outer_exprs()
-            .iter()
-            .map(|x| operand(x, params).map(|(p, _)| p))
-            .collect::<Result<_>>()?;
-        let column_type = plan.columns.first().map(|c| c.ty);
-        let (kind, ty) = match e {
-            Expr::Exists { .. } => (SubKind::Exists { negated }, Ty::Known(DataType::Bool)),
-            Expr::InSubquery { expr, .. }
-            | Expr::AnyOp { left: expr, .. }
-            | Expr::AllOp { left: expr, .. } => {
-                if plan.columns.len() != 1 {
-                    return Err(Error::new(
-                        SqlState::SYNTAX_ERROR,
-                        if plan.columns.len() > 1 {
-                            "subquery has too many columns"
-                        } else {
-                            "subquery has too few columns"
-                        },
-                    ));
-                }
-                if matches!(expr.as_ref(), Expr::Tuple(_)) {
-                    return Err(unsupported("row comparison with a subquery"));
-                }
-                let col = column_type.unwrap_or(DataType::Text);
-                let (lhs, lt) = operand(expr, params)?;
-                if let Ty::Param(i) = lt {
-                    if let Some(slot) = params.get_mut(i as usize) {
-                        slot.get_or_insert(col);
-                    }
-                }
-                if let Some(t) = lt.data_type() {
-                    if !comparable(t, col) {
-                        return Err(Error::new(
-                            SqlState::UNDEFINED_FUNCTION,
-                            format!(
-                                "operator does not exist: {} = {}",
-                                t.sql_name(),
-                                col.sql_name()
-                            ),
-                        )
-                        .with_hint(
-                            "No operator matches the given name and argument types. \
-                             You might need to add explicit type casts.",
-                        ));
-                    }
-                }
-                let blank_padded = matches!(lt.data_type(), Some(DataType::Char(_)))
-                    || matches!(col, DataType::Char(_));
-                let kind = match e {
-                    Expr::AnyOp { compare_op, .. } | Expr::AllOp { compare_op, .. } => {
-                        SubKind::Quantified {
-                            lhs,
-                            op: comparison(compare_op)?,
-                            all: matches!(e, Expr::AllOp { .. }),
-                            blank_padded,
-                        }
-                    }
-                    _ => SubKind::In {
-                        lhs,
-                        negated,
-                        blank_padded,
-                    },
-                };
-                (kind, Ty::Known(DataType::Bool))
-            }
-            _ => {
-                if plan.columns.len() != 1 {
-                    return Err(Error::new(
-                        SqlState::SYNTAX_ERROR,
-                        "subquery must return only one column",
-                    ));
-                }
-                (
-                    SubKind::Scalar,
-                    Ty::Known(column_type.unwrap_or(DataType::Text)),
-                )
-            }
-        };
-        let uses_row = |p: &Program| p.ops.iter().any(|op| matches!(op, Op::Column(_)));
-        let per_row = args.iter().any(uses_row) || kind.operand().is_some_and(uses_row);
-        let hashed = match e {
-            Expr::Exists { .. } if per_row => {
-                hashed::HashedExists::plan(self, query, &plan, scope, params, operand)
-            }
-            _ => None,
-        };
-        let mut sub = SubPlan::new(kind, plan, args, child.base, per_row);
-        sub.hashed = hashed;
-        let slot = {
-            let mut st = self.state();
-            st.subplans.push(Some(sub));
-            let i = st.subplans.len() - 1;
-            st.slots.push(Slot::Subquery(i));
-            let slot = self.base + st.slots.len() as u32 - 1;
-            st.memo.push(Memo {
-                expr: e.clone(),
-                layout,
-                slot,
-                ty,
-            });
-            slot
-        };
-        Ok((slot, ty))
+        )
+    }
+
+    /// Forgets the enclosing query's scope once this query is planned
+    /// (the scope refers back to the enclosing context, which will own
+    /// this query's plan).
+    pub(crate) fn detach_outer(&self) {
+        *self.outer.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// Records a planned subquery `e` (compiled over `layout`): its slot.
+    pub(crate) fn add_subplan(
+        &self,
+        sub: SubPlan,
+        e: &Expr,
+        layout: Vec<(String, String)>,
+        ty: Ty,
+    ) -> u32 {
+        let mut st = self.state();
+        st.subplans.push(Some(sub));
+        let i = st.subplans.len() - 1;
+        st.slots.push(Slot::Subquery(i));
+        let slot = self.base + st.slots.len() as u32 - 1;
+        st.memo.push(Memo {
+            expr: e.clone(),
+            layout,
+            slot,
+            ty,
+        });
+        slot
     }
 
     /// A sequence function call: its slot (evaluated per row).
@@ -460,7 +325,7 @@ impl QueryContext {
     }
 
     /// The enclosing query's columns this query names, in slot order.
-    fn outer_exprs(&self) -> Vec<Expr> {
+    pub(crate) fn outer_exprs(&self) -> Vec<Expr> {
         self.state().outer_names.clone()
     }
 
@@ -490,34 +355,5 @@ impl QueryContext {
             .collect();
         st.memo.clear();
         Bindings::new(self.base, slots)
-    }
-}
-
-impl QueryBinder for QueryContext {
-    fn db(&self) -> &Database {
-        QueryContext::db(self)
-    }
-
-    fn outer_ref(&self, table: Option<&str>, name: &str) -> Result<Option<(u32, DataType)>> {
-        QueryContext::outer_ref(self, table, name)
-    }
-
-    fn subquery(
-        self: Arc<Self>,
-        e: &Expr,
-        scope: &Scope,
-        grouped: bool,
-        params: &mut Vec<Option<DataType>>,
-        operand: &mut OperandCompiler<'_>,
-    ) -> Result<(u32, Ty)> {
-        QueryContext::subquery(&self, e, scope, grouped, params, operand)
-    }
-
-    fn sequence_call(&self, call: SequenceCall) -> u32 {
-        QueryContext::sequence_call(self, call)
-    }
-
-    fn row_dependent(&self, p: &Program) -> bool {
-        QueryContext::row_dependent(self, p)
     }
 }

@@ -15,6 +15,14 @@ use crate::plan::query::{NdpMode, SelectPlan};
 use crate::plan::subquery::HashedExists;
 use crate::{Error, Result};
 
+/// The first `base` parameters (the statement's own), NULL where the
+/// statement has fewer: the prefix of a subquery's parameters.
+pub(crate) fn statement_params(params: &[Value], base: u32) -> Vec<Value> {
+    (0..base as usize)
+        .map(|i| params.get(i).cloned().unwrap_or(Value::Null))
+        .collect()
+}
+
 /// What a subquery expression asks of the subquery's rows.
 pub enum SubKind {
     /// `[NOT] EXISTS (…)`.
@@ -200,7 +208,7 @@ impl SubPlan {
                 "could not serialize access due to concurrent update",
             ));
         };
-        let statement = super::statement_params(params, self.base);
+        let statement = statement_params(params, self.base);
         let txn = params.last().cloned().unwrap_or(Value::Null);
         let sub = &self.plan;
         let bound = sub.subqueries.bind(tx, &statement, args, txn)?;
@@ -452,7 +460,7 @@ impl Bindings {
         outer: &[Value],
         txn: Value,
     ) -> Result<Vec<Value>> {
-        let mut params = super::statement_params(statement, self.base);
+        let mut params = statement_params(statement, self.base);
         let mut outer = outer.iter();
         for s in &self.slots {
             params.push(match s {
