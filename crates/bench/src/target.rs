@@ -103,8 +103,10 @@ pub fn wire_error(e: postgres::Error) -> Error {
 
 /// The SQLSTATE of a wire error ("08006" for a lost connection).
 pub fn wire_code(e: &postgres::Error) -> String {
-    e.code()
-        .map_or_else(|| "08006".to_string(), |c| c.code().to_string())
+    e.code().map_or_else(
+        || SqlState::CONNECTION_FAILURE.0.to_string(),
+        |c| c.code().to_string(),
+    )
 }
 
 /// A reachable wire endpoint: a connection string, and the in-process
@@ -409,7 +411,7 @@ impl Conn {
                 };
                 r.map_err(|e| wire_code(&e))
             }
-            _ => Err("XX000".into()),
+            _ => Err(SqlState::INTERNAL_ERROR.0.into()),
         }
     }
 }

@@ -55,7 +55,7 @@ pub fn backup(
     match (db, server) {
         (Some(dir), None) => {
             let db = device.open(dir, config).map_err(|e| {
-                if e.code.0 == "55006" {
+                if e.code == ndpdb_formats::SqlState::OBJECT_IN_USE {
                     ndpdb_host::Error::new(
                         e.code,
                         format!(

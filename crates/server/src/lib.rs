@@ -275,7 +275,7 @@ fn startup_options(options: &str) -> Vec<(String, String)> {
 async fn refuse(mut socket: tokio::net::TcpStream) {
     let mut info = ErrorInfo::new(
         "FATAL".into(),
-        "53300".into(),
+        ndpdb_formats::SqlState::TOO_MANY_CONNECTIONS.0.into(),
         "sorry, too many clients already".into(),
     );
     info.severity_nonlocalized = Some("FATAL".into());

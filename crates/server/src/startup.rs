@@ -296,8 +296,10 @@ where
         if let Err(e) = step {
             let info: pgwire::error::ErrorInfo = e.into();
             let code = match info.code.as_str() {
-                "28P01" => SqlState::INVALID_PASSWORD,
-                "28000" => SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+                c if c == SqlState::INVALID_PASSWORD.0 => SqlState::INVALID_PASSWORD,
+                c if c == SqlState::INVALID_AUTHORIZATION_SPECIFICATION.0 => {
+                    SqlState::INVALID_AUTHORIZATION_SPECIFICATION
+                }
                 _ => SqlState::PROTOCOL_VIOLATION,
             };
             let message = match code {

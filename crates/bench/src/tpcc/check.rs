@@ -12,7 +12,7 @@
 
 use std::collections::BTreeMap;
 
-use ndpdb_formats::{Decimal, Value};
+use ndpdb_formats::{Decimal, SqlState, Value};
 
 use super::db::{decimal, int, prepare, query, DbError};
 use super::DISTRICTS;
@@ -145,7 +145,7 @@ pub fn check(conn: &mut Conn, warehouses: u32) -> Vec<Condition> {
             };
             let expected = n[0]
                 .checked_sub(Decimal::from_i64(1))
-                .map_err(|e| DbError::new("22003", e.to_string()))?;
+                .map_err(|e| DbError::new(SqlState::NUMERIC_VALUE_OUT_OF_RANGE.0, e.to_string()))?;
             if !same(expected, o[0]) {
                 return Ok(Some(format!(
                     "district {}/{}: D_NEXT_O_ID - 1 = {expected}, max(O_ID) = {}",

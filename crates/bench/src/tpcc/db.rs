@@ -9,7 +9,7 @@ use std::error::Error as StdError;
 use bytes::{BufMut, BytesMut};
 use postgres::types::{FromSql, IsNull, ToSql, Type};
 
-use ndpdb_formats::{Decimal, Value};
+use ndpdb_formats::{Decimal, SqlState, Value};
 use ndpdb_sql::Output;
 
 use crate::target::{Conn, Stmt};
@@ -39,7 +39,7 @@ impl std::fmt::Display for DbError {
 fn wire_db_error(e: postgres::Error) -> DbError {
     match e.as_db_error() {
         Some(db) => DbError::new(db.code().code(), db.message()),
-        None => DbError::new("08006", e.to_string()),
+        None => DbError::new(SqlState::CONNECTION_FAILURE.0, e.to_string()),
     }
 }
 
@@ -66,7 +66,7 @@ pub fn query(conn: &mut Conn, stmt: &Stmt, params: &[Value]) -> Result<Rows, DbE
         (Conn::Embedded(s), Stmt::Embedded(p)) => match s.execute_prepared(p, params) {
             Ok(Output::Rows { rows, .. }) => Ok(rows),
             Ok(Output::Command { tag }) => Err(DbError::new(
-                "XX000",
+                SqlState::INTERNAL_ERROR.0,
                 format!("expected rows, got the command tag {tag}"),
             )),
             Err(e) => Err(engine_error(e)),
@@ -79,15 +79,18 @@ pub fn query(conn: &mut Conn, stmt: &Stmt, params: &[Value]) -> Result<Rows, DbE
                 .map(|row| {
                     (0..row.len())
                         .map(|i| {
-                            row.try_get::<_, Cell>(i)
-                                .map(|c| c.0)
-                                .map_err(|e| DbError::new("XX000", format!("column {i}: {e}")))
+                            row.try_get::<_, Cell>(i).map(|c| c.0).map_err(|e| {
+                                DbError::new(SqlState::INTERNAL_ERROR.0, format!("column {i}: {e}"))
+                            })
                         })
                         .collect()
                 })
                 .collect()
         }
-        _ => Err(DbError::new("XX000", "statement of another session kind")),
+        _ => Err(DbError::new(
+            SqlState::INTERNAL_ERROR.0,
+            "statement of another session kind",
+        )),
     }
 }
 
@@ -108,7 +111,10 @@ pub fn exec(conn: &mut Conn, stmt: &Stmt, params: &[Value]) -> Result<u64, DbErr
             let refs: Vec<&(dyn ToSql + Sync)> = args.iter().map(|a| a as _).collect();
             c.execute(st, &refs).map_err(wire_db_error)
         }
-        _ => Err(DbError::new("XX000", "statement of another session kind")),
+        _ => Err(DbError::new(
+            SqlState::INTERNAL_ERROR.0,
+            "statement of another session kind",
+        )),
     }
 }
 
@@ -119,7 +125,7 @@ pub fn int(v: &Value) -> Result<i64, DbError> {
         Value::BigInt(i) => Ok(*i),
         Value::Numeric(d) if d.scale == 0 => Ok(d.mantissa as i64),
         other => Err(DbError::new(
-            "XX000",
+            SqlState::INTERNAL_ERROR.0,
             format!("expected an integer, got {other:?}"),
         )),
     }
@@ -132,7 +138,7 @@ pub fn decimal(v: &Value) -> Result<Decimal, DbError> {
         Value::Int(i) => Ok(Decimal::from_i64(*i as i64)),
         Value::BigInt(i) => Ok(Decimal::from_i64(*i)),
         other => Err(DbError::new(
-            "XX000",
+            SqlState::INTERNAL_ERROR.0,
             format!("expected a decimal, got {other:?}"),
         )),
     }
@@ -143,7 +149,7 @@ pub fn cents(v: &Value) -> Result<i64, DbError> {
     decimal(v)?
         .rescale(2)
         .map(|d| d.mantissa as i64)
-        .map_err(|e| DbError::new("XX000", e.to_string()))
+        .map_err(|e| DbError::new(SqlState::INTERNAL_ERROR.0, e.to_string()))
 }
 
 /// A text cell without CHAR(n)'s padding blanks ("" for NULL).
