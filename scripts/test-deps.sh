@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the wire-protocol tests run against real clients, from the
 # distribution's packages and the language registries, when missing:
-#   psql (postgresql-client), python3 + psycopg 3, java + the PostgreSQL
+#   psql (postgresql-client), python3 + psycopg 3 (and psycopg2,
+#   SQLAlchemy 2, pandas for the application tests), java + the PostgreSQL
 #   JDBC driver (into ~/.m2, where crates/server/tests/clients.rs looks),
 #   and PostgreSQL 15 itself for the conformance test
 #   (crates/cli/tests/conformance.rs, through scripts/postgres-baseline.sh)
@@ -30,6 +31,12 @@ if ! python3 -c "import psycopg" >/dev/null 2>&1; then
   python3 -m pip install --quiet "psycopg[binary]" 2>/dev/null \
     || python3 -m pip install --quiet --user --break-system-packages "psycopg[binary]" 2>/dev/null \
     || apt_install python3-psycopg
+fi
+
+# The applications' libraries of crates/server/tests/clients/sqlalchemy_app.py.
+if ! python3 -c "import sqlalchemy, pandas, psycopg2; assert sqlalchemy.__version__ >= '2'" >/dev/null 2>&1; then
+  python3 -m pip install --quiet "sqlalchemy>=2" pandas psycopg2-binary 2>/dev/null \
+    || python3 -m pip install --quiet --user --break-system-packages "sqlalchemy>=2" pandas psycopg2-binary
 fi
 
 command -v java >/dev/null 2>&1 || apt_install default-jdk-headless

@@ -19,7 +19,8 @@
 //! PostgreSQL's advanced expressions on the common forms (classes,
 //! anchors, alternation, repetition); an invalid pattern is 2201B.
 //! `pg_get_indexdef` reads a table `oid \t column \t text` lines the
-//! planner made from the catalog when the statement was planned.
+//! planner made from the catalog when the statement was planned;
+//! `to_regclass`/`to_regtype` a table of `schema \t name \t oid` lines.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -47,6 +48,7 @@ pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
                 | Func::RecordField
                 | Func::IndexDef
                 | Func::TrimChars
+                | Func::NameLookup
         ) =>
         {
             return None
@@ -141,9 +143,73 @@ pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
                 .map_or(Value::Null, Value::Text)),
             _ => Err(bad(func)),
         },
+        Func::NameLookup => match args {
+            [Value::Text(names), Value::Text(name)] => Ok(name_lookup(names, name)),
+            _ => Err(bad(func)),
+        },
         _ => return None,
     };
     Some(out)
+}
+
+/// A possibly qualified name as PostgreSQL reads it: `schema.name`,
+/// each part folded to lower case unless double-quoted (`"Mixed"`,
+/// `""` inside quotes is one quote), blanks around parts dropped. A
+/// type's modifier (`varchar(10)`) is not part of the name.
+pub fn split_qualified(name: &str) -> (Option<String>, String) {
+    let mut parts = Vec::new();
+    let mut part = String::new();
+    let mut quoted = false;
+    let mut chars = name.trim().chars().peekable();
+    let mut was_quoted = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '"' if quoted && chars.peek() == Some(&'"') => {
+                chars.next();
+                part.push('"');
+            }
+            '"' => {
+                quoted = !quoted;
+                was_quoted = true;
+            }
+            '.' if !quoted => {
+                parts.push(fold(&part, was_quoted));
+                part.clear();
+                was_quoted = false;
+            }
+            '(' if !quoted => break,
+            c => part.push(c),
+        }
+    }
+    parts.push(fold(&part, was_quoted));
+    let name = parts.pop().unwrap_or_default();
+    (parts.pop(), name)
+}
+
+fn fold(part: &str, quoted: bool) -> String {
+    if quoted {
+        part.to_string()
+    } else {
+        part.split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase()
+    }
+}
+
+/// The OID text of `name` in `names` (`schema \t name \t oid` lines in
+/// search-path order), as a BIGINT; NULL when absent.
+fn name_lookup(names: &str, name: &str) -> Value {
+    let (schema, name) = split_qualified(name);
+    names
+        .lines()
+        .find_map(|line| {
+            let mut f = line.splitn(3, '\t');
+            let (s, n, oid) = (f.next()?, f.next()?, f.next()?);
+            let schema_ok = schema.as_deref().is_none_or(|want| want == s);
+            (schema_ok && n == name).then(|| oid.parse::<i64>().ok())?
+        })
+        .map_or(Value::Null, Value::BigInt)
 }
 
 fn bad(func: Func) -> Error {

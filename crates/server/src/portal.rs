@@ -128,6 +128,10 @@ pub(crate) fn rows_tag(stmt: &Ast) -> &'static str {
     match stmt {
         Ast::ShowVariable { .. } => "SHOW",
         Ast::Explain { .. } => "EXPLAIN",
+        // Rows of INSERT/UPDATE/DELETE … RETURNING.
+        Ast::Insert(_) => "INSERT",
+        Ast::Update { .. } => "UPDATE",
+        Ast::Delete(_) => "DELETE",
         _ => "SELECT",
     }
 }
@@ -137,6 +141,8 @@ pub(crate) fn rows_tag(stmt: &Ast) -> &'static str {
 pub(crate) fn rows_complete(tag: &str, n: usize) -> String {
     match tag {
         "SELECT" => format!("SELECT {n}"),
+        "INSERT" => format!("INSERT 0 {n}"),
+        "UPDATE" | "DELETE" => format!("{tag} {n}"),
         other => other.to_owned(),
     }
 }

@@ -12,6 +12,9 @@
 //!   same cycles through server-side prepared statements.
 //! - `ddl_sequences.py`: random sequences of DDL interleaved with
 //!   prepared and unprepared statements on two connections.
+//! - `sqlalchemy_app.py`: an application of SQLAlchemy 2 (Core and ORM,
+//!   through psycopg 3 and psycopg2) and pandas — connecting,
+//!   `create_all`, RETURNING, joins, a unit of work, `to_sql`/`read_sql`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -68,6 +71,15 @@ fn python(script: &str) -> String {
 fn psycopg_scenarios_give_what_postgresql_gives() {
     let script = python("stale_plans.py");
     beside_postgres(55490, &["python3", &script], &[], "psycopg 3");
+}
+
+#[test]
+fn sqlalchemy_and_pandas_applications_give_what_postgresql_gives() {
+    let script = python("sqlalchemy_app.py");
+    // The ORM's unit of work today; `core` (create_all's CREATE INDEX in
+    // its transaction) and `frames` (pandas reflects the table through
+    // format_type and pg_attrdef) join as ndpdb answers them.
+    beside_postgres(55493, &["python3", &script], &["orm"], "SQLAlchemy");
 }
 
 /// The JDBC driver jar: `NDPDB_JDBC_JAR`, or where scripts/test-deps.sh

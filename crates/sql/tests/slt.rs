@@ -121,6 +121,11 @@ fn one_statement(sql: &str) -> bool {
 /// draws from a sequence or a clock, or reads what it changes.
 fn repeatable(sql: &str) -> bool {
     let lower = sql.to_lowercase();
+    // INSERT/UPDATE/DELETE … RETURNING answer rows but write.
+    let first = lower.split_whitespace().next().unwrap_or("");
+    if matches!(first, "insert" | "update" | "delete") {
+        return false;
+    }
     ![
         "nextval",
         "setval",

@@ -69,10 +69,16 @@ pub enum Func {
     /// `trim([both|leading|trailing] chars from text)`: (text, chars, 0
     /// both / 1 leading / 2 trailing).
     TrimChars,
+    /// `to_regclass(name)`, `to_regtype(name)`: (names, name) — the
+    /// name, folded and split as PostgreSQL reads a qualified name, looked
+    /// up in a table of `schema \t name \t oid` lines the planner made
+    /// from the catalog (first match in search-path order); NULL when
+    /// nothing has that name.
+    NameLookup,
 }
 
 impl Func {
-    const ALL: [Func; 33] = [
+    const ALL: [Func; 34] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -106,6 +112,7 @@ impl Func {
         Func::PgGetExpr,
         Func::IndexDef,
         Func::TrimChars,
+        Func::NameLookup,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -125,7 +132,8 @@ impl Func {
             | Func::ArrayUpper
             | Func::ArrayLower
             | Func::RecordField
-            | Func::PgGetExpr => 2..=2,
+            | Func::PgGetExpr
+            | Func::NameLookup => 2..=2,
             Func::Abs
             | Func::Lower
             | Func::Upper

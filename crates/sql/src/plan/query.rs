@@ -67,6 +67,7 @@ mod hashed_exists;
 mod nested;
 mod plan;
 mod select;
+pub(crate) use select::output_name;
 
 pub use plan::{plan_filter, plan_query, plan_query_in};
 

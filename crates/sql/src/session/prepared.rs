@@ -68,6 +68,9 @@ impl PreparedKind {
     fn columns(&self) -> Vec<ResultColumn> {
         match self {
             PreparedKind::Select(p) => p.columns.clone(),
+            PreparedKind::Insert(p) => p.columns(),
+            PreparedKind::Update(p) => p.columns(),
+            PreparedKind::Delete(p) => p.columns(),
             PreparedKind::Other(s) if crate::backup_call::is_backup_call(s) => {
                 crate::backup_call::columns()
             }

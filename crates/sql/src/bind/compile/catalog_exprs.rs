@@ -4,7 +4,8 @@
 //! (`a[i]`, `(r).x`, over the text-carried types of
 //! [`crate::bind::array_type`]), `trim(both 'c' from s)`, and the catalog
 //! functions `array_upper`, `array_lower`, `current_schemas`,
-//! `pg_get_expr`, `pg_get_indexdef`, `pg_get_constraintdef`.
+//! `pg_get_expr`, `pg_get_indexdef`, `pg_get_constraintdef`,
+//! `to_regclass`, `to_regtype`, `pg_table_is_visible`.
 //!
 //! ```text
 //!  n ~ '^pg_'                  Column Const Const(0) Call(RegexMatch)
@@ -410,6 +411,53 @@ impl Compiler<'_> {
                     nargs: 3,
                 });
                 Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "to_regclass" | "to_regtype" => {
+                // The name may be a parameter or a column: looked up when
+                // the statement runs, in the names the catalog had when
+                // it was planned (a DDL since plans it again).
+                let [arg] = args else {
+                    return wrong(&[]);
+                };
+                let names = if name == "to_regclass" {
+                    system::relation_names(self.database()?)
+                } else {
+                    system::type_names()
+                };
+                self.push_const(Value::Text(names));
+                let t = self.expr(arg)?;
+                let t = self.text_operand(t);
+                let t = self.coerce(t, Some(DataType::Text))?;
+                if !t.data_type().is_none_or(|d| d.is_textual()) {
+                    return wrong(&[t]);
+                }
+                self.emit(Op::Call {
+                    func: Func::NameLookup,
+                    nargs: 2,
+                });
+                Ok(Some(Ty::Known(DataType::BigInt)))
+            }
+            "pg_table_is_visible" => {
+                let [oid] = args else {
+                    return wrong(&[]);
+                };
+                let visible = system::visible_relations(self.database()?);
+                self.push_const(Value::Text(visible));
+                let t = self.expr(oid)?;
+                let t = self.coerce(t, Some(DataType::BigInt))?;
+                if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
+                    return wrong(&[t]);
+                }
+                self.push_const(Value::Int(0));
+                self.emit(Op::Call {
+                    func: Func::IndexDef,
+                    nargs: 3,
+                });
+                // 't' for a relation on the search path; an OID of no
+                // relation is NULL (PostgreSQL's answer too), the rest
+                // false.
+                self.emit(Op::Cast(DataType::Bool));
+                Ok(Some(Ty::Known(DataType::Bool)))
             }
             "_pg_expandarray" => Err(Error::new(
                 SqlState::FEATURE_NOT_SUPPORTED,

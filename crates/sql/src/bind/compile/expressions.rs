@@ -339,11 +339,11 @@ impl Compiler<'_> {
                     }),
                 })
             }
-            Expr::Subquery(_)
-            | Expr::InSubquery { .. }
-            | Expr::Exists { .. }
-            | Expr::AnyOp { .. }
-            | Expr::AllOp { .. } => self.subquery(e),
+            Expr::AnyOp { .. } | Expr::AllOp { .. } => match self.quantified_array(e)? {
+                Some(ty) => Ok(ty),
+                None => self.subquery(e),
+            },
+            Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => self.subquery(e),
             e => Err(unsupported(format!("expression {e}"))),
         }
     }

@@ -90,7 +90,12 @@ impl Compiler<'_> {
             }
             return Ok(self.push_const(Value::Text(value)));
         }
-        let func = match name.trim_start_matches("pg_catalog.") {
+        // pg_catalog is on every search path: `pg_catalog.f` is `f`.
+        let name = match name.strip_prefix("pg_catalog.") {
+            Some(unqualified) => unqualified.to_string(),
+            None => name,
+        };
+        let func = match name.as_str() {
             "nextval" => Some(SequenceFunc::Next),
             "currval" => Some(SequenceFunc::Curr),
             "setval" => Some(SequenceFunc::Set),

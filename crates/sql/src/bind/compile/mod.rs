@@ -25,6 +25,7 @@ mod catalog_exprs;
 mod expressions;
 mod functions;
 mod operators;
+mod quantified;
 mod slots;
 use crate::bind::scope::{ident_name, Scope};
 use crate::bind::sequence_call::{SequenceCall, SequenceFunc};
@@ -160,7 +161,8 @@ pub fn contains_aggregate(e: &Expr) -> bool {
     match e {
         Expr::Function(f) => {
             let name = f.name.to_string().to_lowercase();
-            if matches!(name.as_str(), "count" | "sum" | "min" | "max" | "avg") {
+            let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
+            if matches!(name, "count" | "sum" | "min" | "max" | "avg") {
                 return true;
             }
             match &f.args {

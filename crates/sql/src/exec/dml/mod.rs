@@ -11,6 +11,7 @@
 pub mod assignment;
 pub mod column_default;
 pub mod on_conflict;
+pub mod returning;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -28,7 +29,8 @@ use crate::bind::scope::{ident_name, Scope};
 use crate::exec::dml::assignment::{column_position, plan_assignment};
 use crate::exec::dml::column_default::{check_explicit_value, default_program, is_default_keyword};
 use crate::exec::dml::on_conflict::{plan_on_conflict, ConflictAction, DoUpdatePlan};
-use crate::output::Output;
+use crate::exec::dml::returning::Returning;
+use crate::output::{Output, ResultColumn};
 use crate::placement::dml::{explain_dml, place_dml, DmlPlacement};
 use crate::plan::query::{plan_filter, plan_query, NdpMode, SelectPlan};
 use crate::plan::subquery::{max_placeholder, Bindings, QueryContext};
@@ -60,12 +62,14 @@ pub struct InsertPlan {
     /// A `GENERATED ALWAYS` identity column given a value: INSERT
     /// refuses it (428C9), COPY writes it (as PostgreSQL's COPY does).
     explicit_always: Option<usize>,
+    returning: Option<Returning>,
 }
 
 pub struct UpdatePlan {
     filter: SelectPlan,
     /// Column, program, static type of the program.
     sets: Vec<(usize, Program, Ty)>,
+    returning: Option<Returning>,
     /// Set when the update runs on the device.
     pub ndp: Option<DmlPlacement>,
     pub last_ndp: Mutex<Option<NdpReport>>,
@@ -73,6 +77,7 @@ pub struct UpdatePlan {
 
 pub struct DeletePlan {
     filter: SelectPlan,
+    returning: Option<Returning>,
     pub ndp: Option<DmlPlacement>,
     pub last_ndp: Mutex<Option<NdpReport>>,
 }
@@ -127,9 +132,6 @@ pub fn plan_insert(
     ins: &Insert,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<InsertPlan> {
-    if ins.returning.is_some() {
-        return Err(unsupported("RETURNING"));
-    }
     let name = match &ins.table {
         TableObject::TableName(n) => table_name(n)?,
         _ => return Err(unsupported("INSERT into a table function")),
@@ -140,6 +142,11 @@ pub fn plan_insert(
         .as_ref()
         .map_or_else(|| name.clone(), |a| ident_name(&a.alias));
     let on_conflict = plan_on_conflict(&table, &alias, ins.on.as_ref(), params)?;
+    let returning = ins
+        .returning
+        .as_ref()
+        .map(|items| Returning::plan(items, &table, &alias, params))
+        .transpose()?;
     let ctx = QueryContext::new(db, max_placeholder(ins), None, Arc::new(Vec::new()));
     let scope = Scope::within(&ctx);
     let meta = table.meta();
@@ -163,6 +170,7 @@ pub fn plan_insert(
             fill,
             bindings: ctx.finish(),
             explicit_always: None,
+            returning,
         });
     };
     let source = match source.body.as_ref() {
@@ -219,6 +227,7 @@ pub fn plan_insert(
                 fill,
                 bindings: ctx.finish(),
                 explicit_always,
+                returning,
             });
         }
         _ => {
@@ -246,6 +255,7 @@ pub fn plan_insert(
         fill,
         bindings: ctx.finish(),
         explicit_always,
+        returning,
     })
 }
 
@@ -307,6 +317,7 @@ impl InsertPlan {
         }
         let schema = &self.table.meta().schema;
         let mut n = 0u64;
+        let mut returned = Vec::new();
         let mut touched: HashSet<Vid> = HashSet::new();
         let txn = statement.last().cloned().unwrap_or(Value::Null);
         let bound = self.bindings.bind(tx, statement, &[], txn)?;
@@ -326,12 +337,17 @@ impl InsertPlan {
                 ConflictAction::DoUpdate(u) => Some((u, row.clone())),
                 _ => None,
             };
+            let inserted = match &self.returning {
+                Some(r) => Some(r.row(&row, params)?),
+                None => None,
+            };
             match tx.insert_with(&self.table, row, self.on_conflict.on_conflict())? {
                 Inserted::Row(vid) => {
                     // Only DO UPDATE must know the rows this command wrote.
                     if update.is_some() {
                         touched.insert(vid);
                     }
+                    returned.extend(inserted);
                     n += 1;
                 }
                 Inserted::Skipped => {}
@@ -342,9 +358,16 @@ impl InsertPlan {
                     if !touched.insert(vid) {
                         return Err(affects_twice());
                     }
-                    let mut apply =
-                        |existing: &[Value]| do_update(u, existing, &excluded, schema, params);
+                    let mut written = None;
+                    let mut apply = |existing: &[Value]| {
+                        let new = do_update(u, existing, &excluded, schema, params)?;
+                        written.clone_from(&new);
+                        Ok(new)
+                    };
                     if let WriteOutcome::Done(_) = tx.update(&self.table, vid, head, &mut apply)? {
+                        if let (Some(r), Some(row)) = (&self.returning, &written) {
+                            returned.push(r.row(row, params)?);
+                        }
                         n += 1;
                     }
                 }
@@ -369,7 +392,32 @@ impl InsertPlan {
                 }
             }
         }
-        Ok(Output::command(format!("INSERT 0 {n}")))
+        Ok(returned_or_tag(
+            self.returning.as_ref(),
+            returned,
+            format!("INSERT 0 {n}"),
+        ))
+    }
+
+    /// The RETURNING list's columns (none without one).
+    pub fn columns(&self) -> Vec<ResultColumn> {
+        returning_columns(self.returning.as_ref())
+    }
+}
+
+fn returning_columns(r: Option<&Returning>) -> Vec<ResultColumn> {
+    r.map(|r| r.columns.clone()).unwrap_or_default()
+}
+
+/// The statement's result: the returned rows with RETURNING, else the
+/// command tag.
+fn returned_or_tag(r: Option<&Returning>, rows: Vec<Vec<Value>>, tag: String) -> Output {
+    match r {
+        Some(r) => Output::Rows {
+            columns: r.columns.clone(),
+            rows,
+        },
+        None => Output::command(tag),
     }
 }
 
@@ -414,8 +462,8 @@ pub fn plan_update(
     up: &Update,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<UpdatePlan> {
-    if up.from.is_some() || up.returning.is_some() || up.limit.is_some() {
-        return Err(unsupported("UPDATE … FROM / RETURNING / LIMIT"));
+    if up.from.is_some() || up.limit.is_some() {
+        return Err(unsupported("UPDATE … FROM / LIMIT"));
     }
     let base = max_placeholder(up);
     let filter = plan_filter(db, &up.table, up.selection.as_ref(), base, params)?;
@@ -435,9 +483,15 @@ pub fn plan_update(
         let set = plan_assignment(&ts, a, &scope, params, &taken)?;
         sets.push(set);
     }
+    let returning = up
+        .returning
+        .as_ref()
+        .map(|items| Returning::plan(items, &ts, &filter.sources[0].alias, params))
+        .transpose()?;
     Ok(UpdatePlan {
         filter,
         sets,
+        returning,
         ndp: None,
         last_ndp: Mutex::new(None),
     })
@@ -445,13 +499,24 @@ pub fn plan_update(
 
 impl UpdatePlan {
     /// Decides where the update runs (see [`crate::placement::dml`]).
+    /// With RETURNING the update runs on the host, which has the rows.
     pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &Database) -> Result<()> {
+        let mode = if self.returning.is_some() {
+            NdpMode::Off
+        } else {
+            mode
+        };
         self.ndp = place_dml(&self.filter, Some(&self.sets), mode, pes, preload, db)?;
         Ok(())
     }
 
     pub fn explain(&self) -> Vec<String> {
         explain_dml("Update", &self.filter, self.ndp.as_ref())
+    }
+
+    /// The RETURNING list's columns (none without one).
+    pub fn columns(&self) -> Vec<ResultColumn> {
+        returning_columns(self.returning.as_ref())
     }
 
     pub fn execute(&self, tx: &mut Transaction, params: &[Value]) -> Result<Output> {
@@ -464,7 +529,9 @@ impl UpdatePlan {
         let schema = &ts.meta().schema;
         let rows = self.filter.matching(tx, params)?;
         let mut n = 0u64;
+        let mut returned = Vec::new();
         for (vid, seen, row) in rows {
+            let mut written = None;
             let mut apply = |row: &[Value]| -> Result<Option<Vec<Value>>> {
                 if !self.filter.recheck(row, params)? {
                     return Ok(None);
@@ -474,13 +541,23 @@ impl UpdatePlan {
                     let c = &schema.columns[*col];
                     new_row[*col] = assign(p.eval(row, params)?, &c.ty, &c.name)?;
                 }
+                if self.returning.is_some() {
+                    written = Some(new_row.clone());
+                }
                 Ok(Some(new_row))
             };
             if let WriteOutcome::Done(_) = tx.update_read(&ts, vid, seen, Some(row), &mut apply)? {
+                if let (Some(r), Some(row)) = (&self.returning, &written) {
+                    returned.push(r.row(row, params)?);
+                }
                 n += 1;
             }
         }
-        Ok(Output::command(format!("UPDATE {n}")))
+        Ok(returned_or_tag(
+            self.returning.as_ref(),
+            returned,
+            format!("UPDATE {n}"),
+        ))
     }
 }
 
@@ -489,12 +566,8 @@ pub fn plan_delete(
     del: &Delete,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<DeletePlan> {
-    if del.using.is_some()
-        || del.returning.is_some()
-        || del.limit.is_some()
-        || !del.tables.is_empty()
-    {
-        return Err(unsupported("DELETE … USING / RETURNING / LIMIT"));
+    if del.using.is_some() || del.limit.is_some() || !del.tables.is_empty() {
+        return Err(unsupported("DELETE … USING / LIMIT"));
     }
     let from = match &del.from {
         FromTable::WithFromKeyword(t) | FromTable::WithoutKeyword(t) => t,
@@ -502,14 +575,28 @@ pub fn plan_delete(
     let [table] = from.as_slice() else {
         return Err(unsupported("DELETE from several tables"));
     };
+    let filter = plan_filter(
+        db,
+        table,
+        del.selection.as_ref(),
+        max_placeholder(del),
+        params,
+    )?;
+    let returning = match &del.returning {
+        Some(items) => {
+            let ts = filter.target_table()?.clone();
+            Some(Returning::plan(
+                items,
+                &ts,
+                &filter.sources[0].alias,
+                params,
+            )?)
+        }
+        None => None,
+    };
     Ok(DeletePlan {
-        filter: plan_filter(
-            db,
-            table,
-            del.selection.as_ref(),
-            max_placeholder(del),
-            params,
-        )?,
+        filter,
+        returning,
         ndp: None,
         last_ndp: Mutex::new(None),
     })
@@ -517,9 +604,20 @@ pub fn plan_delete(
 
 impl DeletePlan {
     /// Decides where the delete runs (see [`crate::placement::dml`]).
+    /// With RETURNING the delete runs on the host, which has the rows.
     pub fn place(&mut self, mode: NdpMode, pes: u16, preload: bool, db: &Database) -> Result<()> {
+        let mode = if self.returning.is_some() {
+            NdpMode::Off
+        } else {
+            mode
+        };
         self.ndp = place_dml(&self.filter, None, mode, pes, preload, db)?;
         Ok(())
+    }
+
+    /// The RETURNING list's columns (none without one).
+    pub fn columns(&self) -> Vec<ResultColumn> {
+        returning_columns(self.returning.as_ref())
     }
 
     pub fn explain(&self) -> Vec<String> {
@@ -535,14 +633,29 @@ impl DeletePlan {
         let ts = self.filter.target_table()?.clone();
         let rows = self.filter.matching(tx, params)?;
         let mut n = 0u64;
+        let mut returned = Vec::new();
         for (vid, seen, row) in rows {
-            let mut recheck = |row: &[Value]| self.filter.recheck(row, params);
+            let mut deleted = None;
+            let mut recheck = |row: &[Value]| {
+                let holds = self.filter.recheck(row, params)?;
+                if holds && self.returning.is_some() {
+                    deleted = Some(row.to_vec());
+                }
+                Ok(holds)
+            };
             if let WriteOutcome::Done(_) =
                 tx.delete_read(&ts, vid, seen, Some(row), &mut recheck)?
             {
+                if let (Some(r), Some(row)) = (&self.returning, &deleted) {
+                    returned.push(r.row(row, params)?);
+                }
                 n += 1;
             }
         }
-        Ok(Output::command(format!("DELETE {n}")))
+        Ok(returned_or_tag(
+            self.returning.as_ref(),
+            returned,
+            format!("DELETE {n}"),
+        ))
     }
 }

@@ -36,7 +36,10 @@ mod more;
 mod types;
 use columns::{attribute_row, attribute_values, column_row, column_values};
 pub use constraints::{constraint_definitions, foreign_key_listing, ForeignKeyListing};
-pub use more::{function_oid, index_definitions, namespace_oid, relation_oid, type_oid};
+pub use more::{
+    function_oid, index_definitions, namespace_oid, relation_names, relation_oid, type_names,
+    type_oid, visible_relations,
+};
 use types::{relation_row, type_row, TYPES};
 
 /// The schemas and their OIDs (PostgreSQL's for the system's).

@@ -421,16 +421,7 @@ const CATALOG_RELATIONS: [(&str, i64); 14] = [
 /// reads it: the last part of a dotted name (with its schema), folded to
 /// lower case unless double-quoted.
 fn split_name(name: &str) -> (Option<String>, String) {
-    let fold = |p: &str| match p.strip_prefix('"').and_then(|p| p.strip_suffix('"')) {
-        Some(q) => q.replace("\"\"", "\""),
-        None => p.trim().to_lowercase(),
-    };
-    match name.rsplit_once('.') {
-        Some((schema, rel)) if !rel.ends_with('"') || rel.starts_with('"') => {
-            (Some(fold(schema)), fold(rel))
-        }
-        _ => (None, fold(name)),
-    }
+    ndpdb_formats::catalog_funcs::split_qualified(name)
 }
 
 /// The OID `'name'::regclass` names, if any.
@@ -522,6 +513,56 @@ pub fn type_oid(name: &str) -> Option<i64> {
             "varchar" => Some(1043),
             _ => None,
         })
+}
+
+/// The relations `to_regclass(text)` may name, as `schema \t name \t
+/// oid` lines in search-path order: the catalog's first (pg_catalog is
+/// searched before public), then tables, indexes and sequences.
+pub fn relation_names(db: &Database) -> String {
+    let mut out = String::new();
+    for (name, oid) in CATALOG_RELATIONS {
+        out.push_str(&format!("pg_catalog\t{name}\t{oid}\n"));
+    }
+    let mut tables = db.tables();
+    tables.sort_by_key(|t| t.id.0);
+    for tb in &tables {
+        out.push_str(&format!("public\t{}\t{}\n", tb.name, table_oid(tb)));
+    }
+    for ix in indexes(&tables) {
+        out.push_str(&format!("public\t{}\t{}\n", ix.name, ix.oid));
+    }
+    for (k, s) in db.sequence_names().iter().enumerate() {
+        out.push_str(&format!(
+            "public\t{s}\t{}\n",
+            FIRST_OID + 3_000_000 + k as i64
+        ));
+    }
+    out
+}
+
+/// The types `to_regtype(text)` may name, as `pg_catalog \t name \t
+/// oid` lines (each under its catalog name and its SQL name).
+pub fn type_names() -> String {
+    let mut out = String::new();
+    for t in &TYPES {
+        out.push_str(&format!("pg_catalog\t{}\t{}\n", t.name, t.oid));
+        out.push_str(&format!("pg_catalog\t{}\t{}\n", t.sql, t.oid));
+    }
+    for (alias, oid) in [("int", 23), ("varchar", 1043)] {
+        out.push_str(&format!("pg_catalog\t{alias}\t{oid}\n"));
+    }
+    out
+}
+
+/// `pg_table_is_visible(oid)`'s table, as `pg_get_indexdef`'s lines
+/// (`oid \t 0 \t t`): every relation of pg_catalog and public, the
+/// schemas of the search path (information_schema's views are not on it).
+pub fn visible_relations(db: &Database) -> String {
+    relation_names(db)
+        .lines()
+        .filter_map(|l| l.rsplit('\t').next())
+        .map(|oid| format!("{oid}\t0\tt\n"))
+        .collect()
 }
 
 /// The OID of schema `name` (`'public'::regnamespace`).
