@@ -36,6 +36,8 @@ pub const REGEX_CASE_INSENSITIVE: i32 = 1;
 pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
     let out = match func {
         Func::PgGetExpr => Ok(args.first().cloned().unwrap_or(Value::Null)),
+        Func::FormatType => format_type(args),
+        Func::ArrayToString => array_to_string(args),
         _ if !matches!(
             func,
             Func::Replace
@@ -357,6 +359,129 @@ pub fn quote_element(s: &str) -> String {
     }
 }
 
+/// `format_type(oid, typmod)`: NULL for a NULL OID; a NULL modifier
+/// prints the bare name (`character` for bpchar, where -1 prints
+/// `bpchar`, as PostgreSQL does).
+fn format_type(args: &[Value]) -> Result<Value> {
+    let [oid, typmod] = args else {
+        return Err(bad(Func::FormatType));
+    };
+    let Some(oid) = oid.as_i64() else {
+        return Ok(Value::Null);
+    };
+    let typmod = typmod.as_i64();
+    Ok(Value::Text(type_text(oid, typmod)))
+}
+
+/// A type's name as `format_type` prints it.
+pub fn type_text(oid: i64, typmod: Option<i64>) -> String {
+    // Arrays print as their element type with `[]`.
+    let element = match oid {
+        1000 => Some(16),
+        1001 => Some(17),
+        1003 => Some(19),
+        1005 => Some(21),
+        1007 => Some(23),
+        1009 => Some(25),
+        1014 => Some(1042),
+        1015 => Some(1043),
+        1016 => Some(20),
+        1021 => Some(700),
+        1022 => Some(701),
+        1028 => Some(26),
+        1115 => Some(1114),
+        1182 => Some(1082),
+        1231 => Some(1700),
+        _ => None,
+    };
+    if let Some(e) = element {
+        return format!("{}[]", type_text(e, typmod));
+    }
+    let m = typmod.filter(|t| *t >= 0);
+    let name = match oid {
+        16 => "boolean",
+        17 => "bytea",
+        18 => "\"char\"",
+        19 => "name",
+        20 => "bigint",
+        21 => "smallint",
+        22 => "int2vector",
+        23 => "integer",
+        24 => "regproc",
+        25 => "text",
+        26 => "oid",
+        30 => "oidvector",
+        114 => "json",
+        194 => "pg_node_tree",
+        700 => "real",
+        701 => "double precision",
+        1042 => {
+            return match (typmod, m) {
+                (_, Some(m)) => format!("character({})", m - 4),
+                (None, _) => "character".into(),
+                (Some(_), None) => "bpchar".into(),
+            }
+        }
+        1043 => {
+            return match m {
+                Some(m) => format!("character varying({})", m - 4),
+                None => "character varying".into(),
+            }
+        }
+        1082 => "date",
+        1083 | 1114 | 1184 | 1266 => {
+            let (base, zone) = match oid {
+                1083 => ("time", "without"),
+                1114 => ("timestamp", "without"),
+                1184 => ("timestamp", "with"),
+                _ => ("time", "with"),
+            };
+            return match m {
+                Some(p) => format!("{base}({p}) {zone} time zone"),
+                None => format!("{base} {zone} time zone"),
+            };
+        }
+        1186 => "interval",
+        1700 => {
+            return match m {
+                Some(m) => {
+                    let m = m - 4;
+                    format!("numeric({},{})", (m >> 16) & 0xffff, m & 0xffff)
+                }
+                None => "numeric".into(),
+            }
+        }
+        2205 => "regclass",
+        2206 => "regtype",
+        2950 => "uuid",
+        3802 => "jsonb",
+        4089 => "regnamespace",
+        _ => "???",
+    };
+    name.to_string()
+}
+
+/// `array_to_string(array, separator [, null text])`: NULL for a NULL
+/// array or separator; NULL elements are skipped unless `null text` is
+/// given (and not NULL).
+fn array_to_string(args: &[Value]) -> Result<Value> {
+    let (array, sep, null) = match args {
+        [a, s] => (a, s, None),
+        [a, s, n] => (a, s, Some(n)),
+        _ => return Err(bad(Func::ArrayToString)),
+    };
+    let (Value::Text(array), Value::Text(sep)) = (array, sep) else {
+        return Ok(Value::Null);
+    };
+    let null = match null {
+        Some(Value::Text(n)) => Some(n.as_str()),
+        _ => None,
+    };
+    let (_, items) = array_items(array);
+    let parts: Vec<&str> = items.iter().filter_map(|i| i.as_deref().or(null)).collect();
+    Ok(Value::Text(parts.join(sep)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -388,5 +513,21 @@ mod tests {
             regex_match("a", "(", false).unwrap_err().sqlstate().code(),
             "2201B"
         );
+    }
+
+    #[test]
+    fn format_type_prints_names_and_modifiers_as_postgresql_does() {
+        assert_eq!(type_text(1043, Some(44)), "character varying(40)");
+        assert_eq!(type_text(1042, None), "character");
+        assert_eq!(type_text(1042, Some(-1)), "bpchar");
+        assert_eq!(type_text(1700, Some(655366)), "numeric(10,2)");
+        assert_eq!(type_text(1114, Some(3)), "timestamp(3) without time zone");
+        assert_eq!(type_text(1015, Some(44)), "character varying(40)[]");
+        assert_eq!(type_text(999_999, None), "???");
+        let joined = array_to_string(&[
+            Value::Text("{a,NULL,\"b c\"}".into()),
+            Value::Text("-".into()),
+        ]);
+        assert_eq!(joined.unwrap(), Value::Text("a-b c".into()));
     }
 }

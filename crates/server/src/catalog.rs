@@ -1,16 +1,13 @@
-//! The catalog questions psql asks (DESIGN.md §11): `\dt`, `\dv` and
-//! `\d` list the tables and views, `\d NAME` describes one (columns,
-//! types, NOT NULL, the primary key; `\d+ VIEW` adds the view's
-//! definition). psql's (PostgreSQL 15) queries use functions and
-//! operators ndpdb's SQL lacks, so they are recognised by what they
-//! select and answered here; any other catalog query goes to the engine,
-//! which answers the `pg_catalog` and `information_schema` relations
-//! from its catalog (`ndpdb_sql::row_source::system`).
+//! The catalog questions psql asks (DESIGN.md §11) that ndpdb's SQL
+//! cannot answer yet: `\d NAME` describes one relation (columns, types,
+//! NOT NULL, the primary key; `\d+ VIEW` adds the view's definition).
+//! Those queries are recognised by what they select and answered here;
+//! every other catalog query — the listings `\dt`, `\di`, `\dv`, `\dn`,
+//! `\l` among them — goes to the engine, which answers the `pg_catalog`
+//! and `information_schema` relations from its catalog
+//! (`ndpdb_sql::row_source::system`).
 //!
 //! ```text
-//!  \dt [pattern]  ─► SELECT n.nspname as "Schema", c.relname as "Name", …
-//!                 ◄─ Schema | Name | Type | Owner, one row per table
-//!                    (`relkind IN ('r', …)`) and view (`'v'`)
 //!  \d NAME        ─► 1. SELECT c.oid, n.nspname, c.relname … '^(NAME)$'
 //!                 ◄─ oid (16384 + table or view id) | public | NAME
 //!                 ─► 2. SELECT c.relchecks, c.relkind, … WHERE c.oid = 'OID'
@@ -41,35 +38,10 @@ pub fn answer(db: &Database, sql: &str) -> Option<Result<Output, Error>> {
     if !lower.contains("pg_catalog.") {
         return None;
     }
-    let lists_relations = lower.contains("from pg_catalog.pg_class c")
-        && lower.contains("as \"schema\"")
-        && lower.contains("as \"name\"")
-        && lower.contains("c.relkind in (");
-    if !lists_relations {
-        // Anything else goes to the engine, which has the catalog's
-        // relations (sql/src/exec/row_source/system.rs).
-        return describe(db, sql, &lower).map(Ok);
-    }
-    let kinds = lower
-        .split_once("c.relkind in (")
-        .and_then(|(_, rest)| rest.split_once(')'))
-        .map_or("", |(list, _)| list);
-    // \di, \ds …: indexes and sequences are not listed.
-    let pattern = name_pattern(sql);
-    let mut names: Vec<(String, &str)> = Vec::new();
-    if kinds.contains("'r'") {
-        names.extend(db.tables().into_iter().map(|t| (t.name.clone(), "table")));
-    }
-    if kinds.contains("'v'") {
-        names.extend(db.views().into_iter().map(|v| (v.name.clone(), "view")));
-    }
-    names.retain(|(n, _)| {
-        pattern
-            .as_deref()
-            .is_none_or(|p| matches(p.as_bytes(), n.as_bytes()))
-    });
-    names.sort();
-    Some(Ok(relation_rows(names)))
+    // Listings (`\dt`, `\di`, `\dv`, `\ds`, `\dn`, `\l`) go to the
+    // engine, which has the catalog's relations and the functions and
+    // operators psql's queries use (sql/src/exec/row_source/system.rs).
+    describe(db, sql, &lower).map(Ok)
 }
 
 /// The OID a table shows in the catalog.
@@ -219,7 +191,11 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
         ));
     }
     // 3. Columns.
-    if lower.contains("from pg_catalog.pg_attribute a") && lower.contains("a.attrelid =") {
+    if lower.contains("select a.attname,")
+        && lower.contains("from pg_catalog.pg_attribute a")
+        && lower.contains("from pg_catalog.pg_attrdef d")
+        && lower.contains("a.attrelid =")
+    {
         let verbose = lower.contains("a.attstorage");
         let mut names = vec![
             "attname",
@@ -481,27 +457,6 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
         }
     }
     None
-}
-
-fn relation_rows(names: Vec<(String, &str)>) -> Output {
-    let text = |name: &str| ResultColumn {
-        name: name.into(),
-        ty: DataType::Text,
-    };
-    Output::Rows {
-        columns: vec![text("Schema"), text("Name"), text("Type"), text("Owner")],
-        rows: names
-            .into_iter()
-            .map(|(n, kind)| {
-                vec![
-                    Value::Text("public".into()),
-                    Value::Text(n),
-                    Value::Text(kind.into()),
-                    Value::Text("ndpdb".into()),
-                ]
-            })
-            .collect(),
-    }
 }
 
 /// The `'^(…)$'` pattern psql adds for `\dt pattern`.

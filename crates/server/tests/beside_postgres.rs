@@ -12,6 +12,8 @@
 //!   same cycles through server-side prepared statements.
 //! - `ddl_sequences.py`: random sequences of DDL interleaved with
 //!   prepared and unprepared statements on two connections.
+//! - `psql_meta.sh`: psql's `\dn`, `\l`, `\gdesc` (format_type) and
+//!   the functions they and pg_dump call first.
 //! - `sqlalchemy_app.py`: an application of SQLAlchemy 2 (Core and ORM,
 //!   through psycopg 3 and psycopg2) and pandas — connecting,
 //!   `create_all`, RETURNING, joins, a unit of work, `to_sql`/`read_sql`.
@@ -80,6 +82,12 @@ fn sqlalchemy_and_pandas_applications_give_what_postgresql_gives() {
     // its transaction) and `frames` (pandas reflects the table through
     // format_type and pg_attrdef) join as ndpdb answers them.
     beside_postgres(55493, &["python3", &script], &["orm"], "SQLAlchemy");
+}
+
+#[test]
+fn psql_catalog_commands_and_gdesc_give_what_postgresql_gives() {
+    let script = clients_dir().join("psql_meta.sh").display().to_string();
+    beside_postgres(55494, &["bash", &script], &[], "psql");
 }
 
 /// The JDBC driver jar: `NDPDB_JDBC_JAR`, or where scripts/test-deps.sh

@@ -107,6 +107,15 @@ fn on_nulls(func: Func, mut args: Vec<Value>) -> Result<Value> {
 /// The functions that are NULL on a NULL argument, called without one.
 fn strict(func: Func, args: &[Value]) -> Result<Value> {
     match func {
+        Func::OctetLength => {
+            arity(func, args, 1)?;
+            let bytes = match &args[0] {
+                Value::Text(s) => s.len(),
+                Value::Bytea(b) => b.len(),
+                v => return Err(bad(func, v)),
+            };
+            Ok(Value::Int(i32::try_from(bytes).unwrap_or(i32::MAX)))
+        }
         Func::Abs => {
             arity(func, args, 1)?;
             Ok(match &args[0] {

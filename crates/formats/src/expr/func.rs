@@ -75,10 +75,19 @@ pub enum Func {
     /// from the catalog (first match in search-path order); NULL when
     /// nothing has that name.
     NameLookup,
+    /// `octet_length(text | bytea)`: bytes of the value (UTF-8 for text).
+    OctetLength,
+    /// `format_type(type oid, typmod)`: the type's SQL name with its
+    /// modifier, as PostgreSQL prints it (`character varying(40)`,
+    /// `numeric(10,2)`, `integer[]`; `???` for an unknown OID).
+    FormatType,
+    /// `array_to_string(array, separator [, null text])` over an array's
+    /// text form: its elements joined, NULLs left out or replaced.
+    ArrayToString,
 }
 
 impl Func {
-    const ALL: [Func; 34] = [
+    const ALL: [Func; 37] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -113,6 +122,9 @@ impl Func {
         Func::IndexDef,
         Func::TrimChars,
         Func::NameLookup,
+        Func::OctetLength,
+        Func::FormatType,
+        Func::ArrayToString,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -122,7 +134,7 @@ impl Func {
         match self {
             Func::Coalesce | Func::Greatest | Func::Least => 1..=u8::MAX as usize,
             Func::Round => 1..=2,
-            Func::Substr => 2..=3,
+            Func::Substr | Func::ArrayToString => 2..=3,
             Func::AddInterval => 4..=4,
             Func::NullIf | Func::Extract | Func::DatePart | Func::Strpos => 2..=2,
             Func::Replace | Func::RegexMatch | Func::IndexDef | Func::TrimChars => 3..=3,
@@ -133,7 +145,8 @@ impl Func {
             | Func::ArrayLower
             | Func::RecordField
             | Func::PgGetExpr
-            | Func::NameLookup => 2..=2,
+            | Func::NameLookup
+            | Func::FormatType => 2..=2,
             Func::Abs
             | Func::Lower
             | Func::Upper
@@ -145,6 +158,7 @@ impl Func {
             | Func::Ltrim
             | Func::Ascii
             | Func::Chr
+            | Func::OctetLength
             | Func::SpnScore => 1..=1,
         }
     }
@@ -172,6 +186,7 @@ impl Func {
             "chr" => Func::Chr,
             "strpos" => Func::Strpos,
             "replace" => Func::Replace,
+            "octet_length" => Func::OctetLength,
             _ => return None,
         })
     }

@@ -52,7 +52,7 @@ use ndpdb_host::catalog::RelKind;
 use ndpdb_host::{Database, ViewMeta};
 use sqlparser::ast::{
     CreateTableOptions, CreateView, Expr, Ident, ObjectName, Query, SelectItem,
-    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, Visit, Visitor,
+    SelectItemQualifiedWildcardKind, SetExpr, Statement, TableFactor, Visit, Visitor, With,
 };
 
 use crate::bind::scope::ident_name;
@@ -135,6 +135,71 @@ fn expand_wildcards(q: &mut Query, from: &[(String, String)]) -> Result<()> {
     Ok(())
 }
 
+/// The wildcards of each SELECT inside a set operation, expanded over
+/// that SELECT's own FROM list (planned alone, seeing `with`).
+fn expand_side_wildcards(db: &Database, body: &mut SetExpr, with: &Option<With>) -> Result<()> {
+    let SetExpr::SetOperation { left, right, .. } = body else {
+        return Ok(());
+    };
+    for side in [left, right] {
+        match side.as_mut() {
+            SetExpr::Query(q) => {
+                if q.with.is_none() {
+                    q.with = with.clone();
+                    expand_query_wildcards(db, q)?;
+                    q.with = None;
+                } else {
+                    expand_query_wildcards(db, q)?;
+                }
+            }
+            SetExpr::SetOperation { .. } => expand_side_wildcards(db, side, with)?,
+            SetExpr::Select(_) => {
+                let mut alone = Query {
+                    with: with.clone(),
+                    body: side.clone(),
+                    order_by: None,
+                    limit_clause: None,
+                    fetch: None,
+                    locks: Vec::new(),
+                    for_clause: None,
+                    settings: None,
+                    format_clause: None,
+                    pipe_operators: Vec::new(),
+                };
+                expand_query_wildcards(db, &mut alone)?;
+                *side = alone.body;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Expands `q`'s top-level wildcards over its FROM list, then those of
+/// the SELECTs of a set operation in its body.
+fn expand_query_wildcards(db: &Database, q: &mut Query) -> Result<()> {
+    if let SetExpr::Select(s) = q.body.as_ref() {
+        let wildcard = s.projection.iter().any(|i| {
+            matches!(
+                i,
+                SelectItem::Wildcard(_) | SelectItem::QualifiedWildcard(..)
+            )
+        });
+        if wildcard {
+            let plan = plan_query(db, q, &mut Vec::new())?;
+            let from: Vec<(String, String)> = plan
+                .input_scope
+                .columns
+                .iter()
+                .map(|c| (c.table.clone(), c.name.clone()))
+                .collect();
+            expand_wildcards(q, &from)?;
+        }
+    }
+    let with = q.with.clone();
+    expand_side_wildcards(db, q.body.as_mut(), &with)
+}
+
 /// `CREATE [OR REPLACE] VIEW`.
 pub fn create_view(db: &Database, cv: &CreateView) -> Result<Output> {
     if cv.materialized {
@@ -190,6 +255,8 @@ pub fn create_view(db: &Database, cv: &CreateView) -> Result<Output> {
         .collect();
     let mut query = cv.query.as_ref().clone();
     expand_wildcards(&mut query, &from)?;
+    let with = query.with.clone();
+    expand_side_wildcards(db, query.body.as_mut(), &with)?;
     // 3: the text stored is the text planned.
     let sql = query.to_string();
     let stored = ViewMeta {

@@ -6,6 +6,7 @@
 //!     │       ──► join_run (hash or key-lookup joins, join/)
 //!     │       ──► row_sink ──► host_aggregate / projection ──► Output
 //!  row_source/: VALUES, set-returning functions, catalog relations
+//!  set_operation.rs: UNION / INTERSECT / EXCEPT of two plans' rows
 //!  dml/: INSERT / UPDATE / DELETE
 //! ```
 
@@ -17,3 +18,4 @@ mod query;
 pub(crate) mod read;
 pub(crate) mod row_sink;
 pub mod row_source;
+mod set_operation;

@@ -188,8 +188,10 @@ impl SelectPlan {
             shared.forget();
         }
         for src in &self.sources {
-            if let Input::Derived(plan) = &src.input {
-                plan.reset_caches();
+            match &src.input {
+                Input::Derived(plan) => plan.reset_caches(),
+                Input::SetOp(set) => set.reset_caches(),
+                Input::Table(_) | Input::Rows(_) => {}
             }
         }
     }

@@ -267,6 +267,12 @@ impl SelectPlan {
                 }
                 return Ok(());
             }
+            Input::SetOp(set) => {
+                for row in set.rows(tx, params)? {
+                    keep(Vid(0), RecId::NULL, row)?;
+                }
+                return Ok(());
+            }
         };
         match &src.access {
             // A table scan of a plain SELECT (no row ids needed): the

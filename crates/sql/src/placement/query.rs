@@ -91,8 +91,13 @@ impl SelectPlan {
         self.ndp = None;
         self.subqueries.place(mode, pes, preload, db);
         for src in &mut self.sources {
-            if let Input::Derived(plan) = &mut src.input {
-                plan.place(mode, pes, preload, db);
+            match &mut src.input {
+                Input::Derived(plan) => plan.place(mode, pes, preload, db),
+                Input::SetOp(set) => {
+                    set.left.plan.place(mode, pes, preload, db);
+                    set.right.plan.place(mode, pes, preload, db);
+                }
+                Input::Table(_) | Input::Rows(_) => {}
             }
         }
         if mode == NdpMode::Off || self.sources.len() != 1 || self.extras.is_some() {

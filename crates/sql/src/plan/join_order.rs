@@ -260,7 +260,7 @@ pub(crate) fn base_rows(input: &Input) -> f64 {
             }
         }
         Input::Rows(r) => r.row_count().map_or(DEFAULT_ROWS, |n| n as f64),
-        Input::Derived(_) => DEFAULT_ROWS,
+        Input::Derived(_) | Input::SetOp(_) => DEFAULT_ROWS,
     };
     rows.max(1.0)
 }
@@ -329,7 +329,7 @@ pub(crate) fn choose(inputs: &[&Input], scopes: &[Scope], conds: &[Expr]) -> Vec
                         .unwrap_or_default();
                     (ts.meta().schema.primary_key.clone(), fixed)
                 }
-                Input::Derived(_) | Input::Rows(_) => (Vec::new(), Vec::new()),
+                Input::Derived(_) | Input::Rows(_) | Input::SetOp(_) => (Vec::new(), Vec::new()),
             };
             let rows = if !pk.is_empty() && fixed.len() == pk.len() && fixed.iter().all(|f| *f) {
                 1.0

@@ -24,6 +24,7 @@
 //!
 //! ```text
 //!  plan.rs    plan_query_in: WITH, the body, ORDER BY, LIMIT; UPDATE / DELETE filters
+//!   └─► set_operation.rs  UNION / INTERSECT / EXCEPT: each side a query
 //!   └─► select.rs   plan_select: one SELECT body
 //!        └─► from.rs     the FROM list ─► plan_derived (plan.rs) for a query in FROM
 //!        └─► compile (bind/) ─► nested.rs: a subquery expression
@@ -67,7 +68,9 @@ mod hashed_exists;
 mod nested;
 mod plan;
 mod select;
+mod set_operation;
 pub(crate) use select::output_name;
+pub use set_operation::{SetOp, SetOperation, SetSide};
 
 pub use plan::{plan_filter, plan_query, plan_query_in};
 
@@ -79,6 +82,9 @@ pub enum Input {
     /// VALUES, a set-returning function or a catalog relation
     /// (`row_source/`): rows made when the statement runs.
     Rows(Box<RowSource>),
+    /// `UNION`, `INTERSECT` or `EXCEPT` of two queries
+    /// (`query/set_operation.rs`).
+    SetOp(Box<SetOperation>),
 }
 
 pub struct Source {
@@ -99,7 +105,7 @@ impl Source {
     pub fn table(&self) -> Option<&Arc<TableState>> {
         match &self.input {
             Input::Table(t) => Some(t),
-            Input::Derived(_) | Input::Rows(_) => None,
+            Input::Derived(_) | Input::Rows(_) | Input::SetOp(_) => None,
         }
     }
 }

@@ -39,6 +39,7 @@ use sqlparser::ast::{
 mod prepared;
 mod savepoint;
 mod session_values;
+mod set_config;
 mod settings;
 mod transaction_modes;
 mod utility;
@@ -91,6 +92,9 @@ pub struct Session {
     /// while an update job's overflow logs move; off by default).
     ndp_lock_violation: bool,
     settings: BTreeMap<String, String>,
+    /// What the SETs of the open transaction replaced, undone at its end
+    /// (all at ROLLBACK, the LOCAL ones at COMMIT) — `settings.rs`.
+    set_undo: Vec<settings::SetUndo>,
     /// Statements outside a block join one implicit transaction.
     implicit: bool,
     /// Notices for the client (e.g. "there is no transaction in progress").
@@ -144,6 +148,7 @@ impl Session {
             ndp_logging: NdpLogging::Basic,
             ndp_lock_violation: false,
             settings: BTreeMap::new(),
+            set_undo: Vec::new(),
             implicit: false,
             notices: Vec::new(),
             interrupt: Interrupt::new(),
@@ -204,10 +209,12 @@ impl Session {
             return Ok(());
         }
         self.block = Block::None;
-        match self.tx.take() {
+        let out = match self.tx.take() {
             Some(tx) => tx.commit(),
             None => Ok(()),
-        }
+        };
+        self.end_settings(out.is_ok());
+        out
     }
 
     /// Whether a transaction is open: a block, or an implicit transaction
@@ -353,6 +360,7 @@ impl Session {
             Block::Implicit => {
                 self.tx = None;
                 self.block = Block::None;
+                self.end_settings(false);
             }
             Block::None | Block::Failed => {}
         }
@@ -396,14 +404,16 @@ impl Session {
                     Block::Active => "COMMIT",
                 };
                 self.block = Block::None;
-                match self.tx.take() {
+                let out = match self.tx.take() {
                     Some(tx) if tag == "ROLLBACK" => {
                         tx.rollback();
                         Ok(Output::command(tag))
                     }
                     Some(tx) => tx.commit().map(|_| Output::command(tag)),
                     None => Ok(Output::command(tag)),
-                }
+                };
+                self.end_settings(tag == "COMMIT" && out.is_ok());
+                out
             }
             Statement::Rollback {
                 savepoint: None, ..
@@ -418,6 +428,7 @@ impl Session {
                 if let Some(tx) = self.tx.take() {
                     tx.rollback();
                 }
+                self.end_settings(false);
                 Ok(Output::command("ROLLBACK"))
             }
             Statement::Savepoint { name } => self.savepoint(name),
@@ -535,6 +546,9 @@ impl Session {
                 let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
                 crate::ddl::index::create_index(&s.db, ci, wait, &s.interrupt)
             }),
+            Statement::Query(_) if set_config::is_set_config(stmt) => {
+                self.guarded(|s| s.set_config(stmt, params))
+            }
             Statement::Query(_) if crate::backup_call::is_backup_call(stmt) => {
                 let in_block = self.tx.is_some() || self.block != Block::None;
                 self.guarded(|s| crate::backup_call::run(&s.db, stmt, in_block))

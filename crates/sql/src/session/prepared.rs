@@ -74,6 +74,9 @@ impl PreparedKind {
             PreparedKind::Other(s) if crate::backup_call::is_backup_call(s) => {
                 crate::backup_call::columns()
             }
+            PreparedKind::Other(s) if super::set_config::is_set_config(s) => {
+                super::set_config::columns()
+            }
             _ => Vec::new(),
         }
     }
@@ -185,7 +188,7 @@ impl Session {
         // stale, never the other way round.
         let stamp = self.plan_stamp();
         let mut param_types = Vec::new();
-        if !crate::backup_call::is_backup_call(&stmt) {
+        if !crate::backup_call::is_backup_call(&stmt) && !super::set_config::is_set_config(&stmt) {
             if let Some(kind) = self.plan_resolving(&stmt, &mut param_types)? {
                 return Ok(Prepared::new(
                     Some(Box::new(stmt)),

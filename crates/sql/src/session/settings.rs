@@ -5,6 +5,8 @@
 //! ```text
 //!  SET ndp = auto ──► assign ──► session field (or the settings map)
 //!  SHOW ndp       ──► setting_value ──► one row, one text column
+//!  in a transaction: the value replaced ──► set_undo ──► end_settings:
+//!                    ROLLBACK undoes every SET, COMMIT the LOCAL ones
 //! ```
 //!
 //! Unknown names are kept as text, as PostgreSQL keeps custom settings
@@ -39,6 +41,17 @@ pub(super) fn bool_setting(name: &str, value: &str) -> Result<bool> {
     })
 }
 
+/// A setting a SET in a transaction replaced.
+pub(super) struct SetUndo {
+    name: String,
+    /// Its value before (as SHOW gave it).
+    previous: Option<String>,
+    /// Whether the session had set it (else it goes back to its default).
+    listed: bool,
+    /// `SET LOCAL` (or `set_config(…, true)`): undone at COMMIT too.
+    local: bool,
+}
+
 impl Session {
     pub(super) fn set(&mut self, set: &Set) -> Result<Output> {
         match set {
@@ -65,11 +78,22 @@ impl Session {
                 Ok(Output::command("SET"))
             }
             Set::SingleAssignment {
-                variable, values, ..
+                variable,
+                values,
+                scope,
+                ..
             } => {
                 let name = variable.to_string().to_lowercase();
                 let value = values.iter().map(expr_text).collect::<Vec<_>>().join(", ");
-                self.assign(name, value)?;
+                let local = matches!(scope, Some(sqlparser::ast::ContextModifier::Local));
+                if local && self.block == Block::None {
+                    self.notices.push(Notice::warning(
+                        SqlState::NO_ACTIVE_SQL_TRANSACTION,
+                        "SET LOCAL can only be used in transaction blocks",
+                    ));
+                    return Ok(Output::command("SET"));
+                }
+                self.assign_in_transaction(name, value, local)?;
                 Ok(Output::command("SET"))
             }
             Set::SetTimeZone { value, .. } => {
@@ -81,6 +105,47 @@ impl Session {
                 format!("{other} is not supported"),
             )),
         }
+    }
+
+    /// SET `name` to `value` in the open transaction, if any: its end
+    /// undoes it when it rolls back, or when `local` and it commits.
+    pub(super) fn assign_in_transaction(
+        &mut self,
+        name: String,
+        value: String,
+        local: bool,
+    ) -> Result<()> {
+        let undo = (self.block != Block::None).then(|| SetUndo {
+            previous: self.setting_value(&name).ok(),
+            listed: self.settings.contains_key(&name),
+            name: name.clone(),
+            local,
+        });
+        self.assign(name, value)?;
+        self.set_undo.extend(undo);
+        Ok(())
+    }
+
+    /// The transaction ended (`committed` or not): the SETs it undoes
+    /// are undone, newest first.
+    pub(super) fn end_settings(&mut self, committed: bool) {
+        let undo = std::mem::take(&mut self.set_undo);
+        if undo.is_empty() {
+            return;
+        }
+        for u in undo.into_iter().rev() {
+            if committed && !u.local {
+                continue;
+            }
+            if let Some(previous) = u.previous {
+                // The value was valid when it was replaced.
+                let _ = self.assign(u.name.clone(), previous);
+            }
+            if !u.listed {
+                self.settings.remove(&u.name);
+            }
+        }
+        self.settings_changed();
     }
 
     /// Sets a parameter by name (SET, and the client's startup options).

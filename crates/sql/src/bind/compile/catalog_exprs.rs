@@ -337,6 +337,86 @@ impl Compiler<'_> {
                 self.push_const(Value::Text(list.into()));
                 Ok(Some(Ty::Known(array_type::NAME_ARRAY)))
             }
+            "pg_get_userbyid" => {
+                // The one role, the bootstrap superuser (OID 10) that owns
+                // every object; another OID names no role (NULL).
+                let [oid] = args else {
+                    return wrong(&[]);
+                };
+                self.push_const(Value::Text(
+                    "10\t0\tpostgres\n6171\t0\tpg_database_owner\n".into(),
+                ));
+                let t = self.expr(oid)?;
+                let t = self.coerce(t, Some(DataType::BigInt))?;
+                if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
+                    return wrong(&[t]);
+                }
+                self.push_const(Value::Int(0));
+                self.emit(Op::Call {
+                    func: Func::IndexDef,
+                    nargs: 3,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "pg_encoding_to_char" => {
+                // ndpdb stores and sends UTF8 (encoding 6) only.
+                let [code] = args else {
+                    return wrong(&[]);
+                };
+                self.push_const(Value::Text("6\t0\tUTF8\n".into()));
+                let t = self.expr(code)?;
+                let t = self.coerce(t, Some(DataType::BigInt))?;
+                if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
+                    return wrong(&[t]);
+                }
+                self.push_const(Value::Int(0));
+                self.emit(Op::Call {
+                    func: Func::IndexDef,
+                    nargs: 3,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "array_to_string" => {
+                let (array, rest) = match args {
+                    [a, rest @ ..] if (1..=2).contains(&rest.len()) => (a, rest),
+                    _ => return wrong(&[]),
+                };
+                let at = self.expr(array)?;
+                if at
+                    .data_type()
+                    .is_some_and(|t| array_type::element_type(t).is_none())
+                {
+                    return wrong(&[at]);
+                }
+                for e in rest {
+                    let t = self.expr(e)?;
+                    self.coerce(t, Some(DataType::Text))?;
+                }
+                self.emit(Op::Call {
+                    func: Func::ArrayToString,
+                    nargs: 1 + rest.len() as u8,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "format_type" => {
+                let [oid, typmod] = args else {
+                    return wrong(&[]);
+                };
+                let t = self.expr(oid)?;
+                let t = self.coerce(t, Some(DataType::BigInt))?;
+                let m = self.expr(typmod)?;
+                let m = self.coerce(m, Some(DataType::Int))?;
+                let integer =
+                    |t: Ty| matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None);
+                if !integer(t) || !integer(m) {
+                    return wrong(&[t, m]);
+                }
+                self.emit(Op::Call {
+                    func: Func::FormatType,
+                    nargs: 2,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
             "pg_get_expr" => {
                 let (e, rel) = match args {
                     [e, rel] | [e, rel, _] => (e, rel),

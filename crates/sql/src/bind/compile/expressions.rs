@@ -344,6 +344,26 @@ impl Compiler<'_> {
                 None => self.subquery(e),
             },
             Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => self.subquery(e),
+            Expr::Collate { expr, collation } => {
+                // ndpdb compares strings byte by byte: the C collation,
+                // which "default", "C", "POSIX" and "ucs_basic" all are here.
+                let name = collation.to_string().replace('"', "");
+                let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
+                if !["default", "C", "POSIX", "ucs_basic"].contains(&name) {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("collation \"{name}\" for encoding \"UTF8\" does not exist"),
+                    ));
+                }
+                let t = self.expr(expr)?;
+                match t.data_type() {
+                    Some(d) if !d.is_textual() => Err(Error::new(
+                        SqlState::DATATYPE_MISMATCH,
+                        format!("collations are not supported by type {}", d.sql_name()),
+                    )),
+                    _ => Ok(t),
+                }
+            }
             e => Err(unsupported(format!("expression {e}"))),
         }
     }

@@ -111,10 +111,17 @@ impl Compiler<'_> {
             "min" => Some(AggFunc::Min),
             "max" => Some(AggFunc::Max),
             "avg" => Some(AggFunc::Avg),
+            // Over booleans false < true: the conjunction is the least
+            // value, the disjunction the greatest (NULLs skipped, NULL
+            // when none is left) — PostgreSQL's bool_and / bool_or.
+            "bool_and" | "every" => Some(AggFunc::Min),
+            "bool_or" => Some(AggFunc::Max),
             _ => None,
         };
         if let Some(func) = agg_func {
-            return self.aggregate(whole, func, &args, distinct);
+            let boolean = matches!(name.as_str(), "bool_and" | "every" | "bool_or");
+            let boolean = boolean.then_some(name.as_str());
+            return self.aggregate(whole, func, &args, distinct, boolean);
         }
         if args.is_empty()
             && matches!(
@@ -186,6 +193,16 @@ impl Compiler<'_> {
                 }
                 DataType::Int
             }
+            Func::OctetLength => {
+                match tys.first() {
+                    Some(Ty::Known(DataType::Bytea)) => {}
+                    Some(t) => {
+                        self.coerce(*t, Some(DataType::Text))?;
+                    }
+                    None => {}
+                }
+                DataType::Int
+            }
             Func::Strpos => {
                 for t in &tys {
                     self.coerce(*t, Some(DataType::Text))?;
@@ -231,6 +248,7 @@ impl Compiler<'_> {
         func: AggFunc,
         args: &[&Expr],
         distinct: bool,
+        boolean: Option<&str>,
     ) -> Result<Ty> {
         let Some(agg) = self.agg.as_deref_mut() else {
             return Err(Error::new(
@@ -264,12 +282,25 @@ impl Compiler<'_> {
                 ))
             }
         };
+        if let Some(name) = boolean {
+            match arg_ty {
+                Some(DataType::Bool) | None => {}
+                Some(t) => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!("function {name}({}) does not exist", t.sql_name()),
+                    )
+                    .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."))
+                }
+            }
+        }
         let numeric = DataType::Numeric {
             precision: 0,
             scale: 0,
         };
         let result_ty = match func {
             AggFunc::CountStar | AggFunc::Count => DataType::BigInt,
+            AggFunc::Min | AggFunc::Max if boolean.is_some() => DataType::Bool,
             AggFunc::Min | AggFunc::Max => arg_ty.unwrap_or(DataType::Text),
             AggFunc::Sum => match arg_ty {
                 Some(DataType::Int) => DataType::BigInt,

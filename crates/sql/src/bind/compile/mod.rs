@@ -162,7 +162,10 @@ pub fn contains_aggregate(e: &Expr) -> bool {
         Expr::Function(f) => {
             let name = f.name.to_string().to_lowercase();
             let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
-            if matches!(name, "count" | "sum" | "min" | "max" | "avg") {
+            if matches!(
+                name,
+                "count" | "sum" | "min" | "max" | "avg" | "bool_and" | "bool_or" | "every"
+            ) {
                 return true;
             }
             match &f.args {

@@ -13,6 +13,9 @@ use super::*;
 
 impl Compiler<'_> {
     pub(super) fn binary(&mut self, left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Ty> {
+        if let BinaryOperator::PGCustomBinaryOperator(path) = op {
+            return self.binary(left, &named_operator(path)?, right);
+        }
         match op {
             BinaryOperator::And | BinaryOperator::Or => {
                 let lt = self.expr(left)?;
@@ -216,4 +219,48 @@ impl Compiler<'_> {
         });
         Ok(Some(Ty::Known(DataType::Timestamp)))
     }
+}
+
+/// `OPERATOR(pg_catalog.~)` (what psql sends): the operator it names.
+fn named_operator(path: &[String]) -> Result<BinaryOperator> {
+    let symbol = match path {
+        [schema, symbol] if schema.eq_ignore_ascii_case("pg_catalog") => symbol,
+        [symbol] => symbol,
+        _ => {
+            return Err(Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!("operator does not exist: {}", path.join(".")),
+            ))
+        }
+    };
+    Ok(match symbol.as_str() {
+        "=" => BinaryOperator::Eq,
+        "<>" | "!=" => BinaryOperator::NotEq,
+        "<" => BinaryOperator::Lt,
+        "<=" => BinaryOperator::LtEq,
+        ">" => BinaryOperator::Gt,
+        ">=" => BinaryOperator::GtEq,
+        "+" => BinaryOperator::Plus,
+        "-" => BinaryOperator::Minus,
+        "*" => BinaryOperator::Multiply,
+        "/" => BinaryOperator::Divide,
+        "%" => BinaryOperator::Modulo,
+        "||" => BinaryOperator::StringConcat,
+        "~" => BinaryOperator::PGRegexMatch,
+        "~*" => BinaryOperator::PGRegexIMatch,
+        "!~" => BinaryOperator::PGRegexNotMatch,
+        "!~*" => BinaryOperator::PGRegexNotIMatch,
+        "~~" => BinaryOperator::PGLikeMatch,
+        "!~~" => BinaryOperator::PGNotLikeMatch,
+        "~~*" => BinaryOperator::PGILikeMatch,
+        "!~~*" => BinaryOperator::PGNotILikeMatch,
+        "&" => BinaryOperator::BitwiseAnd,
+        "|" => BinaryOperator::BitwiseOr,
+        other => {
+            return Err(Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!("operator does not exist: {other}"),
+            ))
+        }
+    })
 }

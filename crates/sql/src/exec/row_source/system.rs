@@ -27,7 +27,7 @@ use ndpdb_formats::{DataType, Value};
 use ndpdb_host::catalog::{ColumnDefault, Identity, TableMeta, ViewMeta};
 use ndpdb_host::Database;
 
-use crate::bind::array_type::{INT2VECTOR, INT2_ARRAY};
+use crate::bind::array_type::{INT2VECTOR, INT2_ARRAY, NAME_ARRAY};
 use crate::output::ResultColumn;
 
 mod columns;
@@ -359,9 +359,16 @@ impl SystemTable {
                 ("datname", Text),
                 ("datdba", BigInt),
                 ("encoding", Int),
+                ("datlocprovider", Text),
                 ("datistemplate", Bool),
                 ("datallowconn", Bool),
                 ("datconnlimit", Int),
+                ("dattablespace", BigInt),
+                ("datcollate", Text),
+                ("datctype", Text),
+                ("daticulocale", Text),
+                ("datcollversion", Text),
+                ("datacl", NAME_ARRAY),
             ],
             PgTables => &[
                 ("schemaname", Text),
@@ -483,10 +490,18 @@ impl SystemTable {
                 i(5),
                 t(catalog),
                 i(OWNER_OID),
+                // UTF8, compared byte by byte: the C collation.
                 Value::Int(6),
+                t("c"),
                 b(false),
                 b(true),
                 Value::Int(-1),
+                i(1663),
+                t("C"),
+                t("C"),
+                Value::Null,
+                Value::Null,
+                Value::Null,
             ]],
             SystemTable::PgTables => tables
                 .iter()

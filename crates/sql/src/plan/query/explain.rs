@@ -42,12 +42,13 @@ impl SelectPlan {
             let access = match &src.input {
                 Input::Derived(_) => "Subquery Scan".to_string(),
                 Input::Rows(r) => r.explain().to_string(),
+                Input::SetOp(set) => set.explain(),
                 Input::Table(_) => src.access.explain(),
             };
             let side = if on_device(i) { "device" } else { "host" };
             let name = match &src.input {
                 Input::Table(t) => t.meta().name.clone(),
-                Input::Derived(_) | Input::Rows(_) => src.alias.clone(),
+                Input::Derived(_) | Input::Rows(_) | Input::SetOp(_) => src.alias.clone(),
             };
             lines.push(format!(
                 "  {access} on {name} [{side}]{}",
@@ -72,6 +73,11 @@ impl SelectPlan {
             }
             if let Input::Derived(plan) = &src.input {
                 lines.extend(plan.explain().into_iter().map(|l| format!("    {l}")));
+            }
+            if let Input::SetOp(set) = &src.input {
+                for side in [&set.left, &set.right] {
+                    lines.extend(side.plan.explain().into_iter().map(|l| format!("    {l}")));
+                }
             }
             if on_device(i) {
                 if let Some(p) = &self.ndp {

@@ -314,5 +314,6 @@ pub(crate) fn input_scope(input: &Input, alias: &str, ctx: &Arc<QueryContext>) -
             s.add_table(alias, r.columns.iter().map(|c| (c.name.clone(), c.ty)));
             s
         }
+        Input::SetOp(_) => Scope::within(ctx),
     }
 }

@@ -5,6 +5,7 @@
 //!
 //! ```text
 //!  Query ─► plan_query_in ─► plan_select (select.rs) ─► ORDER BY / LIMIT
+//!             UNION / INTERSECT / EXCEPT ─► plan_set_query (set_operation.rs)
 //!             FROM ─► plan_from ─► plan_from_item (table, derived, rows)
 //!                       └─► equi_key: hash-join keys between the sides
 //! ```
@@ -21,6 +22,7 @@ use sqlparser::ast::{
 
 use super::from::{plan_from, table_scope};
 use super::select::{plan_select, split_row_dependent};
+use super::set_operation::plan_set_query;
 use super::{unsupported, Input, OrderItem, SelectPlan, SortKey, Source};
 use crate::bind::compile::{compile, compile_aggregated, compile_predicate, contains_aggregate};
 use crate::bind::scope::{ident_name, Scope};
@@ -80,8 +82,28 @@ pub fn plan_query_in(
     let select = match q.body.as_ref() {
         SetExpr::Select(s) => s.as_ref(),
         SetExpr::Values(_) => return plan_values_query(q, params, ctx),
-        SetExpr::SetOperation { .. } => return Err(unsupported("UNION / INTERSECT / EXCEPT")),
-        SetExpr::Query(_) => return Err(unsupported("parenthesized queries")),
+        SetExpr::SetOperation { .. } => return plan_set_query(q, params, ctx),
+        SetExpr::Query(inner) if q.order_by.is_none() && q.limit_clause.is_none() => {
+            if !q.locks.is_empty() {
+                return Err(unsupported("a locking clause after a parenthesized query"));
+            }
+            return plan_query_in(inner, params, ctx);
+        }
+        SetExpr::Query(inner) => {
+            let twice = |what: &str| {
+                Error::new(
+                    SqlState::SYNTAX_ERROR,
+                    format!("multiple {what} clauses not allowed"),
+                )
+            };
+            if q.order_by.is_some() && inner.order_by.is_some() {
+                return Err(twice("ORDER BY"));
+            }
+            if q.limit_clause.is_some() && inner.limit_clause.is_some() {
+                return Err(twice("LIMIT"));
+            }
+            return plan_values_query(q, params, ctx);
+        }
         _ => return Err(unsupported("this query form")),
     };
     let for_update = match q.locks.as_slice() {
@@ -132,6 +154,21 @@ pub fn plan_query_in(
             });
         }
     }
+    limit_offset(q, &mut plan, params, ctx)?;
+    if plan.extras.is_none() {
+        plan.key_order_read = plan.plan_key_order_read(&order_by)?;
+    }
+    plan.subqueries = ctx.finish();
+    Ok(plan)
+}
+
+/// `q`'s LIMIT and OFFSET onto `plan`.
+pub(super) fn limit_offset(
+    q: &Query,
+    plan: &mut SelectPlan,
+    params: &mut Vec<Option<DataType>>,
+    ctx: &Arc<QueryContext>,
+) -> Result<()> {
     match &q.limit_clause {
         None => {}
         Some(LimitClause::LimitOffset {
@@ -152,15 +189,12 @@ pub fn plan_query_in(
         }
         Some(LimitClause::OffsetCommaLimit { .. }) => return Err(unsupported("LIMIT a, b")),
     }
-    if plan.extras.is_none() {
-        plan.key_order_read = plan.plan_key_order_read(&order_by)?;
-    }
-    plan.subqueries = ctx.finish();
-    Ok(plan)
+    Ok(())
 }
 
 /// A VALUES list as a query: `SELECT * FROM (VALUES …) AS "*VALUES*"`
-/// with the query's ORDER BY, LIMIT and OFFSET.
+/// with the query's ORDER BY, LIMIT and OFFSET; so also a parenthesized
+/// query with an ORDER BY or LIMIT of its own outside the parentheses.
 pub(crate) fn plan_values_query(
     q: &Query,
     params: &mut Vec<Option<DataType>>,

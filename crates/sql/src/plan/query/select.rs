@@ -292,7 +292,7 @@ fn plan_joins(
                 right_scope,
                 params,
             )?,
-            Input::Derived(_) | Input::Rows(_) => None,
+            Input::Derived(_) | Input::Rows(_) | Input::SetOp(_) => None,
         };
         let mut joined_scope = left_scope.clone();
         joined_scope
@@ -331,7 +331,7 @@ fn plan_sources(
                 plan_access(ts, &pushed[i], &scopes[i], params)?,
                 key_prefix(ts, &pushed[i], &scopes[i], params)?,
             ),
-            Input::Derived(_) | Input::Rows(_) => (Access::Scan, Vec::new()),
+            Input::Derived(_) | Input::Rows(_) | Input::SetOp(_) => (Access::Scan, Vec::new()),
         };
         let filter = match and_all(pushed[i].clone()) {
             Some(e) => Some(compile_predicate(&e, &scopes[i], params)?),

@@ -59,6 +59,7 @@ use crate::Result;
 
 pub use hashed::HashedExists;
 pub(crate) use hashed::Residual;
+pub(crate) use subplan::statement_params;
 pub use subplan::{Binding, Bindings, Comparison, SubKind, SubPlan};
 pub use volatile::{SequenceCall, SequenceFunc};
 

@@ -531,6 +531,15 @@ pub fn relation_names(db: &Database) -> String {
     for ix in indexes(&tables) {
         out.push_str(&format!("public\t{}\t{}\n", ix.name, ix.oid));
     }
+    let mut views = db.views();
+    views.sort_by_key(|v| v.id.0);
+    for v in &views {
+        out.push_str(&format!(
+            "public\t{}\t{}\n",
+            v.name,
+            FIRST_OID + v.id.0 as i64
+        ));
+    }
     for (k, s) in db.sequence_names().iter().enumerate() {
         out.push_str(&format!(
             "public\t{s}\t{}\n",

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# psql's catalog commands and \gdesc, run by psql against ndpdb and
+# PostgreSQL 15 in the same run; the two outputs must be equal.
+#
+#   bash psql_meta.sh NDPDB_CONNINFO POSTGRES_CONNINFO
+#
+# Prints "ok" when they are, else the differences.
+set -euo pipefail
+ndpdb=$1
+postgres=$2
+script=$(mktemp)
+trap 'rm -f "$script" "$script".*' EXIT
+cat >"$script" <<'SQL'
+CREATE TABLE pm_item (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL, price NUMERIC(10,2), added DATE);
+INSERT INTO pm_item VALUES (1, 'pen', 1.50, '2024-01-02'), (2, 'ink', NULL, NULL);
+CREATE TABLE pm_order (no SERIAL PRIMARY KEY, item INT REFERENCES pm_item (id), code TEXT UNIQUE);
+CREATE VIEW pm_cheap AS SELECT id, name FROM pm_item WHERE price < 2;
+\dt
+\dt pm_i*
+\di
+\dv
+\ds
+\d
+\dn
+\l postgres
+SELECT id, name FROM pm_item UNION SELECT 3, 'cap' \gdesc
+SELECT price, added FROM pm_item UNION ALL SELECT 2.5, NULL \gdesc
+SELECT name FROM pm_item UNION SELECT 'a much longer name than twenty' ORDER BY 1;
+SELECT format_type(1043, 24) AS varchar, format_type(1700, 655366) AS numeric, format_type(1042, NULL) AS bpchar, pg_get_userbyid(10) AS owner, pg_encoding_to_char(6) AS encoding, octet_length('né') AS bytes;
+SELECT bool_and(price > 1), bool_or(price > 1), every(name <> '') FROM pm_item;
+SELECT pg_catalog.set_config('search_path', '', false);
+SHOW search_path;
+SELECT count(*) FROM public.pm_item;
+DROP VIEW public.pm_cheap;
+DROP TABLE public.pm_order;
+DROP TABLE public.pm_item;
+SQL
+for side in ndpdb postgres; do
+  conninfo=${!side}
+  PGOPTIONS= psql -X -q -v ON_ERROR_STOP=0 -P pager=off "$conninfo" -f "$script" >"$script.$side" 2>&1 || true
+done
+if ! diff -u --label postgres --label ndpdb "$script.postgres" "$script.ndpdb"; then
+  exit 1
+fi
+cat "$script.ndpdb"
+echo ok
