@@ -78,10 +78,10 @@ fn psycopg_scenarios_give_what_postgresql_gives() {
 #[test]
 fn sqlalchemy_and_pandas_applications_give_what_postgresql_gives() {
     let script = python("sqlalchemy_app.py");
-    // The ORM's unit of work today; `core` (create_all's CREATE INDEX in
-    // its transaction) and `frames` (pandas reflects the table through
-    // format_type and pg_attrdef) join as ndpdb answers them.
-    beside_postgres(55493, &["python3", &script], &["orm"], "SQLAlchemy");
+    // Core and the ORM; `frames` (pandas reflects the table through the
+    // Inspector: pg_attrdef, pg_description, json_build_object, arrays)
+    // joins as ndpdb answers those.
+    beside_postgres(55493, &["python3", &script], &["core", "orm"], "SQLAlchemy");
 }
 
 #[test]

@@ -183,3 +183,51 @@ fn the_primary_key_in_order_is_built_on_its_first_read_only() {
     assert_eq!(rows(&mut s, prefix), vec![vec![Value::BigInt(64)]]);
     assert!(built("l"));
 }
+
+#[test]
+fn an_index_made_in_a_block_waits_for_other_writers_and_goes_with_its_rollback() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let mut a = Session::new(db.clone());
+    a.execute("CREATE TABLE t (id INT PRIMARY KEY, k INT); INSERT INTO t VALUES (1, 10), (2, 20)")
+        .unwrap();
+    // Another transaction is writing when the block's CREATE INDEX starts:
+    // the build waits for it and indexes its row once it commits.
+    let mut b = Session::new(db.clone());
+    b.execute("BEGIN; INSERT INTO t VALUES (3, 30)").unwrap();
+    let committer = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        b.execute("COMMIT").unwrap();
+    });
+    a.execute("BEGIN; SELECT count(*) FROM t").unwrap();
+    let started = std::time::Instant::now();
+    a.execute("CREATE INDEX t_k ON t (k)").unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    committer.join().unwrap();
+    assert_eq!(
+        rows(&mut a, "SELECT id FROM t WHERE k = 30"),
+        vec![vec![Value::Int(3)]]
+    );
+    assert!(explain(&mut a, "SELECT id FROM t WHERE k = 30").contains("t_k"));
+    a.execute("ROLLBACK").unwrap();
+    let count = "SELECT count(*) FROM pg_catalog.pg_class WHERE relname = 't_k'";
+    assert_eq!(rows(&mut a, count), vec![vec![Value::BigInt(0)]]);
+    // In a block that has written rows the build is refused, and the
+    // block fails as on any error.
+    a.execute("BEGIN; INSERT INTO t VALUES (4, 40)").unwrap();
+    let e = a.execute("CREATE INDEX t_k ON t (k)").unwrap_err();
+    assert_eq!(e.code, SqlState::FEATURE_NOT_SUPPORTED);
+    assert_eq!(
+        a.execute("SELECT 1").unwrap_err().code,
+        SqlState::IN_FAILED_SQL_TRANSACTION
+    );
+    a.execute("ROLLBACK").unwrap();
+    assert_eq!(
+        rows(&mut a, "SELECT count(*) FROM t"),
+        vec![vec![Value::BigInt(3)]]
+    );
+    // Committed, it stays and is used.
+    a.execute("BEGIN; CREATE INDEX t_k ON t (k); COMMIT")
+        .unwrap();
+    assert_eq!(rows(&mut a, count), vec![vec![Value::BigInt(1)]]);
+}

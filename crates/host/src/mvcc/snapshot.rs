@@ -167,10 +167,21 @@ impl TxManager {
     /// next TxId: every transaction below it is finished. `None` if a
     /// transaction is running.
     pub fn exclusive<R>(&self, f: impl FnOnce(TxId) -> R) -> Option<R> {
+        self.exclusive_beside(None, f)
+    }
+
+    /// [`TxManager::exclusive`], but `beside` — the caller's own
+    /// transaction, which has written nothing — may be running.
+    pub fn exclusive_beside<R>(
+        &self,
+        beside: Option<TxId>,
+        f: impl FnOnce(TxId) -> R,
+    ) -> Option<R> {
         let _no_admission = self.admission.write();
         let next = {
             let g = self.inner.lock();
-            if g.running() {
+            let others = g.active.keys().any(|t| Some(*t) != beside);
+            if others || !g.maintenance.is_empty() {
                 return None;
             }
             TxId(g.next)

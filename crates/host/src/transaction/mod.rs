@@ -243,6 +243,12 @@ impl Transaction {
         !self.writes.is_empty()
     }
 
+    /// Whether the transaction changed any row, on the host or through
+    /// the device (an NDP UPDATE or DELETE).
+    pub fn changed_rows(&self) -> bool {
+        self.has_writes() || !self.ndp_parts.is_empty()
+    }
+
     pub(crate) fn wrote_table(&self, table: TableId) -> bool {
         self.order.iter().any(|(t, _)| *t == table)
             || self

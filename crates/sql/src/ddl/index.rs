@@ -2,15 +2,16 @@
 //! indexes on columns (`host/src/storage/secondary_index/`). Expressions, partial
 //! indexes (WHERE), INCLUDE and other access methods are refused with
 //! 0A000; an unnamed index gets PostgreSQL's name (`t_a_b_idx`, then
-//! `t_a_b_idx1`, …). The build waits until no transaction runs, so it
-//! cannot run inside a transaction block (25001).
+//! `t_a_b_idx1`, …). The build waits until no other transaction runs; it
+//! runs inside a transaction block that has changed no rows (0A000 in one
+//! that has), and the block's ROLLBACK drops it (`session/ddl_undo.rs`).
 
 use std::time::Duration;
 
 use ndpdb_formats::SqlState;
 use ndpdb_host::catalog::IndexMeta;
 use ndpdb_host::interrupt::Interrupt;
-use ndpdb_host::Database;
+use ndpdb_host::{Database, Transaction};
 use sqlparser::ast::{CreateIndex, Expr, IndexType, ObjectName};
 
 use crate::bind::scope::ident_name;
@@ -46,6 +47,7 @@ pub fn create_index(
     ci: &CreateIndex,
     wait: Duration,
     interrupt: &Interrupt,
+    own: Option<&Transaction>,
 ) -> Result<Output> {
     if ci.predicate.is_some() {
         return Err(unsupported("a partial index (CREATE INDEX … WHERE)"));
@@ -110,7 +112,7 @@ pub fn create_index(
         unique: ci.unique,
         constraint: false,
     };
-    db.create_index(&table, index, wait, interrupt)?;
+    db.create_index(&table, index, wait, interrupt, own)?;
     Ok(Output::command("CREATE INDEX"))
 }
 

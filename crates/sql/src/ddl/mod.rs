@@ -351,7 +351,7 @@ pub fn alter_table(
                 let (uname, cols) = crate::ddl::constraints::unique(u, None)?;
                 let index =
                     crate::ddl::constraints::unique_index(db, &ts.meta(), uname, &cols, &[])?;
-                db.create_index(&name, index, wait, interrupt)?;
+                db.create_index(&name, index, wait, interrupt, None)?;
                 continue;
             }
             AlterTableOperation::DropConstraint {

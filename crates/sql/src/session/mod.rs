@@ -25,7 +25,9 @@
 //! Statements planned once and run many times — and planned again after
 //! a DDL or a SET — are `prepared.rs`'s; savepoints `savepoint.rs`'s;
 //! values fixed per statement (`current_setting()`, `current_user`, …)
-//! `session_values.rs`'s.
+//! `session_values.rs`'s. What a transaction's end undoes: its SETs
+//! (`settings.rs`) and, on rollback, the relations its DDL created
+//! (`ddl_undo.rs`).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -36,6 +38,7 @@ use sqlparser::ast::{
     Expr, ObjectType, Set, Statement, TransactionIsolationLevel, TransactionMode,
 };
 
+mod ddl_undo;
 mod prepared;
 mod savepoint;
 mod session_values;
@@ -95,6 +98,9 @@ pub struct Session {
     /// What the SETs of the open transaction replaced, undone at its end
     /// (all at ROLLBACK, the LOCAL ones at COMMIT) — `settings.rs`.
     set_undo: Vec<settings::SetUndo>,
+    /// What the open block's DDL created, statement by statement: dropped
+    /// if it rolls back (`ddl_undo.rs`).
+    ddl_undo: Vec<Vec<ddl_undo::Created>>,
     /// Statements outside a block join one implicit transaction.
     implicit: bool,
     /// Notices for the client (e.g. "there is no transaction in progress").
@@ -149,6 +155,7 @@ impl Session {
             ndp_lock_violation: false,
             settings: BTreeMap::new(),
             set_undo: Vec::new(),
+            ddl_undo: Vec::new(),
             implicit: false,
             notices: Vec::new(),
             interrupt: Interrupt::new(),
@@ -213,7 +220,7 @@ impl Session {
             Some(tx) => tx.commit(),
             None => Ok(()),
         };
-        self.end_settings(out.is_ok());
+        self.transaction_ended(out.is_ok());
         out
     }
 
@@ -360,7 +367,7 @@ impl Session {
             Block::Implicit => {
                 self.tx = None;
                 self.block = Block::None;
-                self.end_settings(false);
+                self.transaction_ended(false);
             }
             Block::None | Block::Failed => {}
         }
@@ -412,7 +419,7 @@ impl Session {
                     Some(tx) => tx.commit().map(|_| Output::command(tag)),
                     None => Ok(Output::command(tag)),
                 };
-                self.end_settings(tag == "COMMIT" && out.is_ok());
+                self.transaction_ended(tag == "COMMIT" && out.is_ok());
                 out
             }
             Statement::Rollback {
@@ -428,7 +435,7 @@ impl Session {
                 if let Some(tx) = self.tx.take() {
                     tx.rollback();
                 }
-                self.end_settings(false);
+                self.transaction_ended(false);
                 Ok(Output::command("ROLLBACK"))
             }
             Statement::Savepoint { name } => self.savepoint(name),
@@ -489,7 +496,9 @@ impl Session {
             Statement::Explain {
                 statement, analyze, ..
             } => self.guarded(|s| s.explain(statement, *analyze, params)),
-            Statement::CreateTable(ct) => self.guarded(|s| ddl::create_table(&s.db, ct)),
+            Statement::CreateTable(ct) => {
+                self.guarded(|s| s.creating(|s| ddl::create_table(&s.db, ct)))
+            }
             Statement::Vacuum(v) => self.guarded(|s| s.vacuum(v)),
             Statement::Analyze(a) => self.guarded(|s| {
                 if let Some(name) = &a.table_name {
@@ -528,23 +537,21 @@ impl Session {
                 sequence_options,
                 ..
             } => self.guarded(|s| {
-                crate::ddl::sequence::create_sequence(
-                    &s.db,
-                    name,
-                    *if_not_exists,
-                    data_type.as_ref(),
-                    sequence_options,
-                )
+                s.creating(|s| {
+                    crate::ddl::sequence::create_sequence(
+                        &s.db,
+                        name,
+                        *if_not_exists,
+                        data_type.as_ref(),
+                        sequence_options,
+                    )
+                })
             }),
             Statement::CreateIndex(ci) => self.guarded(|s| {
-                if s.tx.is_some() || s.block != Block::None {
-                    return Err(Error::new(
-                        SqlState::ACTIVE_SQL_TRANSACTION,
-                        "CREATE INDEX cannot run inside a transaction block",
-                    ));
-                }
                 let wait = s.lock_wait.timeout.unwrap_or(std::time::Duration::MAX);
-                crate::ddl::index::create_index(&s.db, ci, wait, &s.interrupt)
+                s.creating(|s| {
+                    crate::ddl::index::create_index(&s.db, ci, wait, &s.interrupt, s.tx.as_ref())
+                })
             }),
             Statement::Query(_) if set_config::is_set_config(stmt) => {
                 self.guarded(|s| s.set_config(stmt, params))
@@ -596,9 +603,11 @@ impl Session {
                     Err(e) => return self.guarded(|_| Err(e)),
                 };
                 let db = self.db.clone();
-                self.in_transaction(|tx| {
-                    tx.lock_relation_name(&name)?;
-                    crate::ddl::view::create_view(&db, cv)
+                self.creating(|s| {
+                    s.in_transaction(|tx| {
+                        tx.lock_relation_name(&name)?;
+                        crate::ddl::view::create_view(&db, cv)
+                    })
                 })
             }
             Statement::Query(_)

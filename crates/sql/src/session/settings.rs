@@ -126,8 +126,14 @@ impl Session {
         Ok(())
     }
 
-    /// The transaction ended (`committed` or not): the SETs it undoes
-    /// are undone, newest first.
+    /// The transaction ended (`committed` or not): what it undoes is
+    /// undone — its SETs here, its DDL in `ddl_undo.rs`.
+    pub(super) fn transaction_ended(&mut self, committed: bool) {
+        self.end_settings(committed);
+        self.end_ddl(committed);
+    }
+
+    /// The SETs the transaction undoes, undone newest first.
     pub(super) fn end_settings(&mut self, committed: bool) {
         let undo = std::mem::take(&mut self.set_undo);
         if undo.is_empty() {

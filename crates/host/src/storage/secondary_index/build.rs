@@ -1,8 +1,9 @@
-//! Building secondary indexes: `CREATE [UNIQUE] INDEX` (while no
+//! Building secondary indexes: `CREATE [UNIQUE] INDEX` (while no other
 //! transaction runs), `DROP INDEX`, and the rebuild at every open.
 //!
 //! ```text
-//!  wait until no transaction runs ─► TxManager held: none can begin
+//!  wait until no transaction runs (but the caller's own, if it has
+//!  written nothing) ─► TxManager held: none can begin
 //!    every VID: latest version (all finished) ─► (key, VID)
 //!      UNIQUE and a non-NULL key seen before ─► 23505
 //!    catalog entry with the index, durable ─► table state: index attached
@@ -20,19 +21,32 @@ use crate::catalog::IndexMeta;
 use crate::db::{Database, Engine, TableState};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
+use crate::transaction::Transaction;
 
 impl Database {
     /// `CREATE [UNIQUE] INDEX name ON table (columns)`, waiting up to
-    /// `wait` for running transactions to end (55P03 after).
+    /// `wait` for running transactions to end (55P03 after). `own`: the
+    /// caller's transaction (a CREATE INDEX inside a transaction block),
+    /// which may run beside the build if it has written nothing — its
+    /// snapshot then holds only committed versions, which the index gets.
     pub fn create_index(
         &self,
         table: &str,
         meta: IndexMeta,
         wait: Duration,
         interrupt: &Interrupt,
+        own: Option<&Transaction>,
     ) -> Result<()> {
         let inner = &self.inner;
         inner.check_ok()?;
+        if own.is_some_and(Transaction::changed_rows) {
+            return Err(Error::new(
+                SqlState::FEATURE_NOT_SUPPORTED,
+                "CREATE INDEX inside a transaction block that has changed rows is not supported",
+            )
+            .with_hint("Create the index before the block's INSERT, UPDATE or DELETE, or in a block of its own."));
+        }
+        let own = own.map(Transaction::id);
         let _change = inner.catalog_change();
         let ts = self.table(table)?;
         if self.relation_exists(&meta.name) {
@@ -51,7 +65,7 @@ impl Database {
         when_alone(table, wait, interrupt, || {
             inner
                 .txm
-                .exclusive(|next| inner.attach_index(&ts, meta.clone(), next))
+                .exclusive_beside(own, |next| inner.attach_index(&ts, meta.clone(), next))
         })
     }
 
