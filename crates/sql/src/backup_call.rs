@@ -21,13 +21,20 @@ pub fn is_backup_call(stmt: &Statement) -> bool {
 
 /// The arguments of the call, if `stmt` is one.
 fn call_args(stmt: &Statement) -> Option<Vec<&Expr>> {
+    lone_call(stmt, &[NAME])
+}
+
+/// The positional arguments of `f(…)` if `stmt` is `SELECT f(…)` and
+/// nothing else (no FROM, no WHERE, one item), `f` one of `names`
+/// (lower case, as written or schema-qualified).
+pub(crate) fn lone_call<'a>(stmt: &'a Statement, names: &[&str]) -> Option<Vec<&'a Expr>> {
     let Statement::Query(q) = stmt else {
         return None;
     };
     let SetExpr::Select(s) = q.body.as_ref() else {
         return None;
     };
-    if !s.from.is_empty() || s.projection.len() != 1 {
+    if !s.from.is_empty() || s.selection.is_some() || s.projection.len() != 1 {
         return None;
     }
     let (SelectItem::UnnamedExpr(Expr::Function(f))
@@ -38,7 +45,8 @@ fn call_args(stmt: &Statement) -> Option<Vec<&Expr>> {
     else {
         return None;
     };
-    if !f.name.to_string().eq_ignore_ascii_case(NAME) {
+    let name = f.name.to_string().to_lowercase();
+    if !names.contains(&name.as_str()) {
         return None;
     }
     Some(unnamed_args(f))

@@ -58,7 +58,7 @@ use sqlparser::ast::{
 use crate::bind::scope::ident_name;
 use crate::bind::scope::table_name;
 use crate::output::{Notice, Output};
-use crate::plan::query::plan_query;
+use crate::plan::query::{bare_query, plan_query};
 use crate::plan::subquery::max_placeholder;
 use crate::plan::view::{noting_reads, parse_query};
 use crate::{Error, Result};
@@ -154,18 +154,7 @@ fn expand_side_wildcards(db: &Database, body: &mut SetExpr, with: &Option<With>)
             }
             SetExpr::SetOperation { .. } => expand_side_wildcards(db, side, with)?,
             SetExpr::Select(_) => {
-                let mut alone = Query {
-                    with: with.clone(),
-                    body: side.clone(),
-                    order_by: None,
-                    limit_clause: None,
-                    fetch: None,
-                    locks: Vec::new(),
-                    for_clause: None,
-                    settings: None,
-                    format_clause: None,
-                    pipe_operators: Vec::new(),
-                };
+                let mut alone = bare_query(with.clone(), side.as_ref().clone());
                 expand_query_wildcards(db, &mut alone)?;
                 *side = alone.body;
             }

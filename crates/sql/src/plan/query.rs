@@ -70,6 +70,7 @@ mod plan;
 mod select;
 mod set_operation;
 pub(crate) use select::output_name;
+pub(crate) use set_operation::bare_query;
 pub use set_operation::{SetOp, SetOperation, SetSide};
 
 pub use plan::{plan_filter, plan_query, plan_query_in};
@@ -162,6 +163,43 @@ pub struct SelectPlan {
     /// The rows of a view this plan reads, shared with the view's other
     /// references in the statement (`shared_view.rs`).
     pub shared: Option<Arc<crate::shared_view::SharedRows>>,
+}
+
+impl SelectPlan {
+    /// A plan that reads one `source` and projects `projection` over its
+    /// rows (`scope`): no join, grouping, ordering or limit yet.
+    pub(crate) fn single_source(
+        source: Source,
+        scope: Scope,
+        projection: Vec<Program>,
+        columns: Vec<ResultColumn>,
+        subqueries: Bindings,
+    ) -> SelectPlan {
+        SelectPlan {
+            sources: vec![source],
+            joins: Vec::new(),
+            filter: None,
+            row_filter: Vec::new(),
+            subqueries,
+            agg: None,
+            input_scope: scope,
+            projection,
+            columns,
+            order: Vec::new(),
+            distinct: false,
+            limit: None,
+            key_order_read: None,
+            offset: None,
+            for_update: false,
+            ndp: None,
+            last_ndp: Mutex::new(None),
+            extras: None,
+            narrow: std::sync::OnceLock::new(),
+            single_wanted: std::sync::OnceLock::new(),
+            last_steps: Mutex::new(Vec::new()),
+            shared: None,
+        }
+    }
 }
 
 /// What one FROM item of a join cost in an execution.

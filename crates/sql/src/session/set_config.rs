@@ -12,37 +12,16 @@
 //! ```
 
 use ndpdb_formats::{DataType, SqlState, Value};
-use sqlparser::ast::{Expr, SelectItem, SetExpr, Statement};
+use sqlparser::ast::{Expr, Statement};
 
 use super::{Block, Session};
 use crate::bind::compile::compile;
 use crate::bind::scope::Scope;
 use crate::{Error, Output, Result, ResultColumn};
 
-/// The three arguments, if `stmt` is `SELECT set_config(…)` alone.
+/// The arguments, if `stmt` is `SELECT set_config(…)` alone.
 fn call_args(stmt: &Statement) -> Option<Vec<&Expr>> {
-    let Statement::Query(q) = stmt else {
-        return None;
-    };
-    let SetExpr::Select(s) = q.body.as_ref() else {
-        return None;
-    };
-    if !s.from.is_empty() || s.selection.is_some() || s.projection.len() != 1 {
-        return None;
-    }
-    let (SelectItem::UnnamedExpr(Expr::Function(f))
-    | SelectItem::ExprWithAlias {
-        expr: Expr::Function(f),
-        ..
-    }) = &s.projection[0]
-    else {
-        return None;
-    };
-    let name = f.name.to_string().to_lowercase();
-    if name != "set_config" && name != "pg_catalog.set_config" {
-        return None;
-    }
-    Some(crate::backup_call::unnamed_args(f))
+    crate::backup_call::lone_call(stmt, &["set_config", "pg_catalog.set_config"])
 }
 
 /// Whether `stmt` is `SELECT set_config(…)` alone.

@@ -294,6 +294,24 @@ impl Compiler<'_> {
     }
 
     /// The catalog functions: `None` for other names.
+    /// The text of integer `key` in `table` (lines `key \t 0 \t text`,
+    /// looked up as pg_get_indexdef's column 0; NULL when absent): the
+    /// call is emitted; 42883 naming `name` when `key` is no integer.
+    fn lookup_by_oid(&mut self, name: &str, table: String, key: &Expr) -> Result<()> {
+        self.push_const(Value::Text(table));
+        let t = self.expr(key)?;
+        let t = self.coerce(t, Some(DataType::BigInt))?;
+        if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
+            return Err(no_such_function(name, &[t]));
+        }
+        self.push_const(Value::Int(0));
+        self.emit(Op::Call {
+            func: Func::IndexDef,
+            nargs: 3,
+        });
+        Ok(())
+    }
+
     pub(super) fn catalog_function(&mut self, name: &str, args: &[&Expr]) -> Result<Option<Ty>> {
         let name = name
             .trim_start_matches("pg_catalog.")
@@ -343,19 +361,8 @@ impl Compiler<'_> {
                 let [oid] = args else {
                     return wrong(&[]);
                 };
-                self.push_const(Value::Text(
-                    "10\t0\tpostgres\n6171\t0\tpg_database_owner\n".into(),
-                ));
-                let t = self.expr(oid)?;
-                let t = self.coerce(t, Some(DataType::BigInt))?;
-                if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
-                    return wrong(&[t]);
-                }
-                self.push_const(Value::Int(0));
-                self.emit(Op::Call {
-                    func: Func::IndexDef,
-                    nargs: 3,
-                });
+                let roles = "10\t0\tpostgres\n6171\t0\tpg_database_owner\n";
+                self.lookup_by_oid(name, roles.into(), oid)?;
                 Ok(Some(Ty::Known(DataType::Text)))
             }
             "pg_encoding_to_char" => {
@@ -363,17 +370,7 @@ impl Compiler<'_> {
                 let [code] = args else {
                     return wrong(&[]);
                 };
-                self.push_const(Value::Text("6\t0\tUTF8\n".into()));
-                let t = self.expr(code)?;
-                let t = self.coerce(t, Some(DataType::BigInt))?;
-                if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
-                    return wrong(&[t]);
-                }
-                self.push_const(Value::Int(0));
-                self.emit(Op::Call {
-                    func: Func::IndexDef,
-                    nargs: 3,
-                });
+                self.lookup_by_oid(name, "6\t0\tUTF8\n".into(), code)?;
                 Ok(Some(Ty::Known(DataType::Text)))
             }
             "array_to_string" => {
@@ -522,17 +519,7 @@ impl Compiler<'_> {
                     return wrong(&[]);
                 };
                 let visible = system::visible_relations(self.database()?);
-                self.push_const(Value::Text(visible));
-                let t = self.expr(oid)?;
-                let t = self.coerce(t, Some(DataType::BigInt))?;
-                if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
-                    return wrong(&[t]);
-                }
-                self.push_const(Value::Int(0));
-                self.emit(Op::Call {
-                    func: Func::IndexDef,
-                    nargs: 3,
-                });
+                self.lookup_by_oid(name, visible, oid)?;
                 // 't' for a relation on the search path; an OID of no
                 // relation is NULL (PostgreSQL's answer too), the rest
                 // false.

@@ -10,7 +10,7 @@
 //!                       └─► equi_key: hash-join keys between the sides
 //! ```
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, SqlState};
@@ -344,35 +344,15 @@ pub fn plan_filter(
         None => None,
     };
     let subqueries = ctx.finish();
-    Ok(SelectPlan {
-        sources: vec![Source {
-            input: Input::Table(ts),
-            alias,
-            access,
-            key_prefix,
-            filter,
-            conjuncts,
-        }],
-        joins: Vec::new(),
-        filter: None,
-        row_filter,
-        subqueries,
-        agg: None,
-        input_scope: scope,
-        projection: Vec::new(),
-        columns: Vec::new(),
-        order: Vec::new(),
-        distinct: false,
-        limit: None,
-        key_order_read: None,
-        offset: None,
-        for_update: false,
-        ndp: None,
-        last_ndp: Mutex::new(None),
-        extras: None,
-        narrow: std::sync::OnceLock::new(),
-        single_wanted: std::sync::OnceLock::new(),
-        last_steps: Mutex::new(Vec::new()),
-        shared: None,
-    })
+    let source = Source {
+        input: Input::Table(ts),
+        alias,
+        access,
+        key_prefix,
+        filter,
+        conjuncts,
+    };
+    let mut plan = SelectPlan::single_source(source, scope, Vec::new(), Vec::new(), subqueries);
+    plan.row_filter = row_filter;
+    Ok(plan)
 }

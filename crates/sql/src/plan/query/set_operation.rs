@@ -17,12 +17,13 @@
 //! the tree); `a UNION b UNION c` is `(a UNION b) UNION c`, whose left
 //! side is itself planned through here.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ndpdb_formats::expr::{Op, Program};
 use ndpdb_formats::{DataType, SqlState};
 use sqlparser::ast::{
     Expr, OrderByKind, Query, SelectItem, SetExpr, SetOperator, SetQuantifier, Value as AstValue,
+    With,
 };
 
 use super::plan::{limit_offset, plan_query_in};
@@ -123,37 +124,16 @@ pub(super) fn plan_set_query(
             ops: vec![Op::Column(c)],
         })
         .collect();
-    let mut plan = SelectPlan {
-        sources: vec![Source {
-            input: Input::SetOp(Box::new(set)),
-            alias,
-            access: Access::Scan,
-            key_prefix: Vec::new(),
-            filter: None,
-            conjuncts: Vec::new(),
-        }],
-        joins: Vec::new(),
+    let source = Source {
+        input: Input::SetOp(Box::new(set)),
+        alias,
+        access: Access::Scan,
+        key_prefix: Vec::new(),
         filter: None,
-        row_filter: Vec::new(),
-        subqueries: Bindings::new(ctx.base, Vec::new()),
-        agg: None,
-        input_scope: scope,
-        projection,
-        columns,
-        order: Vec::new(),
-        distinct: false,
-        limit: None,
-        key_order_read: None,
-        offset: None,
-        for_update: false,
-        ndp: None,
-        last_ndp: Mutex::new(None),
-        extras: None,
-        narrow: std::sync::OnceLock::new(),
-        single_wanted: std::sync::OnceLock::new(),
-        last_steps: Mutex::new(Vec::new()),
-        shared: None,
+        conjuncts: Vec::new(),
     };
+    let subqueries = Bindings::new(ctx.base, Vec::new());
+    let mut plan = SelectPlan::single_source(source, scope, projection, columns, subqueries);
     if let Some(ob) = &q.order_by {
         let exprs = match &ob.kind {
             OrderByKind::Expressions(e) => e,
@@ -272,18 +252,7 @@ fn plan_side(
 ) -> Result<(SetSide, Vec<ResultColumn>, Vec<bool>)> {
     let query = match side {
         SetExpr::Query(q) => q.as_ref().clone(),
-        body => Query {
-            with: None,
-            body: Box::new(body.clone()),
-            order_by: None,
-            limit_clause: None,
-            fetch: None,
-            locks: Vec::new(),
-            for_clause: None,
-            settings: None,
-            format_clause: None,
-            pipe_operators: Vec::new(),
-        },
+        body => bare_query(None, body.clone()),
     };
     let scope = Scope::within(ctx);
     let child = ctx.child(&query, &scope);
@@ -375,4 +344,21 @@ fn common_type(op: SetOp, a: (DataType, bool), b: (DataType, bool)) -> Result<Da
             }
         },
     })
+}
+
+/// `body` as a query of its own: `with` and nothing around it (no ORDER
+/// BY, LIMIT or locking clause).
+pub(crate) fn bare_query(with: Option<With>, body: SetExpr) -> Query {
+    Query {
+        with,
+        body: Box::new(body),
+        order_by: None,
+        limit_clause: None,
+        fetch: None,
+        locks: Vec::new(),
+        for_clause: None,
+        settings: None,
+        format_clause: None,
+        pipe_operators: Vec::new(),
+    }
 }
