@@ -24,16 +24,24 @@ pub enum AggFunc {
     Min,
     Max,
     Avg,
+    /// `array_agg(x [ORDER BY …])`: the values (NULLs too) in order, as
+    /// an array; arrays stack into one more dimension.
+    ArrayAgg,
+    /// `string_agg(x, delimiter [ORDER BY …])`: the non-NULL values,
+    /// each after the first preceded by its row's delimiter.
+    StringAgg,
 }
 
 impl AggFunc {
-    const ALL: [AggFunc; 6] = [
+    const ALL: [AggFunc; 8] = [
         AggFunc::CountStar,
         AggFunc::Count,
         AggFunc::Sum,
         AggFunc::Min,
         AggFunc::Max,
         AggFunc::Avg,
+        AggFunc::ArrayAgg,
+        AggFunc::StringAgg,
     ];
 }
 
@@ -45,6 +53,15 @@ pub struct AggSpec {
     /// The argument, over the input row (`None` for COUNT(*)).
     pub arg: Option<Program>,
     pub result_ty: DataType,
+    /// More inputs per row: string_agg's delimiter first, then the keys
+    /// of the aggregate's ORDER BY.
+    pub extra: Vec<Program>,
+    /// Per ORDER BY key: (descending, NULLs first).
+    pub order: Vec<(bool, bool)>,
+    /// `FILTER (WHERE c)` of an aggregate that keeps NULLs (array_agg):
+    /// `c` is the first of [`AggSpec::extra`]; rows where it is not true
+    /// are left out.
+    pub filtered: bool,
 }
 
 impl AggSpec {
@@ -64,6 +81,28 @@ impl AggSpec {
             }
         }
         self.result_ty.encode(w);
+        w.u8(self.extra.len() as u8);
+        for p in &self.extra {
+            p.encode(w);
+        }
+        w.u8(self.order.len() as u8);
+        for (desc, nulls_first) in &self.order {
+            w.bool(*desc).bool(*nulls_first);
+        }
+        w.bool(self.filtered);
+    }
+
+    /// Whether the aggregate needs its group's rows in input order, one
+    /// at a time (array_agg, string_agg): such aggregates run on the
+    /// host, row by row, never split across workers or the device.
+    pub fn in_order(&self) -> bool {
+        matches!(self.func, AggFunc::ArrayAgg | AggFunc::StringAgg)
+    }
+
+    /// Where the ORDER BY keys start in [`AggSpec::extra`] (after the
+    /// filter, then string_agg's delimiter).
+    fn keys_from(&self) -> usize {
+        usize::from(self.filtered) + usize::from(self.func == AggFunc::StringAgg)
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<AggSpec> {
@@ -77,11 +116,22 @@ impl AggSpec {
             1 => Some(Program::decode(r)?),
             t => return Err(Error::corrupted(format!("aggregate argument tag {t}"))),
         };
+        let result_ty = DataType::decode(r)?;
+        let extra = (0..r.u8()?)
+            .map(|_| Program::decode(r))
+            .collect::<Result<Vec<_>>>()?;
+        let order = (0..r.u8()?)
+            .map(|_| Ok((r.bool()?, r.bool()?)))
+            .collect::<Result<Vec<_>>>()?;
+        let filtered = r.bool()?;
         Ok(AggSpec {
             func,
             distinct,
             arg,
-            result_ty: DataType::decode(r)?,
+            result_ty,
+            extra,
+            order,
+            filtered,
         })
     }
 }
@@ -184,6 +234,11 @@ pub struct Acc {
     best: Option<Value>,
     /// DISTINCT: the distinct values seen (folded at finish).
     distinct: Option<Distinct>,
+    /// array_agg / string_agg: each row's extra inputs and value, in
+    /// input order.
+    items: Vec<(Vec<Value>, Value)>,
+    /// string_agg(DISTINCT …): the delimiter.
+    sep: Option<Value>,
 }
 
 impl Acc {
@@ -196,6 +251,32 @@ impl Acc {
     }
 
     pub fn add(&mut self, spec: &AggSpec, v: Value) -> Result<()> {
+        self.add_with(spec, v, Vec::new())
+    }
+
+    /// [`Acc::add`] with the row's values of [`AggSpec::extra`].
+    pub fn add_with(&mut self, spec: &AggSpec, v: Value, extra: Vec<Value>) -> Result<()> {
+        if spec.filtered && extra.first() != Some(&Value::Bool(true)) {
+            return Ok(());
+        }
+        if spec.func == AggFunc::ArrayAgg {
+            match &mut self.distinct {
+                None => self.items.push((extra, v)),
+                Some(d) => d.add(v),
+            }
+            return Ok(());
+        }
+        if spec.func == AggFunc::StringAgg {
+            if v.is_null() {
+                return Ok(());
+            }
+            if self.distinct.is_some() {
+                self.sep = extra.get(usize::from(spec.filtered)).cloned();
+            } else {
+                self.items.push((extra, v));
+                return Ok(());
+            }
+        }
         if spec.func == AggFunc::CountStar {
             self.count += 1;
             return Ok(());
@@ -214,6 +295,10 @@ impl Acc {
         self.count += 1;
         match func {
             AggFunc::Count | AggFunc::CountStar => {}
+            AggFunc::ArrayAgg | AggFunc::StringAgg => {
+                let sep = self.sep.clone().into_iter().collect();
+                self.items.push((sep, v));
+            }
             AggFunc::Min | AggFunc::Max => {
                 let replace = match &self.best {
                     None => true,
@@ -292,8 +377,10 @@ impl Acc {
     pub fn merge(&mut self, spec: &AggSpec, other: Acc) -> Result<()> {
         if let (Some(mine), Some(theirs)) = (&mut self.distinct, other.distinct) {
             mine.merge(theirs);
+            self.sep = self.sep.take().or(other.sep);
             return Ok(());
         }
+        self.items.extend(other.items);
         self.count += other.count;
         self.int_sum = self
             .int_sum
@@ -329,14 +416,18 @@ impl Acc {
     /// object class) to hand it to the one that merges.
     ///
     /// ```text
-    ///  count i64 │ int_sum i128 │ dbl_sum f64 │ flags u8 (1 dec_sum, 2 best, 4 distinct)
+    ///  count i64 │ int_sum i128 │ dbl_sum f64 │
+    ///  flags u8 (1 dec_sum, 2 best, 4 distinct, 8 items, 16 sep)
     ///  [dec_sum value] [best value] [n u32, n values]
+    ///  [n u32, n × (k u8, k values, value)] [sep value]
     /// ```
     pub fn encode(&self, w: &mut Writer) {
         w.i64(self.count).i128(self.int_sum).f64(self.dbl_sum);
         let flags = u8::from(self.dec_sum.is_some())
             | (u8::from(self.best.is_some()) << 1)
-            | (u8::from(self.distinct.is_some()) << 2);
+            | (u8::from(self.distinct.is_some()) << 2)
+            | (u8::from(!self.items.is_empty()) << 3)
+            | (u8::from(self.sep.is_some()) << 4);
         w.u8(flags);
         if let Some(d) = self.dec_sum {
             encode_value(&Value::Numeric(d), w);
@@ -355,6 +446,17 @@ impl Acc {
             }
             None => {}
         }
+        if !self.items.is_empty() {
+            w.u32(self.items.len() as u32);
+            for (extra, v) in &self.items {
+                w.u8(extra.len() as u8);
+                extra.iter().for_each(|x| encode_value(x, w));
+                encode_value(v, w);
+            }
+        }
+        if let Some(s) = &self.sep {
+            encode_value(s, w);
+        }
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<Acc> {
@@ -365,7 +467,7 @@ impl Acc {
             ..Acc::default()
         };
         let flags = r.u8()?;
-        if flags & !7 != 0 {
+        if flags & !31 != 0 {
             return Err(Error::corrupted(format!(
                 "aggregate partial flags {flags:#x}"
             )));
@@ -387,12 +489,27 @@ impl Acc {
             }
             acc.distinct = Some(d);
         }
+        if flags & 8 != 0 {
+            for _ in 0..r.count(2)? {
+                let k = r.u8()?;
+                let extra = (0..k)
+                    .map(|_| decode_value(r))
+                    .collect::<Result<Vec<_>>>()?;
+                acc.items.push((extra, decode_value(r)?));
+            }
+        }
+        if flags & 16 != 0 {
+            acc.sep = Some(decode_value(r)?);
+        }
         Ok(acc)
     }
 
     pub fn finish(mut self, spec: &AggSpec) -> Result<Value> {
         if let Some(values) = self.distinct.take() {
-            let mut plain = Acc::default();
+            let mut plain = Acc {
+                sep: self.sep.take(),
+                ..Acc::default()
+            };
             let mut values = values.into_values();
             // A fixed order keeps floating-point sums reproducible.
             values.sort_by(|a, b| a.sort_cmp(b));
@@ -408,6 +525,9 @@ impl Acc {
                 None => Ok(base),
             }
         };
+        if spec.in_order() {
+            return self.finish_in_order(spec);
+        }
         Ok(match spec.func {
             AggFunc::CountStar | AggFunc::Count => Value::BigInt(self.count),
             _ if self.count == 0 => Value::Null,
@@ -423,6 +543,69 @@ impl Acc {
                 DataType::Double => Value::Double(self.dbl_sum / self.count as f64),
                 _ => Value::Numeric(exact(&self)?.checked_div(Decimal::from_i64(self.count))?),
             },
+            AggFunc::ArrayAgg | AggFunc::StringAgg => Value::Null,
+        })
+    }
+
+    /// array_agg / string_agg: the items sorted by the ORDER BY keys
+    /// (stably: ties keep input order), then joined.
+    fn finish_in_order(mut self, spec: &AggSpec) -> Result<Value> {
+        if self.items.is_empty() {
+            return Ok(Value::Null);
+        }
+        if !spec.order.is_empty() {
+            let from = spec.keys_from();
+            self.items.sort_by(|(a, _), (b, _)| {
+                spec.order
+                    .iter()
+                    .enumerate()
+                    .map(|(k, (desc, nulls_first))| {
+                        let (x, y) = (a.get(from + k), b.get(from + k));
+                        let (x, y) = (x.unwrap_or(&Value::Null), y.unwrap_or(&Value::Null));
+                        match (x.is_null(), y.is_null()) {
+                            (true, true) => Ordering::Equal,
+                            (true, false) if *nulls_first => Ordering::Less,
+                            (true, false) => Ordering::Greater,
+                            (false, true) if *nulls_first => Ordering::Greater,
+                            (false, true) => Ordering::Less,
+                            _ => {
+                                let o = x.sql_cmp(y).unwrap_or(Ordering::Equal);
+                                if *desc {
+                                    o.reverse()
+                                } else {
+                                    o
+                                }
+                            }
+                        }
+                    })
+                    .find(|o| *o != Ordering::Equal)
+                    .unwrap_or(Ordering::Equal)
+            });
+        }
+        if spec.func == AggFunc::ArrayAgg {
+            let values: Vec<Value> = self.items.into_iter().map(|(_, v)| v).collect();
+            return crate::array_funcs::array_of_values(spec.result_ty, values);
+        }
+        let mut text = String::new();
+        let mut bytes = Vec::new();
+        let sep_at = usize::from(spec.filtered);
+        for (k, (extra, v)) in self.items.into_iter().enumerate() {
+            if k > 0 {
+                match extra.get(sep_at) {
+                    Some(Value::Text(s)) => text.push_str(s),
+                    Some(Value::Bytea(b)) => bytes.extend_from_slice(b),
+                    _ => {}
+                }
+            }
+            match v {
+                Value::Bytea(b) => bytes.extend_from_slice(&b),
+                v => text.push_str(&v.to_pg_text().unwrap_or_default()),
+            }
+        }
+        Ok(if spec.result_ty == DataType::Bytea {
+            Value::Bytea(bytes)
+        } else {
+            Value::Text(text)
         })
     }
 }
@@ -434,6 +617,9 @@ mod tests {
 
     fn spec(func: AggFunc, distinct: bool, ty: DataType) -> AggSpec {
         AggSpec {
+            extra: Vec::new(),
+            order: Vec::new(),
+            filtered: false,
             func,
             distinct,
             arg: Some(Program {

@@ -17,6 +17,9 @@ impl SqlState {
     pub const DIVISION_BY_ZERO: SqlState = SqlState("22012");
     pub const INVALID_PARAMETER_VALUE: SqlState = SqlState("22023");
     pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
+    pub const ARRAY_SUBSCRIPT_ERROR: SqlState = SqlState("2202E");
+    pub const DATA_EXCEPTION: SqlState = SqlState("22000");
+    pub const NULL_VALUE_NOT_ALLOWED: SqlState = SqlState("22004");
     pub const INVALID_ESCAPE_SEQUENCE: SqlState = SqlState("22025");
     pub const CHARACTER_NOT_IN_REPERTOIRE: SqlState = SqlState("22021");
     pub const INVALID_BINARY_REPRESENTATION: SqlState = SqlState("22P03");
@@ -136,7 +139,12 @@ pub enum Error {
     Corrupted(String),
     /// A runtime error with a SQLSTATE (division by zero, overflow, bad text...).
     #[error("{message}")]
-    Sql { code: SqlState, message: String },
+    Sql {
+        code: SqlState,
+        message: String,
+        /// PostgreSQL's DETAIL line, where it gives one.
+        detail: Option<String>,
+    },
 }
 
 impl Error {
@@ -148,6 +156,19 @@ impl Error {
         Error::Sql {
             code,
             message: message.into(),
+            detail: None,
+        }
+    }
+
+    /// The error with a DETAIL line (a corrupt-bytes error has none).
+    pub fn with_detail(self, d: impl Into<String>) -> Error {
+        match self {
+            Error::Sql { code, message, .. } => Error::Sql {
+                code,
+                message,
+                detail: Some(d.into()),
+            },
+            e => e,
         }
     }
 

@@ -6,7 +6,8 @@
 //!
 //! - [`ids`]: typed identifiers (`TxId`, `Vid`, `Lpn`, `Ppn`, `RecId`, `Lsn`, `JobId`).
 //! - [`codec`]: little-endian writer and bounds-checked reader.
-//! - [`types`] / [`value`]: SQL types, values, and their text forms.
+//! - [`types`] / [`value`]: SQL types, values, and their text forms;
+//!   [`array`]: array values.
 //! - [`record`]: version records (header + schema-driven body).
 //! - [`page`]: 8 KiB PAX pages (a version minipage and one minipage per column).
 //! - [`agg`]: aggregate specs and accumulators (partials merge exactly).
@@ -20,6 +21,8 @@
 //! checked and a malformed input yields [`Error::Corrupted`], never a panic.
 
 pub mod agg;
+pub mod array;
+pub mod array_funcs;
 pub mod catalog_funcs;
 pub mod codec;
 pub mod datetime_part;

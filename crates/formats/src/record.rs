@@ -16,6 +16,7 @@
 //! existence of a successor (one-point invalidation): the header has no
 //! "deleted at" field; DELETE writes a successor with the tombstone flag.
 
+use crate::array::ArrayValue;
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
 use crate::ids::{RecId, TxId, Vid};
@@ -121,6 +122,11 @@ pub fn encode_body(types: &[DataType], values: &[Value], w: &mut Writer) -> Resu
                 var_bytes(w, s.as_bytes())
             }
             (DataType::Bytea, Value::Bytea(b)) => var_bytes(w, b),
+            (DataType::Array(_), Value::Array(a)) => {
+                let mut body = Writer::new();
+                a.encode(&mut body);
+                var_bytes(w, body.as_slice())
+            }
             (ty, v) => {
                 return Err(Error::corrupted(format!(
                     "value {v:?} does not have column type {ty}"
@@ -289,6 +295,9 @@ pub fn decode_body_columns_into(
                     .to_string(),
             ),
             DataType::Bytea => Value::Bytea(read_var(&mut r)?.to_vec()),
+            DataType::Array(_) => {
+                Value::Array(Box::new(ArrayValue::decode_all(read_var(&mut r)?)?))
+            }
         });
     }
     r.finish("record body")
@@ -316,6 +325,8 @@ pub(crate) mod tests {
             (1u32..400).prop_map(DataType::Varchar),
             (1u32..100).prop_map(DataType::Char),
             Just(DataType::Bytea),
+            Just(DataType::Array(crate::array::ElemType::Int)),
+            Just(DataType::Array(crate::array::ElemType::Text)),
         ]
     }
 
@@ -358,6 +369,9 @@ pub(crate) mod tests {
                 .boxed(),
             DataType::Bytea => proptest::collection::vec(any::<u8>(), 0..600)
                 .prop_map(Value::Bytea)
+                .boxed(),
+            DataType::Array(e) => proptest::collection::vec(arb_value(e.scalar()), 0..6)
+                .prop_map(move |items| Value::Array(Box::new(ArrayValue::from_items(e, items))))
                 .boxed(),
         };
         prop_oneof![1 => Just(Value::Null), 6 => v].boxed()

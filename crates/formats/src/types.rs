@@ -1,5 +1,6 @@
 //! SQL data types, columns and table schemas.
 
+use crate::array::ElemType;
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
 
@@ -26,6 +27,9 @@ pub enum DataType {
     /// trailing blanks.
     Char(u32),
     Bytea,
+    /// An array of a scalar type (`integer[]`, `text[]`, any number of
+    /// dimensions, as PostgreSQL's arrays).
+    Array(ElemType),
 }
 
 impl DataType {
@@ -50,7 +54,11 @@ impl DataType {
             DataType::Int | DataType::Date => Some(4),
             DataType::BigInt | DataType::Double | DataType::Timestamp => Some(8),
             DataType::Numeric { .. } => Some(17),
-            DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => None,
+            DataType::Text
+            | DataType::Varchar(_)
+            | DataType::Char(_)
+            | DataType::Bytea
+            | DataType::Array(_) => None,
         }
     }
 
@@ -69,6 +77,7 @@ impl DataType {
             DataType::Varchar(n) => format!("character varying({n})"),
             DataType::Char(n) => format!("character({n})"),
             DataType::Bytea => "bytea".into(),
+            DataType::Array(e) => format!("{}[]", e.scalar().sql_name()),
         }
     }
 
@@ -85,6 +94,11 @@ impl DataType {
             DataType::Varchar(n) => w.u8(9).u32(n),
             DataType::Char(n) => w.u8(11).u32(n),
             DataType::Bytea => w.u8(10),
+            DataType::Array(e) => {
+                w.u8(12);
+                e.scalar().encode(w);
+                w
+            }
         };
     }
 
@@ -108,6 +122,10 @@ impl DataType {
             9 => DataType::Varchar(r.u32()?),
             11 => DataType::Char(r.u32()?),
             10 => DataType::Bytea,
+            12 => DataType::Array(
+                ElemType::of(DataType::decode(r)?)
+                    .ok_or_else(|| Error::corrupted("array of arrays"))?,
+            ),
             t => return Err(Error::corrupted(format!("unknown type tag {t}"))),
         })
     }

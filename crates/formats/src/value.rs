@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Timelike};
 
+use crate::array::ArrayValue;
 use crate::codec::Writer;
 use crate::error::{Error, Result, SqlState};
 use crate::types::{DataType, MAX_NUMERIC_PRECISION};
@@ -293,6 +294,7 @@ pub enum Value {
     Timestamp(i64),
     Text(String),
     Bytea(Vec<u8>),
+    Array(Box<ArrayValue>),
 }
 
 fn invalid_text(ty: &str, s: &str) -> Error {
@@ -496,6 +498,7 @@ impl Value {
             Value::Timestamp(_) => DataType::Timestamp,
             Value::Text(_) => DataType::Text,
             Value::Bytea(_) => DataType::Bytea,
+            Value::Array(a) => DataType::Array(a.elem),
         })
     }
 
@@ -519,6 +522,7 @@ impl Value {
                 }
                 s
             }
+            Value::Array(a) => a.to_pg_text(),
         })
     }
 
@@ -582,6 +586,10 @@ impl Value {
             )
         };
         Ok(match (self, ty) {
+            (Value::Text(s), DataType::Array(e)) => {
+                Value::Array(Box::new(ArrayValue::parse(s, *e)?))
+            }
+            (Value::Array(a), DataType::Array(e)) => Value::Array(Box::new(a.cast(*e)?)),
             (Value::Text(s), DataType::Text) => Value::Text(s.clone()),
             (v, DataType::Text) => Value::Text(v.to_pg_text().unwrap_or_default()),
             (v, DataType::Varchar(n)) => {
@@ -710,6 +718,7 @@ impl Value {
             (Timestamp(a), Date(b)) => a.cmp(&(*b as i64 * 86_400_000_000)),
             (Text(a), Text(b)) => a.cmp(b),
             (Bytea(a), Bytea(b)) => a.cmp(b),
+            (Array(a), Array(b)) => a.sql_cmp(b)?,
             _ => return None,
         })
     }
@@ -757,6 +766,10 @@ impl Value {
             }
             Value::Bytea(b) => {
                 w.u8(7).bytes(b);
+            }
+            Value::Array(a) => {
+                w.u8(8);
+                a.key_bytes(w);
             }
         }
     }

@@ -72,13 +72,16 @@ impl std::error::Error for Error {}
 
 impl From<ndpdb_formats::Error> for Error {
     fn from(e: ndpdb_formats::Error) -> Error {
-        Error::new(
-            e.sqlstate(),
-            match e {
-                ndpdb_formats::Error::Sql { message, .. } => message,
-                other => other.to_string(),
-            },
-        )
+        let code = e.sqlstate();
+        match e {
+            ndpdb_formats::Error::Sql {
+                message,
+                detail: Some(d),
+                ..
+            } => Error::new(code, message).with_detail(d),
+            ndpdb_formats::Error::Sql { message, .. } => Error::new(code, message),
+            other => Error::new(code, other.to_string()),
+        }
     }
 }
 

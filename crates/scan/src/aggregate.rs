@@ -129,6 +129,7 @@ pub fn fold_page(
                     AggFunc::Sum | AggFunc::Avg => acc.add_double(x),
                     AggFunc::Count => acc.add_count(1),
                     AggFunc::CountStar => acc.add_count(1),
+                    AggFunc::ArrayAgg | AggFunc::StringAgg => acc.add(spec, Value::Double(x))?,
                     AggFunc::Min | AggFunc::Max => {
                         let better = best.is_none_or(|b| {
                             let o = f64_cmp(x, b);
@@ -157,6 +158,8 @@ fn fold_column(acc: &mut Acc, spec: &AggSpec, col: &ColumnRef<'_>, sel: &[u16]) 
     let nulls = col.has_nulls();
     let live = |s: &u16| !(nulls && col.is_null(*s as usize));
     match spec.func {
+        // Order-dependent aggregates take values one at a time.
+        AggFunc::ArrayAgg | AggFunc::StringAgg => return Ok(false),
         AggFunc::CountStar => acc.add_count(sel.len() as i64),
         AggFunc::Count => acc.add_count(sel.iter().filter(|s| live(s)).count() as i64),
         AggFunc::Sum | AggFunc::Avg => match (col.ty, col.data) {
@@ -243,7 +246,8 @@ fn fold_column(acc: &mut Acc, spec: &AggSpec, col: &ColumnRef<'_>, sel: &[u16]) 
                     _ => Key::None,
                 })
             };
-            if matches!(col.ty, DataType::Bool) {
+            // Booleans and arrays do not order by their bytes.
+            if matches!(col.ty, DataType::Bool | DataType::Array(_)) {
                 return Ok(false);
             }
             let mut best_key = Key::None;

@@ -219,6 +219,9 @@ fn agg(func: AggFunc, c: Option<usize>, result_ty: DataType) -> AggSpec {
             ops: vec![Op::Column(c as u32)],
         }),
         result_ty,
+        extra: vec![],
+        order: vec![],
+        filtered: false,
     }
 }
 

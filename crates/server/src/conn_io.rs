@@ -194,6 +194,7 @@ fn type_size(ty: &DataType) -> i16 {
         | DataType::Text
         | DataType::Varchar(_)
         | DataType::Char(_)
-        | DataType::Bytea => -1,
+        | DataType::Bytea
+        | DataType::Array(_) => -1,
     }
 }

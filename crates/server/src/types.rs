@@ -12,6 +12,9 @@
 //!  BYTEA           17    raw bytes
 //!  DATE          1082    i32 days since 2000-01-01
 //!  TIMESTAMP     1114    i64 microseconds since 2000-01-01 00:00:00
+//!  arrays        1000…   ndim i32, has-nulls i32, element OID u32,
+//!                        ndim × (length i32, lower bound i32),
+//!                        elements × (length i32 or -1, element bytes)
 //! ```
 //!
 //! Parameters arrive as untrusted bytes: every decoder checks lengths and
@@ -21,6 +24,8 @@
 use bytes::{BufMut, BytesMut};
 use pgwire::api::results::FieldFormat;
 use pgwire::api::Type;
+
+use ndpdb_formats::array::{ArrayValue, Dim, ElemType, MAX_DIMS};
 
 use ndpdb_formats::value::Decimal;
 use ndpdb_formats::{DataType, Error, SqlState, Value};
@@ -48,6 +53,19 @@ pub fn pg_type(ty: &DataType) -> Type {
         DataType::Bytea => Type::BYTEA,
         DataType::Date => Type::DATE,
         DataType::Timestamp => Type::TIMESTAMP,
+        DataType::Array(e) => match e.scalar() {
+            DataType::Bool => Type::BOOL_ARRAY,
+            DataType::Int => Type::INT4_ARRAY,
+            DataType::BigInt => Type::INT8_ARRAY,
+            DataType::Double => Type::FLOAT8_ARRAY,
+            DataType::Numeric { .. } => Type::NUMERIC_ARRAY,
+            DataType::Varchar(_) => Type::VARCHAR_ARRAY,
+            DataType::Char(_) => Type::BPCHAR_ARRAY,
+            DataType::Bytea => Type::BYTEA_ARRAY,
+            DataType::Date => Type::DATE_ARRAY,
+            DataType::Timestamp => Type::TIMESTAMP_ARRAY,
+            DataType::Text | DataType::Array(_) => Type::TEXT_ARRAY,
+        },
     }
 }
 
@@ -67,6 +85,28 @@ pub fn data_type_of(ty: &Type) -> Option<DataType> {
         Type::BYTEA => DataType::Bytea,
         Type::DATE => DataType::Date,
         Type::TIMESTAMP | Type::TIMESTAMPTZ => DataType::Timestamp,
+        _ => DataType::Array(ElemType::of(data_type_of(&array_member(ty)?)?)?),
+    })
+}
+
+/// The element type of an array type a client may name.
+fn array_member(ty: &Type) -> Option<Type> {
+    Some(match *ty {
+        Type::BOOL_ARRAY => Type::BOOL,
+        Type::INT2_ARRAY => Type::INT2,
+        Type::INT4_ARRAY => Type::INT4,
+        Type::INT8_ARRAY => Type::INT8,
+        Type::FLOAT4_ARRAY => Type::FLOAT4,
+        Type::FLOAT8_ARRAY => Type::FLOAT8,
+        Type::NUMERIC_ARRAY => Type::NUMERIC,
+        Type::TEXT_ARRAY => Type::TEXT,
+        Type::VARCHAR_ARRAY => Type::VARCHAR,
+        Type::BPCHAR_ARRAY => Type::BPCHAR,
+        Type::NAME_ARRAY => Type::NAME,
+        Type::BYTEA_ARRAY => Type::BYTEA,
+        Type::DATE_ARRAY => Type::DATE,
+        Type::TIMESTAMP_ARRAY => Type::TIMESTAMP,
+        Type::TIMESTAMPTZ_ARRAY => Type::TIMESTAMPTZ,
         _ => return None,
     })
 }
@@ -210,6 +250,7 @@ pub fn decode_param(
                     .ok_or_else(|| bad_binary("timestamp"))?,
             )
         }
+        ref other if array_member(other).is_some() => decode_binary_array(bytes, other)?,
         other => {
             return Err(Error::sql(
                 SqlState::FEATURE_NOT_SUPPORTED,
@@ -254,7 +295,69 @@ fn put_binary(buf: &mut BytesMut, v: &Value) {
         Value::Timestamp(t) => buf.put_i64(t.wrapping_sub(PG_EPOCH_MICROS)),
         Value::Text(s) => buf.put_slice(s.as_bytes()),
         Value::Bytea(b) => buf.put_slice(b),
+        Value::Array(a) => {
+            let member = pg_type(&a.elem.scalar());
+            buf.put_i32(a.dims.len() as i32);
+            buf.put_i32(a.items.iter().any(Value::is_null) as i32);
+            buf.put_u32(member.oid());
+            for d in &a.dims {
+                buf.put_i32(d.len);
+                buf.put_i32(d.lower);
+            }
+            for v in &a.items {
+                put_field(buf, v, FieldFormat::Binary);
+            }
+        }
     }
+}
+
+/// An array parameter in the binary format (see the table above).
+fn decode_binary_array(bytes: &[u8], ty: &Type) -> Result<Value, Error> {
+    let member = array_member(ty).ok_or_else(|| bad_binary("array"))?;
+    let elem = data_type_of(&member)
+        .and_then(ElemType::of)
+        .ok_or_else(|| bad_binary("array element type"))?;
+    let mut at = 0usize;
+    let mut next = |n: usize| -> Result<&[u8], Error> {
+        let b = bytes.get(at..at + n).ok_or_else(|| bad_binary("array"))?;
+        at += n;
+        Ok(b)
+    };
+    let int = |b: &[u8]| i32::from_be_bytes(b.try_into().unwrap_or([0; 4]));
+    let ndim = int(next(4)?);
+    let _has_nulls = next(4)?;
+    let _elem_oid = next(4)?;
+    if !(0..=MAX_DIMS as i32).contains(&ndim) {
+        return Err(bad_binary("array dimensions"));
+    }
+    let mut dims = Vec::new();
+    let mut count: usize = if ndim == 0 { 0 } else { 1 };
+    for _ in 0..ndim {
+        let len = int(next(4)?);
+        let lower = int(next(4)?);
+        if len <= 0 {
+            return Err(bad_binary("array dimensions"));
+        }
+        count = count
+            .checked_mul(len as usize)
+            .filter(|&n| n <= bytes.len() / 4)
+            .ok_or_else(|| bad_binary("array dimensions"))?;
+        dims.push(Dim { len, lower });
+    }
+    let mut items = Vec::with_capacity(count);
+    for _ in 0..count {
+        let n = int(next(4)?);
+        items.push(if n < 0 {
+            Value::Null
+        } else {
+            decode_param(Some(next(n as usize)?), true, Some(&member), None)?
+                .cast(&elem.scalar())?
+        });
+    }
+    if at != bytes.len() {
+        return Err(bad_binary("array"));
+    }
+    Ok(Value::Array(Box::new(ArrayValue { elem, dims, items })))
 }
 
 /// NUMERIC in PostgreSQL's binary form: base-10000 digits around the

@@ -4,7 +4,9 @@
 //! strict ones, whose result is NULL when any argument is.
 //!
 //! ```text
-//!  call(func, args) ─► catalog_funcs::call ── Some ─► its answer
+//!  call(func, args) ─► array_funcs::call ── Some ─► its answer
+//!        │ None
+//!        ├─ catalog_funcs::call ── Some ─► its answer
 //!        │ None
 //!        ├─ COALESCE / GREATEST / LEAST / NULLIF ─► on_nulls
 //!        ├─ any argument NULL ─► NULL
@@ -25,6 +27,9 @@ use super::program::Op;
 
 /// `func(args…)`.
 pub(super) fn call(func: Func, args: Vec<Value>) -> Result<Value> {
+    if let Some(out) = crate::array_funcs::call(func, &args) {
+        return out;
+    }
     if let Some(out) = crate::catalog_funcs::call(func, &args) {
         return out;
     }

@@ -88,6 +88,10 @@ pub fn encode_value(v: &Value, w: &mut Writer) {
         Value::Bytea(b) => {
             w.u8(9).bytes(b);
         }
+        Value::Array(a) => {
+            w.u8(10);
+            a.encode(w);
+        }
     }
 }
 
@@ -110,6 +114,7 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value> {
         7 => Value::Timestamp(r.i64()?),
         8 => Value::Text(r.str()?.to_string()),
         9 => Value::Bytea(r.bytes()?.to_vec()),
+        10 => Value::Array(Box::new(crate::array::ArrayValue::decode(r)?)),
         t => return Err(Error::corrupted(format!("unknown value tag {t}"))),
     })
 }

@@ -84,10 +84,32 @@ pub enum Func {
     /// `array_to_string(array, separator [, null text])` over an array's
     /// text form: its elements joined, NULLs left out or replaced.
     ArrayToString,
+    /// The array functions of [`crate::array_funcs`].
+    MakeArray,
+    ArrayIndex,
+    ArraySlice,
+    ArrayLength,
+    Cardinality,
+    ArrayNdims,
+    ArrayDims,
+    ArrayCat,
+    ArrayAppend,
+    ArrayPrepend,
+    ArrayPosition,
+    ArrayPositions,
+    ArrayRemove,
+    ArrayReplace,
+    ArrayContains,
+    ArrayOverlap,
+    /// `a <@ b`: `b @> a`.
+    ArrayContained,
+    QuantAny,
+    QuantAll,
+    StringToArray,
 }
 
 impl Func {
-    const ALL: [Func; 37] = [
+    const ALL: [Func; 57] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -125,6 +147,26 @@ impl Func {
         Func::OctetLength,
         Func::FormatType,
         Func::ArrayToString,
+        Func::MakeArray,
+        Func::ArrayIndex,
+        Func::ArraySlice,
+        Func::ArrayLength,
+        Func::Cardinality,
+        Func::ArrayNdims,
+        Func::ArrayDims,
+        Func::ArrayCat,
+        Func::ArrayAppend,
+        Func::ArrayPrepend,
+        Func::ArrayPosition,
+        Func::ArrayPositions,
+        Func::ArrayRemove,
+        Func::ArrayReplace,
+        Func::ArrayContains,
+        Func::ArrayOverlap,
+        Func::ArrayContained,
+        Func::QuantAny,
+        Func::QuantAll,
+        Func::StringToArray,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -133,6 +175,21 @@ impl Func {
     pub fn arity(self) -> std::ops::RangeInclusive<usize> {
         match self {
             Func::Coalesce | Func::Greatest | Func::Least => 1..=u8::MAX as usize,
+            Func::MakeArray => 0..=u8::MAX as usize,
+            Func::ArrayIndex => 2..=7,
+            Func::ArraySlice => 3..=13,
+            Func::ArrayPosition | Func::StringToArray => 2..=3,
+            Func::ArrayReplace | Func::QuantAny | Func::QuantAll => 3..=3,
+            Func::ArrayLength
+            | Func::ArrayCat
+            | Func::ArrayAppend
+            | Func::ArrayPrepend
+            | Func::ArrayPositions
+            | Func::ArrayRemove
+            | Func::ArrayContains
+            | Func::ArrayOverlap
+            | Func::ArrayContained => 2..=2,
+            Func::Cardinality | Func::ArrayNdims | Func::ArrayDims => 1..=1,
             Func::Round => 1..=2,
             Func::Substr | Func::ArrayToString => 2..=3,
             Func::AddInterval => 4..=4,

@@ -332,7 +332,14 @@ impl PageBuf {
                     0
                 };
             let d = PAGE_HEADER_SIZE + DIR_ENTRY_SIZE * c;
-            let (precision, scale, varlen) = match *ty {
+            let scalar = match *ty {
+                DataType::Array(e) => {
+                    b[d + 12] = type_tag(e.scalar());
+                    e.scalar()
+                }
+                t => t,
+            };
+            let (precision, scale, varlen) = match scalar {
                 DataType::Numeric { precision, scale } => (precision, scale, 0),
                 DataType::Varchar(n) | DataType::Char(n) => (0, 0, n),
                 _ => (0, 0, 0),

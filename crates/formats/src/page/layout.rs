@@ -11,7 +11,9 @@
 //!  40 max creator u64                   48 empty slots u16   50 zero ×14
 //!  column directory (16 B per column) at 64
 //!   tag u8 | precision u8 | scale u8 | zone u8 | varchar length u32 |
-//!   offset u16 | length u16 | zero ×4
+//!   offset u16 | length u16 | array element tag u8 | zero ×3
+//!   (an array column: tag 12, its element type's tag at byte 12 and the
+//!   element's precision, scale or length where a scalar's are)
 //!  version minipage at align8(64 + 16·columns), for r rows:
 //!   creator u64 × r | predecessor RecId u64 × r | VID u64 × r | flags u8 × r
 //!  column minipages, each at an 8-aligned offset:

@@ -32,6 +32,7 @@ pub use layout::{
 
 use layout::*;
 
+use crate::array::ArrayValue;
 use crate::codec::Writer;
 use crate::error::{Error, Result};
 use crate::ids::{Lpn, RecId, TableId, TxId, Vid};
@@ -244,6 +245,9 @@ impl<'a> ColumnRef<'a> {
                 )
             }
             (DataType::Bytea, ColumnData::Var { .. }) => Value::Bytea(self.var(i)?.to_vec()),
+            (DataType::Array(_), ColumnData::Var { .. }) => {
+                Value::Array(Box::new(ArrayValue::decode_all(self.var(i)?)?))
+            }
             (ty, _) => return Err(Error::corrupted(format!("minipage does not hold {ty}"))),
         })
     }
@@ -297,10 +301,22 @@ pub fn minipage_span(bytes: &[u8], c: usize) -> Option<(usize, usize)> {
     Some((off, len))
 }
 
-/// The column type of directory entry `d` (tags as [`DataType::encode`]).
+/// The column type of directory entry `d` (tags as [`DataType::encode`];
+/// an array's element type has its tag at byte 12 and its modifier where
+/// a scalar column's is).
 #[inline]
 fn dir_type(b: &[u8], d: usize) -> Result<DataType> {
-    Ok(match b[d] {
+    if b[d] == 12 {
+        let elem = dir_scalar(b, d, b[d + 12])?;
+        return crate::array::ElemType::of(elem)
+            .map(DataType::Array)
+            .ok_or_else(|| Error::corrupted("array of arrays"));
+    }
+    dir_scalar(b, d, b[d])
+}
+
+fn dir_scalar(b: &[u8], d: usize, tag: u8) -> Result<DataType> {
+    Ok(match tag {
         1 => DataType::Bool,
         2 => DataType::Int,
         3 => DataType::BigInt,

@@ -106,6 +106,9 @@ fn sum_and_count() -> PipelineOp {
         groups: vec![],
         aggs: vec![
             AggSpec {
+                extra: vec![],
+                order: vec![],
+                filtered: false,
                 func: AggFunc::Sum,
                 distinct: false,
                 arg: Some(column(1)),
@@ -115,6 +118,9 @@ fn sum_and_count() -> PipelineOp {
                 },
             },
             AggSpec {
+                extra: vec![],
+                order: vec![],
+                filtered: false,
                 func: AggFunc::CountStar,
                 distinct: false,
                 arg: None,

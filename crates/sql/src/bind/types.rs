@@ -14,7 +14,9 @@
 
 use ndpdb_formats::types::MAX_NUMERIC_PRECISION;
 use ndpdb_formats::{DataType, SqlState};
-use sqlparser::ast::{CharacterLength, DataType as AstType, ExactNumberInfo, TimezoneInfo};
+use sqlparser::ast::{
+    ArrayElemTypeDef, CharacterLength, DataType as AstType, ExactNumberInfo, TimezoneInfo,
+};
 
 use crate::{Error, Result};
 
@@ -112,6 +114,18 @@ pub fn convert_type(t: &AstType) -> Result<DataType> {
             Some(CharacterLength::Max) => return Err(unsupported_type(t)),
         },
         AstType::Bytea => DataType::Bytea,
+        AstType::Array(
+            ArrayElemTypeDef::SquareBracket(inner, _)
+            | ArrayElemTypeDef::Qualified(inner, _)
+            | ArrayElemTypeDef::AngleBracket(inner)
+            | ArrayElemTypeDef::Parenthesis(inner),
+        ) => match convert_type(inner)? {
+            // `int[][]` is `int[]`, as PostgreSQL reads it.
+            t @ DataType::Array(_) => t,
+            t => DataType::Array(
+                ndpdb_formats::array::ElemType::of(t).ok_or_else(|| unsupported_type(inner))?,
+            ),
+        },
         AstType::Custom(name, args) if args.is_empty() => {
             match name.to_string().to_lowercase().as_str() {
                 "int4" | "int" | "integer" => DataType::Int,

@@ -69,6 +69,8 @@ struct Programs<'p> {
     /// Per grouping program, the column it is, when it is only that.
     group_column: Vec<Option<usize>>,
     args: Vec<Option<Cow<'p, Program>>>,
+    /// Per aggregate, its extra inputs ([`AggSpec::extra`]).
+    extra: Vec<Vec<Cow<'p, Program>>>,
 }
 
 impl<'p> Programs<'p> {
@@ -79,14 +81,24 @@ impl<'p> Programs<'p> {
             .iter()
             .map(|a| a.spec.arg.as_ref().map(Cow::Borrowed))
             .collect();
-        Programs::new(group, args)
+        let extra = ctx
+            .aggregates
+            .iter()
+            .map(|a| a.spec.extra.iter().map(Cow::Borrowed).collect())
+            .collect();
+        Programs::new(group, args, extra)
     }
 
-    fn new(group: Cow<'p, [Program]>, args: Vec<Option<Cow<'p, Program>>>) -> Programs<'p> {
+    fn new(
+        group: Cow<'p, [Program]>,
+        args: Vec<Option<Cow<'p, Program>>>,
+        extra: Vec<Vec<Cow<'p, Program>>>,
+    ) -> Programs<'p> {
         Programs {
             group_column: group.iter().map(Program::single_column).collect(),
             group,
             args,
+            extra,
         }
     }
 
@@ -106,13 +118,21 @@ impl<'p> Programs<'p> {
             .map(|p| p.remap_columns(narrow))
             .collect::<Option<Vec<_>>>()?;
         let mut args = Vec::with_capacity(ctx.aggregates.len());
+        let mut extra = Vec::with_capacity(ctx.aggregates.len());
         for a in &ctx.aggregates {
             args.push(match &a.spec.arg {
                 Some(p) => Some(Cow::Owned(p.remap_columns(narrow)?)),
                 None => None,
             });
+            extra.push(
+                a.spec
+                    .extra
+                    .iter()
+                    .map(|p| p.remap_columns(narrow).map(Cow::Owned))
+                    .collect::<Option<Vec<_>>>()?,
+            );
         }
-        Some(Programs::new(Cow::Owned(group), args))
+        Some(Programs::new(Cow::Owned(group), args, extra))
     }
 }
 
@@ -193,16 +213,25 @@ impl<'p> HostAggregate<'p> {
             }
         };
         let accs = &mut self.states[idx].1;
-        for ((acc, call), arg) in accs
+        for (((acc, call), arg), extra) in accs
             .iter_mut()
             .zip(&self.ctx.aggregates)
             .zip(&programs.args)
+            .zip(&programs.extra)
         {
             let v = match arg {
                 Some(p) => p.eval(&row, params)?,
                 None => Value::Null,
             };
-            acc.add(&call.spec, v)?;
+            if extra.is_empty() {
+                acc.add(&call.spec, v)?;
+            } else {
+                let extra = extra
+                    .iter()
+                    .map(|p| p.eval(&row, params))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                acc.add_with(&call.spec, v, extra)?;
+            }
         }
         Ok(())
     }
@@ -290,8 +319,9 @@ impl<'p> PartedAggregate<'p> {
     /// values, whose rounding depends on the order they are added in.
     pub fn exact(ctx: &AggContext) -> bool {
         ctx.aggregates.iter().all(|a| {
-            !matches!(a.spec.func, AggFunc::Sum | AggFunc::Avg)
-                || a.spec.result_ty != DataType::Double
+            !a.spec.in_order()
+                && (!matches!(a.spec.func, AggFunc::Sum | AggFunc::Avg)
+                    || a.spec.result_ty != DataType::Double)
         })
     }
 

@@ -134,6 +134,7 @@ impl SelectPlan {
             || !self.row_filter.is_empty()
             || self.for_update
             || !matches!(src.access, Access::Scan)
+            || ctx.aggregates.iter().any(|a| a.spec.in_order())
         {
             return Ok(None);
         }

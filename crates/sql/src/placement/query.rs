@@ -106,9 +106,15 @@ impl SelectPlan {
         if self.for_update && self.agg.is_some() {
             return;
         }
-        // Rows that need a subquery each are aggregated on the host.
+        // Rows that need a subquery each are aggregated on the host; so
+        // are aggregates that need their rows in order (array_agg).
         if self.agg.is_some() && !self.row_filter.is_empty() {
             return;
+        }
+        if let Some((ctx, _)) = &self.agg {
+            if ctx.aggregates.iter().any(|a| a.spec.in_order()) {
+                return;
+            }
         }
         let src = &self.sources[0];
         let Some(table) = src.table().cloned() else {

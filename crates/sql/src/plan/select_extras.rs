@@ -1,14 +1,17 @@
 //! Columns a SELECT list computes over all of its rows, not one: the
 //! ranking window functions (`row_number()`, `rank()`, `dense_rank()`
-//! `OVER (PARTITION BY … ORDER BY …)`) and the set-returning function
+//! `OVER (PARTITION BY … ORDER BY …)`) and the set-returning functions
+//! `unnest(array)`, `generate_subscripts(array, dim [, reverse])` and
 //! `information_schema._pg_expandarray(array)`, which catalog queries
 //! (JDBC's `getColumns`, `getPrimaryKeys`, `getIndexInfo`) use.
 //!
 //! ```text
 //!  rows after FROM + WHERE
 //!    └─► window columns: rows sorted by (partition, order) keys, numbered
-//!          └─► set-returning function: one row per array element, with
-//!              the record (x, n) of the element and its 1-based position
+//!          └─► set-returning functions, in lockstep: as many rows as the
+//!              longest gives, the shorter ones padded with NULLs
+//!              (_pg_expandarray: the record (x, n) of the element and
+//!              its 1-based position)
 //!                └─► projection (the calls replaced by these columns)
 //! ```
 //!
@@ -20,9 +23,8 @@
 //! see the rows before the set-returning function expands them, and an
 //! empty or NULL array yields no rows.
 //!
-//! Limits (0A000): one distinct `_pg_expandarray` argument per SELECT
-//! list (PostgreSQL runs several in lockstep); no window frames or other
-//! window functions; neither with GROUP BY or aggregates.
+//! Limits (0A000): no window frames or other window functions; neither
+//! with GROUP BY or aggregates.
 
 use std::cmp::Ordering;
 
@@ -62,12 +64,49 @@ struct Window {
     order: Vec<(Program, bool, bool)>,
 }
 
+/// A set-returning call of the SELECT list.
+#[derive(Debug)]
+enum Srf {
+    /// `_pg_expandarray(array)` over a catalog array's text form.
+    ExpandArray(Program),
+    /// `unnest(array)`.
+    Unnest(Program),
+    /// `generate_subscripts(array, dim [, reverse])`.
+    Subscripts(Program, Program, Option<Program>),
+}
+
 /// The extra columns of one SELECT list.
 #[derive(Debug, Default)]
 pub struct Extras {
     windows: Vec<Window>,
-    /// The array `_pg_expandarray` expands.
-    expand: Option<Program>,
+    /// The set-returning calls, run in lockstep.
+    srfs: Vec<Srf>,
+}
+
+/// The arguments of a call of `unnest` or `generate_subscripts`.
+fn array_srf(e: &Expr) -> Option<(&'static str, Vec<&Expr>)> {
+    let Expr::Function(f) = e else { return None };
+    if f.over.is_some() {
+        return None;
+    }
+    let name = f.name.to_string().to_lowercase();
+    let name = match name.trim_start_matches("pg_catalog.") {
+        "unnest" => "unnest",
+        "generate_subscripts" => "generate_subscripts",
+        _ => return None,
+    };
+    match &f.args {
+        FunctionArguments::List(l) => l
+            .args
+            .iter()
+            .map(|a| match a {
+                FunctionArg::Unnamed(FunctionArgExpr::Expr(x)) => Some(x),
+                _ => None,
+            })
+            .collect::<Option<Vec<_>>>()
+            .map(|args| (name, args)),
+        _ => None,
+    }
 }
 
 fn is_expandarray(e: &Expr) -> Option<&Expr> {
@@ -111,21 +150,20 @@ pub fn plan(
         ));
     }
     let mut windows = Vec::new();
-    let mut srf_arg: Option<Expr> = None;
+    // Each distinct call, once: `unnest(a) AS x, unnest(a) + 1` is one.
+    let mut calls: Vec<Expr> = Vec::new();
     let mut error = None;
     for (e, _) in items.iter_mut() {
         let _ = sqlparser::ast::visit_expressions_mut(e, |x| {
-            if let Some(arg) = is_expandarray(x) {
-                match &srf_arg {
-                    Some(a) if a != arg => {
-                        error = Some(unsupported(
-                            "more than one set-returning function argument in a SELECT list",
-                        ));
-                        return std::ops::ControlFlow::Break(());
+            if is_expandarray(x).is_some() || array_srf(x).is_some() {
+                let k = match calls.iter().position(|c| c == x) {
+                    Some(k) => k,
+                    None => {
+                        calls.push(x.clone());
+                        calls.len() - 1
                     }
-                    _ => srf_arg = Some(arg.clone()),
-                }
-                *x = column_ref("srf");
+                };
+                *x = column_ref(&format!("srf{k}"));
                 return std::ops::ControlFlow::Continue(());
             }
             if let Expr::Function(f) = x {
@@ -158,7 +196,7 @@ pub fn plan(
             return Err(e);
         }
     }
-    if windows.is_empty() && srf_arg.is_none() {
+    if windows.is_empty() && calls.is_empty() {
         return Ok(None);
     }
     let mut extras = Extras::default();
@@ -187,37 +225,117 @@ pub fn plan(
             ty: DataType::BigInt,
         })
         .collect();
-    if let Some(arg) = srf_arg {
-        let (p, ty) = compile(&arg, scope, params)?;
-        let element = ty
-            .data_type()
-            .and_then(array_type::element_type)
-            .ok_or_else(|| {
-                Error::new(
-                    SqlState::UNDEFINED_FUNCTION,
-                    format!(
-                        "function information_schema._pg_expandarray({}) does not exist",
-                        ty.data_type()
-                            .map_or("unknown".to_string(), |t| t.sql_name())
-                    ),
-                )
-            })?;
-        extras.expand = Some(p);
-        scope.columns.extend(window_columns);
+    scope.columns.extend(window_columns);
+    for (k, call) in calls.iter().enumerate() {
+        let (srf, ty) = plan_srf(call, scope, params)?;
+        extras.srfs.push(srf);
         scope.columns.push(ScopeColumn {
             table: TABLE.into(),
-            name: "srf".into(),
-            ty: array_type::record_of(element),
+            name: format!("srf{k}"),
+            ty,
         });
-    } else {
-        scope.columns.extend(window_columns);
     }
     Ok(Some(extras))
 }
 
-/// Whether `x` is a window call or `_pg_expandarray`.
+/// One set-returning call: what it runs and the type of its column.
+fn plan_srf(
+    call: &Expr,
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(Srf, DataType)> {
+    let no_function = |name: &str, tys: &[crate::bind::compile::Ty]| {
+        let names: Vec<String> = tys
+            .iter()
+            .map(|t| {
+                t.data_type()
+                    .map_or("unknown".to_string(), |t| t.sql_name())
+            })
+            .collect();
+        Error::new(
+            SqlState::UNDEFINED_FUNCTION,
+            format!("function {name}({}) does not exist", names.join(", ")),
+        )
+        .with_hint("No function matches the given name and argument types. You might need to add explicit type casts.")
+    };
+    if let Some(arg) = is_expandarray(call) {
+        let (p, ty) = compile(arg, scope, params)?;
+        let element = ty
+            .data_type()
+            .and_then(array_type::element_type)
+            .ok_or_else(|| no_function("information_schema._pg_expandarray", &[ty]))?;
+        return Ok((Srf::ExpandArray(p), array_type::record_of(element)));
+    }
+    let Some((name, args)) = array_srf(call) else {
+        return Err(unsupported("this set-returning call"));
+    };
+    let mut compiled = Vec::new();
+    for a in &args {
+        compiled.push(compile(a, scope, params)?);
+    }
+    let tys: Vec<_> = compiled.iter().map(|c| c.1).collect();
+    let elem = match tys.first().and_then(|t| t.data_type()) {
+        Some(DataType::Array(e)) => e.scalar(),
+        _ => return Err(no_function(name, &tys)),
+    };
+    let mut programs = compiled.into_iter().map(|c| c.0);
+    match (name, tys.len()) {
+        ("unnest", 1) => Ok((Srf::Unnest(programs.next().expect("one")), elem)),
+        ("generate_subscripts", 2 | 3) => {
+            let a = programs.next().expect("array");
+            let d = programs.next().expect("dimension");
+            Ok((Srf::Subscripts(a, d, programs.next()), DataType::Int))
+        }
+        _ => Err(no_function(name, &tys)),
+    }
+}
+
+impl Srf {
+    /// The values the call gives for one input row.
+    fn values(&self, row: &[Value], params: &[Value]) -> Result<Vec<Value>> {
+        Ok(match self {
+            Srf::ExpandArray(p) => {
+                let Value::Text(a) = p.eval(row, params)? else {
+                    return Ok(Vec::new());
+                };
+                let (_, items) = array_items(&a);
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(k, item)| {
+                        let x = item.as_deref().map_or(String::new(), quote_element);
+                        Value::Text(format!("({x},{})", k + 1))
+                    })
+                    .collect()
+            }
+            Srf::Unnest(p) => match p.eval(row, params)? {
+                Value::Array(a) => a.items,
+                _ => Vec::new(),
+            },
+            Srf::Subscripts(a, d, reverse) => {
+                let (Value::Array(a), Some(d)) =
+                    (a.eval(row, params)?, d.eval(row, params)?.as_i64())
+                else {
+                    return Ok(Vec::new());
+                };
+                let reverse = match reverse {
+                    Some(r) => r.eval(row, params)? == Value::Bool(true),
+                    None => false,
+                };
+                a.subscripts(d, reverse)
+                    .into_iter()
+                    .map(Value::Int)
+                    .collect()
+            }
+        })
+    }
+}
+
+/// Whether `x` is a window call or a set-returning call.
 fn is_window_or_srf(x: &Expr) -> bool {
-    matches!(x, Expr::Function(f) if f.over.is_some()) || is_expandarray(x).is_some()
+    matches!(x, Expr::Function(f) if f.over.is_some())
+        || is_expandarray(x).is_some()
+        || array_srf(x).is_some()
 }
 
 /// Whether some expression `visit` meets satisfies `found`.
@@ -345,19 +463,23 @@ pub fn apply(extras: &Option<Extras>, rows: Vec<Joined>, params: &[Value]) -> Re
             r.values.push(Value::BigInt(n));
         }
     }
-    let Some(array) = &extras.expand else {
+    if extras.srfs.is_empty() {
         return Ok(rows);
-    };
+    }
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
-        let Value::Text(a) = array.eval(&r.values, params)? else {
-            continue;
-        };
-        let (_, items) = array_items(&a);
-        for (k, item) in items.iter().enumerate() {
-            let x = item.as_deref().map_or(String::new(), quote_element);
+        let sets = extras
+            .srfs
+            .iter()
+            .map(|s| s.values(&r.values, params))
+            .collect::<Result<Vec<_>>>()?;
+        let n = sets.iter().map(Vec::len).max().unwrap_or(0);
+        for k in 0..n {
             let mut values = r.values.clone();
-            values.push(Value::Text(format!("({x},{})", k + 1)));
+            values.extend(
+                sets.iter()
+                    .map(|s| s.get(k).cloned().unwrap_or(Value::Null)),
+            );
             out.push(Joined {
                 values,
                 ids: r.ids.clone(),

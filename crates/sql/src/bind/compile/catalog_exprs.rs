@@ -208,7 +208,10 @@ impl Compiler<'_> {
         } else {
             self.expr(&Expr::CompoundIdentifier(names))?
         };
-        for access in rest {
+        for (k, access) in rest.iter().enumerate() {
+            if let Ty::Known(DataType::Array(e)) = ty {
+                return self.array_subscripts(e, &rest[k..]);
+            }
             let t = ty.data_type().unwrap_or(DataType::Text);
             ty = match access {
                 AccessExpr::Subscript(Subscript::Index { index }) => {
@@ -323,7 +326,8 @@ impl Compiler<'_> {
                     return wrong(&[]);
                 };
                 let at = self.expr(a)?;
-                if at.data_type().and_then(array_type::element_type).is_none() {
+                let real = matches!(at, Ty::Known(DataType::Array(_)));
+                if !real && at.data_type().and_then(array_type::element_type).is_none() {
                     return wrong(&[at]);
                 }
                 let dt = self.expr(d)?;
@@ -379,10 +383,9 @@ impl Compiler<'_> {
                     _ => return wrong(&[]),
                 };
                 let at = self.expr(array)?;
-                if at
-                    .data_type()
-                    .is_some_and(|t| array_type::element_type(t).is_none())
-                {
+                if at.data_type().is_some_and(|t| {
+                    array_type::element_type(t).is_none() && !matches!(t, DataType::Array(_))
+                }) {
                     return wrong(&[at]);
                 }
                 for e in rest {

@@ -145,6 +145,9 @@ impl Compiler<'_> {
                     return Ok(ty);
                 }
                 let target = convert_type(data_type)?;
+                if let Some(ty) = self.array_cast(expr, target)? {
+                    return Ok(ty);
+                }
                 let t = self.expr(expr)?;
                 // An explicit cast to CHAR(n) / VARCHAR(n) cuts what is
                 // longer (only assignment fails on it).
@@ -341,8 +344,23 @@ impl Compiler<'_> {
             }
             Expr::AnyOp { .. } | Expr::AllOp { .. } => match self.quantified_array(e)? {
                 Some(ty) => Ok(ty),
-                None => self.subquery(e),
+                None => match e {
+                    Expr::AnyOp {
+                        left,
+                        compare_op,
+                        right,
+                        ..
+                    }
+                    | Expr::AllOp {
+                        left,
+                        compare_op,
+                        right,
+                    } if !matches!(strip_nested(right), Expr::Subquery(_)) => self
+                        .quantified_value(left, compare_op, right, matches!(e, Expr::AnyOp { .. })),
+                    _ => self.subquery(e),
+                },
             },
+            Expr::Array(a) => self.array_constructor(&a.elem),
             Expr::Subquery(_) | Expr::InSubquery { .. } | Expr::Exists { .. } => self.subquery(e),
             Expr::Collate { expr, collation } => {
                 // ndpdb compares strings byte by byte: the C collation,

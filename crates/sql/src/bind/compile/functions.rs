@@ -78,8 +78,8 @@ impl Compiler<'_> {
 
     pub(super) fn function(&mut self, whole: &Expr, f: &sqlparser::ast::Function) -> Result<Ty> {
         let name = f.name.to_string().to_lowercase();
-        if f.over.is_some() || f.filter.is_some() {
-            return Err(unsupported("window functions and FILTER"));
+        if f.over.is_some() {
+            return Err(unsupported("window functions"));
         }
         let (args, distinct, star) = self.function_args(f)?;
         if let Some(value) = session_value(f, &args) {
@@ -116,12 +116,33 @@ impl Compiler<'_> {
             // when none is left) — PostgreSQL's bool_and / bool_or.
             "bool_and" | "every" => Some(AggFunc::Min),
             "bool_or" => Some(AggFunc::Max),
+            "array_agg" => Some(AggFunc::ArrayAgg),
+            "string_agg" => Some(AggFunc::StringAgg),
             _ => None,
         };
+        let order_by = aggregate_order(f)?;
         if let Some(func) = agg_func {
             let boolean = matches!(name.as_str(), "bool_and" | "every" | "bool_or");
             let boolean = boolean.then_some(name.as_str());
-            return self.aggregate(whole, func, &args, distinct, boolean);
+            let clauses = AggClauses {
+                distinct,
+                boolean,
+                order_by,
+                filter: f.filter.as_deref(),
+            };
+            return self.aggregate(whole, func, &args, clauses);
+        }
+        if f.filter.is_some() {
+            return Err(Error::new(
+                SqlState::WRONG_OBJECT_TYPE,
+                format!("FILTER specified, but {name} is not an aggregate function"),
+            ));
+        }
+        if !order_by.is_empty() {
+            return Err(Error::new(
+                SqlState::WRONG_OBJECT_TYPE,
+                format!("ORDER BY specified, but {name} is not an aggregate function"),
+            ));
         }
         if args.is_empty()
             && matches!(
@@ -139,6 +160,21 @@ impl Compiler<'_> {
             self.emit(Op::Cast(DataType::Date));
             return Ok(Ty::Known(DataType::Date));
         }
+        if let ("pg_typeof", [arg]) = (name.as_str(), args.as_slice()) {
+            // The argument is evaluated (and dropped: IS NULL, then a jump
+            // that pops it and lands on the next op); its static type is
+            // the answer.
+            let t = self.expr(arg)?;
+            self.emit(Op::IsNull);
+            let over = self.emit(Op::JumpIfNotTrue(0));
+            self.patch_jump(over);
+            let name = match t {
+                Ty::Known(t) => type_name_of(t),
+                _ => "unknown".into(),
+            };
+            self.push_const(Value::Text(name));
+            return Ok(Ty::Known(DataType::Text));
+        }
         if name == "version" && args.is_empty() {
             // What clients read to learn the server (PostgreSQL-compatible
             // prefix, as drivers parse it).
@@ -154,6 +190,9 @@ impl Compiler<'_> {
             return self.binary(a, &BinaryOperator::Modulo, b);
         }
         if let Some(ty) = self.catalog_function(&name, &args)? {
+            return Ok(ty);
+        }
+        if let Some(ty) = self.array_function(&name, &args)? {
             return Ok(ty);
         }
         let func = Func::by_name(&name).ok_or_else(|| {
@@ -247,9 +286,14 @@ impl Compiler<'_> {
         whole: &Expr,
         func: AggFunc,
         args: &[&Expr],
-        distinct: bool,
-        boolean: Option<&str>,
+        clauses: AggClauses<'_>,
     ) -> Result<Ty> {
+        let AggClauses {
+            distinct,
+            boolean,
+            order_by,
+            filter,
+        } = clauses;
         let Some(agg) = self.agg.as_deref_mut() else {
             return Err(Error::new(
                 SqlState::GROUPING_ERROR,
@@ -262,6 +306,58 @@ impl Compiler<'_> {
             self.emit(Op::Column(col as u32));
             return Ok(Ty::Known(ty));
         }
+        // `agg(x) FILTER (WHERE c)` of an aggregate that skips NULLs is
+        // `agg(CASE WHEN c THEN x END)` (COUNT(*): of `1`); array_agg,
+        // which keeps NULLs, tests the filter per row.
+        let filtered_arg;
+        let counted_one;
+        let (func, args, row_filter): (AggFunc, Vec<&Expr>, Option<&Expr>) = match filter {
+            None => (func, args.to_vec(), None),
+            Some(c) if func == AggFunc::ArrayAgg => (func, args.to_vec(), Some(c)),
+            Some(c) => {
+                let (func, arg) = match (func, args) {
+                    (AggFunc::CountStar, _) => {
+                        counted_one = Expr::value(sqlparser::ast::Value::Number("1".into(), false));
+                        (AggFunc::Count, &counted_one)
+                    }
+                    (_, [a, ..]) => (func, *a),
+                    _ => return Err(unsupported("FILTER here")),
+                };
+                if contains_aggregate(c) {
+                    return Err(Error::new(
+                        SqlState::GROUPING_ERROR,
+                        "aggregate functions are not allowed in FILTER",
+                    ));
+                }
+                filtered_arg = Expr::Case {
+                    case_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                    end_token: sqlparser::ast::helpers::attached_token::AttachedToken::empty(),
+                    operand: None,
+                    conditions: vec![sqlparser::ast::CaseWhen {
+                        condition: c.clone(),
+                        result: arg.clone(),
+                    }],
+                    else_result: None,
+                };
+                let mut with: Vec<&Expr> = vec![&filtered_arg];
+                with.extend(args.iter().skip(1).copied());
+                (func, with, None)
+            }
+        };
+        let args: &[&Expr] = &args;
+        let (args, delimiter) = match (func, args) {
+            (AggFunc::StringAgg, [a, d]) => (std::slice::from_ref(a), Some(*d)),
+            (AggFunc::StringAgg, _) => {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!(
+                        "function string_agg with {} arguments does not exist",
+                        args.len()
+                    ),
+                ))
+            }
+            _ => (args, None),
+        };
         let (arg, arg_ty) = match (func, args) {
             (AggFunc::CountStar, []) => (None, None),
             (_, [a]) => {
@@ -325,7 +421,99 @@ impl Compiler<'_> {
                 }
                 None => numeric,
             },
+            AggFunc::ArrayAgg => match arg_ty {
+                Some(t @ DataType::Array(_)) => t,
+                Some(t) => DataType::Array(
+                    ndpdb_formats::array::ElemType::of(t)
+                        .ok_or_else(|| unsupported(format!("array_agg({t})")))?,
+                ),
+                None => DataType::Array(ndpdb_formats::array::ElemType::Text),
+            },
+            AggFunc::StringAgg => match arg_ty {
+                Some(DataType::Bytea) => DataType::Bytea,
+                Some(t) if t.is_textual() => DataType::Text,
+                None => DataType::Text,
+                Some(t) => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!("function string_agg({}, unknown) does not exist", t.sql_name()),
+                    )
+                    .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."))
+                }
+            },
         };
+        // string_agg's delimiter, then the ORDER BY keys (only an
+        // aggregate whose result depends on the order keeps them).
+        let mut extra = Vec::new();
+        let mut order = Vec::new();
+        let agg = self
+            .agg
+            .as_deref_mut()
+            .ok_or_else(|| unsupported("aggregate"))?;
+        let input = agg.input.clone();
+        if let Some(d) = delimiter {
+            let (p, t) = compile(d, &input, self.params)?;
+            let want = if result_ty == DataType::Bytea {
+                DataType::Bytea
+            } else {
+                DataType::Text
+            };
+            match t {
+                Ty::Known(t) if t != want && !(t.is_textual() && want == DataType::Text) => {
+                    return Err(Error::new(
+                        SqlState::UNDEFINED_FUNCTION,
+                        format!(
+                            "function string_agg({}, {}) does not exist",
+                            want.sql_name(),
+                            t.sql_name()
+                        ),
+                    ))
+                }
+                _ => {}
+            }
+            extra.push(p);
+        }
+        let filtered = match row_filter {
+            Some(c) => {
+                if contains_aggregate(c) {
+                    return Err(Error::new(
+                        SqlState::GROUPING_ERROR,
+                        "aggregate functions are not allowed in FILTER",
+                    ));
+                }
+                let (p, t) = compile(c, &input, self.params)?;
+                expect_bool(t, "FILTER")?;
+                extra.push(p);
+                true
+            }
+            None => false,
+        };
+        if matches!(func, AggFunc::ArrayAgg | AggFunc::StringAgg) {
+            for o in order_by {
+                if contains_aggregate(&o.expr) {
+                    return Err(Error::new(
+                        SqlState::GROUPING_ERROR,
+                        "aggregate function calls cannot be nested",
+                    ));
+                }
+                let desc = matches!(o.options.sort, Some(sqlparser::ast::OrderBySort::Desc));
+                let nulls_first = o.options.nulls_first.unwrap_or(desc);
+                extra.push(compile(&o.expr, &input, self.params)?.0);
+                order.push((desc, nulls_first));
+            }
+            if distinct && !order_by.is_empty() {
+                let arg_text = args.first().map(|a| a.to_string());
+                if order_by
+                    .iter()
+                    .any(|o| Some(o.expr.to_string()) != arg_text)
+                {
+                    return Err(Error::new(
+                        SqlState::INVALID_COLUMN_REFERENCE,
+                        "in an aggregate with DISTINCT, ORDER BY expressions must appear in argument list",
+                    ));
+                }
+            }
+        }
         let agg = self
             .agg
             .as_deref_mut()
@@ -336,6 +524,9 @@ impl Compiler<'_> {
                 distinct,
                 arg,
                 result_ty,
+                extra,
+                order,
+                filtered,
             },
             ast: whole.clone(),
         });
@@ -345,11 +536,47 @@ impl Compiler<'_> {
     }
 }
 
+/// What an aggregate call says besides its arguments.
+pub(super) struct AggClauses<'a> {
+    distinct: bool,
+    /// bool_and / bool_or / every: the name, for messages.
+    boolean: Option<&'a str>,
+    order_by: &'a [sqlparser::ast::OrderByExpr],
+    filter: Option<&'a Expr>,
+}
+
+/// A type's name as `pg_typeof` and `regtype` print it (no modifier).
+fn type_name_of(t: DataType) -> String {
+    match t {
+        DataType::Varchar(_) => "character varying".into(),
+        DataType::Char(_) => "character".into(),
+        DataType::Numeric { .. } => "numeric".into(),
+        DataType::Array(e) => format!("{}[]", type_name_of(e.scalar())),
+        t => t.sql_name(),
+    }
+}
+
+/// The ORDER BY inside an aggregate call's parentheses; any other clause
+/// there is refused.
+fn aggregate_order(f: &sqlparser::ast::Function) -> Result<&[sqlparser::ast::OrderByExpr]> {
+    let FunctionArguments::List(l) = &f.args else {
+        return Ok(&[]);
+    };
+    let mut order: &[sqlparser::ast::OrderByExpr] = &[];
+    for c in &l.clauses {
+        match c {
+            sqlparser::ast::FunctionArgumentClause::OrderBy(o) => order = o,
+            other => return Err(unsupported(format!("the argument clause {other}"))),
+        }
+    }
+    Ok(order)
+}
+
 /// PostgreSQL's answers to a call with the wrong number of arguments:
 /// COALESCE/GREATEST/LEAST with none are a syntax error, more than
 /// `FUNC_MAX_ARGS` (100) arguments are 54023, and any other count names the
 /// signature that does not exist (42883).
-fn check_arity(name: &str, func: Func, tys: &[Ty]) -> Result<()> {
+pub(super) fn check_arity(name: &str, func: Func, tys: &[Ty]) -> Result<()> {
     const FUNC_MAX_ARGS: usize = 100;
     let variadic = matches!(func, Func::Coalesce | Func::Greatest | Func::Least);
     if tys.is_empty() && variadic {

@@ -21,6 +21,7 @@ use sqlparser::ast::{
     FunctionArguments, UnaryOperator, Value as AstValue,
 };
 
+mod arrays;
 mod catalog_exprs;
 mod expressions;
 mod functions;
@@ -156,46 +157,60 @@ pub fn expect_bool(ty: Ty, clause: &str) -> Result<()> {
     }
 }
 
-/// Whether `e` contains an aggregate call.
+/// The aggregate functions by name.
+pub fn is_aggregate_name(name: &str) -> bool {
+    matches!(
+        name.strip_prefix("pg_catalog.").unwrap_or(name),
+        "count"
+            | "sum"
+            | "min"
+            | "max"
+            | "avg"
+            | "bool_and"
+            | "bool_or"
+            | "every"
+            | "array_agg"
+            | "string_agg"
+    )
+}
+
+/// Whether `e` contains an aggregate call of this query level (not one
+/// inside a subquery, nor a window function).
 pub fn contains_aggregate(e: &Expr) -> bool {
-    match e {
-        Expr::Function(f) => {
-            let name = f.name.to_string().to_lowercase();
-            let name = name.strip_prefix("pg_catalog.").unwrap_or(&name);
-            if matches!(
-                name,
-                "count" | "sum" | "min" | "max" | "avg" | "bool_and" | "bool_or" | "every"
-            ) {
-                return true;
-            }
-            match &f.args {
-                FunctionArguments::List(l) => l.args.iter().any(|a| match a {
-                    FunctionArg::Unnamed(FunctionArgExpr::Expr(e)) => contains_aggregate(e),
-                    _ => false,
-                }),
-                _ => false,
-            }
-        }
-        Expr::BinaryOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
-        Expr::UnaryOp { expr, .. }
-        | Expr::Nested(expr)
-        | Expr::Cast { expr, .. }
-        | Expr::IsNull(expr)
-        | Expr::IsNotNull(expr) => contains_aggregate(expr),
-        Expr::Case {
-            operand,
-            conditions,
-            else_result,
-            ..
-        } => {
-            operand.as_deref().is_some_and(contains_aggregate)
-                || conditions
-                    .iter()
-                    .any(|w| contains_aggregate(&w.condition) || contains_aggregate(&w.result))
-                || else_result.as_deref().is_some_and(contains_aggregate)
-        }
-        _ => false,
+    use sqlparser::ast::{Query, Visit, Visitor};
+    struct Find {
+        depth: usize,
+        found: bool,
     }
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+            self.depth += 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+            self.depth -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+            if let Expr::Function(f) = e {
+                if self.depth == 0
+                    && f.over.is_none()
+                    && is_aggregate_name(&f.name.to_string().to_lowercase())
+                {
+                    self.found = true;
+                    return std::ops::ControlFlow::Break(());
+                }
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut find = Find {
+        depth: 0,
+        found: false,
+    };
+    let _ = e.visit(&mut find);
+    find.found
 }
 
 /// The result type of a numeric operation on two known types.

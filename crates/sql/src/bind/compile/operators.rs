@@ -89,6 +89,9 @@ impl Compiler<'_> {
                 });
             }
         }
+        if let Some(ty) = self.array_binary(op, lt, rt)? {
+            return Ok(ty);
+        }
         let (lt, rt) = match (lt, rt) {
             // `'L' || 5`: an untyped operand of || is text.
             _ if *op == BinaryOperator::StringConcat => (

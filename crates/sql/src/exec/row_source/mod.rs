@@ -7,11 +7,13 @@
 //! ```text
 //!  FROM (VALUES (1, 'a'), (2, 'b')) AS t(x, y)   ─► Values: one program per cell
 //!  FROM generate_series(1, 10, 2) AS g            ─► Series: start, stop, step
+//!  FROM unnest(a, b) WITH ORDINALITY AS u(x, y, n) ─► Arrays, then a counter
 //!  FROM information_schema.columns / pg_class     ─► System: rows from the catalog
 //! ```
 
 mod series;
 pub mod system;
+mod unnest;
 mod values;
 
 use std::cell::RefCell;
@@ -33,12 +35,15 @@ pub use system::SystemTable;
 pub struct RowSource {
     pub columns: Vec<ResultColumn>,
     kind: Kind,
+    /// `WITH ORDINALITY`: a last column numbering the rows from 1.
+    ordinality: bool,
 }
 
 enum Kind {
     /// One program per cell (constants, parameters, outer references).
     Values(Vec<Vec<Program>>),
     Series(series::Series),
+    Arrays(unnest::ArrayRows),
     System {
         table: SystemTable,
         /// The database name clients connected with (`table_catalog`).
@@ -51,7 +56,7 @@ impl RowSource {
     pub fn explain(&self) -> &'static str {
         match self.kind {
             Kind::Values(_) => "Values Scan",
-            Kind::Series(_) => "Function Scan",
+            Kind::Series(_) | Kind::Arrays(_) => "Function Scan",
             Kind::System { .. } => "Catalog Scan",
         }
     }
@@ -60,20 +65,27 @@ impl RowSource {
     pub fn row_count(&self) -> Option<usize> {
         match &self.kind {
             Kind::Values(rows) => Some(rows.len()),
-            Kind::Series(_) | Kind::System { .. } => None,
+            Kind::Series(_) | Kind::Arrays(_) | Kind::System { .. } => None,
         }
     }
 
     /// The rows, with the statement's `params`.
     pub fn rows(&self, db: &Database, params: &[Value]) -> Result<Vec<Vec<Value>>> {
-        match &self.kind {
+        let mut rows = match &self.kind {
             Kind::Values(rows) => rows
                 .iter()
                 .map(|r| r.iter().map(|p| Ok(p.eval(&[], params)?)).collect())
-                .collect(),
-            Kind::Series(s) => s.rows(params),
-            Kind::System { table, catalog } => Ok(table.rows(db, catalog)),
+                .collect::<Result<Vec<Vec<Value>>>>()?,
+            Kind::Series(s) => s.rows(params)?,
+            Kind::Arrays(a) => a.rows(params)?,
+            Kind::System { table, catalog } => table.rows(db, catalog),
+        };
+        if self.ordinality {
+            for (k, r) in rows.iter_mut().enumerate() {
+                r.push(Value::BigInt(k as i64 + 1));
+            }
         }
+        Ok(rows)
     }
 }
 
@@ -110,16 +122,18 @@ pub fn plan_values(
     Ok(RowSource {
         columns,
         kind: Kind::Values(rows),
+        ordinality: false,
     })
 }
 
 /// A set-returning function in FROM: `name(args)` under `alias` with
-/// column names `names`.
+/// column names `names`, and a row number last `WITH ORDINALITY`.
 pub fn plan_function(
     name: &str,
     args: &TableFunctionArgs,
     alias: &str,
     names: &[String],
+    ordinality: bool,
     scope: &Scope,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<RowSource> {
@@ -134,30 +148,81 @@ pub fn plan_function(
             )),
         })
         .collect::<Result<Vec<_>>>()?;
-    match name.trim_start_matches("pg_catalog.") {
+    plan_call(name, &exprs, alias, names, ordinality, scope, params)
+}
+
+/// [`plan_function`] with its arguments as expressions (`unnest(…)`
+/// comes from the parser apart from other functions).
+pub fn plan_call(
+    name: &str,
+    exprs: &[sqlparser::ast::Expr],
+    alias: &str,
+    names: &[String],
+    ordinality: bool,
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<RowSource> {
+    let (kind, types) = match name.trim_start_matches("pg_catalog.") {
         "generate_series" => {
-            let (series, ty) = series::plan(&exprs, scope, params)?;
-            // A function of one column names it after the alias.
-            let column = names.first().cloned().unwrap_or_else(|| alias.to_string());
-            if names.len() > 1 {
-                return Err(Error::new(
-                    SqlState::INVALID_COLUMN_REFERENCE,
-                    format!(
-                        "table \"{alias}\" has 1 columns available but {} columns specified",
-                        names.len()
-                    ),
-                ));
-            }
-            Ok(RowSource {
-                columns: vec![ResultColumn { name: column, ty }],
-                kind: Kind::Series(series),
-            })
+            let (series, ty) = series::plan(exprs, scope, params)?;
+            (Kind::Series(series), vec![ty])
         }
-        other => Err(Error::new(
-            SqlState::UNDEFINED_FUNCTION,
-            format!("function {other} does not exist"),
-        )),
+        "unnest" => {
+            let (rows, types) = unnest::plan_unnest(exprs, scope, params)?;
+            (Kind::Arrays(rows), types)
+        }
+        "generate_subscripts" => (
+            Kind::Arrays(unnest::plan_subscripts(exprs, scope, params)?),
+            vec![DataType::Int],
+        ),
+        other => {
+            return Err(Error::new(
+                SqlState::UNDEFINED_FUNCTION,
+                format!("function {other} does not exist"),
+            ))
+        }
+    };
+    let available = types.len() + ordinality as usize;
+    if names.len() > available {
+        return Err(Error::new(
+            SqlState::INVALID_COLUMN_REFERENCE,
+            format!(
+                "table \"{alias}\" has {available} columns available but {} columns specified",
+                names.len()
+            ),
+        ));
     }
+    // A function of one column names it after the alias; several are
+    // named after the function.
+    let base = name.trim_start_matches("pg_catalog.");
+    let mut columns: Vec<ResultColumn> = types
+        .iter()
+        .enumerate()
+        .map(|(k, ty)| ResultColumn {
+            name: names.get(k).cloned().unwrap_or_else(|| {
+                if types.len() == 1 {
+                    alias.to_string()
+                } else {
+                    base.to_string()
+                }
+            }),
+            ty: *ty,
+        })
+        .collect();
+    if ordinality {
+        columns.push(ResultColumn {
+            name: names
+                .get(types.len())
+                .cloned()
+                .unwrap_or_else(|| "ordinality".into()),
+            ty: DataType::BigInt,
+        });
+    }
+    Ok(RowSource {
+        columns,
+        kind,
+        ordinality,
+    })
 }
 
 thread_local! {
@@ -183,5 +248,6 @@ pub fn system_relation(schema: Option<&str>, name: &str) -> Option<RowSource> {
             table,
             catalog: CATALOG.with(|c| c.borrow().clone()),
         },
+        ordinality: false,
     })
 }

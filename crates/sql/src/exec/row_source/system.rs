@@ -40,7 +40,7 @@ pub use more::{
     function_oid, index_definitions, namespace_oid, relation_names, relation_oid, type_names,
     type_oid, visible_relations,
 };
-use types::{relation_row, type_row, TYPES};
+use types::{relation_row, type_row};
 
 /// The schemas and their OIDs (PostgreSQL's for the system's).
 const NAMESPACES: [(&str, i64); 4] = [
@@ -483,7 +483,7 @@ impl SystemTable {
                     })
                 }))
                 .collect(),
-            SystemTable::PgType => TYPES.iter().map(type_row).collect(),
+            SystemTable::PgType => types::all_types().map(type_row).collect(),
             SystemTable::PgIndex => indexes(&tables).map(index_row).collect(),
             SystemTable::PgConstraint => constraints::pg_constraint_rows(&tables),
             SystemTable::PgDatabase => vec![vec![
@@ -779,7 +779,7 @@ mod tests {
 
     #[test]
     fn every_row_has_its_relations_columns() {
-        for ty in TYPES.iter() {
+        for ty in types::all_types() {
             assert_eq!(type_row(ty).len(), SystemTable::PgType.column_list().len());
         }
         assert_eq!(

@@ -73,6 +73,7 @@ pub(crate) fn plan_from_item(
             name,
             alias,
             args: Some(args),
+            with_ordinality,
             ..
         } => {
             let fname = name.to_string().to_ascii_lowercase();
@@ -85,6 +86,7 @@ pub(crate) fn plan_from_item(
                 args,
                 &as_name,
                 &alias_columns(alias),
+                *with_ordinality,
                 &Scope::within(ctx),
                 params,
             )?;
@@ -96,6 +98,27 @@ pub(crate) fn plan_from_item(
             args: None,
             ..
         } => plan_named(name, alias, ctx, params),
+        TableFactor::UNNEST {
+            alias,
+            array_exprs,
+            with_offset: false,
+            with_ordinality,
+            ..
+        } => {
+            let as_name = alias
+                .as_ref()
+                .map_or_else(|| "unnest".to_string(), |a| ident_name(&a.name));
+            let rows = row_source::plan_call(
+                "unnest",
+                array_exprs,
+                &as_name,
+                &alias_columns(alias),
+                *with_ordinality,
+                &Scope::within(ctx),
+                params,
+            )?;
+            Ok((Input::Rows(Box::new(rows)), as_name))
+        }
         TableFactor::Derived {
             lateral,
             subquery,

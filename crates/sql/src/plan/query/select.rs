@@ -553,23 +553,28 @@ pub(crate) fn output_name(e: &Expr) -> String {
             expr, data_type, ..
         } => match expr.as_ref() {
             Expr::Value(_) => crate::bind::compile::sql_type(data_type)
-                .map(|t| match t {
-                    DataType::Int => "int4".to_string(),
-                    DataType::BigInt => "int8".into(),
-                    DataType::Double => "float8".into(),
-                    DataType::Bool => "bool".into(),
-                    DataType::Numeric { .. } => "numeric".into(),
-                    DataType::Text => "text".into(),
-                    DataType::Varchar(_) => "varchar".into(),
-                    DataType::Char(_) => "bpchar".into(),
-                    DataType::Date => "date".into(),
-                    DataType::Timestamp => "timestamp".into(),
-                    DataType::Bytea => "bytea".into(),
-                })
+                .map(cast_name)
                 .unwrap_or_else(|_| "?column?".into()),
             e => output_name(e),
         },
         Expr::Nested(e) => output_name(e),
+        Expr::Array(_) => "array".into(),
+        // `a[1]` is named after `a` (a column or a cast), as PostgreSQL does.
+        Expr::CompoundFieldAccess { root, access_chain } => {
+            use sqlparser::ast::AccessExpr;
+            match access_chain.last() {
+                Some(AccessExpr::Subscript(_)) => access_chain
+                    .iter()
+                    .rev()
+                    .find_map(|a| match a {
+                        AccessExpr::Dot(Expr::Identifier(id)) => Some(ident_name(id)),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| output_name(root)),
+                Some(AccessExpr::Dot(Expr::Identifier(id))) => ident_name(id),
+                _ => "?column?".into(),
+            }
+        }
         Expr::Substring { shorthand, .. } => if *shorthand { "substr" } else { "substring" }.into(),
         Expr::Case { .. } => "case".into(),
         Expr::Extract { .. } => "extract".into(),
@@ -585,4 +590,24 @@ pub(crate) fn output_name(e: &Expr) -> String {
         },
         _ => "?column?".into(),
     }
+}
+
+/// The name of a column that casts a literal: its type's catalog name
+/// (an array's element type's, as PostgreSQL names `'{1}'::int[]`).
+fn cast_name(t: DataType) -> String {
+    match t {
+        DataType::Int => "int4",
+        DataType::BigInt => "int8",
+        DataType::Double => "float8",
+        DataType::Bool => "bool",
+        DataType::Numeric { .. } => "numeric",
+        DataType::Text => "text",
+        DataType::Varchar(_) => "varchar",
+        DataType::Char(_) => "bpchar",
+        DataType::Date => "date",
+        DataType::Timestamp => "timestamp",
+        DataType::Bytea => "bytea",
+        DataType::Array(e) => return cast_name(e.scalar()),
+    }
+    .into()
 }

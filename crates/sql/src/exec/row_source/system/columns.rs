@@ -8,7 +8,7 @@
 //!     ─► attribute_values ─► (oid(t), a, 23, 1, …) …
 //! ```
 
-use super::types::{type_info, typmod};
+use super::types::{collation_of, type_info, typmod};
 use super::*;
 
 /// A default as PostgreSQL shows it: a sequence call names its sequence
@@ -160,7 +160,7 @@ pub(super) fn attribute_values(
         Some(Identity::ByDefault) => "i",
         _ => "",
     };
-    let collation = if info.category == "S" { 100 } else { 0 };
+    let collation = collation_of(info);
     vec![
         i(rel),
         t(&col.name),

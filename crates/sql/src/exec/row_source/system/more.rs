@@ -19,7 +19,7 @@ use ndpdb_host::catalog::{Identity, TableMeta};
 use ndpdb_host::Database;
 
 use super::columns::shown_default;
-use super::types::TYPES;
+use super::types::{all_types, ARRAY_TYPES, TYPES};
 use super::{b, i, indexes, t, table_oid, FIRST_OID, N};
 use DataType::{BigInt, Bool, Int, Text};
 
@@ -493,6 +493,7 @@ pub(super) fn type_input(type_name: &str) -> i64 {
         "date" => "date_in",
         "timestamp" => "timestamp_in",
         "numeric" => "numeric_in",
+        n if n.starts_with('_') => "array_in",
         _ => "textin",
     };
     function_oid(f).unwrap_or(0)
@@ -504,9 +505,12 @@ pub fn type_oid(name: &str) -> Option<i64> {
     if !matches!(schema.as_deref(), None | Some("pg_catalog")) {
         return None;
     }
-    TYPES
-        .iter()
-        .find(|t| t.name == ty || t.sql == ty)
+    if let Some(elem) = ty.strip_suffix("[]") {
+        let k = TYPES.iter().position(|t| Some(t.oid) == type_oid(elem))?;
+        return Some(ARRAY_TYPES[k].oid);
+    }
+    all_types()
+        .find(|t| t.name == ty || (t.sql == ty && t.category != "A"))
         .map(|t| t.oid)
         .or(match ty.as_str() {
             "int" => Some(23),
@@ -553,9 +557,11 @@ pub fn relation_names(db: &Database) -> String {
 /// oid` lines (each under its catalog name and its SQL name).
 pub fn type_names() -> String {
     let mut out = String::new();
-    for t in &TYPES {
+    for (t, a) in TYPES.iter().zip(&ARRAY_TYPES) {
         out.push_str(&format!("pg_catalog\t{}\t{}\n", t.name, t.oid));
         out.push_str(&format!("pg_catalog\t{}\t{}\n", t.sql, t.oid));
+        out.push_str(&format!("pg_catalog\t{}\t{}\n", a.name, a.oid));
+        out.push_str(&format!("pg_catalog\t{}[]\t{}\n", t.sql, a.oid));
     }
     for (alias, oid) in [("int", 23), ("varchar", 1043)] {
         out.push_str(&format!("pg_catalog\t{alias}\t{oid}\n"));

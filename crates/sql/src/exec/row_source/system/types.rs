@@ -119,7 +119,64 @@ pub(super) fn relation_row(name: &str, kind: &str, catalog: &str) -> Vec<Value> 
     ]
 }
 
+/// The array types of [`TYPES`], in the same order (`_int4` is the
+/// array of `int4`).
+pub(super) const ARRAY_TYPES: [TypeInfo; 11] = [
+    array_type(1000, "_bool"),
+    array_type(1001, "_bytea"),
+    array_type(1016, "_int8"),
+    array_type(1007, "_int4"),
+    array_type(1009, "_text"),
+    array_type(1022, "_float8"),
+    array_type(1014, "_bpchar"),
+    array_type(1015, "_varchar"),
+    array_type(1182, "_date"),
+    array_type(1115, "_timestamp"),
+    array_type(1231, "_numeric"),
+];
+
+const fn array_type(oid: i64, name: &'static str) -> TypeInfo {
+    TypeInfo {
+        oid,
+        name,
+        len: -1,
+        sql: "ARRAY",
+        category: "A",
+    }
+}
+
+/// Every type `pg_type` lists: the scalars, then their arrays.
+pub(super) fn all_types() -> impl Iterator<Item = &'static TypeInfo> {
+    TYPES.iter().chain(ARRAY_TYPES.iter())
+}
+
+/// The collation of a type's values: "default" (100) for the string
+/// types and their arrays.
+pub(super) fn collation_of(ty: &TypeInfo) -> i64 {
+    match ty.name {
+        "text" | "varchar" | "bpchar" | "_text" | "_varchar" | "_bpchar" => 100,
+        _ => 0,
+    }
+}
+
+/// The element type's OID of an array type, and the array type's OID of
+/// an element type (0 where there is none).
+fn elem_and_array(ty: &TypeInfo) -> (i64, i64) {
+    if let Some(k) = ARRAY_TYPES.iter().position(|a| a.oid == ty.oid) {
+        (TYPES[k].oid, 0)
+    } else if let Some(k) = TYPES.iter().position(|s| s.oid == ty.oid) {
+        (0, ARRAY_TYPES[k].oid)
+    } else {
+        (0, 0)
+    }
+}
+
 pub(super) fn type_info(ty: DataType) -> &'static TypeInfo {
+    if let DataType::Array(e) = ty {
+        let scalar = type_info(e.scalar());
+        let k = TYPES.iter().position(|s| s.oid == scalar.oid).unwrap_or(4);
+        return &ARRAY_TYPES[k];
+    }
     let name = match ty {
         DataType::Bool => "bool",
         DataType::Bytea => "bytea",
@@ -132,6 +189,7 @@ pub(super) fn type_info(ty: DataType) -> &'static TypeInfo {
         DataType::Date => "date",
         DataType::Timestamp => "timestamp",
         DataType::Numeric { .. } => "numeric",
+        DataType::Array(_) => "text",
     };
     TYPES.iter().find(|t| t.name == name).unwrap_or(&TYPES[4])
 }
@@ -139,6 +197,7 @@ pub(super) fn type_info(ty: DataType) -> &'static TypeInfo {
 /// PostgreSQL's type modifier of a column type (-1: none).
 pub(super) fn typmod(ty: DataType) -> i64 {
     match ty {
+        DataType::Array(e) => typmod(e.scalar()),
         DataType::Varchar(n) | DataType::Char(n) => n as i64 + 4,
         DataType::Numeric { precision, scale } if precision > 0 => {
             ((precision as i64) << 16 | scale as i64) + 4
@@ -149,7 +208,8 @@ pub(super) fn typmod(ty: DataType) -> i64 {
 
 pub(super) fn type_row(ty: &TypeInfo) -> Vec<Value> {
     let preferred = matches!(ty.name, "bool" | "text" | "float8");
-    let collation = if ty.category == "S" { 100 } else { 0 };
+    let collation = collation_of(ty);
+    let (elem, array) = elem_and_array(ty);
     vec![
         i(ty.oid),
         t(ty.name),
@@ -163,8 +223,8 @@ pub(super) fn type_row(ty: &TypeInfo) -> Vec<Value> {
         b(true),
         t(","),
         i(0),
-        i(0),
-        i(0),
+        i(elem),
+        i(array),
         b(false),
         i(0),
         Value::Int(-1),
