@@ -511,8 +511,25 @@ impl Acc {
                 ..Acc::default()
             };
             let mut values = values.into_values();
-            // A fixed order keeps floating-point sums reproducible.
+            // A fixed order keeps floating-point sums reproducible; an
+            // ordered aggregate's DISTINCT values come in its ORDER BY
+            // (whose key is the argument itself).
             values.sort_by(|a, b| a.sort_cmp(b));
+            if let Some((desc, nulls_first)) = spec.order.first() {
+                let nulls = values.iter().take_while(|v| !v.is_null()).count();
+                let (mut present, mut nulls_vec): (Vec<Value>, Vec<Value>) =
+                    (values[..nulls].to_vec(), values[nulls..].to_vec());
+                if *desc {
+                    present.reverse();
+                }
+                values = if *nulls_first {
+                    nulls_vec.append(&mut present);
+                    nulls_vec
+                } else {
+                    present.append(&mut nulls_vec);
+                    present
+                };
+            }
             for v in values {
                 plain.fold(spec.func, v)?;
             }

@@ -28,6 +28,8 @@ use std::cmp::Ordering;
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result, SqlState};
 use crate::types::DataType;
+pub use crate::types::ElemType;
+pub use crate::value::{ArrayValue, Dim};
 use crate::value::{Decimal, Value};
 
 /// PostgreSQL's limit on an array's dimensions (`MAXDIM`).
@@ -36,76 +38,6 @@ pub const MAX_DIMS: usize = 6;
 /// The most elements one array holds (PostgreSQL's `MaxArraySize`
 /// is about 134 M; ndpdb's rows are smaller).
 pub const MAX_ITEMS: usize = 1 << 24;
-
-/// The element type of an array: any scalar column type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ElemType {
-    Bool,
-    Int,
-    BigInt,
-    Double,
-    Numeric { precision: u8, scale: u8 },
-    Date,
-    Timestamp,
-    Text,
-    Varchar(u32),
-    Char(u32),
-    Bytea,
-}
-
-impl ElemType {
-    /// The element type of arrays of `t` (`None` for an array type).
-    pub fn of(t: DataType) -> Option<ElemType> {
-        Some(match t {
-            DataType::Bool => ElemType::Bool,
-            DataType::Int => ElemType::Int,
-            DataType::BigInt => ElemType::BigInt,
-            DataType::Double => ElemType::Double,
-            DataType::Numeric { precision, scale } => ElemType::Numeric { precision, scale },
-            DataType::Date => ElemType::Date,
-            DataType::Timestamp => ElemType::Timestamp,
-            DataType::Text => ElemType::Text,
-            DataType::Varchar(n) => ElemType::Varchar(n),
-            DataType::Char(n) => ElemType::Char(n),
-            DataType::Bytea => ElemType::Bytea,
-            DataType::Array(_) => return None,
-        })
-    }
-
-    /// The scalar type of the elements.
-    pub fn scalar(self) -> DataType {
-        match self {
-            ElemType::Bool => DataType::Bool,
-            ElemType::Int => DataType::Int,
-            ElemType::BigInt => DataType::BigInt,
-            ElemType::Double => DataType::Double,
-            ElemType::Numeric { precision, scale } => DataType::Numeric { precision, scale },
-            ElemType::Date => DataType::Date,
-            ElemType::Timestamp => DataType::Timestamp,
-            ElemType::Text => DataType::Text,
-            ElemType::Varchar(n) => DataType::Varchar(n),
-            ElemType::Char(n) => DataType::Char(n),
-            ElemType::Bytea => DataType::Bytea,
-        }
-    }
-}
-
-/// One dimension: its length and the subscript of its first element.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Dim {
-    pub len: i32,
-    pub lower: i32,
-}
-
-/// An array value.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ArrayValue {
-    pub elem: ElemType,
-    /// Outermost first; empty for the empty array.
-    pub dims: Vec<Dim>,
-    /// Row-major; as many as the product of the lengths.
-    pub items: Vec<Value>,
-}
 
 fn malformed(text: &str, detail: &str) -> Error {
     Error::sql(
@@ -552,6 +484,10 @@ impl Parser<'_> {
         let mut children = Vec::new();
         self.skip_space();
         if self.peek() == Some('}') {
+            // Only the whole literal may be empty: `{{},{}}` is malformed.
+            if depth > 1 {
+                return Err(malformed(self.text, "Unexpected \"}\" character."));
+            }
             self.bump();
             return Ok(Node::List(children));
         }

@@ -173,6 +173,32 @@ pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
         },
         Func::QuantAny | Func::QuantAll => quantified(func, args),
         Func::StringToArray => string_to_array(args),
+        Func::CatalogArray => match args {
+            [Value::Null, _] => Ok(Value::Null),
+            [Value::Text(text), kind] => {
+                let (lower, items) = crate::catalog_funcs::array_items(text);
+                let elem = if kind.as_i64() == Some(0) {
+                    ElemType::Int
+                } else {
+                    ElemType::Text
+                };
+                let items = items
+                    .into_iter()
+                    .map(|x| match x {
+                        None => Ok(Value::Null),
+                        Some(s) => Value::Text(s).cast(&elem.scalar()),
+                    })
+                    .collect::<Result<Vec<_>>>();
+                items.map(|items| {
+                    let mut a = ArrayValue::from_items(elem, items);
+                    if let Some(d) = a.dims.first_mut() {
+                        d.lower = lower as i32;
+                    }
+                    Value::Array(Box::new(a))
+                })
+            }
+            _ => Err(bad(func)),
+        },
         // The rest are strict: NULL in, NULL out.
         _ if args.iter().any(Value::is_null)
             && matches!(

@@ -51,6 +51,8 @@ pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
                 | Func::IndexDef
                 | Func::TrimChars
                 | Func::NameLookup
+                | Func::SerialSequence
+                | Func::NameToOid
         ) =>
         {
             return None
@@ -140,9 +142,33 @@ pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
                     let mut parts = line.splitn(3, '\t');
                     let o: i64 = parts.next()?.parse().ok()?;
                     let c: i64 = parts.next()?.parse().ok()?;
-                    (o == oid && c == col).then(|| parts.next().unwrap_or("").to_string())
+                    (o == oid && c == col).then(|| unescape(parts.next().unwrap_or("")))
                 })
                 .map_or(Value::Null, Value::Text)),
+            _ => Err(bad(func)),
+        },
+        // `'name'::regclass` of a value known when the statement runs: a
+        // name that is not there is an error, as in PostgreSQL.
+        Func::NameToOid => match args {
+            [Value::Text(name), Value::Text(names), kind] => match name_lookup(names, name) {
+                Value::Null => Err(match kind.as_i64() {
+                    Some(1) => Error::sql(
+                        SqlState::UNDEFINED_TABLE,
+                        format!("relation \"{name}\" does not exist"),
+                    ),
+                    _ => Error::sql(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("type \"{name}\" does not exist"),
+                    ),
+                }),
+                oid => Ok(oid),
+            },
+            _ => Err(bad(func)),
+        },
+        Func::SerialSequence => match args {
+            [Value::Text(lines), Value::Text(table), Value::Text(column)] => {
+                serial_sequence(lines, table, column)
+            }
             _ => Err(bad(func)),
         },
         Func::NameLookup => match args {
@@ -152,6 +178,40 @@ pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
         _ => return None,
     };
     Some(out)
+}
+
+/// One line of a table [`Func::IndexDef`] reads: `key \t column \t
+/// text`, the text's backslashes, tabs and line breaks escaped.
+pub fn lookup_line(key: i64, column: i64, text: &str) -> String {
+    let mut out = format!("{key}\t{column}\t");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('\n');
+    out
+}
+
+fn unescape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// A possibly qualified name as PostgreSQL reads it: `schema.name`,
@@ -212,6 +272,45 @@ fn name_lookup(names: &str, name: &str) -> Value {
             (schema_ok && n == name).then(|| oid.parse::<i64>().ok())?
         })
         .map_or(Value::Null, Value::BigInt)
+}
+
+/// `pg_get_serial_sequence`: the sequence feeding `column` of `table`
+/// (NULL when none does); an unknown table or column is an error.
+fn serial_sequence(lines: &str, table: &str, column: &str) -> Result<Value> {
+    let (schema, name) = split_qualified(table);
+    if !matches!(schema.as_deref(), None | Some("public")) {
+        return Err(Error::sql(
+            SqlState::UNDEFINED_SCHEMA,
+            format!("schema \"{}\" does not exist", schema.unwrap_or_default()),
+        ));
+    }
+    let mut known = false;
+    for line in lines.lines() {
+        let mut f = line.splitn(3, '\t');
+        let (t, c, seq) = (f.next(), f.next(), f.next().unwrap_or(""));
+        if t != Some(name.as_str()) {
+            continue;
+        }
+        known = true;
+        if c == Some(column) {
+            return Ok(if seq.is_empty() {
+                Value::Null
+            } else {
+                Value::Text(seq.to_string())
+            });
+        }
+    }
+    Err(if known {
+        Error::sql(
+            SqlState::UNDEFINED_COLUMN,
+            format!("column \"{column}\" of relation \"{name}\" does not exist"),
+        )
+    } else {
+        Error::sql(
+            SqlState::UNDEFINED_TABLE,
+            format!("relation \"{table}\" does not exist"),
+        )
+    })
 }
 
 fn bad(func: Func) -> Error {
@@ -498,6 +597,22 @@ mod tests {
         );
         assert_eq!(array_items("{}"), (1, vec![]));
         assert_eq!(array_items(""), (0, vec![]));
+    }
+
+    #[test]
+    fn lookup_lines_carry_any_text() {
+        let text = "a\tb\nc\\d";
+        let table = lookup_line(7, 0, text) + &lookup_line(7, 1, "x");
+        let get = |col| {
+            call(
+                Func::IndexDef,
+                &[Value::Text(table.clone()), Value::Int(7), Value::Int(col)],
+            )
+            .unwrap()
+            .unwrap()
+        };
+        assert_eq!(get(0), Value::Text(text.into()));
+        assert_eq!(get(1), Value::Text("x".into()));
     }
 
     #[test]

@@ -19,6 +19,7 @@ impl SqlState {
     pub const INVALID_TEXT_REPRESENTATION: SqlState = SqlState("22P02");
     pub const ARRAY_SUBSCRIPT_ERROR: SqlState = SqlState("2202E");
     pub const DATA_EXCEPTION: SqlState = SqlState("22000");
+    pub const SUBSTRING_ERROR: SqlState = SqlState("22011");
     pub const NULL_VALUE_NOT_ALLOWED: SqlState = SqlState("22004");
     pub const INVALID_ESCAPE_SEQUENCE: SqlState = SqlState("22025");
     pub const CHARACTER_NOT_IN_REPERTOIRE: SqlState = SqlState("22021");

@@ -1,6 +1,5 @@
 //! SQL data types, columns and table schemas.
 
-use crate::array::ElemType;
 use crate::codec::{Reader, Writer};
 use crate::error::{Error, Result};
 
@@ -211,5 +210,58 @@ impl Schema {
             columns,
             primary_key,
         })
+    }
+}
+
+/// The element type of an array: any scalar column type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    Bool,
+    Int,
+    BigInt,
+    Double,
+    Numeric { precision: u8, scale: u8 },
+    Date,
+    Timestamp,
+    Text,
+    Varchar(u32),
+    Char(u32),
+    Bytea,
+}
+
+impl ElemType {
+    /// The element type of arrays of `t` (`None` for an array type).
+    pub fn of(t: DataType) -> Option<ElemType> {
+        Some(match t {
+            DataType::Bool => ElemType::Bool,
+            DataType::Int => ElemType::Int,
+            DataType::BigInt => ElemType::BigInt,
+            DataType::Double => ElemType::Double,
+            DataType::Numeric { precision, scale } => ElemType::Numeric { precision, scale },
+            DataType::Date => ElemType::Date,
+            DataType::Timestamp => ElemType::Timestamp,
+            DataType::Text => ElemType::Text,
+            DataType::Varchar(n) => ElemType::Varchar(n),
+            DataType::Char(n) => ElemType::Char(n),
+            DataType::Bytea => ElemType::Bytea,
+            DataType::Array(_) => return None,
+        })
+    }
+
+    /// The scalar type of the elements.
+    pub fn scalar(self) -> DataType {
+        match self {
+            ElemType::Bool => DataType::Bool,
+            ElemType::Int => DataType::Int,
+            ElemType::BigInt => DataType::BigInt,
+            ElemType::Double => DataType::Double,
+            ElemType::Numeric { precision, scale } => DataType::Numeric { precision, scale },
+            ElemType::Date => DataType::Date,
+            ElemType::Timestamp => DataType::Timestamp,
+            ElemType::Text => DataType::Text,
+            ElemType::Varchar(n) => DataType::Varchar(n),
+            ElemType::Char(n) => DataType::Char(n),
+            ElemType::Bytea => DataType::Bytea,
+        }
     }
 }

@@ -8,10 +8,9 @@ use std::fmt::Write as _;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, Timelike};
 
-use crate::array::ArrayValue;
 use crate::codec::Writer;
 use crate::error::{Error, Result, SqlState};
-use crate::types::{DataType, MAX_NUMERIC_PRECISION};
+use crate::types::{DataType, ElemType, MAX_NUMERIC_PRECISION};
 
 /// Largest scale a NUMERIC value carries.
 pub const MAX_SCALE: u8 = 30;
@@ -297,6 +296,23 @@ pub enum Value {
     Array(Box<ArrayValue>),
 }
 
+/// One dimension: its length and the subscript of its first element.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Dim {
+    pub len: i32,
+    pub lower: i32,
+}
+
+/// An array value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArrayValue {
+    pub elem: ElemType,
+    /// Outermost first; empty for the empty array.
+    pub dims: Vec<Dim>,
+    /// Row-major; as many as the product of the lengths.
+    pub items: Vec<Value>,
+}
+
 fn invalid_text(ty: &str, s: &str) -> Error {
     Error::sql(
         SqlState::INVALID_TEXT_REPRESENTATION,
@@ -431,6 +447,30 @@ pub fn format_double(v: f64) -> String {
         let sign = if exp < 0 { '-' } else { '+' };
         format!("{mant}e{sign}{:02}", exp.abs())
     }
+}
+
+/// DOUBLE PRECISION input: NaN and the infinities by name; a number
+/// beyond the type's range (`1e400`, or a non-zero one that would round
+/// to zero, `1e-400`) is an error (22003), as PostgreSQL's `float8in`.
+pub fn parse_double(s: &str) -> Result<f64> {
+    let t = s.trim();
+    let v = match t.to_ascii_lowercase().as_str() {
+        "nan" | "+nan" | "-nan" => return Ok(f64::NAN),
+        "infinity" | "inf" | "+infinity" | "+inf" => return Ok(f64::INFINITY),
+        "-infinity" | "-inf" => return Ok(f64::NEG_INFINITY),
+        _ => t
+            .parse::<f64>()
+            .map_err(|_| invalid_text("double precision", s))?,
+    };
+    let mantissa = t.split(['e', 'E']).next().unwrap_or("");
+    let nonzero = mantissa.bytes().any(|b| (b'1'..=b'9').contains(&b));
+    if v.is_infinite() || (v == 0.0 && nonzero) {
+        return Err(Error::sql(
+            SqlState::NUMERIC_VALUE_OUT_OF_RANGE,
+            format!("\"{t}\" is out of range for type double precision"),
+        ));
+    }
+    Ok(v)
 }
 
 pub fn parse_bool(s: &str) -> Result<bool> {
@@ -591,6 +631,10 @@ impl Value {
             }
             (Value::Array(a), DataType::Array(e)) => Value::Array(Box::new(a.cast(*e)?)),
             (Value::Text(s), DataType::Text) => Value::Text(s.clone()),
+            // The cast (not the output format) spells booleans out.
+            (Value::Bool(b), DataType::Text | DataType::Varchar(_) | DataType::Char(_)) => {
+                Value::Text(if *b { "true" } else { "false" }.into()).cast(ty)?
+            }
             (v, DataType::Text) => Value::Text(v.to_pg_text().unwrap_or_default()),
             (v, DataType::Varchar(n)) => {
                 let s = match v {
@@ -627,18 +671,7 @@ impl Value {
                     Err(_) => invalid_text("bigint", s),
                 },
             )?),
-            (Value::Text(s), DataType::Double) => {
-                let t = s.trim();
-                let v = match t.to_ascii_lowercase().as_str() {
-                    "nan" => f64::NAN,
-                    "infinity" | "inf" => f64::INFINITY,
-                    "-infinity" | "-inf" => f64::NEG_INFINITY,
-                    _ => t
-                        .parse::<f64>()
-                        .map_err(|_| invalid_text("double precision", s))?,
-                };
-                Value::Double(v)
-            }
+            (Value::Text(s), DataType::Double) => Value::Double(parse_double(s)?),
             (Value::Text(s), DataType::Numeric { .. }) => {
                 Value::Numeric(Decimal::parse(s)?).cast(ty)?
             }

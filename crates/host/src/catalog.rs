@@ -19,7 +19,13 @@
 //!    4 foreign keys:      table id u32 | name str | parent name str |
 //!                         k u32 | k × (column str | parent column str) |
 //!                         on delete u8 | on update u8 | match full u8
+//!    5 comments:          relation name str | column name str ("" for
+//!                         the relation itself) | text str
 //! ```
+//!
+//! Comments (`COMMENT ON TABLE | VIEW | COLUMN`) are kept by name: a
+//! table that ALTER TABLE rewrites keeps them, a dropped column or
+//! relation takes its own along.
 //!
 //! A section without entries is not written, so catalogs of tables with
 //! neither read as they were written before sections existed.
@@ -85,6 +91,7 @@ const SECTION_INDEXES: u8 = 1;
 const SECTION_DEFAULTS: u8 = 2;
 const SECTION_VIEWS: u8 = 3;
 const SECTION_FOREIGN_KEYS: u8 = 4;
+const SECTION_COMMENTS: u8 = 5;
 
 /// A view: the query that defines it and the columns it gives.
 #[derive(Clone, Debug, PartialEq)]
@@ -165,6 +172,8 @@ pub struct Catalog {
     next_id: u32,
     tables: BTreeMap<String, Arc<TableMeta>>,
     views: BTreeMap<String, Arc<ViewMeta>>,
+    /// `(relation, column or "")` → comment.
+    comments: BTreeMap<(String, String), String>,
 }
 
 const MAGIC: &[u8; 4] = b"NDPC";
@@ -177,6 +186,7 @@ impl Catalog {
             next_id: 1,
             tables: BTreeMap::new(),
             views: BTreeMap::new(),
+            comments: BTreeMap::new(),
         };
         if path.exists() {
             let bytes = fs::read(&path)?;
@@ -214,6 +224,14 @@ impl Catalog {
                 SECTION_INDEXES => self.decode_indexes(&mut r)?,
                 SECTION_DEFAULTS => self.decode_defaults(&mut r)?,
                 SECTION_VIEWS => self.decode_views(&mut r)?,
+                SECTION_COMMENTS => {
+                    for _ in 0..r.count(13)? {
+                        let relation = r.str()?.to_string();
+                        let column = r.str()?.to_string();
+                        let text = r.str()?.to_string();
+                        self.comments.insert((relation, column), text);
+                    }
+                }
                 SECTION_FOREIGN_KEYS => {
                     for _ in 0..r.count(20)? {
                         let (table, fk) = ForeignKeyMeta::decode(&mut r)?;
@@ -399,6 +417,12 @@ impl Catalog {
                 fk.encode(table, &mut p);
             }
         }
+        if !self.comments.is_empty() {
+            p.u8(SECTION_COMMENTS).u32(self.comments.len() as u32);
+            for ((relation, column), text) in &self.comments {
+                p.str(relation).str(column).str(text);
+            }
+        }
         crate::storage::framed_file::write(&self.path, MAGIC, p.as_slice())
     }
 
@@ -562,9 +586,16 @@ impl Catalog {
         });
         self.tables.remove(temp);
         self.tables.insert(name.to_string(), meta.clone());
+        let comments = self.comments.clone();
+        self.comments.retain(|(relation, column), _| {
+            relation != name
+                || column.is_empty()
+                || meta.schema.columns.iter().any(|c| &c.name == column)
+        });
         if let Err(e) = self.persist() {
             self.tables.insert(name.to_string(), old);
             self.tables.insert(temp.to_string(), tmp);
+            self.comments = comments;
             return Err(e);
         }
         Ok((old, meta))
@@ -787,7 +818,12 @@ impl Catalog {
         for v in &old_views {
             self.views.remove(&v.name);
         }
+        let comments = self.comments.clone();
+        self.comments.retain(|(relation, _), _| {
+            self.tables.contains_key(relation) || self.views.contains_key(relation)
+        });
         if let Err(e) = self.persist() {
+            self.comments = comments;
             for t in old_tables.iter().chain(&old_children) {
                 self.tables.insert(t.name.clone(), t.clone());
             }
@@ -820,6 +856,40 @@ impl Catalog {
             return Err(e);
         }
         Ok(meta)
+    }
+
+    /// Sets (or with `None` removes) the comment of relation `relation`
+    /// or of its column `column`, durably.
+    pub fn set_comment(
+        &mut self,
+        relation: &str,
+        column: Option<&str>,
+        text: Option<String>,
+    ) -> Result<()> {
+        if self.kind_of(relation).is_none() {
+            return Err(Error::undefined_table(relation));
+        }
+        let key = (relation.to_string(), column.unwrap_or("").to_string());
+        let old = match text {
+            Some(t) => self.comments.insert(key.clone(), t),
+            None => self.comments.remove(&key),
+        };
+        if let Err(e) = self.persist() {
+            match old {
+                Some(o) => self.comments.insert(key, o),
+                None => self.comments.remove(&key),
+            };
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Every comment: `(relation, column or "", text)`.
+    pub fn comments(&self) -> Vec<(String, String, String)> {
+        self.comments
+            .iter()
+            .map(|((r, c), t)| (r.clone(), c.clone(), t.clone()))
+            .collect()
     }
 }
 

@@ -16,7 +16,8 @@
 //!   the functions they and pg_dump call first.
 //! - `sqlalchemy_app.py`: an application of SQLAlchemy 2 (Core and ORM,
 //!   through psycopg 3 and psycopg2) and pandas — connecting,
-//!   `create_all`, RETURNING, joins, a unit of work, `to_sql`/`read_sql`.
+//!   `create_all`, RETURNING, joins, a unit of work, the Inspector, array
+//!   columns, `to_sql`/`read_sql`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -78,10 +79,15 @@ fn psycopg_scenarios_give_what_postgresql_gives() {
 #[test]
 fn sqlalchemy_and_pandas_applications_give_what_postgresql_gives() {
     let script = python("sqlalchemy_app.py");
-    // Core and the ORM; `frames` (pandas reflects the table through the
-    // Inspector: pg_attrdef, pg_description, json_build_object, arrays)
-    // joins as ndpdb answers those.
-    beside_postgres(55493, &["python3", &script], &["core", "orm"], "SQLAlchemy");
+    // Core, the ORM and the Inspector (tables, keys, indexes, comments)
+    // with array columns; `frames` (pandas reflects the columns, which
+    // SQLAlchemy reads with json_build_object) joins once ndpdb has json.
+    beside_postgres(
+        55493,
+        &["python3", &script],
+        &["core", "orm", "inspect"],
+        "SQLAlchemy",
+    );
 }
 
 #[test]

@@ -32,6 +32,7 @@ pub fn writing_command(stmt: &Statement) -> Option<&'static str> {
         Statement::CreateView(_) => "CREATE VIEW",
         Statement::AlterTable(_) => "ALTER TABLE",
         Statement::Truncate(_) => "TRUNCATE TABLE",
+        Statement::Comment { .. } => "COMMENT",
         Statement::Drop { object_type, .. } => match object_type {
             ObjectType::Table => "DROP TABLE",
             ObjectType::Index => "DROP INDEX",

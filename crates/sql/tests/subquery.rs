@@ -140,3 +140,40 @@ fn window_functions_rank_their_own_query_and_are_refused_inside_a_select_list_su
         .unwrap_err();
     assert_eq!(e.code, SqlState::FEATURE_NOT_SUPPORTED, "{e:?}");
 }
+
+/// What ndpdb cannot answer as PostgreSQL does is refused, never answered
+/// otherwise: an aggregate of an enclosing query's columns inside a
+/// subquery (PostgreSQL aggregates the outer rows), SELECT … INTO, and
+/// CREATE TABLE clauses that would change what the table holds.
+#[test]
+fn statements_answered_otherwise_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = ndpdb_embedded::open(dir.path()).unwrap();
+    let mut s = Session::new(db);
+    setup(&mut s);
+    let code = |s: &mut Session, sql: &str| s.execute(sql).unwrap_err().code;
+    for sql in [
+        "SELECT (SELECT count(*) FILTER (WHERE a.g <> 0) FROM b LIMIT 1) FROM a",
+        "SELECT (SELECT max(a.g) FROM b LIMIT 1) FROM a",
+        "SELECT id INTO t2 FROM a",
+        "CREATE TABLE p (x INT) PARTITION BY RANGE (x)",
+        "CREATE TABLE c () INHERITS (a)",
+    ] {
+        assert_eq!(code(&mut s, sql), SqlState::FEATURE_NOT_SUPPORTED, "{sql}");
+    }
+    assert_eq!(
+        code(&mut s, "SELECT (SELECT id INTO t3 FROM b LIMIT 1) FROM a"),
+        SqlState::SYNTAX_ERROR
+    );
+    // An aggregate of the subquery's own rows, naming an outer column too,
+    // is the subquery's.
+    let got = rows(
+        s.execute(
+            "SELECT id, (SELECT count(*) FILTER (WHERE b.v > a.g) FROM b) FROM a ORDER BY id",
+        )
+        .unwrap()
+        .pop()
+        .unwrap(),
+    );
+    assert_eq!(got[0], vec![Value::Int(1), Value::BigInt(3)]);
+}

@@ -285,7 +285,7 @@ fn substr(func: Func, args: &[Value]) -> Result<Value> {
             let l = v.as_i64().ok_or_else(|| bad(func, v))?;
             if l < 0 {
                 return Err(Error::sql(
-                    SqlState::INVALID_PARAMETER_VALUE,
+                    SqlState::SUBSTRING_ERROR,
                     "negative substring length not allowed",
                 ));
             }

@@ -106,10 +106,21 @@ pub enum Func {
     QuantAny,
     QuantAll,
     StringToArray,
+    /// A catalog array in its text form (`1 2`, `{a,b}`) as an array
+    /// value: (text, element type tag: 0 integer, 1 text).
+    CatalogArray,
+    /// `pg_get_serial_sequence(table, column)`: (lines `table \t column
+    /// \t sequence`, table, column); the table named as PostgreSQL reads
+    /// a name, or by its OID.
+    SerialSequence,
+    /// `text::regclass` / `text::regtype` of a value known when the
+    /// statement runs: (name, names as [`Func::NameLookup`] reads them,
+    /// 1 relation / 2 type); a name that is not there is an error.
+    NameToOid,
 }
 
 impl Func {
-    const ALL: [Func; 57] = [
+    const ALL: [Func; 60] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -167,6 +178,9 @@ impl Func {
         Func::QuantAny,
         Func::QuantAll,
         Func::StringToArray,
+        Func::CatalogArray,
+        Func::SerialSequence,
+        Func::NameToOid,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -179,7 +193,11 @@ impl Func {
             Func::ArrayIndex => 2..=7,
             Func::ArraySlice => 3..=13,
             Func::ArrayPosition | Func::StringToArray => 2..=3,
-            Func::ArrayReplace | Func::QuantAny | Func::QuantAll => 3..=3,
+            Func::ArrayReplace
+            | Func::QuantAny
+            | Func::QuantAll
+            | Func::SerialSequence
+            | Func::NameToOid => 3..=3,
             Func::ArrayLength
             | Func::ArrayCat
             | Func::ArrayAppend
@@ -188,7 +206,8 @@ impl Func {
             | Func::ArrayRemove
             | Func::ArrayContains
             | Func::ArrayOverlap
-            | Func::ArrayContained => 2..=2,
+            | Func::ArrayContained
+            | Func::CatalogArray => 2..=2,
             Func::Cardinality | Func::ArrayNdims | Func::ArrayDims => 1..=1,
             Func::Round => 1..=2,
             Func::Substr | Func::ArrayToString => 2..=3,

@@ -250,6 +250,25 @@ impl Database {
             .create_view(name, sql, columns, depends, replace)
     }
 
+    /// `COMMENT ON TABLE | VIEW | COLUMN`: sets the comment of relation
+    /// `relation` (or of its column `column`), or removes it (`None`).
+    pub fn set_comment(
+        &self,
+        relation: &str,
+        column: Option<&str>,
+        text: Option<String>,
+    ) -> Result<()> {
+        self.inner
+            .catalog
+            .lock()
+            .set_comment(relation, column, text)
+    }
+
+    /// Every comment: `(relation, column or "", text)`.
+    pub fn comments(&self) -> Vec<(String, String, String)> {
+        self.inner.catalog.lock().comments()
+    }
+
     /// View `name`'s definition.
     pub fn view(&self, name: &str) -> Option<Arc<ViewMeta>> {
         self.inner.catalog.lock().view(name)

@@ -28,6 +28,12 @@ SELECT price, added FROM pm_item UNION ALL SELECT 2.5, NULL \gdesc
 SELECT name FROM pm_item UNION SELECT 'a much longer name than twenty' ORDER BY 1;
 SELECT format_type(1043, 24) AS varchar, format_type(1700, 655366) AS numeric, format_type(1042, NULL) AS bpchar, pg_get_userbyid(10) AS owner, pg_encoding_to_char(6) AS encoding, octet_length('né') AS bytes;
 SELECT bool_and(price > 1), bool_or(price > 1), every(name <> '') FROM pm_item;
+SELECT '42'::int2::int8, 4.5::float8::int4, ceil(4.5), floor(4.5), id::int8, (id + 1)::int8, ARRAY[1, 2], (ARRAY[id])[1], true::text FROM pm_item ORDER BY id;
+SELECT array_agg(id ORDER BY id DESC), string_agg(name, ',' ORDER BY name) FROM pm_item;
+SELECT unnest(ARRAY['a', 'b']) AS x, id FROM pm_item ORDER BY 1, 2;
+COMMENT ON TABLE pm_item IS 'items for sale';
+COMMENT ON COLUMN pm_item.price IS 'in euros';
+SELECT obj_description('pm_item'::regclass, 'pg_class') AS t, col_description('pm_item'::regclass, 3) AS c, pg_get_serial_sequence('pm_order', 'no') AS s, pg_get_serial_sequence('public.pm_order', 'item') AS n;
 SELECT pg_catalog.set_config('search_path', '', false);
 SHOW search_path;
 SELECT count(*) FROM public.pm_item;

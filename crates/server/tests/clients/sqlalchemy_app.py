@@ -29,6 +29,7 @@ import difflib
 import sys
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 
@@ -158,6 +159,38 @@ def orm(e, out):
     Base.metadata.drop_all(e)
 
 
+def inspect(e, out):
+    md = sa.MetaData()
+    sa.Table("app_parent", md,
+             sa.Column("id", sa.Integer, primary_key=True),
+             sa.Column("name", sa.String(40), nullable=False, unique=True),
+             sa.Column("tags", ARRAY(sa.Text)),
+             comment="parents")
+    sa.Table("app_child", md,
+             sa.Column("id", sa.Integer, primary_key=True),
+             sa.Column("pid", sa.ForeignKey("app_parent.id")),
+             sa.Column("v", sa.Float, index=True))
+    md.drop_all(e)
+    md.create_all(e)
+    i = sa.inspect(e)
+    out.append(("tables", sorted(i.get_table_names())))
+    out.append(("pk", i.get_pk_constraint("app_parent")))
+    out.append(("fks", i.get_foreign_keys("app_child")))
+    out.append(("indexes", i.get_indexes("app_child")))
+    out.append(("unique", i.get_unique_constraints("app_parent")))
+    out.append(("comment", i.get_table_comment("app_parent")))
+    with e.begin() as c:
+        c.execute(sa.text("insert into app_parent values (1, 'a', ARRAY['x', 'y']), (2, 'b', '{}')"))
+        rows = c.execute(sa.text(
+            "select id, tags, array_length(tags, 1), :t = ANY(tags) from app_parent order by id"
+        ), {"t": "y"}).all()
+        out.append(("arrays", rows))
+        got = c.execute(sa.select(md.tables["app_parent"].c.name).where(
+            md.tables["app_parent"].c.tags.contains(["x"]))).all()
+        out.append(("contains", got))
+    md.drop_all(e)
+
+
 def frames(e, out):
     import pandas as pd
 
@@ -172,7 +205,7 @@ def frames(e, out):
         c.execute(sa.text("drop table app_frame"))
 
 
-SCENARIOS = {"core": core, "orm": orm, "frames": frames}
+SCENARIOS = {"core": core, "orm": orm, "inspect": inspect, "frames": frames}
 
 
 def transcript(conninfo, scenarios):

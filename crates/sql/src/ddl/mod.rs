@@ -6,6 +6,7 @@
 //! ROLLBACK.
 
 pub mod alter_column;
+pub mod comment;
 pub mod constraints;
 pub mod defaults;
 pub mod index;
@@ -46,6 +47,22 @@ pub fn create_table(db: &Database, ct: &CreateTable) -> Result<Output> {
         return Err(Error::new(
             SqlState::FEATURE_NOT_SUPPORTED,
             "CREATE TABLE AS is not supported",
+        ));
+    }
+    // Clauses that would change what the table holds or who sees it are
+    // refused rather than ignored.
+    let refused = [
+        (ct.partition_by.is_some(), "PARTITION BY"),
+        (ct.partition_of.is_some(), "PARTITION OF"),
+        (ct.inherits.is_some(), "INHERITS"),
+        (ct.like.is_some(), "LIKE"),
+        (ct.clone.is_some(), "CLONE"),
+        (ct.on_commit.is_some(), "ON COMMIT"),
+    ];
+    if let Some((_, what)) = refused.iter().find(|(present, _)| *present) {
+        return Err(Error::new(
+            SqlState::FEATURE_NOT_SUPPORTED,
+            format!("CREATE TABLE … {what} is not supported"),
         ));
     }
     if ct.if_not_exists && db.table(&name).is_ok() {

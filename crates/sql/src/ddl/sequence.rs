@@ -65,7 +65,8 @@ pub fn sequence_meta(
             SequenceOptions::MaxValue(e) => max = e.as_ref().map(constant).transpose()?,
             SequenceOptions::StartWith(e, _) => start = Some(constant(e)?),
             SequenceOptions::Cache(_) => {}
-            SequenceOptions::Cycle(c) => cycle = *c,
+            // sqlparser's flag is NO: `Cycle(true)` is NO CYCLE.
+            SequenceOptions::Cycle(no) => cycle = !*no,
         }
     }
     if increment == 0 {

@@ -340,7 +340,8 @@ fn drop_hint(kind: RelKind) -> &'static str {
     }
 }
 
-fn kind_of(db: &Database, name: &str) -> Option<RelKind> {
+/// Whether `name` is a table or a view (or neither).
+pub(crate) fn kind_of(db: &Database, name: &str) -> Option<RelKind> {
     if db.view(name).is_some() {
         Some(RelKind::View)
     } else if db.table(name).is_ok() {

@@ -270,15 +270,29 @@ fn plan_srf(
         return Err(unsupported("this set-returning call"));
     };
     let mut compiled = Vec::new();
-    for a in &args {
-        compiled.push(compile(a, scope, params)?);
+    let mut tys = Vec::new();
+    let mut elem = None;
+    for (k, a) in args.iter().enumerate() {
+        if k == 0 {
+            let (p, e) = crate::bind::compile::compile_array(a, scope, params)?;
+            match e {
+                Ok(e) => {
+                    elem = Some(e.scalar());
+                    tys.push(crate::bind::compile::Ty::Known(DataType::Array(e)));
+                }
+                Err(t) => tys.push(t),
+            }
+            compiled.push(p);
+        } else {
+            let (p, t) = compile(a, scope, params)?;
+            tys.push(t);
+            compiled.push(p);
+        }
     }
-    let tys: Vec<_> = compiled.iter().map(|c| c.1).collect();
-    let elem = match tys.first().and_then(|t| t.data_type()) {
-        Some(DataType::Array(e)) => e.scalar(),
-        _ => return Err(no_function(name, &tys)),
+    let Some(elem) = elem else {
+        return Err(no_function(name, &tys));
     };
-    let mut programs = compiled.into_iter().map(|c| c.0);
+    let mut programs = compiled.into_iter();
     match (name, tys.len()) {
         ("unnest", 1) => Ok((Srf::Unnest(programs.next().expect("one")), elem)),
         ("generate_subscripts", 2 | 3) => {

@@ -398,6 +398,10 @@ impl Session {
         }
         match stmt {
             Statement::StartTransaction { modes, begin, .. } => self.begin(modes, *begin),
+            Statement::Commit { chain: true, .. } | Statement::Rollback {
+                chain: true,
+                savepoint: None,
+            } => self.end_and_chain(matches!(stmt, Statement::Commit { .. })),
             Statement::Commit { .. } => {
                 let tag = match self.block {
                     Block::None | Block::Implicit => {
@@ -500,6 +504,14 @@ impl Session {
                 self.guarded(|s| s.creating(|s| ddl::create_table(&s.db, ct)))
             }
             Statement::Vacuum(v) => self.guarded(|s| s.vacuum(v)),
+            Statement::Comment {
+                object_type,
+                object_name,
+                comment,
+                ..
+            } => self.guarded(|s| {
+                ddl::comment::comment(&s.db, object_type, object_name, comment.as_deref())
+            }),
             Statement::Analyze(a) => self.guarded(|s| {
                 if let Some(name) = &a.table_name {
                     let name = table_name(name)?;
@@ -608,6 +620,16 @@ impl Session {
                         tx.lock_relation_name(&name)?;
                         crate::ddl::view::create_view(&db, cv)
                     })
+                })
+            }
+            Statement::Query(q)
+                if matches!(q.body.as_ref(), sqlparser::ast::SetExpr::Select(s) if s.into.is_some()) =>
+            {
+                self.guarded(|_| {
+                    Err(Error::new(
+                        SqlState::FEATURE_NOT_SUPPORTED,
+                        "SELECT … INTO is not supported (CREATE TABLE AS is not either)",
+                    ))
                 })
             }
             Statement::Query(_)

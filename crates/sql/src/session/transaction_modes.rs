@@ -91,6 +91,40 @@ impl Session {
         }))
     }
 
+    /// `COMMIT AND CHAIN` (`commit`) / `ROLLBACK AND CHAIN`: ends the
+    /// block and at once opens the next with the same isolation level and
+    /// access mode. Only in a block (25P01); a failed block is rolled
+    /// back either way.
+    pub(super) fn end_and_chain(&mut self, commit: bool) -> Result<Output> {
+        let word = if commit { "COMMIT" } else { "ROLLBACK" };
+        if matches!(self.block, Block::None | Block::Implicit) {
+            return self.guarded(|_| {
+                Err(Error::new(
+                    SqlState::NO_ACTIVE_SQL_TRANSACTION,
+                    format!("{word} AND CHAIN can only be used in transaction blocks"),
+                ))
+            });
+        }
+        let commit = commit && self.block == Block::Active;
+        let modes = self.tx.as_ref().map(|t| (t.isolation(), t.read_only()));
+        self.block = Block::None;
+        let ended = match self.tx.take() {
+            Some(tx) if commit => tx.commit(),
+            Some(tx) => {
+                tx.rollback();
+                Ok(())
+            }
+            None => Ok(()),
+        };
+        self.transaction_ended(commit && ended.is_ok());
+        let (iso, read_only) = modes.unwrap_or((self.default_isolation, self.default_read_only));
+        let mut tx = self.begin_tx(iso)?;
+        tx.set_read_only(read_only);
+        self.tx = Some(tx);
+        self.block = Block::Active;
+        ended.map(|_| Output::command(if commit { "COMMIT" } else { "ROLLBACK" }))
+    }
+
     /// Applies transaction modes to the open transaction in the order
     /// given, with PostgreSQL's checks (check_XactIsoLevel,
     /// check_transaction_read_only): another isolation level only before

@@ -81,6 +81,22 @@ impl Compiler<'_> {
         });
     }
 
+    /// The element type of an array operand of type `t` (on the stack);
+    /// a catalog array in its text form (`pg_index.indkey`) is made an
+    /// array value first. `None` if `t` is no array type.
+    pub(crate) fn real_array(&mut self, t: Ty) -> Option<ElemType> {
+        match t.data_type()? {
+            DataType::Array(e) => Some(e),
+            tagged => {
+                let element = crate::bind::array_type::element_type(tagged)?;
+                let elem = ElemType::of(element)?;
+                self.push_const(Value::Int(if element == DataType::Int { 0 } else { 1 }));
+                self.call(Func::CatalogArray, 2);
+                Some(elem)
+            }
+        }
+    }
+
     /// `ARRAY[e, …]` (and the inner `[…]` of `ARRAY[[1,2],[3,4]]`).
     pub(super) fn array_constructor(&mut self, elems: &[Expr]) -> Result<Ty> {
         if elems.is_empty() {
@@ -152,7 +168,8 @@ impl Compiler<'_> {
     }
 
     /// Subscripts and slices of an array value of `elem`s (on the
-    /// stack). A chain with any slice slices every dimension it names.
+    /// stack). A chain with any slice slices every dimension it names
+    /// (a lone subscript `n` there is `1:n`).
     pub(super) fn array_subscripts(&mut self, elem: ElemType, chain: &[AccessExpr]) -> Result<Ty> {
         let mut subs = Vec::new();
         for a in chain {
@@ -185,8 +202,8 @@ impl Compiler<'_> {
         for s in &subs {
             match s {
                 Subscript::Index { index: i } if sliced => {
-                    // a[1][2:3] is a[1:1][2:3].
-                    index(self, i)?;
+                    // Beside a slice, a[2] is a[1:2], as PostgreSQL reads it.
+                    self.push_const(Value::Int(1));
                     index(self, i)?;
                 }
                 Subscript::Index { index: i } => index(self, i)?,

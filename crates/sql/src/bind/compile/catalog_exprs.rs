@@ -142,8 +142,28 @@ impl Compiler<'_> {
             _ => None,
         };
         let Some(name) = literal.filter(|_| kind != "oid") else {
-            // A number (or an oid column) is the OID itself.
             let t = self.expr(e)?;
+            // A name known only when the statement runs (a parameter, a
+            // text value): looked up then, in the names of the plan's
+            // catalog.
+            let textual =
+                matches!(t, Ty::Param(_)) || t.data_type().is_some_and(|d| d.is_textual());
+            if textual && matches!(kind, "regclass" | "regtype") {
+                self.coerce(t, Some(DataType::Text))?;
+                let (names, code) = if kind == "regclass" {
+                    (system::relation_names(self.database()?), 1)
+                } else {
+                    (system::type_names(), 2)
+                };
+                self.push_const(Value::Text(names));
+                self.push_const(Value::Int(code));
+                self.emit(Op::Call {
+                    func: Func::NameToOid,
+                    nargs: 3,
+                });
+                return Ok(Some(Ty::Known(DataType::BigInt)));
+            }
+            // A number (or an oid column) is the OID itself.
             let t = self.coerce(t, Some(DataType::BigInt))?;
             if !matches!(t.data_type(), Some(DataType::Int | DataType::BigInt) | None) {
                 return Err(Error::new(
@@ -296,6 +316,27 @@ impl Compiler<'_> {
         Ok(Ty::Known(DataType::Text))
     }
 
+    /// The `pretty` argument of `pg_get_indexdef` / `pg_get_constraintdef`:
+    /// a boolean, evaluated and dropped (ndpdb's definitions have no
+    /// parentheses or line breaks for it to change).
+    fn pretty_flag(&mut self, name: &str, pretty: &Expr) -> Result<()> {
+        let t = self.expr(pretty)?;
+        let t = self.coerce(t, Some(DataType::Bool))?;
+        if !matches!(t, Ty::Known(DataType::Bool) | Ty::Null) {
+            return Err(no_such_function(name, &[t]));
+        }
+        self.discard();
+        Ok(())
+    }
+
+    /// Drops the value on top of the stack (IS NULL turns it into a
+    /// boolean, which a jump to the next op pops).
+    pub(super) fn discard(&mut self) {
+        self.emit(Op::IsNull);
+        let next = self.emit(Op::JumpIfNotTrue(0));
+        self.patch_jump(next);
+    }
+
     /// The catalog functions: `None` for other names.
     /// The text of integer `key` in `table` (lines `key \t 0 \t text`,
     /// looked up as pg_get_indexdef's column 0; NULL when absent): the
@@ -438,11 +479,7 @@ impl Compiler<'_> {
                 let (oid, col) = match args {
                     [oid] => (oid, None),
                     [oid, col, pretty] => {
-                        let constant = matches!(strip_nested(pretty), Expr::Value(v)
-                            if matches!(v.value, AstValue::Boolean(_)));
-                        if !constant {
-                            return Err(unsupported("pg_get_indexdef() with this pretty flag"));
-                        }
+                        self.pretty_flag(name, pretty)?;
                         (oid, Some(col))
                     }
                     _ => return wrong(&[]),
@@ -464,19 +501,75 @@ impl Compiler<'_> {
                 });
                 Ok(Some(Ty::Known(DataType::Text)))
             }
+            "pg_get_serial_sequence" => {
+                let [table, column] = args else {
+                    return wrong(&[]);
+                };
+                let lines = system::serial_sequence_lines(self.database()?);
+                self.push_const(Value::Text(lines));
+                for a in [table, column] {
+                    let t = self.expr(a)?;
+                    let t = self.coerce(t, Some(DataType::Text))?;
+                    if let Ty::Known(k) = t {
+                        if !k.is_textual() {
+                            self.emit(Op::Cast(DataType::Text));
+                        }
+                    }
+                }
+                self.emit(Op::Call {
+                    func: Func::SerialSequence,
+                    nargs: 3,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
+            "obj_description" | "col_description" => {
+                // Comments are of relations and their columns (pg_class):
+                // another catalog's object has none.
+                let (oid, column) = match (name, args) {
+                    ("obj_description", [oid]) => (oid, None),
+                    ("obj_description", [oid, catalog]) => {
+                        match strip_nested(catalog) {
+                            Expr::Value(v) => match &v.value {
+                                AstValue::SingleQuotedString(c) if c == "pg_class" => {}
+                                AstValue::SingleQuotedString(_) => {
+                                    self.push_const(Value::Null);
+                                    return Ok(Some(Ty::Known(DataType::Text)));
+                                }
+                                _ => return wrong(&[]),
+                            },
+                            _ => return Err(unsupported("obj_description() of this catalog")),
+                        }
+                        (oid, None)
+                    }
+                    ("col_description", [oid, column]) => (oid, Some(column)),
+                    _ => return wrong(&[]),
+                };
+                let lines = system::description_lines(self.database()?);
+                self.push_const(Value::Text(lines));
+                let t = self.expr(oid)?;
+                self.coerce(t, Some(DataType::BigInt))?;
+                match column {
+                    Some(c) => {
+                        let t = self.expr(c)?;
+                        self.coerce(t, Some(DataType::Int))?;
+                    }
+                    None => {
+                        self.push_const(Value::Int(0));
+                    }
+                }
+                self.emit(Op::Call {
+                    func: Func::IndexDef,
+                    nargs: 3,
+                });
+                Ok(Some(Ty::Known(DataType::Text)))
+            }
             "pg_get_constraintdef" => {
                 // The definitions' table, looked up by OID as
                 // pg_get_indexdef's is (column 0: the whole text).
                 let oid = match args {
                     [oid] => oid,
                     [oid, pretty] => {
-                        let constant = matches!(strip_nested(pretty), Expr::Value(v)
-                            if matches!(v.value, AstValue::Boolean(_)));
-                        if !constant {
-                            return Err(unsupported(
-                                "pg_get_constraintdef() with this pretty flag",
-                            ));
-                        }
+                        self.pretty_flag(name, pretty)?;
                         oid
                     }
                     _ => return wrong(&[]),

@@ -161,13 +161,10 @@ impl Compiler<'_> {
             return Ok(Ty::Known(DataType::Date));
         }
         if let ("pg_typeof", [arg]) = (name.as_str(), args.as_slice()) {
-            // The argument is evaluated (and dropped: IS NULL, then a jump
-            // that pops it and lands on the next op); its static type is
+            // The argument is evaluated and dropped; its static type is
             // the answer.
             let t = self.expr(arg)?;
-            self.emit(Op::IsNull);
-            let over = self.emit(Op::JumpIfNotTrue(0));
-            self.patch_jump(over);
+            self.discard();
             let name = match t {
                 Ty::Known(t) => type_name_of(t),
                 _ => "unknown".into(),
@@ -514,6 +511,16 @@ impl Compiler<'_> {
                 }
             }
         }
+        // An aggregate whose inputs name columns, none of this query's,
+        // belongs to an enclosing query in PostgreSQL (it aggregates that
+        // query's rows); ndpdb refuses it rather than answer per row.
+        let inputs: Vec<&Expr> = args.iter().copied().chain(row_filter).collect();
+        let local = arg.iter().chain(&extra).any(|p| !p.columns().is_empty());
+        if !local && inputs.iter().any(|e| names_a_column(e)) {
+            return Err(unsupported(
+                "an aggregate of an enclosing query's columns inside a subquery",
+            ));
+        }
         let agg = self
             .agg
             .as_deref_mut()
@@ -534,6 +541,33 @@ impl Compiler<'_> {
         self.emit(Op::Column(col as u32));
         Ok(Ty::Known(result_ty))
     }
+}
+
+/// Whether `e` refers to a column (of any query level).
+fn names_a_column(e: &Expr) -> bool {
+    use sqlparser::ast::{Query, Visit, Visitor};
+    struct Find(bool, usize);
+    impl Visitor for Find {
+        type Break = ();
+        fn pre_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+            self.1 += 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _: &Query) -> std::ops::ControlFlow<()> {
+            self.1 -= 1;
+            std::ops::ControlFlow::Continue(())
+        }
+        fn pre_visit_expr(&mut self, e: &Expr) -> std::ops::ControlFlow<()> {
+            if self.1 == 0 && matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)) {
+                self.0 = true;
+                return std::ops::ControlFlow::Break(());
+            }
+            std::ops::ControlFlow::Continue(())
+        }
+    }
+    let mut f = Find(false, 0);
+    let _ = e.visit(&mut f);
+    f.0
 }
 
 /// What an aggregate call says besides its arguments.

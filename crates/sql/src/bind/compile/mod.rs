@@ -115,6 +115,28 @@ pub fn compile(
     Ok((c.program, ty))
 }
 
+/// Compiles an array operand (a set-returning function's): its program,
+/// which gives an array value (a catalog array's text form converted),
+/// and its element type (`None`: `e` is no array; then its type).
+pub fn compile_array(
+    e: &Expr,
+    scope: &Scope,
+    params: &mut Vec<Option<DataType>>,
+) -> Result<(
+    Program,
+    std::result::Result<ndpdb_formats::array::ElemType, Ty>,
+)> {
+    let mut c = Compiler {
+        scope,
+        program: Program::default(),
+        params,
+        agg: None,
+    };
+    let ty = c.expr(e)?;
+    let elem = c.real_array(ty).ok_or(ty);
+    Ok((c.program, elem))
+}
+
 /// Compiles `e` over the aggregated row of `agg`.
 pub fn compile_aggregated(
     e: &Expr,
@@ -435,7 +457,9 @@ impl Compiler<'_> {
                     AstValue::SingleQuotedString(s) => s.clone(),
                     v => v.to_string(),
                 };
-                Ok(self.push_const(Value::Text(s).cast(&ty)?))
+                // `char(20) 'x'` is a char(20), not the text it holds.
+                self.push_const(Value::Text(s).cast(&ty)?);
+                Ok(Ty::Known(ty))
             }
             Expr::Nested(e) => self.expr(e),
             Expr::UnaryOp { op, expr } => match op {

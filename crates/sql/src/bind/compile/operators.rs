@@ -102,6 +102,29 @@ impl Compiler<'_> {
             (other, Ty::Known(b)) => (self.coerce(other, Some(b))?, rt),
             _ => (lt, rt),
         };
+        // `||` concatenates strings: one side at least is text (or
+        // bytea || bytea); `1 || 2.5` has no operator.
+        if *op == BinaryOperator::StringConcat {
+            let texty = |t: Ty| match t {
+                Ty::Known(t) => t.is_textual(),
+                _ => true,
+            };
+            let both_bytea = matches!(
+                (lt, rt),
+                (Ty::Known(DataType::Bytea), Ty::Known(DataType::Bytea))
+            );
+            if !texty(lt) && !texty(rt) && !both_bytea {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!(
+                        "operator does not exist: {} || {}",
+                        type_name(lt.data_type()),
+                        type_name(rt.data_type())
+                    ),
+                )
+                .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts."));
+            }
+        }
         let opname = op.to_string();
         let mismatch = |a: Ty, b: Ty| {
             Error::new(

@@ -33,12 +33,13 @@ use crate::output::ResultColumn;
 mod columns;
 mod constraints;
 mod more;
+mod objects;
 mod types;
 use columns::{attribute_row, attribute_values, column_row, column_values};
 pub use constraints::{constraint_definitions, foreign_key_listing, ForeignKeyListing};
 pub use more::{
-    function_oid, index_definitions, namespace_oid, relation_names, relation_oid, type_names,
-    type_oid, visible_relations,
+    description_lines, function_oid, index_definitions, namespace_oid, quote_ident, relation_names,
+    relation_oid, serial_sequence_lines, type_names, type_oid, visible_relations,
 };
 use types::{relation_row, type_row};
 
@@ -80,9 +81,13 @@ pub enum SystemTable {
     PgAttrdef,
     PgAm,
     PgSettings,
+    PgSequence,
+    PgOpclass,
+    PgCollation,
 }
 
 use DataType::{BigInt, Bool, Double, Int, Text};
+const TEXT_ARRAY: DataType = DataType::Array(ndpdb_formats::array::ElemType::Text);
 
 impl SystemTable {
     /// The relation `schema.name` names (no schema: `pg_catalog`'s).
@@ -113,6 +118,9 @@ impl SystemTable {
             "pg_attrdef" => Some(PgAttrdef),
             "pg_am" => Some(PgAm),
             "pg_settings" => Some(PgSettings),
+            "pg_sequence" => Some(PgSequence),
+            "pg_opclass" => Some(PgOpclass),
+            "pg_collation" => Some(PgCollation),
             _ => None,
         };
         match schema {
@@ -276,6 +284,9 @@ impl SystemTable {
                 ("relreplident", Text),
                 ("relispartition", Bool),
                 ("relrewrite", BigInt),
+                ("relacl", TEXT_ARRAY),
+                ("reloptions", TEXT_ARRAY),
+                ("relpartbound", Text),
             ],
             PgAttribute => &[
                 ("attrelid", BigInt),
@@ -323,6 +334,7 @@ impl SystemTable {
                 ("indnatts", Int),
                 ("indnkeyatts", Int),
                 ("indisunique", Bool),
+                ("indnullsnotdistinct", Bool),
                 ("indisprimary", Bool),
                 ("indisexclusion", Bool),
                 ("indimmediate", Bool),
@@ -331,6 +343,8 @@ impl SystemTable {
                 ("indisready", Bool),
                 ("indislive", Bool),
                 ("indkey", INT2VECTOR),
+                ("indcollation", INT2VECTOR),
+                ("indclass", INT2VECTOR),
                 ("indoption", INT2VECTOR),
                 ("indexprs", Text),
                 ("indpred", Text),
@@ -397,6 +411,9 @@ impl SystemTable {
             PgAttrdef => more::column_list("pg_attrdef"),
             PgAm => more::column_list("pg_am"),
             PgSettings => more::column_list("pg_settings"),
+            PgSequence => objects::SEQUENCE_COLUMNS,
+            PgOpclass => objects::OPCLASS_COLUMNS,
+            PgCollation => objects::COLLATION_COLUMNS,
         }
     }
 
@@ -540,6 +557,9 @@ impl SystemTable {
             SystemTable::PgAttrdef => more::rows("pg_attrdef", db, &tables),
             SystemTable::PgAm => more::rows("pg_am", db, &tables),
             SystemTable::PgSettings => more::rows("pg_settings", db, &tables),
+            SystemTable::PgSequence => objects::sequence_rows(db),
+            SystemTable::PgOpclass => objects::opclass_rows(),
+            SystemTable::PgCollation => objects::collation_rows(),
         };
         rows
     }
@@ -645,12 +665,21 @@ fn indexes(tables: &[Arc<TableMeta>]) -> impl Iterator<Item = IndexView<'_>> {
 
 fn index_row(ix: IndexView<'_>) -> Vec<Value> {
     let n = Value::Int(ix.columns.len() as i32);
+    let types = ix.columns.iter().map(|&c| ix.table.schema.columns[c].ty);
+    let collations: Vec<String> = types
+        .clone()
+        .map(|ty| if ty.is_textual() { "100" } else { "0" }.to_string())
+        .collect();
+    let classes: Vec<String> = types
+        .map(|ty| objects::default_opclass(ty).to_string())
+        .collect();
     vec![
         i(ix.oid),
         i(table_oid(ix.table)),
         n.clone(),
         n,
         b(ix.unique),
+        b(false),
         b(ix.primary),
         b(false),
         b(true),
@@ -659,6 +688,8 @@ fn index_row(ix: IndexView<'_>) -> Vec<Value> {
         b(true),
         b(true),
         t(&attnums(&ix.columns, " ")),
+        t(&collations.join(" ")),
+        t(&classes.join(" ")),
         t(&vec!["0"; ix.columns.len()].join(" ")),
         N,
         N,
@@ -701,6 +732,9 @@ fn pg_class_row(oid: i64, name: &str, kind: &str, natts: usize, has_index: bool)
         t(if kind == "r" { "d" } else { "n" }),
         b(false),
         i(0),
+        N,
+        N,
+        N,
     ]
 }
 
@@ -711,13 +745,7 @@ fn pg_class_rows(
 ) -> Vec<Vec<Value>> {
     let mut rows = Vec::new();
     for (k, name) in sequences.iter().enumerate() {
-        rows.push(pg_class_row(
-            FIRST_OID + 3_000_000 + k as i64,
-            name,
-            "S",
-            3,
-            false,
-        ));
+        rows.push(pg_class_row(objects::sequence_oid(k), name, "S", 3, false));
     }
     for tb in tables {
         let indexed = !tb.schema.primary_key.is_empty() || !tb.indexes.is_empty();

@@ -14,7 +14,7 @@ use ndpdb_formats::expr::Program;
 use ndpdb_formats::{DataType, SqlState, Value};
 use sqlparser::ast::Expr;
 
-use crate::bind::compile::{compile, Ty};
+use crate::bind::compile::{compile, compile_array, Ty};
 use crate::bind::scope::Scope;
 use crate::{Error, Result};
 
@@ -54,11 +54,16 @@ pub fn plan_unnest(
     let mut tys = Vec::new();
     let mut elems = Vec::new();
     for a in args {
-        let (p, t) = compile(a, scope, params)?;
-        tys.push(t);
-        match t {
-            Ty::Known(DataType::Array(e)) => elems.push(e.scalar()),
-            _ => return Err(no_function("unnest", &tys)),
+        let (p, e) = compile_array(a, scope, params)?;
+        match e {
+            Ok(e) => {
+                tys.push(Ty::Known(DataType::Array(e)));
+                elems.push(e.scalar());
+            }
+            Err(t) => {
+                tys.push(t);
+                return Err(no_function("unnest", &tys));
+            }
         }
         programs.push(p);
     }
@@ -74,10 +79,15 @@ pub fn plan_subscripts(
     scope: &Scope,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<ArrayRows> {
-    let compiled = args
-        .iter()
-        .map(|a| compile(a, scope, params))
-        .collect::<Result<Vec<_>>>()?;
+    let mut compiled = Vec::new();
+    for (k, a) in args.iter().enumerate() {
+        compiled.push(if k == 0 {
+            let (p, e) = compile_array(a, scope, params)?;
+            (p, e.map_or_else(|t| t, |e| Ty::Known(DataType::Array(e))))
+        } else {
+            compile(a, scope, params)?
+        });
+    }
     let tys: Vec<Ty> = compiled.iter().map(|c| c.1).collect();
     let ok = matches!(tys.first(), Some(Ty::Known(DataType::Array(_))))
         && matches!(

@@ -200,6 +200,26 @@ fn plan_named(
         }
     }
     let input = match view::relation(ctx.db(), &tname, alias_columns(alias))? {
+        // `t AS x (a, b)`: the table's columns renamed, read as the
+        // derived table `(SELECT * FROM t) AS x (a, b)`.
+        Relation::Table(table) if !alias_columns(alias).is_empty() => {
+            let sql = format!(
+                "SELECT * FROM {}",
+                crate::exec::row_source::system::quote_ident(&table.meta().name)
+            );
+            let query = match crate::parse::parse(&sql)?.pop() {
+                Some(sqlparser::ast::Statement::Query(q)) => *q,
+                _ => return Err(unsupported("this table alias")),
+            };
+            plan_derived(
+                ctx.db(),
+                &query,
+                &as_name,
+                &alias_columns(alias),
+                Arc::default(),
+                params,
+            )?
+        }
         Relation::Table(table) => Input::Table(table),
         Relation::View(v) => {
             let (db, columns) = (ctx.db(), &v.columns);

@@ -49,6 +49,14 @@ pub(crate) fn plan_select(
 ) -> Result<SelectPlan> {
     // Every item is at least one entry: refuse before planning FROM.
     too_many_entries(s.projection.len())?;
+    if s.into.is_some() {
+        // A statement's own SELECT … INTO is refused before planning;
+        // one here is nested, which PostgreSQL refuses too.
+        return Err(Error::new(
+            SqlState::SYNTAX_ERROR,
+            "SELECT ... INTO is not allowed here",
+        ));
+    }
     let (tables, from_items) = plan_from(&s.from, ctx, params)?;
     let mut conds = Vec::new();
     if let Some(w) = &s.selection {
@@ -540,25 +548,32 @@ pub(crate) fn resolve_group_ref(e: &Expr, items: &[(Expr, String)], scope: &Scop
 
 /// The name PostgreSQL gives an unnamed select-list expression.
 pub(crate) fn output_name(e: &Expr) -> String {
+    figure(e).map_or_else(|| "?column?".into(), |(name, _)| name)
+}
+
+/// PostgreSQL's `FigureColname`: a name and whether it is strong (a
+/// column's, a function's) or weak (a cast's type name, which an outer
+/// cast replaces: `'42'::int2::int8` is `int8`, `a::int8` is `a`).
+fn figure(e: &Expr) -> Option<(String, bool)> {
+    let strong = |s: String| Some((s, true));
     match e {
-        Expr::Identifier(id) => ident_name(id),
-        Expr::CompoundIdentifier(ids) => ids.last().map(ident_name).unwrap_or_default(),
+        Expr::Identifier(id) => strong(ident_name(id)),
+        Expr::CompoundIdentifier(ids) => ids.last().map(|i| (ident_name(i), true)),
         Expr::Function(f) => f
             .name
             .0
             .last()
-            .map(|p| p.to_string().to_lowercase())
-            .unwrap_or_default(),
+            .map(|p| (p.to_string().to_lowercase(), true)),
         Expr::Cast {
             expr, data_type, ..
-        } => match expr.as_ref() {
-            Expr::Value(_) => crate::bind::compile::sql_type(data_type)
-                .map(cast_name)
-                .unwrap_or_else(|_| "?column?".into()),
-            e => output_name(e),
+        } => match figure(expr) {
+            Some(named @ (_, true)) => Some(named),
+            _ => crate::bind::compile::sql_type(data_type)
+                .ok()
+                .map(|t| (cast_name(t), false)),
         },
-        Expr::Nested(e) => output_name(e),
-        Expr::Array(_) => "array".into(),
+        Expr::Nested(e) => figure(e),
+        Expr::Array(_) => strong("array".into()),
         // `a[1]` is named after `a` (a column or a cast), as PostgreSQL does.
         Expr::CompoundFieldAccess { root, access_chain } => {
             use sqlparser::ast::AccessExpr;
@@ -567,28 +582,33 @@ pub(crate) fn output_name(e: &Expr) -> String {
                     .iter()
                     .rev()
                     .find_map(|a| match a {
-                        AccessExpr::Dot(Expr::Identifier(id)) => Some(ident_name(id)),
+                        AccessExpr::Dot(Expr::Identifier(id)) => Some((ident_name(id), true)),
                         _ => None,
                     })
-                    .unwrap_or_else(|| output_name(root)),
-                Some(AccessExpr::Dot(Expr::Identifier(id))) => ident_name(id),
-                _ => "?column?".into(),
+                    .or_else(|| figure(root)),
+                Some(AccessExpr::Dot(Expr::Identifier(id))) => strong(ident_name(id)),
+                _ => None,
             }
         }
-        Expr::Substring { shorthand, .. } => if *shorthand { "substr" } else { "substring" }.into(),
-        Expr::Case { .. } => "case".into(),
-        Expr::Extract { .. } => "extract".into(),
-        Expr::Exists { .. } => "exists".into(),
+        Expr::Substring { shorthand, .. } => {
+            strong(if *shorthand { "substr" } else { "substring" }.into())
+        }
+        Expr::Ceil { .. } => strong("ceil".into()),
+        Expr::Floor { .. } => strong("floor".into()),
+        Expr::Position { .. } => strong("position".into()),
+        Expr::Case { .. } => strong("case".into()),
+        Expr::Extract { .. } => strong("extract".into()),
+        Expr::Exists { .. } => strong("exists".into()),
         // A scalar subquery is named after its one column.
         Expr::Subquery(q) => match q.body.as_ref() {
             SetExpr::Select(s) => match s.projection.first() {
-                Some(SelectItem::UnnamedExpr(e)) => output_name(e),
-                Some(SelectItem::ExprWithAlias { alias, .. }) => ident_name(alias),
-                _ => "?column?".into(),
+                Some(SelectItem::UnnamedExpr(e)) => figure(e),
+                Some(SelectItem::ExprWithAlias { alias, .. }) => strong(ident_name(alias)),
+                _ => None,
             },
-            _ => "?column?".into(),
+            _ => None,
         },
-        _ => "?column?".into(),
+        _ => None,
     }
 }
 

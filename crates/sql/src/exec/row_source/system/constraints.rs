@@ -14,6 +14,7 @@
 
 use std::sync::Arc;
 
+use ndpdb_formats::catalog_funcs::lookup_line;
 use ndpdb_formats::Value;
 use ndpdb_host::catalog::TableMeta;
 use ndpdb_host::foreign_key::{positions, referenced_index, ForeignKeyMeta};
@@ -316,7 +317,7 @@ pub fn constraint_definitions(db: &Database) -> String {
     tables.sort_by_key(|t| t.id.0);
     constraints(&tables)
         .iter()
-        .map(|c| format!("{}\t0\t{}\n", c.oid, c.definition()))
+        .map(|c| lookup_line(c.oid, 0, &c.definition()))
         .collect()
 }
 

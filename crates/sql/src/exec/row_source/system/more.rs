@@ -21,6 +21,7 @@ use ndpdb_host::Database;
 use super::columns::shown_default;
 use super::types::{all_types, ARRAY_TYPES, TYPES};
 use super::{b, i, indexes, t, table_oid, FIRST_OID, N};
+use ndpdb_formats::catalog_funcs::lookup_line;
 use DataType::{BigInt, Bool, Int, Text};
 
 /// The columns of the relations of this module.
@@ -69,7 +70,10 @@ pub(super) fn column_list(name: &str) -> &'static [(&'static str, DataType)] {
 /// The rows of relation `name` (one of [`column_list`]'s).
 pub(super) fn rows(name: &str, db: &Database, tables: &[Arc<TableMeta>]) -> Vec<Vec<Value>> {
     match name {
-        "pg_description" => Vec::new(),
+        "pg_description" => descriptions(db, tables)
+            .into_iter()
+            .map(|(oid, sub, text)| vec![i(oid), i(1259), Value::Int(sub), t(&text)])
+            .collect(),
         "pg_attrdef" => tables
             .iter()
             .flat_map(|tb| {
@@ -97,6 +101,69 @@ pub(super) fn rows(name: &str, db: &Database, tables: &[Arc<TableMeta>]) -> Vec<
         .collect(),
         _ => settings(db),
     }
+}
+
+/// The comments as `(relation OID, column number or 0, text)`.
+pub(super) fn descriptions(db: &Database, tables: &[Arc<TableMeta>]) -> Vec<(i64, i32, String)> {
+    let views = db.views();
+    db.comments()
+        .into_iter()
+        .filter_map(|(relation, column, text)| {
+            let (oid, columns): (i64, Vec<String>) =
+                match tables.iter().find(|t| t.name == relation) {
+                    Some(tb) => (
+                        table_oid(tb),
+                        tb.schema.columns.iter().map(|c| c.name.clone()).collect(),
+                    ),
+                    None => {
+                        let v = views.iter().find(|v| v.name == relation)?;
+                        (
+                            FIRST_OID + v.id.0 as i64,
+                            v.columns.iter().map(|c| c.name.clone()).collect(),
+                        )
+                    }
+                };
+            let sub = if column.is_empty() {
+                0
+            } else {
+                columns.iter().position(|c| *c == column)? as i32 + 1
+            };
+            Some((oid, sub, text))
+        })
+        .collect()
+}
+
+/// What `pg_get_serial_sequence(table, column)` reads: lines `table \t
+/// column \t sequence` (the sequence qualified, empty when none feeds
+/// the column), each table under its name and under its OID.
+pub fn serial_sequence_lines(db: &Database) -> String {
+    let mut out = String::new();
+    for tb in db.tables() {
+        for (k, c) in tb.schema.columns.iter().enumerate() {
+            let seq = tb
+                .default_of(k)
+                .and_then(|d| {
+                    let rest = d.expr.split("nextval('").nth(1)?;
+                    Some(rest.split('\'').next()?.to_string())
+                })
+                .map_or(String::new(), |s| format!("public.{}", quote_ident(&s)));
+            for key in [tb.name.clone(), table_oid(&tb).to_string()] {
+                out.push_str(&format!("{key}\t{}\t{seq}\n", c.name));
+            }
+        }
+    }
+    out
+}
+
+/// What `obj_description(oid)` and `col_description(oid, n)` answer, as
+/// pg_get_indexdef's lines `oid \t column \t text`.
+pub fn description_lines(db: &Database) -> String {
+    let mut tables = db.tables();
+    tables.sort_by_key(|t| t.id.0);
+    descriptions(db, &tables)
+        .into_iter()
+        .map(|(oid, sub, text)| lookup_line(oid, sub as i64, &text))
+        .collect()
 }
 
 /// `(name, setting, unit, category, description, context, vartype)`.
@@ -450,7 +517,7 @@ pub fn relation_oid(db: &Database, name: &str) -> Option<i64> {
     db.sequence_names()
         .iter()
         .position(|s| *s == rel)
-        .map(|k| FIRST_OID + 3_000_000 + k as i64)
+        .map(super::objects::sequence_oid)
 }
 
 /// PostgreSQL's OIDs of the functions `'name'::regproc` may name: the
@@ -547,7 +614,7 @@ pub fn relation_names(db: &Database) -> String {
     for (k, s) in db.sequence_names().iter().enumerate() {
         out.push_str(&format!(
             "public\t{s}\t{}\n",
-            FIRST_OID + 3_000_000 + k as i64
+            super::objects::sequence_oid(k)
         ));
     }
     out
@@ -602,23 +669,23 @@ pub fn index_definitions(db: &Database) -> String {
             .iter()
             .map(|&c| quote_ident(&ix.table.schema.columns[c].name))
             .collect();
-        out.push_str(&format!(
-            "{}\t0\tCREATE {}INDEX {} ON public.{} USING btree ({})\n",
-            ix.oid,
+        let create = format!(
+            "CREATE {}INDEX {} ON public.{} USING btree ({})",
             if ix.unique { "UNIQUE " } else { "" },
             quote_ident(&ix.name),
             quote_ident(&ix.table.name),
             names.join(", ")
-        ));
+        );
+        out.push_str(&lookup_line(ix.oid, 0, &create));
         for (k, name) in names.iter().enumerate() {
-            out.push_str(&format!("{}\t{}\t{name}\n", ix.oid, k + 1));
+            out.push_str(&lookup_line(ix.oid, k as i64 + 1, name));
         }
     }
     out
 }
 
 /// An identifier as PostgreSQL prints it: quoted unless plain lower case.
-pub(super) fn quote_ident(s: &str) -> String {
+pub fn quote_ident(s: &str) -> String {
     let plain = s
         .chars()
         .next()
