@@ -10,6 +10,10 @@
 //!                                         ─► a parameter slot
 //! ```
 //!
+//! `JOIN … USING (c)` makes the sides' `c` one [`MergedColumn`]
+//! (plan/join_using.rs): an unqualified `c` names it, `t.c` still the
+//! side's column.
+//!
 //! [`QueryBinder`] is the one thing binding asks of planning. The planner
 //! implements it (`plan/subquery`), so binding never names the planner.
 
@@ -69,6 +73,26 @@ pub struct ScopeColumn {
     pub ty: DataType,
 }
 
+/// The qualifier `*` names a USING column with: `"\0using t".c`, `t` the
+/// join tree's first table (no identifier the user writes starts with a
+/// NUL), so that two trees' `c` are no ambiguity.
+pub const USING_QUALIFIER: &str = "\0using ";
+
+/// The one column `JOIN … USING (c)` makes of the two sides' `c`
+/// (plan/join_using.rs): what an unqualified `c` and `*` name.
+#[derive(Clone, Debug)]
+pub struct MergedColumn {
+    pub name: String,
+    /// The value: one column (INNER and LEFT: the left side's, RIGHT: the
+    /// right side's) or COALESCE of them in order (FULL).
+    pub parts: Vec<Expr>,
+    /// The `(table, column)`s merged: still named qualified (`t1.c`),
+    /// no longer by an unqualified `c` nor by `*`.
+    pub hides: Vec<(String, String)>,
+    /// The first table of the join tree: `*` lists the column before it.
+    pub first_table: String,
+}
+
 /// The columns visible to an expression, in row order.
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
@@ -76,6 +100,9 @@ pub struct Scope {
     /// The query being planned: enclosing queries' columns, subqueries
     /// (`None`: an expression outside a query, where neither exists).
     pub ctx: Option<Arc<dyn QueryBinder>>,
+    /// USING columns of the joins over these columns, in the order `*`
+    /// lists them (plan/join_using.rs).
+    pub merged: Vec<MergedColumn>,
 }
 
 /// PostgreSQL folds unquoted identifiers to lower case.
@@ -126,6 +153,7 @@ impl Scope {
         Scope {
             columns: Vec::new(),
             ctx: Some(ctx.clone() as Arc<dyn QueryBinder>),
+            merged: Vec::new(),
         }
     }
 
@@ -148,6 +176,7 @@ impl Scope {
         Scope {
             columns: Vec::new(),
             ctx: self.ctx.clone(),
+            merged: Vec::new(),
         }
     }
 
@@ -163,10 +192,85 @@ impl Scope {
         self.columns.iter().any(|c| c.table == table)
     }
 
-    /// Resolves `name` or `table.name` to a column position.
+    /// What `*` lists, as `(table, column)`: the columns in order, but a
+    /// USING column once (qualified by [`USING_QUALIFIER`]), before its
+    /// join tree's columns, and not the sides' columns it merges.
+    pub fn star_columns(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        let mut listed: Vec<&str> = Vec::new();
+        for c in &self.columns {
+            if !listed.contains(&c.table.as_str()) {
+                listed.push(&c.table);
+                for m in self.merged.iter().filter(|m| m.first_table == c.table) {
+                    let tree = format!("{USING_QUALIFIER}{}", m.first_table);
+                    out.push((tree, m.name.clone()));
+                }
+            }
+            if !self.hidden(c) {
+                out.push((c.table.clone(), c.name.clone()));
+            }
+        }
+        out
+    }
+
+    /// Whether `c` is one side of a USING column (only named qualified).
+    pub fn hidden(&self, c: &ScopeColumn) -> bool {
+        self.merged
+            .iter()
+            .any(|m| m.hides.iter().any(|(t, n)| *t == c.table && *n == c.name))
+    }
+
+    /// The USING column an unqualified `name` names, if any (42702 if
+    /// another column or USING column has that name too).
+    pub fn merged_column(&self, name: &str) -> Result<Option<&MergedColumn>> {
+        let mut found = self.merged.iter().filter(|m| m.name == name);
+        let Some(m) = found.next() else {
+            return Ok(None);
+        };
+        let other = self
+            .columns
+            .iter()
+            .any(|c| c.name == name && !self.hidden(c));
+        if other || found.next().is_some() {
+            return Err(Error::new(
+                SqlState::AMBIGUOUS_COLUMN,
+                format!("column reference \"{name}\" is ambiguous"),
+            ));
+        }
+        Ok(Some(m))
+    }
+
+    /// The USING column `name` names unqualified, or `table.name` with
+    /// [`USING_QUALIFIER`].
+    pub fn merged_by(&self, table: Option<&str>, name: &str) -> Result<Option<&MergedColumn>> {
+        let Some(t) = table else {
+            return self.merged_column(name);
+        };
+        let first = t.strip_prefix(USING_QUALIFIER);
+        Ok(self
+            .merged
+            .iter()
+            .find(|m| Some(m.first_table.as_str()) == first && m.name == name))
+    }
+
+    /// Whether `name` or `table.name` names a column here.
+    pub fn knows(&self, table: Option<&str>, name: &str) -> bool {
+        self.resolve(table, name).is_ok()
+            || match table {
+                // Known even where ambiguous (the error is this query's).
+                None => self.merged.iter().any(|m| m.name == name),
+                Some(_) => self.merged_by(table, name).is_ok_and(|m| m.is_some()),
+            }
+    }
+
+    /// Resolves `name` or `table.name` to a column position (a USING
+    /// column: [`Scope::merged_column`]).
     pub fn resolve(&self, table: Option<&str>, name: &str) -> Result<usize> {
         let mut found = None;
         for (i, c) in self.columns.iter().enumerate() {
+            if table.is_none() && self.hidden(c) {
+                continue;
+            }
             if c.name == name && table.is_none_or(|t| t == c.table) {
                 if found.is_some() {
                     return Err(Error::new(

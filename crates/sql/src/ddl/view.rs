@@ -56,7 +56,7 @@ use sqlparser::ast::{
 };
 
 use crate::bind::scope::ident_name;
-use crate::bind::scope::table_name;
+use crate::bind::scope::{table_name, USING_QUALIFIER};
 use crate::output::{Notice, Output};
 use crate::plan::query::{bare_query, plan_query};
 use crate::plan::subquery::max_placeholder;
@@ -112,18 +112,27 @@ fn ident(name: &str) -> Ident {
 }
 
 /// Replaces the top-level `*` and `t.*` of `q` by the columns they
-/// stand for now (`from`: the FROM list's columns as (table, column)).
-fn expand_wildcards(q: &mut Query, from: &[(String, String)]) -> Result<()> {
+/// stand for now (`from`: the FROM list's columns as (table, column);
+/// `star`: those `*` lists, [`Scope::star_columns`]: a `JOIN … USING`
+/// column once, unqualified).
+///
+/// [`Scope::star_columns`]: crate::bind::scope::Scope::star_columns
+fn expand_wildcards(
+    q: &mut Query,
+    from: &[(String, String)],
+    star: &[(String, String)],
+) -> Result<()> {
     let SetExpr::Select(select) = q.body.as_mut() else {
         return Ok(());
     };
-    let column = |(t, c): &(String, String)| {
-        SelectItem::UnnamedExpr(Expr::CompoundIdentifier(vec![ident(t), ident(c)]))
+    let column = |(t, c): &(String, String)| match t.starts_with(USING_QUALIFIER) {
+        true => SelectItem::UnnamedExpr(Expr::Identifier(ident(c))),
+        false => SelectItem::UnnamedExpr(Expr::CompoundIdentifier(vec![ident(t), ident(c)])),
     };
     let mut items = Vec::with_capacity(select.projection.len());
     for item in std::mem::take(&mut select.projection) {
         match item {
-            SelectItem::Wildcard(_) => items.extend(from.iter().map(column)),
+            SelectItem::Wildcard(_) => items.extend(star.iter().map(column)),
             SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(t), _) => {
                 let t = table_name(&t)?;
                 items.extend(from.iter().filter(|(table, _)| *table == t).map(column));
@@ -182,7 +191,7 @@ fn expand_query_wildcards(db: &Database, q: &mut Query) -> Result<()> {
                 .iter()
                 .map(|c| (c.table.clone(), c.name.clone()))
                 .collect();
-            expand_wildcards(q, &from)?;
+            expand_wildcards(q, &from, &plan.input_scope.star_columns())?;
         }
     }
     let with = q.with.clone();
@@ -243,7 +252,7 @@ pub fn create_view(db: &Database, cv: &CreateView) -> Result<Output> {
         .map(|c| (c.table.clone(), c.name.clone()))
         .collect();
     let mut query = cv.query.as_ref().clone();
-    expand_wildcards(&mut query, &from)?;
+    expand_wildcards(&mut query, &from, &first.input_scope.star_columns())?;
     let with = query.with.clone();
     expand_side_wildcards(db, query.body.as_mut(), &with)?;
     // 3: the text stored is the text planned.
@@ -578,13 +587,13 @@ mod tests {
             ("u".to_string(), "c".to_string()),
         ];
         let mut q = parse("SELECT *, 1 AS one FROM t, u");
-        expand_wildcards(&mut q, &from).unwrap();
+        expand_wildcards(&mut q, &from, &from).unwrap();
         assert_eq!(
             q.to_string(),
             "SELECT t.a, t.\"Order\", u.c, 1 AS one FROM t, u"
         );
         let mut q = parse("SELECT u.*, t.a FROM t, u");
-        expand_wildcards(&mut q, &from).unwrap();
+        expand_wildcards(&mut q, &from, &from).unwrap();
         assert_eq!(q.to_string(), "SELECT u.c, t.a FROM t, u");
     }
 }

@@ -51,10 +51,7 @@ impl Session {
             )
             .with_hint("No function matches the given name and argument types. You might need to add explicit type casts."));
         };
-        let scope = Scope {
-            columns: Vec::new(),
-            ctx: None,
-        };
+        let scope = Scope::default();
         let mut types = Vec::new();
         let mut eval = |e: &Expr| -> Result<Value> {
             let (p, _) = compile(e, &scope, &mut types)?;

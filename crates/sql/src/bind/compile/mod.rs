@@ -28,7 +28,7 @@ mod functions;
 mod operators;
 mod quantified;
 mod slots;
-use crate::bind::scope::{ident_name, Scope};
+use crate::bind::scope::{ident_name, MergedColumn, Scope};
 use crate::bind::sequence_call::{SequenceCall, SequenceFunc};
 pub(crate) use crate::bind::types::convert_type;
 pub use crate::bind::types::Ty;
@@ -418,7 +418,21 @@ impl Compiler<'_> {
         }
         // `t.x` and `x` name the same grouped column.
         let column = |e: &Expr| match strip_nested(e) {
-            Expr::Identifier(id) => agg.input.resolve(None, &ident_name(id)).ok(),
+            Expr::Identifier(id) => {
+                let name = ident_name(id);
+                match agg.input.merged_column(&name) {
+                    // A USING column of one side is that side's column
+                    // (when no cast makes them differ).
+                    Ok(Some(m)) if same_types(&agg.input, m) => match m.parts.as_slice() {
+                        [Expr::CompoundIdentifier(ids)] => match ids.as_slice() {
+                            [t, c] => agg.input.resolve(Some(&t.value), &c.value).ok(),
+                            _ => None,
+                        },
+                        _ => None,
+                    },
+                    _ => agg.input.resolve(None, &name).ok(),
+                }
+            }
             Expr::CompoundIdentifier(ids) => match ids.as_slice() {
                 [t, c] | [_, t, c] => agg.input.resolve(Some(&ident_name(t)), &ident_name(c)).ok(),
                 _ => None,
@@ -509,6 +523,16 @@ impl Compiler<'_> {
     }
 }
 
+/// Whether the columns a USING column merges all have one type.
+fn same_types(scope: &Scope, m: &MergedColumn) -> bool {
+    let mut tys = m
+        .hides
+        .iter()
+        .map(|(t, n)| scope.resolve(Some(t), n).ok().map(|i| scope.columns[i].ty));
+    let first = tys.next().flatten();
+    first.is_some() && tys.all(|t| t == first)
+}
+
 fn strip_nested(e: &Expr) -> &Expr {
     match e {
         Expr::Nested(inner) => strip_nested(inner),
@@ -518,6 +542,11 @@ fn strip_nested(e: &Expr) -> &Expr {
 
 impl Compiler<'_> {
     fn column(&mut self, table: Option<&str>, name: &str) -> Result<Ty> {
+        // `c` of `JOIN … USING (c)`: the merged column.
+        if let Some(m) = self.scope.merged_by(table, name)?.cloned() {
+            let scope = self.scope;
+            return self.merged_column(&m, scope);
+        }
         if self.agg.is_some() {
             let input = &self
                 .agg
@@ -525,6 +554,11 @@ impl Compiler<'_> {
                 .map(|a| &a.input)
                 .cloned()
                 .unwrap_or_default();
+            // A USING column not itself grouped: its parts may be
+            // (`SELECT c … GROUP BY t1.c`), as PostgreSQL matches them.
+            if let Some(m) = input.merged_by(table, name)?.cloned() {
+                return self.merged_column(&m, input);
+            }
             // Resolve to give the right error for unknown columns first.
             let i = match input.resolve(table, name) {
                 Ok(i) => i,
@@ -551,6 +585,36 @@ impl Compiler<'_> {
         let ty = self.scope.columns[i].ty;
         self.emit(Op::Column(i as u32));
         Ok(Ty::Known(ty))
+    }
+
+    /// A USING column: its one part, or COALESCE of its parts (FULL
+    /// JOIN), at the type the merged columns share, as PostgreSQL types
+    /// it (`int JOIN bigint USING (c)`: `c` is a bigint); `scope`: the
+    /// rows with the columns it merges (before any grouping).
+    fn merged_column(&mut self, m: &MergedColumn, scope: &Scope) -> Result<Ty> {
+        let mut common: Option<DataType> = None;
+        for (t, n) in &m.hides {
+            let ty = scope.columns[scope.resolve(Some(t), n)?].ty;
+            common = Some(match common {
+                Some(c) => arrays::common_type(c, ty).unwrap_or(c),
+                None => ty,
+            });
+        }
+        for part in &m.parts {
+            let ty = self.expr(part)?;
+            if let (Ty::Known(t), Some(c)) = (ty, common) {
+                if t != c {
+                    self.emit(Op::Cast(c));
+                }
+            }
+        }
+        if m.parts.len() > 1 {
+            self.emit(Op::Call {
+                func: Func::Coalesce,
+                nargs: m.parts.len() as u8,
+            });
+        }
+        Ok(Ty::Known(common.unwrap_or(DataType::Text)))
     }
 
     fn value(&mut self, v: &AstValue) -> Result<Ty> {

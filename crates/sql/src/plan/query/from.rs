@@ -10,7 +10,7 @@
 //!                   WITH query, subquery ─► plan_derived ─► Input::Derived
 //!                   VALUES, f(…), pg_catalog.* ─► Input::Rows (row_source/)
 //!              └─► FromItem per item: join kind and ON terms (USING
-//!                  becomes ON terms: join_using.rs)
+//!                  becomes ON terms and merged columns: join_using.rs)
 //!  equi_key: which ON / WHERE terms are hash-join keys between the sides
 //! ```
 //!
@@ -28,7 +28,7 @@ use sqlparser::ast::{
 
 use super::plan::plan_derived;
 use super::{unsupported, Input};
-use crate::bind::scope::{ident_name, table_name, Scope};
+use crate::bind::scope::{ident_name, table_name, MergedColumn, Scope};
 use crate::exec::row_source;
 use crate::plan::conjuncts::{compiles, conjuncts, pushable};
 use crate::plan::join_plan::JoinKind;
@@ -236,14 +236,16 @@ fn plan_named(
     };
     Ok((input, as_name))
 }
-/// Plans the FROM list: the items in order, and how each joins.
+/// Plans the FROM list: the items in order, how each joins, and the
+/// columns its `JOIN … USING` merge (in the order `*` lists them).
 pub(crate) fn plan_from(
     from: &[TableWithJoins],
     ctx: &Arc<QueryContext>,
     params: &mut Vec<Option<DataType>>,
-) -> Result<(FromTables, Vec<FromItem>)> {
+) -> Result<(FromTables, Vec<FromItem>, Vec<MergedColumn>)> {
     let mut out: FromTables = Vec::new();
     let mut items = Vec::new();
+    let mut all_merged = Vec::new();
     let mut add = |tf: &TableFactor, out: &mut FromTables| -> Result<()> {
         let (input, alias) = plan_from_item(tf, ctx, params)?;
         if out.iter().any(|(_, a)| *a == alias) {
@@ -256,6 +258,9 @@ pub(crate) fn plan_from(
         Ok(())
     };
     for twj in from {
+        // This join tree's first item, and its USING columns so far.
+        let tree = out.len();
+        let mut merged: Vec<MergedColumn> = Vec::new();
         add(&twj.relation, &mut out)?;
         items.push(FromItem {
             kind: JoinKind::Inner,
@@ -290,16 +295,27 @@ pub(crate) fn plan_from(
                 }
                 JoinConstraint::None => {}
                 JoinConstraint::Using(cols) => {
-                    let scopes: Vec<Scope> =
-                        out.iter().map(|(i, a)| input_scope(i, a, ctx)).collect();
-                    on.extend(crate::plan::join_using::terms(cols, &scopes)?);
+                    // The left side is this join tree only (`FROM x, a
+                    // JOIN b USING (c)`: not x).
+                    let scopes: Vec<Scope> = out[tree..]
+                        .iter()
+                        .map(|(i, a)| input_scope(i, a, ctx))
+                        .collect();
+                    on.extend(crate::plan::join_using::terms(
+                        cols,
+                        &scopes,
+                        &out[tree].1,
+                        kind,
+                        &mut merged,
+                    )?);
                 }
                 JoinConstraint::Natural => return Err(unsupported("NATURAL JOIN")),
             }
             items.push(FromItem { kind, on });
         }
+        all_merged.extend(merged);
     }
-    Ok((out, items))
+    Ok((out, items, all_merged))
 }
 
 /// `a = b` with one side over the rows so far and the other over the new

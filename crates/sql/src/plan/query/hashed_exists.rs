@@ -231,6 +231,7 @@ fn residual(
     let row_scope = Scope {
         columns,
         ctx: Some(ctx.clone()),
+        merged: Vec::new(),
     };
     let all = and_all(terms.residual.clone())?;
     let program = compile_predicate(&all, &row_scope, params).ok()?;

@@ -315,7 +315,7 @@ pub fn plan_filter(
     }
     let ctx = QueryContext::new(db, base, None, Arc::new(Vec::new()));
     let mut conds = Vec::new();
-    let (tables, _) = plan_from(std::slice::from_ref(table), &ctx, params)?;
+    let (tables, _, _) = plan_from(std::slice::from_ref(table), &ctx, params)?;
     let (ts, alias) = match tables.into_iter().next() {
         Some((Input::Table(ts), alias)) => (ts, alias),
         _ => return Err(unsupported("UPDATE / DELETE of this FROM item")),

@@ -57,7 +57,7 @@ pub(crate) fn plan_select(
             "SELECT ... INTO is not allowed here",
         ));
     }
-    let (tables, from_items) = plan_from(&s.from, ctx, params)?;
+    let (tables, from_items, merged) = plan_from(&s.from, ctx, params)?;
     let mut conds = Vec::new();
     if let Some(w) = &s.selection {
         conjuncts(w, &mut conds);
@@ -74,7 +74,11 @@ pub(crate) fn plan_select(
         .iter()
         .map(|(input, alias)| input_scope(input, alias, ctx))
         .collect();
-    let from_scope = joined(&from_scopes, ctx);
+    // An unqualified USING column names the merged column (WHERE, the
+    // output, ORDER BY); the per-table scopes keep the sides' columns
+    // (a term pushed to a side's scan names that side's column).
+    let mut from_scope = joined(&from_scopes, ctx);
+    from_scope.merged = merged.clone();
     ctx.set_local(&from_scope);
     // Terms an OR implies (or_terms.rs), then the order of inner joins
     // (join_order.rs); with an outer join the FROM order stays.
@@ -92,6 +96,7 @@ pub(crate) fn plan_select(
     let from_items = permute(from_items, &order);
     let scopes = permute(from_scopes, &order);
     let mut scope = joined(&scopes, ctx);
+    scope.merged = merged;
     ctx.set_local(&scope);
     // Surface errors (unknown or ambiguous columns, types) against the full scope.
     for c in &conds {
@@ -463,9 +468,10 @@ pub(crate) fn projection_items(
                         "SELECT * with no tables specified is not valid",
                     ));
                 }
-                // `*` lists the FROM items in FROM order, whatever the join order.
-                for c in &from_scope.columns {
-                    items.push((column_expr(&c.table, &c.name), c.name.clone()));
+                // `*` lists the FROM items in FROM order, whatever the join
+                // order; a join tree's USING columns first, once each.
+                for (t, name) in from_scope.star_columns() {
+                    items.push((column_expr(&t, &name), name));
                 }
             }
             SelectItem::QualifiedWildcard(SelectItemQualifiedWildcardKind::ObjectName(t), _) => {

@@ -178,6 +178,7 @@ impl QueryContext {
         let columns = Scope {
             columns: scope.columns.clone(),
             ctx: None,
+            merged: scope.merged.clone(),
         };
         *self.local.lock().unwrap_or_else(|e| e.into_inner()) = Some(columns);
     }
@@ -217,7 +218,7 @@ impl QueryContext {
         };
         let local = self.local.lock().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(local) = local {
-            if local.resolve(table, name).is_ok() {
+            if local.knows(table, name) {
                 return Ok(None);
             }
         }
