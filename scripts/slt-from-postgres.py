@@ -36,10 +36,12 @@ def main():
     conn = psycopg.connect(os.environ["NDPDB_POSTGRES"], autocommit=True)
     # Every value as PostgreSQL's text output.
     for name in ["int2", "int4", "int8", "numeric", "float4", "float8", "bool",
-                 "date", "timestamp", "timestamptz", "bytea", "bpchar", "varchar", "text"]:
+                 "date", "timestamp", "timestamptz", "bytea", "bpchar", "varchar", "text",
+                 "json", "jsonb"]:
         conn.adapters.register_loader(name, TextLoader)
     # Arrays too, in their text form ({1,2}), not as lists.
-    for oid in [1000, 1001, 1005, 1007, 1009, 1014, 1015, 1016, 1021, 1022, 1115, 1182, 1231]:
+    for oid in [199, 1000, 1001, 1005, 1007, 1009, 1014, 1015, 1016, 1021, 1022, 1115, 1182,
+                1231, 3807]:
         conn.adapters.register_loader(oid, TextLoader)
     lines = []
     for raw in open(src):

@@ -30,10 +30,18 @@ pub enum AggFunc {
     /// `string_agg(x, delimiter [ORDER BY …])`: the non-NULL values,
     /// each after the first preceded by its row's delimiter.
     StringAgg,
+    /// `json_agg(x)` / `jsonb_agg(x)`: the values (NULLs as `null`) as a
+    /// JSON array.
+    JsonAgg,
+    JsonbAgg,
+    /// `json_object_agg(k, v)` / `jsonb_object_agg(k, v)`: the key is
+    /// the first of [`AggSpec::extra`] after the filter.
+    JsonObjectAgg,
+    JsonbObjectAgg,
 }
 
 impl AggFunc {
-    const ALL: [AggFunc; 8] = [
+    const ALL: [AggFunc; 12] = [
         AggFunc::CountStar,
         AggFunc::Count,
         AggFunc::Sum,
@@ -42,7 +50,33 @@ impl AggFunc {
         AggFunc::Avg,
         AggFunc::ArrayAgg,
         AggFunc::StringAgg,
+        AggFunc::JsonAgg,
+        AggFunc::JsonbAgg,
+        AggFunc::JsonObjectAgg,
+        AggFunc::JsonbObjectAgg,
     ];
+
+    /// Whether the aggregate keeps its rows' values in order (and NULLs).
+    pub fn collects(self) -> bool {
+        matches!(
+            self,
+            AggFunc::ArrayAgg
+                | AggFunc::StringAgg
+                | AggFunc::JsonAgg
+                | AggFunc::JsonbAgg
+                | AggFunc::JsonObjectAgg
+                | AggFunc::JsonbObjectAgg
+        )
+    }
+
+    /// Whether a key precedes the ORDER BY keys in [`AggSpec::extra`]
+    /// (string_agg's delimiter, the object aggregates' key).
+    fn has_second_input(self) -> bool {
+        matches!(
+            self,
+            AggFunc::StringAgg | AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg
+        )
+    }
 }
 
 /// One aggregate of a query.
@@ -96,13 +130,13 @@ impl AggSpec {
     /// at a time (array_agg, string_agg): such aggregates run on the
     /// host, row by row, never split across workers or the device.
     pub fn in_order(&self) -> bool {
-        matches!(self.func, AggFunc::ArrayAgg | AggFunc::StringAgg)
+        self.func.collects()
     }
 
     /// Where the ORDER BY keys start in [`AggSpec::extra`] (after the
     /// filter, then string_agg's delimiter).
     fn keys_from(&self) -> usize {
-        usize::from(self.filtered) + usize::from(self.func == AggFunc::StringAgg)
+        usize::from(self.filtered) + usize::from(self.func.has_second_input())
     }
 
     pub fn decode(r: &mut Reader<'_>) -> Result<AggSpec> {
@@ -259,7 +293,14 @@ impl Acc {
         if spec.filtered && extra.first() != Some(&Value::Bool(true)) {
             return Ok(());
         }
-        if spec.func == AggFunc::ArrayAgg {
+        if matches!(spec.func, AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg) {
+            self.items.push((extra, v));
+            return Ok(());
+        }
+        if matches!(
+            spec.func,
+            AggFunc::ArrayAgg | AggFunc::JsonAgg | AggFunc::JsonbAgg
+        ) {
             match &mut self.distinct {
                 None => self.items.push((extra, v)),
                 Some(d) => d.add(v),
@@ -295,10 +336,6 @@ impl Acc {
         self.count += 1;
         match func {
             AggFunc::Count | AggFunc::CountStar => {}
-            AggFunc::ArrayAgg | AggFunc::StringAgg => {
-                let sep = self.sep.clone().into_iter().collect();
-                self.items.push((sep, v));
-            }
             AggFunc::Min | AggFunc::Max => {
                 let replace = match &self.best {
                     None => true,
@@ -334,6 +371,10 @@ impl Acc {
                     ))
                 }
             },
+            _ => {
+                let sep = self.sep.clone().into_iter().collect();
+                self.items.push((sep, v));
+            }
         }
         Ok(())
     }
@@ -560,7 +601,7 @@ impl Acc {
                 DataType::Double => Value::Double(self.dbl_sum / self.count as f64),
                 _ => Value::Numeric(exact(&self)?.checked_div(Decimal::from_i64(self.count))?),
             },
-            AggFunc::ArrayAgg | AggFunc::StringAgg => Value::Null,
+            _ => Value::Null,
         })
     }
 
@@ -602,6 +643,27 @@ impl Acc {
         if spec.func == AggFunc::ArrayAgg {
             let values: Vec<Value> = self.items.into_iter().map(|(_, v)| v).collect();
             return crate::array_funcs::array_of_values(spec.result_ty, values);
+        }
+        if matches!(spec.func, AggFunc::JsonAgg | AggFunc::JsonbAgg) {
+            let values: Vec<Value> = self.items.into_iter().map(|(_, v)| v).collect();
+            return Ok(if spec.func == AggFunc::JsonAgg {
+                Value::Json(crate::json_convert::json_agg(&values))
+            } else {
+                Value::Jsonb(Box::new(crate::json_convert::jsonb_agg(&values)?))
+            });
+        }
+        if matches!(spec.func, AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg) {
+            let at = usize::from(spec.filtered);
+            let pairs: Vec<(Value, Value)> = self
+                .items
+                .into_iter()
+                .map(|(extra, v)| (extra.get(at).cloned().unwrap_or(Value::Null), v))
+                .collect();
+            return Ok(if spec.func == AggFunc::JsonObjectAgg {
+                Value::Json(crate::json_convert::json_object_agg(&pairs)?)
+            } else {
+                Value::Jsonb(Box::new(crate::json_convert::jsonb_object_agg(&pairs)?))
+            });
         }
         let mut text = String::new();
         let mut bytes = Vec::new();

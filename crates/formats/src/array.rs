@@ -333,6 +333,12 @@ fn encode_item(v: &Value, w: &mut Writer) {
         Value::Array(a) => {
             w.u8(1).str(&a.to_pg_text());
         }
+        Value::Json(s) => {
+            w.u8(1).str(s);
+        }
+        Value::Jsonb(j) => {
+            w.u8(1).str(&j.to_string());
+        }
     }
 }
 
@@ -359,6 +365,9 @@ fn decode_item(elem: ElemType, r: &mut Reader<'_>) -> Result<Value> {
             Value::Text(r.str()?.to_string())
         }
         ElemType::Bytea => Value::Bytea(r.bytes()?.to_vec()),
+        ElemType::Json | ElemType::Jsonb => {
+            crate::json_convert::decode_stored(elem.scalar(), r.str()?.as_bytes())?
+        }
     })
 }
 

@@ -38,6 +38,27 @@ pub fn call(func: Func, args: &[Value]) -> Option<Result<Value>> {
         Func::PgGetExpr => Ok(args.first().cloned().unwrap_or(Value::Null)),
         Func::FormatType => format_type(args),
         Func::ArrayToString => array_to_string(args),
+        Func::Setting => match args {
+            [Value::Text(lines), Value::Text(name)] => {
+                let name = name.to_lowercase();
+                match lines
+                    .lines()
+                    .filter_map(|l| l.split_once('\t'))
+                    .find(|(n, _)| *n == name)
+                {
+                    Some((_, v)) => Ok(Value::Text(v.to_string())),
+                    None => Err(Error::sql(
+                        SqlState::UNDEFINED_OBJECT,
+                        format!("unrecognized configuration parameter \"{name}\""),
+                    )),
+                }
+            }
+            [_, Value::Null] => Ok(Value::Null),
+            _ => Err(Error::sql(
+                SqlState::DATATYPE_MISMATCH,
+                "current_setting takes a text name",
+            )),
+        },
         _ if !matches!(
             func,
             Func::Replace

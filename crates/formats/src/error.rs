@@ -24,6 +24,7 @@ impl SqlState {
     pub const INVALID_ESCAPE_SEQUENCE: SqlState = SqlState("22025");
     pub const CHARACTER_NOT_IN_REPERTOIRE: SqlState = SqlState("22021");
     pub const INVALID_BINARY_REPRESENTATION: SqlState = SqlState("22P03");
+    pub const UNTRANSLATABLE_CHARACTER: SqlState = SqlState("22P05");
     pub const NOT_NULL_VIOLATION: SqlState = SqlState("23502");
     pub const UNIQUE_VIOLATION: SqlState = SqlState("23505");
     pub const FOREIGN_KEY_VIOLATION: SqlState = SqlState("23503");
@@ -145,6 +146,8 @@ pub enum Error {
         message: String,
         /// PostgreSQL's DETAIL line, where it gives one.
         detail: Option<String>,
+        /// PostgreSQL's HINT line, where it gives one.
+        hint: Option<String>,
     },
 }
 
@@ -158,16 +161,41 @@ impl Error {
             code,
             message: message.into(),
             detail: None,
+            hint: None,
         }
     }
 
     /// The error with a DETAIL line (a corrupt-bytes error has none).
     pub fn with_detail(self, d: impl Into<String>) -> Error {
         match self {
-            Error::Sql { code, message, .. } => Error::Sql {
+            Error::Sql {
+                code,
+                message,
+                hint,
+                ..
+            } => Error::Sql {
                 code,
                 message,
                 detail: Some(d.into()),
+                hint,
+            },
+            e => e,
+        }
+    }
+
+    /// The error with a HINT line.
+    pub fn with_hint(self, h: impl Into<String>) -> Error {
+        match self {
+            Error::Sql {
+                code,
+                message,
+                detail,
+                ..
+            } => Error::Sql {
+                code,
+                message,
+                detail,
+                hint: Some(h.into()),
             },
             e => e,
         }

@@ -7,7 +7,7 @@
 //! - [`ids`]: typed identifiers (`TxId`, `Vid`, `Lpn`, `Ppn`, `RecId`, `Lsn`, `JobId`).
 //! - [`codec`]: little-endian writer and bounds-checked reader.
 //! - [`types`] / [`value`]: SQL types, values, and their text forms;
-//!   [`array`]: array values.
+//!   [`array`]: array values; [`json`]: json and jsonb values.
 //! - [`record`]: version records (header + schema-driven body).
 //! - [`page`]: 8 KiB PAX pages (a version minipage and one minipage per column).
 //! - [`agg`]: aggregate specs and accumulators (partials merge exactly).
@@ -30,6 +30,10 @@ pub mod delta_maps;
 pub mod error;
 pub mod expr;
 pub mod ids;
+pub mod json;
+pub mod json_convert;
+pub mod json_funcs;
+pub mod json_rows;
 pub mod page;
 pub mod record;
 pub mod rows;

@@ -127,6 +127,8 @@ pub fn encode_body(types: &[DataType], values: &[Value], w: &mut Writer) -> Resu
                 a.encode(&mut body);
                 var_bytes(w, body.as_slice())
             }
+            (DataType::Json, Value::Json(s)) => var_bytes(w, s.as_bytes()),
+            (DataType::Jsonb, Value::Jsonb(j)) => var_bytes(w, j.to_string().as_bytes()),
             (ty, v) => {
                 return Err(Error::corrupted(format!(
                     "value {v:?} does not have column type {ty}"
@@ -298,6 +300,9 @@ pub fn decode_body_columns_into(
             DataType::Array(_) => {
                 Value::Array(Box::new(ArrayValue::decode_all(read_var(&mut r)?)?))
             }
+            t @ (DataType::Json | DataType::Jsonb) => {
+                crate::json_convert::decode_stored(*t, read_var(&mut r)?)?
+            }
         });
     }
     r.finish("record body")
@@ -327,6 +332,8 @@ pub(crate) mod tests {
             Just(DataType::Bytea),
             Just(DataType::Array(crate::array::ElemType::Int)),
             Just(DataType::Array(crate::array::ElemType::Text)),
+            Just(DataType::Json),
+            Just(DataType::Jsonb),
         ]
     }
 
@@ -372,6 +379,21 @@ pub(crate) mod tests {
                 .boxed(),
             DataType::Array(e) => proptest::collection::vec(arb_value(e.scalar()), 0..6)
                 .prop_map(move |items| Value::Array(Box::new(ArrayValue::from_items(e, items))))
+                .boxed(),
+            DataType::Json => "[ a-z0-9]{0,20}"
+                .prop_map(|s| Value::Json(crate::json::escape(&s)))
+                .boxed(),
+            DataType::Jsonb => ("[a-z]{0,8}", any::<i32>(), "[a-zA-Z0-9 é\"\\\\\n]{0,20}")
+                .prop_map(|(k, n, s)| {
+                    Value::Jsonb(Box::new(crate::json::Jsonb::object(vec![
+                        (k, crate::json::Jsonb::String(s)),
+                        (
+                            "n".into(),
+                            crate::json_convert::to_jsonb(&Value::Int(n))
+                                .unwrap_or(crate::json::Jsonb::Null),
+                        ),
+                    ])))
+                })
                 .boxed(),
         };
         prop_oneof![1 => Just(Value::Null), 6 => v].boxed()

@@ -29,6 +29,10 @@ pub enum DataType {
     /// An array of a scalar type (`integer[]`, `text[]`, any number of
     /// dimensions, as PostgreSQL's arrays).
     Array(ElemType),
+    /// `json`: JSON text kept as written (validated on input).
+    Json,
+    /// `jsonb`: JSON in canonical form (see [`crate::json`]).
+    Jsonb,
 }
 
 impl DataType {
@@ -57,7 +61,9 @@ impl DataType {
             | DataType::Varchar(_)
             | DataType::Char(_)
             | DataType::Bytea
-            | DataType::Array(_) => None,
+            | DataType::Array(_)
+            | DataType::Json
+            | DataType::Jsonb => None,
         }
     }
 
@@ -77,6 +83,8 @@ impl DataType {
             DataType::Char(n) => format!("character({n})"),
             DataType::Bytea => "bytea".into(),
             DataType::Array(e) => format!("{}[]", e.scalar().sql_name()),
+            DataType::Json => "json".into(),
+            DataType::Jsonb => "jsonb".into(),
         }
     }
 
@@ -98,6 +106,8 @@ impl DataType {
                 e.scalar().encode(w);
                 w
             }
+            DataType::Json => w.u8(13),
+            DataType::Jsonb => w.u8(14),
         };
     }
 
@@ -125,6 +135,8 @@ impl DataType {
                 ElemType::of(DataType::decode(r)?)
                     .ok_or_else(|| Error::corrupted("array of arrays"))?,
             ),
+            13 => DataType::Json,
+            14 => DataType::Jsonb,
             t => return Err(Error::corrupted(format!("unknown type tag {t}"))),
         })
     }
@@ -227,6 +239,8 @@ pub enum ElemType {
     Varchar(u32),
     Char(u32),
     Bytea,
+    Json,
+    Jsonb,
 }
 
 impl ElemType {
@@ -244,6 +258,8 @@ impl ElemType {
             DataType::Varchar(n) => ElemType::Varchar(n),
             DataType::Char(n) => ElemType::Char(n),
             DataType::Bytea => ElemType::Bytea,
+            DataType::Json => ElemType::Json,
+            DataType::Jsonb => ElemType::Jsonb,
             DataType::Array(_) => return None,
         })
     }
@@ -262,6 +278,8 @@ impl ElemType {
             ElemType::Varchar(n) => DataType::Varchar(n),
             ElemType::Char(n) => DataType::Char(n),
             ElemType::Bytea => DataType::Bytea,
+            ElemType::Json => DataType::Json,
+            ElemType::Jsonb => DataType::Jsonb,
         }
     }
 }

@@ -10,6 +10,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, Timelike};
 
 use crate::codec::Writer;
 use crate::error::{Error, Result, SqlState};
+use crate::json::Jsonb;
 use crate::types::{DataType, ElemType, MAX_NUMERIC_PRECISION};
 
 /// Largest scale a NUMERIC value carries.
@@ -294,6 +295,9 @@ pub enum Value {
     Text(String),
     Bytea(Vec<u8>),
     Array(Box<ArrayValue>),
+    /// A `json` value: its text as written.
+    Json(String),
+    Jsonb(Box<Jsonb>),
 }
 
 /// One dimension: its length and the subscript of its first element.
@@ -539,6 +543,8 @@ impl Value {
             Value::Text(_) => DataType::Text,
             Value::Bytea(_) => DataType::Bytea,
             Value::Array(a) => DataType::Array(a.elem),
+            Value::Json(_) => DataType::Json,
+            Value::Jsonb(_) => DataType::Jsonb,
         })
     }
 
@@ -563,6 +569,8 @@ impl Value {
                 s
             }
             Value::Array(a) => a.to_pg_text(),
+            Value::Json(s) => s.clone(),
+            Value::Jsonb(j) => j.to_string(),
         })
     }
 
@@ -625,6 +633,9 @@ impl Value {
                 ),
             )
         };
+        if let Some(v) = self.json_cast(ty) {
+            return v;
+        }
         Ok(match (self, ty) {
             (Value::Text(s), DataType::Array(e)) => {
                 Value::Array(Box::new(ArrayValue::parse(s, *e)?))
@@ -752,6 +763,7 @@ impl Value {
             (Text(a), Text(b)) => a.cmp(b),
             (Bytea(a), Bytea(b)) => a.cmp(b),
             (Array(a), Array(b)) => a.sql_cmp(b)?,
+            (Jsonb(a), Jsonb(b)) => a.cmp_jsonb(b),
             _ => return None,
         })
     }
@@ -803,6 +815,14 @@ impl Value {
             Value::Array(a) => {
                 w.u8(8);
                 a.key_bytes(w);
+            }
+            Value::Json(s) => {
+                w.u8(9).str(s);
+            }
+            Value::Jsonb(j) => {
+                // Equal values (1.0 and 1) share a key: numbers by value.
+                w.u8(10);
+                j.key_bytes(w);
             }
         }
     }

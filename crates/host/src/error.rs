@@ -76,10 +76,15 @@ impl From<ndpdb_formats::Error> for Error {
         match e {
             ndpdb_formats::Error::Sql {
                 message,
-                detail: Some(d),
+                detail,
+                hint,
                 ..
-            } => Error::new(code, message).with_detail(d),
-            ndpdb_formats::Error::Sql { message, .. } => Error::new(code, message),
+            } => {
+                let mut e = Error::new(code, message);
+                e.detail = detail;
+                e.hint = hint;
+                e
+            }
             other => Error::new(code, other.to_string()),
         }
     }

@@ -129,7 +129,12 @@ pub fn fold_page(
                     AggFunc::Sum | AggFunc::Avg => acc.add_double(x),
                     AggFunc::Count => acc.add_count(1),
                     AggFunc::CountStar => acc.add_count(1),
-                    AggFunc::ArrayAgg | AggFunc::StringAgg => acc.add(spec, Value::Double(x))?,
+                    AggFunc::ArrayAgg
+                    | AggFunc::StringAgg
+                    | AggFunc::JsonAgg
+                    | AggFunc::JsonbAgg
+                    | AggFunc::JsonObjectAgg
+                    | AggFunc::JsonbObjectAgg => acc.add(spec, Value::Double(x))?,
                     AggFunc::Min | AggFunc::Max => {
                         let better = best.is_none_or(|b| {
                             let o = f64_cmp(x, b);
@@ -159,7 +164,12 @@ fn fold_column(acc: &mut Acc, spec: &AggSpec, col: &ColumnRef<'_>, sel: &[u16]) 
     let live = |s: &u16| !(nulls && col.is_null(*s as usize));
     match spec.func {
         // Order-dependent aggregates take values one at a time.
-        AggFunc::ArrayAgg | AggFunc::StringAgg => return Ok(false),
+        AggFunc::ArrayAgg
+        | AggFunc::StringAgg
+        | AggFunc::JsonAgg
+        | AggFunc::JsonbAgg
+        | AggFunc::JsonObjectAgg
+        | AggFunc::JsonbObjectAgg => return Ok(false),
         AggFunc::CountStar => acc.add_count(sel.len() as i64),
         AggFunc::Count => acc.add_count(sel.iter().filter(|s| live(s)).count() as i64),
         AggFunc::Sum | AggFunc::Avg => match (col.ty, col.data) {

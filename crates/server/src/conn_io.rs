@@ -195,6 +195,8 @@ fn type_size(ty: &DataType) -> i16 {
         | DataType::Varchar(_)
         | DataType::Char(_)
         | DataType::Bytea
+        | DataType::Json
+        | DataType::Jsonb
         | DataType::Array(_) => -1,
     }
 }

@@ -53,6 +53,8 @@ pub fn pg_type(ty: &DataType) -> Type {
         DataType::Bytea => Type::BYTEA,
         DataType::Date => Type::DATE,
         DataType::Timestamp => Type::TIMESTAMP,
+        DataType::Json => Type::JSON,
+        DataType::Jsonb => Type::JSONB,
         DataType::Array(e) => match e.scalar() {
             DataType::Bool => Type::BOOL_ARRAY,
             DataType::Int => Type::INT4_ARRAY,
@@ -64,6 +66,8 @@ pub fn pg_type(ty: &DataType) -> Type {
             DataType::Bytea => Type::BYTEA_ARRAY,
             DataType::Date => Type::DATE_ARRAY,
             DataType::Timestamp => Type::TIMESTAMP_ARRAY,
+            DataType::Json => Type::JSON_ARRAY,
+            DataType::Jsonb => Type::JSONB_ARRAY,
             DataType::Text | DataType::Array(_) => Type::TEXT_ARRAY,
         },
     }
@@ -85,6 +89,8 @@ pub fn data_type_of(ty: &Type) -> Option<DataType> {
         Type::BYTEA => DataType::Bytea,
         Type::DATE => DataType::Date,
         Type::TIMESTAMP | Type::TIMESTAMPTZ => DataType::Timestamp,
+        Type::JSON => DataType::Json,
+        Type::JSONB => DataType::Jsonb,
         _ => DataType::Array(ElemType::of(data_type_of(&array_member(ty)?)?)?),
     })
 }
@@ -107,6 +113,8 @@ fn array_member(ty: &Type) -> Option<Type> {
         Type::DATE_ARRAY => Type::DATE,
         Type::TIMESTAMP_ARRAY => Type::TIMESTAMP,
         Type::TIMESTAMPTZ_ARRAY => Type::TIMESTAMPTZ,
+        Type::JSON_ARRAY => Type::JSON,
+        Type::JSONB_ARRAY => Type::JSONB,
         _ => return None,
     })
 }
@@ -250,6 +258,17 @@ pub fn decode_param(
                     .ok_or_else(|| bad_binary("timestamp"))?,
             )
         }
+        // json's binary form is its text; jsonb's a version byte (1)
+        // and its text.
+        Type::JSON | Type::JSONB => {
+            let text = match (ty == Type::JSONB, bytes) {
+                (true, [1, rest @ ..]) => rest,
+                (true, _) => return Err(bad_binary("jsonb version")),
+                (false, b) => b,
+            };
+            let text = std::str::from_utf8(text).map_err(|_| bad_binary("json is not UTF-8"))?;
+            Value::Text(text.to_string()).cast(&data_type_of(&ty).unwrap_or(DataType::Json))?
+        }
         ref other if array_member(other).is_some() => decode_binary_array(bytes, other)?,
         other => {
             return Err(Error::sql(
@@ -295,6 +314,11 @@ fn put_binary(buf: &mut BytesMut, v: &Value) {
         Value::Timestamp(t) => buf.put_i64(t.wrapping_sub(PG_EPOCH_MICROS)),
         Value::Text(s) => buf.put_slice(s.as_bytes()),
         Value::Bytea(b) => buf.put_slice(b),
+        Value::Json(s) => buf.put_slice(s.as_bytes()),
+        Value::Jsonb(j) => {
+            buf.put_u8(1);
+            buf.put_slice(j.to_string().as_bytes());
+        }
         Value::Array(a) => {
             let member = pg_type(&a.elem.scalar());
             buf.put_i32(a.dims.len() as i32);

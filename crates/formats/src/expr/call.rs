@@ -27,6 +27,9 @@ use super::program::Op;
 
 /// `func(args…)`.
 pub(super) fn call(func: Func, args: Vec<Value>) -> Result<Value> {
+    if let Some(out) = crate::json_funcs::call(func, &args) {
+        return out;
+    }
     if let Some(out) = crate::array_funcs::call(func, &args) {
         return out;
     }

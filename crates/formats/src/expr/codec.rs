@@ -92,6 +92,12 @@ pub fn encode_value(v: &Value, w: &mut Writer) {
             w.u8(10);
             a.encode(w);
         }
+        Value::Json(s) => {
+            w.u8(11).str(s);
+        }
+        Value::Jsonb(j) => {
+            w.u8(12).str(&j.to_string());
+        }
     }
 }
 
@@ -115,6 +121,8 @@ pub fn decode_value(r: &mut Reader<'_>) -> Result<Value> {
         8 => Value::Text(r.str()?.to_string()),
         9 => Value::Bytea(r.bytes()?.to_vec()),
         10 => Value::Array(Box::new(crate::array::ArrayValue::decode(r)?)),
+        11 => Value::Json(r.str()?.to_string()),
+        12 => crate::json_convert::decode_stored(DataType::Jsonb, r.str()?.as_bytes())?,
         t => return Err(Error::corrupted(format!("unknown value tag {t}"))),
     })
 }

@@ -117,10 +117,42 @@ pub enum Func {
     /// statement runs: (name, names as [`Func::NameLookup`] reads them,
     /// 1 relation / 2 type); a name that is not there is an error.
     NameToOid,
+    /// The json / jsonb functions and operators of [`crate::json_funcs`].
+    ToJson,
+    ToJsonb,
+    JsonBuildObject,
+    JsonbBuildObject,
+    JsonBuildArray,
+    JsonbBuildArray,
+    JsonGet,
+    JsonGetText,
+    JsonPath,
+    JsonPathText,
+    JsonTypeof,
+    JsonArrayLength,
+    JsonStripNulls,
+    JsonbContains,
+    JsonbContained,
+    JsonbExists,
+    JsonbExistsAny,
+    JsonbExistsAll,
+    JsonbConcat,
+    JsonbDelete,
+    JsonbDeletePath,
+    JsonbSet,
+    JsonbPretty,
+    /// `current_setting(name)` of a name known when the statement runs:
+    /// (lines `name \t value`, name); an unknown name is 42704.
+    Setting,
+    /// `jsonb_insert(target, path, new [, after])`.
+    JsonbInsert,
+    /// `json_object(text[])`, `json_object(keys, values)` and `jsonb_`.
+    JsonObject,
+    JsonbObject,
 }
 
 impl Func {
-    const ALL: [Func; 60] = [
+    const ALL: [Func; 87] = [
         Func::Abs,
         Func::Lower,
         Func::Upper,
@@ -181,6 +213,33 @@ impl Func {
         Func::CatalogArray,
         Func::SerialSequence,
         Func::NameToOid,
+        Func::ToJson,
+        Func::ToJsonb,
+        Func::JsonBuildObject,
+        Func::JsonbBuildObject,
+        Func::JsonBuildArray,
+        Func::JsonbBuildArray,
+        Func::JsonGet,
+        Func::JsonGetText,
+        Func::JsonPath,
+        Func::JsonPathText,
+        Func::JsonTypeof,
+        Func::JsonArrayLength,
+        Func::JsonStripNulls,
+        Func::JsonbContains,
+        Func::JsonbContained,
+        Func::JsonbExists,
+        Func::JsonbExistsAny,
+        Func::JsonbExistsAll,
+        Func::JsonbConcat,
+        Func::JsonbDelete,
+        Func::JsonbDeletePath,
+        Func::JsonbSet,
+        Func::JsonbPretty,
+        Func::Setting,
+        Func::JsonbInsert,
+        Func::JsonObject,
+        Func::JsonbObject,
     ];
 
     /// How many arguments a call takes. The variadic ones (COALESCE,
@@ -189,7 +248,33 @@ impl Func {
     pub fn arity(self) -> std::ops::RangeInclusive<usize> {
         match self {
             Func::Coalesce | Func::Greatest | Func::Least => 1..=u8::MAX as usize,
-            Func::MakeArray => 0..=u8::MAX as usize,
+            Func::MakeArray
+            | Func::JsonBuildObject
+            | Func::JsonbBuildObject
+            | Func::JsonBuildArray
+            | Func::JsonbBuildArray => 0..=u8::MAX as usize,
+            Func::ToJson
+            | Func::ToJsonb
+            | Func::JsonTypeof
+            | Func::JsonArrayLength
+            | Func::JsonStripNulls
+            | Func::JsonbPretty => 1..=1,
+            Func::JsonGet
+            | Func::JsonGetText
+            | Func::JsonPath
+            | Func::JsonPathText
+            | Func::JsonbContains
+            | Func::JsonbContained
+            | Func::JsonbExists
+            | Func::JsonbExistsAny
+            | Func::JsonbExistsAll
+            | Func::JsonbConcat
+            | Func::JsonbDelete
+            | Func::JsonbDeletePath => 2..=2,
+            Func::JsonbSet => 3..=4,
+            Func::Setting => 2..=2,
+            Func::JsonbInsert => 3..=4,
+            Func::JsonObject | Func::JsonbObject => 1..=2,
             Func::ArrayIndex => 2..=7,
             Func::ArraySlice => 3..=13,
             Func::ArrayPosition | Func::StringToArray => 2..=3,

@@ -248,6 +248,9 @@ impl<'a> ColumnRef<'a> {
             (DataType::Array(_), ColumnData::Var { .. }) => {
                 Value::Array(Box::new(ArrayValue::decode_all(self.var(i)?)?))
             }
+            (t @ (DataType::Json | DataType::Jsonb), ColumnData::Var { .. }) => {
+                crate::json_convert::decode_stored(t, self.var(i)?)?
+            }
             (ty, _) => return Err(Error::corrupted(format!("minipage does not hold {ty}"))),
         })
     }
@@ -336,6 +339,8 @@ fn dir_scalar(b: &[u8], d: usize, tag: u8) -> Result<DataType> {
         9 => DataType::Varchar(rd32(b, d + 4)),
         11 => DataType::Char(rd32(b, d + 4)),
         10 => DataType::Bytea,
+        13 => DataType::Json,
+        14 => DataType::Jsonb,
         t => return Err(Error::corrupted(format!("unknown type tag {t}"))),
     })
 }

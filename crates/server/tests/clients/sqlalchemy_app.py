@@ -18,7 +18,12 @@ psycopg 3 and psycopg2. What it covers:
 - ORM: a unit of work with a relationship (the bulk `INSERT … SELECT …
   FROM (VALUES …) ORDER BY … RETURNING` SQLAlchemy sends for several
   rows), loading, changing and deleting objects;
-- pandas `DataFrame.to_sql` (replace and append) and `read_sql`.
+- pandas `DataFrame.to_sql` (replace and append, which reflects the
+  table: the dialect's column query with `json_build_object`) and
+  `read_sql`;
+- documents: `JSON` and `JSONB` columns (dicts in, dicts out), the
+  `->`, `->>`, `@>` and `?` operators as SQLAlchemy writes them, and
+  `MetaData.reflect` of the table.
 
 Prints "ok" when every transcript matches, else the differences.
 """
@@ -29,7 +34,7 @@ import difflib
 import sys
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
 
 
@@ -205,7 +210,45 @@ def frames(e, out):
         c.execute(sa.text("drop table app_frame"))
 
 
-SCENARIOS = {"core": core, "orm": orm, "inspect": inspect, "frames": frames}
+def documents(e, out):
+    md = sa.MetaData()
+    docs = sa.Table("app_docs", md,
+                    sa.Column("id", sa.Integer, primary_key=True),
+                    sa.Column("body", JSONB, nullable=False),
+                    sa.Column("raw", sa.JSON))
+    md.drop_all(e)
+    md.create_all(e)
+    with e.begin() as c:
+        c.execute(docs.insert(), [
+            {"id": 1, "body": {"kind": "book", "tags": ["a", "b"], "n": 1.50}, "raw": {"z": 1, "a": [1, 2]}},
+            {"id": 2, "body": {"kind": "film", "n": 2}, "raw": None},
+            {"id": 3, "body": {"kind": "book", "extra": None}, "raw": [1, "x"]},
+        ])
+        rows = c.execute(sa.select(docs.c.id, docs.c.body, docs.c.raw).order_by(docs.c.id)).all()
+        out.append(("docs", rows))
+        books = c.execute(sa.select(docs.c.id).where(docs.c.body["kind"].astext == "book")
+                          .order_by(docs.c.id)).all()
+        out.append(("astext", books))
+        has = c.execute(sa.select(docs.c.id).where(docs.c.body.has_key("tags"))).all()
+        out.append(("has_key", has))
+        contains = c.execute(sa.select(docs.c.id).where(docs.c.body.contains({"n": 2}))).all()
+        out.append(("contains", contains))
+        agg = c.execute(sa.text(
+            "select body ->> 'kind' as kind, count(*), jsonb_agg(id order by id) "
+            "from app_docs group by 1 order by 1")).all()
+        out.append(("grouped", agg))
+        c.execute(docs.update().where(docs.c.id == 2).values(
+            body=docs.c.body + sa.cast({"seen": True}, JSONB)))
+        out.append(("updated", c.execute(sa.select(docs.c.body).where(docs.c.id == 2)).scalar()))
+    reflected = sa.MetaData()
+    reflected.reflect(e, only=["app_docs"])
+    out.append(("reflect", [(col.name, str(col.type), col.nullable, col.primary_key)
+                            for col in reflected.tables["app_docs"].columns]))
+    md.drop_all(e)
+
+
+SCENARIOS = {"core": core, "orm": orm, "inspect": inspect, "frames": frames,
+             "documents": documents}
 
 
 def transcript(conninfo, scenarios):

@@ -114,6 +114,8 @@ pub fn convert_type(t: &AstType) -> Result<DataType> {
             Some(CharacterLength::Max) => return Err(unsupported_type(t)),
         },
         AstType::Bytea => DataType::Bytea,
+        AstType::JSON => DataType::Json,
+        AstType::JSONB => DataType::Jsonb,
         AstType::Array(
             ArrayElemTypeDef::SquareBracket(inner, _)
             | ArrayElemTypeDef::Qualified(inner, _)
@@ -133,6 +135,8 @@ pub fn convert_type(t: &AstType) -> Result<DataType> {
                 "float8" => DataType::Double,
                 "bool" => DataType::Bool,
                 "text" => DataType::Text,
+                "json" => DataType::Json,
+                "jsonb" => DataType::Jsonb,
                 _ => return Err(unsupported_type(t)),
             }
         }

@@ -424,6 +424,8 @@ pub fn ast_type_of(t: DataType) -> sqlparser::ast::DataType {
             unit: None,
         })),
         DataType::Bytea => A::Bytea,
+        DataType::Json => A::JSON,
+        DataType::Jsonb => A::JSONB,
         DataType::Array(e) => A::Array(sqlparser::ast::ArrayElemTypeDef::SquareBracket(
             Box::new(ast_type_of(e.scalar())),
             None,

@@ -37,6 +37,7 @@ use crate::bind::array_type;
 use crate::bind::compile::compile;
 use crate::bind::scope::{Scope, ScopeColumn};
 use crate::exec::join::Joined;
+use crate::exec::row_source::json_rows::{self, JsonSource};
 use crate::{Error, Result};
 
 /// The hidden table of the extra columns.
@@ -73,6 +74,9 @@ enum Srf {
     Unnest(Program),
     /// `generate_subscripts(array, dim [, reverse])`.
     Subscripts(Program, Program, Option<Program>),
+    /// `jsonb_array_elements(j)`, `json_object_keys(j)` and the other
+    /// json functions of one column.
+    Json(JsonSource),
 }
 
 /// The extra columns of one SELECT list.
@@ -93,6 +97,13 @@ fn array_srf(e: &Expr) -> Option<(&'static str, Vec<&Expr>)> {
     let name = match name.trim_start_matches("pg_catalog.") {
         "unnest" => "unnest",
         "generate_subscripts" => "generate_subscripts",
+        "json_array_elements" => "json_array_elements",
+        "jsonb_array_elements" => "jsonb_array_elements",
+        "json_array_elements_text" => "json_array_elements_text",
+        "jsonb_array_elements_text" => "jsonb_array_elements_text",
+        "json_object_keys" => "json_object_keys",
+        "jsonb_object_keys" => "jsonb_object_keys",
+        "json_each" | "jsonb_each" | "json_each_text" | "jsonb_each_text" => "json_each",
         _ => return None,
     };
     match &f.args {
@@ -269,6 +280,18 @@ fn plan_srf(
     let Some((name, args)) = array_srf(call) else {
         return Err(unsupported("this set-returning call"));
     };
+    if name == "json_each" {
+        return Err(unsupported(
+            "json_each in a SELECT list (a record); call it in FROM",
+        ));
+    }
+    if name.starts_with("json") {
+        let args: Vec<Expr> = args.into_iter().cloned().collect();
+        let Some((source, columns)) = json_rows::plan(name, &args, scope, params)? else {
+            return Err(unsupported("this set-returning call"));
+        };
+        return Ok((Srf::Json(source), columns[0].1));
+    }
     let mut compiled = Vec::new();
     let mut tys = Vec::new();
     let mut elem = None;
@@ -322,6 +345,11 @@ impl Srf {
                     })
                     .collect()
             }
+            Srf::Json(source) => source
+                .rows_of(row, params)?
+                .into_iter()
+                .map(|mut r| r.pop().unwrap_or(Value::Null))
+                .collect(),
             Srf::Unnest(p) => match p.eval(row, params)? {
                 Value::Array(a) => a.items,
                 _ => Vec::new(),

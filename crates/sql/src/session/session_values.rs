@@ -9,6 +9,10 @@
 //!   current_user          ─► "\0session".current_user('postgres')
 //! ```
 //!
+//! `current_setting(name)` of a name known only when the statement runs
+//! (a parameter, a column) becomes `"\0session".setting(name, 'lines')`:
+//! every setting's value as `name \t value` lines, looked up then.
+//!
 //! The second form keeps the function's name for the result column
 //! (`SELECT current_user` is named `current_user`); the compiler turns
 //! it into the constant (`bind/compile/`, [`SESSION_VALUE`]). No identifier
@@ -89,11 +93,26 @@ fn string_literal(e: &Expr) -> Option<String> {
     }
 }
 
+/// What `current_setting(…)` becomes.
+enum SettingOf {
+    /// The value, for a name written as a literal.
+    Known(SqlValue),
+    /// The lookup when the statement runs.
+    Runtime(Box<Expr>),
+}
+
 /// `"\0session".name('value')`.
 fn resolved(name: &str, value: String) -> Expr {
-    let arg = FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(
-        SqlValue::SingleQuotedString(value).into(),
-    )));
+    let arg = Expr::Value(SqlValue::SingleQuotedString(value).into());
+    session_call(name, vec![arg])
+}
+
+/// `"\0session".name(args…)`.
+fn session_call(name: &str, args: Vec<Expr>) -> Expr {
+    let args = args
+        .into_iter()
+        .map(|a| FunctionArg::Unnamed(FunctionArgExpr::Expr(a)))
+        .collect();
     Expr::Function(Function {
         name: ObjectName(vec![
             ObjectNamePart::Identifier(Ident::new(SESSION_VALUE)),
@@ -103,7 +122,7 @@ fn resolved(name: &str, value: String) -> Expr {
         parameters: FunctionArguments::None,
         args: FunctionArguments::List(FunctionArgumentList {
             duplicate_treatment: None,
-            args: vec![arg],
+            args,
             clauses: Vec::new(),
         }),
         filter: None,
@@ -169,7 +188,8 @@ impl Session {
             match session_function(e) {
                 None => {}
                 Some("current_setting") => match self.current_setting(e) {
-                    Ok(v) => *e = Expr::Value(v.into()),
+                    Ok(SettingOf::Known(v)) => *e = Expr::Value(v.into()),
+                    Ok(SettingOf::Runtime(call)) => *e = *call,
                     Err(err) => {
                         error = Some(err);
                         return ControlFlow::Break(());
@@ -186,7 +206,7 @@ impl Session {
     }
 
     /// `current_setting('name' [, missing_ok])`'s value.
-    fn current_setting(&self, e: &Expr) -> Result<SqlValue> {
+    fn current_setting(&self, e: &Expr) -> Result<SettingOf> {
         let Expr::Function(f) = e else {
             return Err(Error::new(SqlState::INTERNAL_ERROR, "not a function call"));
         };
@@ -196,6 +216,14 @@ impl Session {
             .get(1)
             .and_then(|a| string_literal(a))
             .is_some_and(|b| b == "true");
+        if name.is_none() && args.len() == 1 {
+            // A name known when the statement runs: look it up then.
+            let lines = Expr::Value(SqlValue::SingleQuotedString(self.setting_lines()).into());
+            return Ok(SettingOf::Runtime(Box::new(session_call(
+                "setting",
+                vec![args[0].clone(), lines],
+            ))));
+        }
         let Some(name) = name.filter(|_| args.len() <= 2) else {
             return Err(Error::new(
                 SqlState::FEATURE_NOT_SUPPORTED,
@@ -203,9 +231,57 @@ impl Session {
             ));
         };
         match self.setting_value(&name.to_lowercase()) {
-            Ok(v) => Ok(SqlValue::SingleQuotedString(v)),
-            Err(_) if missing_ok => Ok(SqlValue::Null),
+            Ok(v) => Ok(SettingOf::Known(SqlValue::SingleQuotedString(v))),
+            Err(_) if missing_ok => Ok(SettingOf::Known(SqlValue::Null)),
             Err(err) => Err(err),
         }
+    }
+
+    /// Every setting `SHOW` knows, as `name \t value` lines.
+    fn setting_lines(&self) -> String {
+        let mut names: Vec<String> = [
+            "transaction_isolation",
+            "default_transaction_isolation",
+            "transaction_read_only",
+            "default_transaction_read_only",
+            "ndp",
+            "ndp_pes",
+            "ndp_preload",
+            "host_workers",
+            "ndp_logging",
+            "ndp_lock_violation",
+            "search_path",
+            "statement_timeout",
+            "lock_timeout",
+            "deadlock_timeout",
+            "client_encoding",
+            "application_name",
+            "extra_float_digits",
+            "datestyle",
+            "timezone",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        names.extend(self.settings.keys().cloned());
+        names.extend(
+            crate::exec::row_source::system::SystemTable::PgSettings
+                .rows(&self.db, "")
+                .into_iter()
+                .filter_map(|r| r.first().and_then(|v| v.to_pg_text())),
+        );
+        names.sort();
+        names.dedup();
+        names
+            .iter()
+            .filter_map(|n| {
+                let v = self.setting_value(&n.to_lowercase()).ok()?;
+                Some(format!(
+                    "{}\t{}\n",
+                    n.to_lowercase(),
+                    v.replace(['\t', '\n'], " ")
+                ))
+            })
+            .collect()
     }
 }

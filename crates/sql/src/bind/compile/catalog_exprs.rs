@@ -232,6 +232,47 @@ impl Compiler<'_> {
             if let Ty::Known(DataType::Array(e)) = ty {
                 return self.array_subscripts(e, &rest[k..]);
             }
+            if ty == Ty::Known(DataType::Jsonb) {
+                // `j['key']`, `j[0]`: one step of a path, as `j #> '{key}'`
+                // (a text subscript may index an array; a scalar has no
+                // elements).
+                let AccessExpr::Subscript(Subscript::Index { index }) = access else {
+                    return Err(Error::new(
+                        SqlState::DATATYPE_MISMATCH,
+                        "jsonb subscript does not support slices",
+                    ));
+                };
+                let it = self.expr(index)?;
+                let it = match it {
+                    Ty::Literal(_) | Ty::Param(_) => self.coerce(it, Some(DataType::Text))?,
+                    t => t,
+                };
+                match it {
+                    Ty::Known(DataType::Int | DataType::BigInt) | Ty::Null => {}
+                    Ty::Known(t) if t.is_textual() => {}
+                    Ty::Known(t) => {
+                        return Err(Error::new(
+                            SqlState::DATATYPE_MISMATCH,
+                            format!("subscript type {} is not supported", t.sql_name()),
+                        )
+                        .with_hint("jsonb subscript must be coercible to either integer or text."))
+                    }
+                    _ => {}
+                }
+                self.emit(Op::Cast(DataType::Text));
+                self.emit(Op::Call {
+                    func: Func::MakeArray,
+                    nargs: 1,
+                });
+                self.emit(Op::Cast(DataType::Array(
+                    ndpdb_formats::array::ElemType::Text,
+                )));
+                self.emit(Op::Call {
+                    func: Func::JsonPath,
+                    nargs: 2,
+                });
+                continue;
+            }
             let t = ty.data_type().unwrap_or(DataType::Text);
             ty = match access {
                 AccessExpr::Subscript(Subscript::Index { index }) => {
@@ -619,6 +660,16 @@ impl Compiler<'_> {
                 // 't' for a relation on the search path; an OID of no
                 // relation is NULL (PostgreSQL's answer too), the rest
                 // false.
+                self.emit(Op::Cast(DataType::Bool));
+                Ok(Some(Ty::Known(DataType::Bool)))
+            }
+            "pg_type_is_visible" | "pg_collation_is_visible" => {
+                let [oid] = args else {
+                    return wrong(&[]);
+                };
+                let visible =
+                    system::visible_types_or_collations(name == "pg_collation_is_visible");
+                self.lookup_by_oid(name, visible, oid)?;
                 self.emit(Op::Cast(DataType::Bool));
                 Ok(Some(Ty::Known(DataType::Bool)))
             }

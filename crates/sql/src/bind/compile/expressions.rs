@@ -170,6 +170,7 @@ impl Compiler<'_> {
                         self.coerce(t, Some(target))?;
                     }
                     _ => {
+                        self.json_cast_check(t, target)?;
                         if matches!(target, DataType::Text | DataType::Varchar(_)) {
                             self.text_operand(t);
                         }

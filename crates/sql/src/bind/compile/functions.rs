@@ -82,6 +82,20 @@ impl Compiler<'_> {
             return Err(unsupported("window functions"));
         }
         let (args, distinct, star) = self.function_args(f)?;
+        if let (true, [setting, lines]) = (is_session_call(f, "setting"), args.as_slice()) {
+            // current_setting(name) of a name known when the statement
+            // runs: looked up in the session's lines then.
+            let t = self.expr(lines)?;
+            self.coerce(t, Some(DataType::Text))?;
+            let t = self.expr(setting)?;
+            let t = self.text_operand(t);
+            self.coerce(t, Some(DataType::Text))?;
+            self.emit(Op::Call {
+                func: Func::Setting,
+                nargs: 2,
+            });
+            return Ok(Ty::Known(DataType::Text));
+        }
         if let Some(value) = session_value(f, &args) {
             if name.ends_with(".pg_backend_pid") {
                 if let Ok(pid) = value.parse() {
@@ -118,6 +132,10 @@ impl Compiler<'_> {
             "bool_or" => Some(AggFunc::Max),
             "array_agg" => Some(AggFunc::ArrayAgg),
             "string_agg" => Some(AggFunc::StringAgg),
+            "json_agg" => Some(AggFunc::JsonAgg),
+            "jsonb_agg" => Some(AggFunc::JsonbAgg),
+            "json_object_agg" => Some(AggFunc::JsonObjectAgg),
+            "jsonb_object_agg" => Some(AggFunc::JsonbObjectAgg),
             _ => None,
         };
         let order_by = aggregate_order(f)?;
@@ -187,6 +205,9 @@ impl Compiler<'_> {
             return self.binary(a, &BinaryOperator::Modulo, b);
         }
         if let Some(ty) = self.catalog_function(&name, &args)? {
+            return Ok(ty);
+        }
+        if let Some(ty) = self.json_function(&name, &args)? {
             return Ok(ty);
         }
         if let Some(ty) = self.array_function(&name, &args)? {
@@ -310,7 +331,9 @@ impl Compiler<'_> {
         let counted_one;
         let (func, args, row_filter): (AggFunc, Vec<&Expr>, Option<&Expr>) = match filter {
             None => (func, args.to_vec(), None),
-            Some(c) if func == AggFunc::ArrayAgg => (func, args.to_vec(), Some(c)),
+            Some(c) if func.collects() && func != AggFunc::StringAgg => {
+                (func, args.to_vec(), Some(c))
+            }
             Some(c) => {
                 let (func, arg) = match (func, args) {
                     (AggFunc::CountStar, _) => {
@@ -349,6 +372,26 @@ impl Compiler<'_> {
                     SqlState::UNDEFINED_FUNCTION,
                     format!(
                         "function string_agg with {} arguments does not exist",
+                        args.len()
+                    ),
+                ))
+            }
+            (AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg, [k, v]) => {
+                if distinct {
+                    return Err(unsupported("DISTINCT in json_object_agg"));
+                }
+                (std::slice::from_ref(v), Some(*k))
+            }
+            (AggFunc::JsonObjectAgg | AggFunc::JsonbObjectAgg, _) => {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!(
+                        "function {}object_agg with {} arguments does not exist",
+                        if func == AggFunc::JsonObjectAgg {
+                            "json_"
+                        } else {
+                            "jsonb_"
+                        },
                         args.len()
                     ),
                 ))
@@ -426,6 +469,8 @@ impl Compiler<'_> {
                 ),
                 None => DataType::Array(ndpdb_formats::array::ElemType::Text),
             },
+            AggFunc::JsonAgg | AggFunc::JsonObjectAgg => DataType::Json,
+            AggFunc::JsonbAgg | AggFunc::JsonbObjectAgg => DataType::Jsonb,
             AggFunc::StringAgg => match arg_ty {
                 Some(DataType::Bytea) => DataType::Bytea,
                 Some(t) if t.is_textual() => DataType::Text,
@@ -448,7 +493,31 @@ impl Compiler<'_> {
             .as_deref_mut()
             .ok_or_else(|| unsupported("aggregate"))?;
         let input = agg.input.clone();
-        if let Some(d) = delimiter {
+        let filtered = match row_filter {
+            Some(c) => {
+                if contains_aggregate(c) {
+                    return Err(Error::new(
+                        SqlState::GROUPING_ERROR,
+                        "aggregate functions are not allowed in FILTER",
+                    ));
+                }
+                let (p, t) = compile(c, &input, self.params)?;
+                expect_bool(t, "FILTER")?;
+                extra.push(p);
+                true
+            }
+            None => false,
+        };
+        if let Some(d) = delimiter.filter(|_| func != AggFunc::StringAgg) {
+            if contains_aggregate(d) {
+                return Err(Error::new(
+                    SqlState::GROUPING_ERROR,
+                    "aggregate function calls cannot be nested",
+                ));
+            }
+            extra.push(compile(d, &input, self.params)?.0);
+        }
+        if let Some(d) = delimiter.filter(|_| func == AggFunc::StringAgg) {
             let (p, t) = compile(d, &input, self.params)?;
             let want = if result_ty == DataType::Bytea {
                 DataType::Bytea
@@ -470,22 +539,7 @@ impl Compiler<'_> {
             }
             extra.push(p);
         }
-        let filtered = match row_filter {
-            Some(c) => {
-                if contains_aggregate(c) {
-                    return Err(Error::new(
-                        SqlState::GROUPING_ERROR,
-                        "aggregate functions are not allowed in FILTER",
-                    ));
-                }
-                let (p, t) = compile(c, &input, self.params)?;
-                expect_bool(t, "FILTER")?;
-                extra.push(p);
-                true
-            }
-            None => false,
-        };
-        if matches!(func, AggFunc::ArrayAgg | AggFunc::StringAgg) {
+        if func.collects() {
             for o in order_by {
                 if contains_aggregate(&o.expr) {
                     return Err(Error::new(
@@ -643,6 +697,16 @@ pub(super) fn check_arity(name: &str, func: Func, tys: &[Ty]) -> Result<()> {
 
 /// A session value the session resolved at plan time
 /// (`session::session_values`): `"\0session".name('value')`.
+/// Whether `f` is `"\0session".name(…)`.
+fn is_session_call(f: &sqlparser::ast::Function, name: &str) -> bool {
+    match f.name.0.as_slice() {
+        [sqlparser::ast::ObjectNamePart::Identifier(q), sqlparser::ast::ObjectNamePart::Identifier(n)] => {
+            q.value == SESSION_VALUE && n.value == name
+        }
+        _ => false,
+    }
+}
+
 fn session_value(f: &sqlparser::ast::Function, args: &[&Expr]) -> Option<String> {
     let first = match f.name.0.first()? {
         sqlparser::ast::ObjectNamePart::Identifier(id) => id,

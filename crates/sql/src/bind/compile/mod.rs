@@ -25,6 +25,7 @@ mod arrays;
 mod catalog_exprs;
 mod expressions;
 mod functions;
+mod json;
 mod operators;
 mod quantified;
 mod slots;
@@ -193,6 +194,10 @@ pub fn is_aggregate_name(name: &str) -> bool {
             | "every"
             | "array_agg"
             | "string_agg"
+            | "json_agg"
+            | "jsonb_agg"
+            | "json_object_agg"
+            | "jsonb_object_agg"
     )
 }
 

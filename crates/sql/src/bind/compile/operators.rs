@@ -89,6 +89,9 @@ impl Compiler<'_> {
                 });
             }
         }
+        if let Some(ty) = self.json_binary(op, lt, rt)? {
+            return Ok(ty);
+        }
         if let Some(ty) = self.array_binary(op, lt, rt)? {
             return Ok(ty);
         }

@@ -8,9 +8,11 @@
 //!  FROM (VALUES (1, 'a'), (2, 'b')) AS t(x, y)   ─► Values: one program per cell
 //!  FROM generate_series(1, 10, 2) AS g            ─► Series: start, stop, step
 //!  FROM unnest(a, b) WITH ORDINALITY AS u(x, y, n) ─► Arrays, then a counter
+//!  FROM jsonb_each(j) AS e(k, v)                  ─► Json: a json value's rows
 //!  FROM information_schema.columns / pg_class     ─► System: rows from the catalog
 //! ```
 
+pub mod json_rows;
 mod series;
 pub mod system;
 mod unnest;
@@ -44,6 +46,7 @@ enum Kind {
     Values(Vec<Vec<Program>>),
     Series(series::Series),
     Arrays(unnest::ArrayRows),
+    Json(json_rows::JsonSource),
     System {
         table: SystemTable,
         /// The database name clients connected with (`table_catalog`).
@@ -56,7 +59,7 @@ impl RowSource {
     pub fn explain(&self) -> &'static str {
         match self.kind {
             Kind::Values(_) => "Values Scan",
-            Kind::Series(_) | Kind::Arrays(_) => "Function Scan",
+            Kind::Series(_) | Kind::Arrays(_) | Kind::Json(_) => "Function Scan",
             Kind::System { .. } => "Catalog Scan",
         }
     }
@@ -65,7 +68,7 @@ impl RowSource {
     pub fn row_count(&self) -> Option<usize> {
         match &self.kind {
             Kind::Values(rows) => Some(rows.len()),
-            Kind::Series(_) | Kind::Arrays(_) | Kind::System { .. } => None,
+            Kind::Series(_) | Kind::Arrays(_) | Kind::Json(_) | Kind::System { .. } => None,
         }
     }
 
@@ -78,6 +81,7 @@ impl RowSource {
                 .collect::<Result<Vec<Vec<Value>>>>()?,
             Kind::Series(s) => s.rows(params)?,
             Kind::Arrays(a) => a.rows(params)?,
+            Kind::Json(j) => j.rows(params)?,
             Kind::System { table, catalog } => table.rows(db, catalog),
         };
         if self.ordinality {
@@ -162,7 +166,23 @@ pub fn plan_call(
     scope: &Scope,
     params: &mut Vec<Option<DataType>>,
 ) -> Result<RowSource> {
-    let (kind, types) = match name.trim_start_matches("pg_catalog.") {
+    let base = name.trim_start_matches("pg_catalog.");
+    let mut own_names: Vec<&str> = Vec::new();
+    let (kind, types) = match base {
+        b if b.starts_with("json") => match json_rows::plan(b, exprs, scope, params)? {
+            Some((source, columns)) => {
+                if source.named_columns() {
+                    own_names = columns.iter().map(|c| c.0).collect();
+                }
+                (Kind::Json(source), columns.iter().map(|c| c.1).collect())
+            }
+            None => {
+                return Err(Error::new(
+                    SqlState::UNDEFINED_FUNCTION,
+                    format!("function {b} does not exist"),
+                ))
+            }
+        },
         "generate_series" => {
             let (series, ty) = series::plan(exprs, scope, params)?;
             (Kind::Series(series), vec![ty])
@@ -194,13 +214,14 @@ pub fn plan_call(
     }
     // A function of one column names it after the alias; several are
     // named after the function.
-    let base = name.trim_start_matches("pg_catalog.");
     let mut columns: Vec<ResultColumn> = types
         .iter()
         .enumerate()
         .map(|(k, ty)| ResultColumn {
             name: names.get(k).cloned().unwrap_or_else(|| {
-                if types.len() == 1 {
+                if let Some(own) = own_names.get(k) {
+                    own.to_string()
+                } else if types.len() == 1 {
                     alias.to_string()
                 } else {
                     base.to_string()

@@ -40,6 +40,7 @@ pub use constraints::{constraint_definitions, foreign_key_listing, ForeignKeyLis
 pub use more::{
     description_lines, function_oid, index_definitions, namespace_oid, quote_ident, relation_names,
     relation_oid, serial_sequence_lines, type_names, type_oid, visible_relations,
+    visible_types_or_collations,
 };
 use types::{relation_row, type_row};
 
@@ -84,6 +85,8 @@ pub enum SystemTable {
     PgSequence,
     PgOpclass,
     PgCollation,
+    PgInherits,
+    PgTablespace,
 }
 
 use DataType::{BigInt, Bool, Double, Int, Text};
@@ -121,6 +124,8 @@ impl SystemTable {
             "pg_sequence" => Some(PgSequence),
             "pg_opclass" => Some(PgOpclass),
             "pg_collation" => Some(PgCollation),
+            "pg_inherits" => Some(PgInherits),
+            "pg_tablespace" => Some(PgTablespace),
             _ => None,
         };
         match schema {
@@ -414,6 +419,8 @@ impl SystemTable {
             PgSequence => objects::SEQUENCE_COLUMNS,
             PgOpclass => objects::OPCLASS_COLUMNS,
             PgCollation => objects::COLLATION_COLUMNS,
+            PgInherits => objects::INHERITS_COLUMNS,
+            PgTablespace => objects::TABLESPACE_COLUMNS,
         }
     }
 
@@ -560,6 +567,9 @@ impl SystemTable {
             SystemTable::PgSequence => objects::sequence_rows(db),
             SystemTable::PgOpclass => objects::opclass_rows(),
             SystemTable::PgCollation => objects::collation_rows(),
+            // ndpdb has no table inheritance (INHERITS is refused).
+            SystemTable::PgInherits => Vec::new(),
+            SystemTable::PgTablespace => objects::tablespace_rows(),
         };
         rows
     }

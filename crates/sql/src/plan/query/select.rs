@@ -633,6 +633,8 @@ fn cast_name(t: DataType) -> String {
         DataType::Date => "date",
         DataType::Timestamp => "timestamp",
         DataType::Bytea => "bytea",
+        DataType::Json => "json",
+        DataType::Jsonb => "jsonb",
         DataType::Array(e) => return cast_name(e.scalar()),
     }
     .into()

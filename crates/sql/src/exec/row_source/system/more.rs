@@ -221,6 +221,15 @@ fn settings(db: &Database) -> Vec<Vec<Value>> {
             "integer",
         ),
         (
+            "default_table_access_method",
+            "heap".into(),
+            None,
+            conn,
+            "Sets the default table access method for new tables.",
+            "user",
+            "string",
+        ),
+        (
             "default_transaction_isolation",
             "read committed".into(),
             None,
@@ -467,17 +476,19 @@ fn settings(db: &Database) -> Vec<Vec<Value>> {
 }
 
 /// PostgreSQL's OIDs of its catalog relations.
-const CATALOG_RELATIONS: [(&str, i64); 14] = [
+const CATALOG_RELATIONS: [(&str, i64); 16] = [
     ("pg_type", 1247),
     ("pg_attribute", 1249),
     ("pg_proc", 1255),
     ("pg_class", 1259),
     ("pg_database", 1262),
+    ("pg_tablespace", 1213),
     ("pg_am", 2601),
     ("pg_attrdef", 2604),
     ("pg_constraint", 2606),
     ("pg_description", 2609),
     ("pg_index", 2610),
+    ("pg_inherits", 2611),
     ("pg_namespace", 2615),
     ("pg_settings", 12_000),
     ("pg_tables", 12_001),
@@ -645,6 +656,21 @@ pub fn visible_relations(db: &Database) -> String {
         .filter_map(|l| l.rsplit('\t').next())
         .map(|oid| format!("{oid}\t0\tt\n"))
         .collect()
+}
+
+/// `pg_type_is_visible(oid)` / `pg_collation_is_visible(oid)`'s table:
+/// every type and collation ndpdb lists lives in pg_catalog, which is on
+/// every search path.
+pub fn visible_types_or_collations(collations: bool) -> String {
+    let oids: Vec<i64> = if collations {
+        super::objects::collation_rows()
+            .iter()
+            .filter_map(|r| r.first().and_then(Value::as_i64))
+            .collect()
+    } else {
+        super::types::all_types().map(|t| t.oid).collect()
+    };
+    oids.iter().map(|oid| format!("{oid}\t0\tt\n")).collect()
 }
 
 /// The OID of schema `name` (`'public'::regnamespace`).

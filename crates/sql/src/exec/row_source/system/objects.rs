@@ -75,7 +75,7 @@ pub(super) const OPCLASS_COLUMNS: &[(&str, DataType)] = &[
 ];
 
 /// (oid, name, family, input type, default) of the B-tree classes.
-const OPCLASSES: [(i64, &str, i64, i64, bool); 15] = [
+const OPCLASSES: [(i64, &str, i64, i64, bool); 16] = [
     (1978, "int4_ops", 1976, 23, true),
     (3122, "date_ops", 434, 1082, true),
     (3123, "float8_ops", 1970, 701, true),
@@ -83,6 +83,7 @@ const OPCLASSES: [(i64, &str, i64, i64, bool); 15] = [
     (3125, "numeric_ops", 1988, 1700, true),
     (3126, "text_ops", 1994, 25, true),
     (3128, "timestamp_ops", 434, 1114, true),
+    (4033, "jsonb_ops", 4033, 3802, true),
     (4217, "text_pattern_ops", 2095, 25, false),
     (4218, "varchar_pattern_ops", 2095, 25, false),
     (4219, "bpchar_pattern_ops", 2097, 1042, false),
@@ -125,6 +126,8 @@ pub(super) fn default_opclass(ty: DataType) -> i64 {
         DataType::Char(_) => 10004,
         DataType::Bytea => 10006,
         DataType::Array(_) => 10000,
+        DataType::Json => 0,
+        DataType::Jsonb => 4033,
         DataType::Text | DataType::Varchar(_) => 3126,
     }
 }
@@ -163,4 +166,28 @@ pub(super) fn collation_rows() -> Vec<Vec<Value>> {
         ]
     })
     .collect()
+}
+
+pub(super) const INHERITS_COLUMNS: &[(&str, DataType)] = &[
+    ("inhrelid", BigInt),
+    ("inhparent", BigInt),
+    ("inhseqno", Int),
+    ("inhdetachpending", Bool),
+];
+
+pub(super) const TABLESPACE_COLUMNS: &[(&str, DataType)] = &[
+    ("oid", BigInt),
+    ("spcname", Text),
+    ("spcowner", BigInt),
+    ("spcacl", Text),
+    ("spcoptions", Text),
+];
+
+/// PostgreSQL's two tablespaces: every table is in `pg_default`
+/// (`pg_class.reltablespace` 0).
+pub(super) fn tablespace_rows() -> Vec<Vec<Value>> {
+    [(1663, "pg_default"), (1664, "pg_global")]
+        .iter()
+        .map(|(oid, name)| vec![i(*oid), t(name), i(OWNER_OID), Value::Null, Value::Null])
+        .collect()
 }

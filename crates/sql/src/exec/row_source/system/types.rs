@@ -20,7 +20,7 @@ pub(super) struct TypeInfo {
     pub(super) category: &'static str,
 }
 
-pub(super) const TYPES: [TypeInfo; 11] = [
+pub(super) const TYPES: [TypeInfo; 13] = [
     TypeInfo {
         oid: 16,
         name: "bool",
@@ -98,6 +98,20 @@ pub(super) const TYPES: [TypeInfo; 11] = [
         sql: "numeric",
         category: "N",
     },
+    TypeInfo {
+        oid: 114,
+        name: "json",
+        len: -1,
+        sql: "json",
+        category: "U",
+    },
+    TypeInfo {
+        oid: 3802,
+        name: "jsonb",
+        len: -1,
+        sql: "jsonb",
+        category: "U",
+    },
 ];
 
 /// information_schema.tables: a table (`BASE TABLE`) or a view
@@ -121,7 +135,7 @@ pub(super) fn relation_row(name: &str, kind: &str, catalog: &str) -> Vec<Value> 
 
 /// The array types of [`TYPES`], in the same order (`_int4` is the
 /// array of `int4`).
-pub(super) const ARRAY_TYPES: [TypeInfo; 11] = [
+pub(super) const ARRAY_TYPES: [TypeInfo; 13] = [
     array_type(1000, "_bool"),
     array_type(1001, "_bytea"),
     array_type(1016, "_int8"),
@@ -133,6 +147,8 @@ pub(super) const ARRAY_TYPES: [TypeInfo; 11] = [
     array_type(1182, "_date"),
     array_type(1115, "_timestamp"),
     array_type(1231, "_numeric"),
+    array_type(199, "_json"),
+    array_type(3807, "_jsonb"),
 ];
 
 const fn array_type(oid: i64, name: &'static str) -> TypeInfo {
@@ -189,6 +205,8 @@ pub(super) fn type_info(ty: DataType) -> &'static TypeInfo {
         DataType::Date => "date",
         DataType::Timestamp => "timestamp",
         DataType::Numeric { .. } => "numeric",
+        DataType::Json => "json",
+        DataType::Jsonb => "jsonb",
         DataType::Array(_) => "text",
     };
     TYPES.iter().find(|t| t.name == name).unwrap_or(&TYPES[4])
