@@ -5,7 +5,11 @@
 //! ANY / ALL, scalar, correlated or not, in FROM and WITH),
 //! ORDER BY with LIMIT — run on both over the wire and their rows are
 //! compared: exactly for text, integers and NUMERIC, within 1e-9 relative
-//! for DOUBLE PRECISION columns.
+//! for DOUBLE PRECISION columns. A share of the queries exercise what
+//! applications write beyond that: set operations (`UNION`, `INTERSECT`,
+//! `EXCEPT`, each with `ALL`), arrays (`ARRAY[…]`, `= ANY`, `array_agg`
+//! with ORDER BY, `unnest`), JSON (`jsonb_build_object`, `->>`, `@>`,
+//! `to_json`, `json_agg`, `jsonb_object_agg`) and `string_agg`.
 //!
 //! ```text
 //!  seed ─► t1 (id, a INT, b BIGINT, n NUMERIC(10,2), d DOUBLE, s TEXT,
@@ -199,8 +203,12 @@ fn predicate(rng: &mut SmallRng, depth: u32) -> String {
 /// Generates the `i`-th query.
 pub fn query(rng: &mut SmallRng) -> Query {
     let p = predicate(rng, 0);
-    if rng.gen_range(0..20) < 7 {
+    let pick = rng.gen_range(0..20);
+    if pick < 7 {
         return subquery(rng, &p);
+    }
+    if pick < 11 {
+        return application(rng, &p);
     }
     match rng.gen_range(0..13) {
         0 => Query {
@@ -304,6 +312,68 @@ pub fn query(rng: &mut SmallRng) -> Query {
             floats: vec![],
             ordered: false,
         },
+    }
+}
+
+/// A query of the SQL applications write beyond filters, joins and
+/// aggregates, with the predicate `p` over t1.
+fn application(rng: &mut SmallRng, p: &str) -> Query {
+    let k: i32 = rng.gen_range(0..100);
+    let unordered = |sql: String| Query {
+        sql,
+        floats: vec![],
+        ordered: false,
+    };
+    match rng.gen_range(0..12) {
+        0 => {
+            let op = ["UNION", "UNION ALL", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL"]
+                [rng.gen_range(0..6)];
+            unordered(format!(
+                "SELECT t1.a FROM t1 WHERE {p} {op} SELECT t2.v - 50 FROM t2 WHERE t2.v < {k}"
+            ))
+        }
+        1 => {
+            let op = ["UNION", "INTERSECT", "EXCEPT"][rng.gen_range(0..3)];
+            Query {
+                sql: format!(
+                    "(SELECT t1.s, t1.f FROM t1 WHERE {p}) {op} (SELECT t2.label, t2.v > {k} FROM t2) ORDER BY 1, 2 LIMIT {}",
+                    rng.gen_range(1..20)
+                ),
+                floats: vec![],
+                ordered: true,
+            }
+        }
+        2 => unordered(format!(
+            "SELECT t1.id, ARRAY[t1.a, t1.a + 1, NULL], string_to_array(t1.s, ' '), array_length(ARRAY[t1.s, t1.c], 1) FROM t1 WHERE {p}"
+        )),
+        3 => unordered(format!(
+            "SELECT t1.id FROM t1 WHERE t1.a = ANY (ARRAY[{k}, {}, -{k}]) OR t1.s = ANY ('{{apple,fig}}') AND {p}",
+            k / 2
+        )),
+        4 => unordered(format!(
+            "SELECT t1.a % 4, array_agg(t1.id ORDER BY t1.id DESC), array_agg(DISTINCT t1.f), string_agg(t1.s, '/' ORDER BY t1.s, t1.id) FROM t1 WHERE {p} GROUP BY t1.a % 4"
+        )),
+        5 => unordered(format!(
+            "SELECT u, count(*) FROM (SELECT unnest(ARRAY[t1.a, t1.a % 3]) AS u FROM t1 WHERE {p}) x GROUP BY u"
+        )),
+        6 => unordered(format!(
+            "SELECT t1.id, jsonb_build_object('a', t1.a, 's', t1.s, 'n', t1.n, 'f', t1.f, 'dt', t1.dt) FROM t1 WHERE {p}"
+        )),
+        7 => unordered(format!(
+            "SELECT t1.id, json_build_object('c', t1.c, 'b', t1.b), to_json(t1.s), to_jsonb(t1.n), json_build_array(t1.a, t1.dt, t1.f) FROM t1 WHERE {p}"
+        )),
+        8 => unordered(format!(
+            "SELECT count(*), sum((j ->> 'a')::int), min(j ->> 's') FROM (SELECT jsonb_build_object('a', t1.a, 's', t1.s, 'f', t1.f) AS j FROM t1 WHERE {p}) x WHERE j @> '{{\"f\": true}}' OR j ? 's'"
+        )),
+        9 => unordered(format!(
+            "SELECT t1.a % 3, json_agg(t1.n ORDER BY t1.id), jsonb_agg(t1.s ORDER BY t1.id) FILTER (WHERE t1.s IS NOT NULL), jsonb_object_agg(t1.id, t1.dt) FROM t1 WHERE {p} GROUP BY t1.a % 3"
+        )),
+        10 => unordered(format!(
+            "SELECT t2.label, string_agg(t2.v::text, ',' ORDER BY t2.id), json_object_agg(t2.id, t2.v ORDER BY t2.id) FROM t2 WHERE t2.v < {k} GROUP BY t2.label"
+        )),
+        _ => unordered(format!(
+            "SELECT t1.id, octet_length(t1.s), replace(t1.s, 'p', 'P'), coalesce(t1.s, t1.c, 'none'), greatest(t1.s, t1.c), coalesce(t1.c, t1.s), t1.n::text, t1.dt::text FROM t1 WHERE {p}"
+        )),
     }
 }
 

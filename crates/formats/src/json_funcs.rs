@@ -339,13 +339,7 @@ fn strict(func: Func, args: &[Value]) -> Result<Value> {
             if j.is_scalar() {
                 return Err(invalid("cannot delete path in scalar"));
             }
-            let path = path
-                .into_iter()
-                .enumerate()
-                .map(|(k, p)| {
-                    p.ok_or_else(|| invalid(format!("path element at position {} is null", k + 1)))
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let path = path_elements(path)?;
             let mut out = j.clone();
             delete_path(&mut out, &path, 0)?;
             Ok(jb(out))
@@ -367,13 +361,7 @@ fn strict(func: Func, args: &[Value]) -> Result<Value> {
             if j.is_scalar() {
                 return Err(invalid("cannot set path in scalar"));
             }
-            let path = path
-                .into_iter()
-                .enumerate()
-                .map(|(k, p)| {
-                    p.ok_or_else(|| invalid(format!("path element at position {} is null", k + 1)))
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let path = path_elements(path)?;
             let mut out = j.clone();
             if !path.is_empty() {
                 set_path(&mut out, &path, 0, new, mode)?;
@@ -581,6 +569,16 @@ fn delete(j: &Jsonb, what: &Value) -> Result<Jsonb> {
         }
         _ => Err(invalid("cannot delete from scalar")),
     }
+}
+
+/// A path argument's elements; a NULL element is an error (22023).
+fn path_elements(path: Vec<Option<String>>) -> Result<Vec<String>> {
+    path.into_iter()
+        .enumerate()
+        .map(|(k, p)| {
+            p.ok_or_else(|| invalid(format!("path element at position {} is null", k + 1)))
+        })
+        .collect()
 }
 
 fn path_index(p: &str, level: usize) -> Result<i64> {

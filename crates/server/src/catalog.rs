@@ -107,10 +107,42 @@ fn view_by_oid(db: &Database, sql: &str, marker: &str) -> Option<std::sync::Arc<
     db.views().into_iter().find(|v| FIRST_OID + v.id.0 == oid)
 }
 
+/// The comment on column `n` (1-based) of relation `oid` (`\d+`'s
+/// Description), from the lines `col_description` reads.
+fn column_comment(db: &Database, oid: i64, n: usize) -> Value {
+    let lines = ndpdb_sql::row_source::system::description_lines(db);
+    let prefix = format!("{oid}\t{n}\t");
+    lines
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix))
+        .map_or(Value::Null, |text| {
+            let mut out = String::new();
+            let mut chars = text.chars();
+            while let Some(c) = chars.next() {
+                match (c, c == '\\') {
+                    (_, true) => match chars.next() {
+                        Some('n') => out.push('\n'),
+                        Some('t') => out.push('\t'),
+                        Some(other) => out.push(other),
+                        None => {}
+                    },
+                    (c, false) => out.push(c),
+                }
+            }
+            Value::Text(out)
+        })
+}
+
 /// PostgreSQL's storage strategy of a type (`\d+`'s Storage column).
 fn storage(ty: DataType) -> &'static str {
     match ty {
-        DataType::Text | DataType::Varchar(_) | DataType::Char(_) | DataType::Bytea => "x",
+        DataType::Text
+        | DataType::Varchar(_)
+        | DataType::Char(_)
+        | DataType::Bytea
+        | DataType::Array(_)
+        | DataType::Json
+        | DataType::Jsonb => "x",
         DataType::Numeric { .. } => "m",
         _ => "p",
     }
@@ -196,7 +228,11 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
         && lower.contains("from pg_catalog.pg_attrdef d")
         && lower.contains("a.attrelid =")
     {
+        // `\d+` adds storage, then (for tables) compression and the
+        // statistics target, then the description — as psql 15 asks.
         let verbose = lower.contains("a.attstorage");
+        let compression = lower.contains("attcompression");
+        let stattarget = lower.contains("attstattarget");
         let mut names = vec![
             "attname",
             "format_type",
@@ -207,12 +243,26 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
             "attgenerated",
         ];
         if verbose {
-            names.extend(["attstorage", "col_description"]);
+            names.push("attstorage");
+            if compression {
+                names.push("attcompression");
+            }
+            if stattarget {
+                names.push("attstattarget");
+            }
+            names.push("col_description");
         }
-        let extra = |row: &mut Vec<Value>, ty: DataType| {
+        let extra = |row: &mut Vec<Value>, ty: DataType, comment: Value| {
             if verbose {
                 row.push(Value::Text(storage(ty).into()));
-                row.push(Value::Null);
+                if compression {
+                    // No compression method set: the default.
+                    row.push(Value::Text(String::new()));
+                }
+                if stattarget {
+                    row.push(Value::Null);
+                }
+                row.push(comment);
             }
         };
         if let Some(v) = view_by_oid(db, sql, "a.attrelid =") {
@@ -223,7 +273,7 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
                     let mut row = text_row(&[&c.name, &c.ty.sql_name()]);
                     row.extend([Value::Null, Value::Text("f".into()), Value::Null]);
                     row.extend([Value::Text(String::new()), Value::Text(String::new())]);
-                    extra(&mut row, c.ty);
+                    extra(&mut row, c.ty, Value::Null);
                     row
                 })
                 .collect();
@@ -252,7 +302,12 @@ fn describe(db: &Database, sql: &str, lower: &str) -> Option<Output> {
                         row.push(Value::Null);
                         row.push(Value::Text(identity.into()));
                         row.push(Value::Text(String::new()));
-                        extra(&mut row, c.ty);
+                        let comment = if verbose {
+                            column_comment(db, i64::from(FIRST_OID + t.id.0), i + 1)
+                        } else {
+                            Value::Null
+                        };
+                        extra(&mut row, c.ty, comment);
                         row
                     })
                     .collect()

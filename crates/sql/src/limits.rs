@@ -56,6 +56,20 @@ pub const MAX_PARSER_DEPTH: usize = 10_000;
 /// Deepest nesting of expressions and subqueries (parentheses and
 /// balanced AND/OR chains count as they are, not as written).
 pub const MAX_EXPRESSION_DEPTH: usize = 4_092;
+
+/// PostgreSQL's limit on a target list (`MaxTupleAttributeNumber`): a
+/// row description counts its columns in 16 bits. A SELECT list longer
+/// than this is refused (54011) by the prescan, before the parser
+/// allocates a tree per entry, and after `*` expands by the planner.
+pub const MAX_TARGET_ENTRIES: usize = 1_664;
+
+/// 54011 for a target list of more than [`MAX_TARGET_ENTRIES`] entries.
+pub fn too_many_target_entries() -> Error {
+    Error::new(
+        SqlState::TOO_MANY_COLUMNS,
+        format!("target lists can have at most {MAX_TARGET_ENTRIES} entries"),
+    )
+}
 /// AND / OR chains longer than this are rebalanced.
 const REBALANCE_OVER: usize = 64;
 /// Stack every pass over a statement may use: enough for the deepest

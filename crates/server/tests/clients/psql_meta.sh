@@ -33,6 +33,11 @@ SELECT array_agg(id ORDER BY id DESC), string_agg(name, ',' ORDER BY name) FROM 
 SELECT unnest(ARRAY['a', 'b']) AS x, id FROM pm_item ORDER BY 1, 2;
 COMMENT ON TABLE pm_item IS 'items for sale';
 COMMENT ON COLUMN pm_item.price IS 'in euros';
+CREATE TABLE pm_note (k INT NOT NULL, body TEXT DEFAULT 'none', doc JSONB, tags TEXT[]);
+COMMENT ON COLUMN pm_note.body IS 'what was said';
+\d pm_note
+\d+ pm_note
+DROP TABLE pm_note;
 SELECT obj_description('pm_item'::regclass, 'pg_class') AS t, col_description('pm_item'::regclass, 3) AS c, pg_get_serial_sequence('pm_order', 'no') AS s, pg_get_serial_sequence('public.pm_order', 'item') AS n;
 SELECT pg_catalog.set_config('search_path', '', false);
 SHOW search_path;

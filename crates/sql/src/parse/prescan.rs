@@ -5,8 +5,10 @@
 //! ```text
 //!  coarse runs ─► ( [ CASE push · ) ] END pop ─ weight > 10,000 ─► 42601
 //!      │            (1 per bracket, 5 per CASE)    memory exhausted
-//!      └────────► operand (+ - * / % ||) operand …  a chain longer
-//!                 at one level of brackets          than 4,092 ─► 54001
+//!      ├────────► operand (+ - * / % ||) operand …  a chain longer
+//!      │          at one level of brackets          than 4,092 ─► 54001
+//!      └────────► SELECT a , b , … at one level     more than 1,664
+//!                 of brackets                       entries ─► 54011
 //! ```
 //!
 //! **Brackets and CASEs.** PostgreSQL's bison parser keeps a stack of
@@ -26,11 +28,21 @@
 //! of a lower one form one left-deep chain. Anything else — a keyword, a
 //! comma, another operator — ends the count, which only lowers the bound;
 //! the exact depth is measured on the tree after parsing (limits.rs).
+//!
+//! **Target lists.** PostgreSQL refuses a SELECT list of more than 1,664
+//! entries (54011) after parsing it in linear time; sqlparser keeps
+//! 776 bytes per entry, so a 12 MB list of `1, 1, …` would cost gigabytes
+//! and most of a minute before the same refusal. The commas between
+//! SELECT and the word that ends its list (FROM, WHERE, …) at one level
+//! of brackets count the entries written, a lower bound of the entries
+//! once `*` expands: more than the limit is refused here.
 
 use ndpdb_formats::SqlState;
 
 use super::coarse::{Coarse, Kind};
-use crate::limits::{stack_depth_exceeded, MAX_EXPRESSION_DEPTH};
+use crate::limits::{
+    stack_depth_exceeded, too_many_target_entries, MAX_EXPRESSION_DEPTH, MAX_TARGET_ENTRIES,
+};
 use crate::Error;
 
 /// Bison's stack as PostgreSQL builds its parser.
@@ -38,6 +50,23 @@ pub const MAX_WEIGHT: usize = 10_000;
 const BRACKET: usize = 1;
 const CASE: usize = 5;
 const SUBQUERY: usize = 3;
+
+/// Words that end a SELECT list at its level of brackets.
+const ENDS_TARGETS: [&[u8]; 13] = [
+    b"from",
+    b"into",
+    b"where",
+    b"group",
+    b"having",
+    b"window",
+    b"order",
+    b"limit",
+    b"offset",
+    b"fetch",
+    b"union",
+    b"intersect",
+    b"except",
+];
 
 #[derive(Clone, Copy, PartialEq)]
 enum Open {
@@ -103,9 +132,11 @@ pub fn check(sql: &str) -> Result<(), Error> {
 fn scan(sql: &str, chain_limit: usize) -> Result<usize, Error> {
     let mut longest = 0;
     let bytes = sql.as_bytes();
-    let mut open: Vec<(Open, Chain)> = Vec::new();
+    let mut open: Vec<(Open, Chain, Option<usize>)> = Vec::new();
     let mut weight = 0;
     let mut chain = Chain::default();
+    // Entries of the SELECT list under way at this level of brackets.
+    let mut targets: Option<usize> = None;
     let mut items = Coarse::new(bytes, 0).peekable();
     while let Some(item) = items.next() {
         let text = &bytes[item.start..item.end];
@@ -128,7 +159,7 @@ fn scan(sql: &str, chain_limit: usize) -> Result<usize, Error> {
         };
         if let Some(o) = push {
             weight += o.weight();
-            open.push((o, chain));
+            open.push((o, chain, targets.take()));
             chain.reset();
             if weight > MAX_WEIGHT {
                 // The token bison could not shift: the one after the
@@ -150,7 +181,7 @@ fn scan(sql: &str, chain_limit: usize) -> Result<usize, Error> {
         }
         let pop = match (item.kind, text) {
             (Kind::Punct, b")") => match open.last() {
-                Some((Open::Subquery, _)) => Some(Open::Subquery),
+                Some((Open::Subquery, _, _)) => Some(Open::Subquery),
                 _ => Some(Open::Paren),
             },
             (Kind::Punct, b"]") => Some(Open::Bracket),
@@ -159,9 +190,10 @@ fn scan(sql: &str, chain_limit: usize) -> Result<usize, Error> {
         };
         if let Some(o) = pop {
             match open.last() {
-                Some(&(top, outer)) if top == o => {
+                Some(&(top, outer, list)) if top == o => {
                     open.pop();
                     weight -= o.weight();
+                    targets = list;
                     // The bracketed expression is an operand of the chain
                     // it interrupted.
                     chain = outer;
@@ -170,6 +202,22 @@ fn scan(sql: &str, chain_limit: usize) -> Result<usize, Error> {
                 _ => chain.reset(),
             }
             continue;
+        }
+        match (item.kind, text) {
+            (Kind::Word, w) if w.eq_ignore_ascii_case(b"select") => targets = Some(1),
+            (Kind::Word, w) if ENDS_TARGETS.iter().any(|k| w.eq_ignore_ascii_case(k)) => {
+                targets = None
+            }
+            (Kind::Punct, b";") => targets = None,
+            (Kind::Punct, b",") => {
+                if let Some(n) = &mut targets {
+                    *n += 1;
+                    if *n > MAX_TARGET_ENTRIES {
+                        return Err(too_many_target_entries());
+                    }
+                }
+            }
+            _ => {}
         }
         let level = match (item.kind, text) {
             (Kind::Operator, b"||") => Some(0),
@@ -232,7 +280,7 @@ mod tests {
         // Sequential CASEs and brackets do not add up; quoted text and
         // comments are not looked into.
         let flat = format!(
-            "SELECT {}",
+            "SELECT ARRAY[{}]",
             vec!["CASE WHEN (1) THEN [2] END"; 5_000].join(", ")
         );
         assert!(check(&flat).is_ok());
@@ -248,6 +296,33 @@ mod tests {
         assert_eq!(e.message, "memory exhausted at or near \"(\"");
     }
 
+    /// A SELECT list past PostgreSQL's 1,664 entries is refused before
+    /// parsing, at any level; the lists of other clauses, of other
+    /// SELECTs and of brackets count apart.
+    #[test]
+    fn long_target_lists_fail_before_parsing() {
+        let list = |n: usize| vec!["1"; n].join(", ");
+        assert!(check(&format!("SELECT {}", list(1_664))).is_ok());
+        let e = check(&format!("SELECT {}", list(1_665))).unwrap_err();
+        assert_eq!(e.code, SqlState::TOO_MANY_COLUMNS);
+        assert_eq!(e.message, "target lists can have at most 1664 entries");
+        let nested = format!("SELECT 1 FROM t WHERE x IN (SELECT {})", list(2_000));
+        assert!(check(&nested).is_err());
+        // Not target lists: FROM, IN, VALUES, ARRAY, function arguments,
+        // GROUP BY, two SELECTs of a UNION, statements after `;`.
+        for sql in [
+            format!("SELECT 1 FROM {}", vec!["t"; 2_000].join(", ")),
+            format!("SELECT x IN ({}), ARRAY[{0}], f({0})", list(2_000)),
+            format!("INSERT INTO t VALUES {}", vec!["(1, 2)"; 2_000].join(", ")),
+            format!("SELECT {0} UNION SELECT {0}", list(1_000)),
+            format!("SELECT {0}; SELECT {0}", list(1_000)),
+            format!("SELECT 1 GROUP BY {}", list(2_000)),
+            format!("SELECT ({}), 2", list(2_000)),
+        ] {
+            assert!(check(&sql).is_ok(), "{}", &sql[..40]);
+        }
+    }
+
     #[test]
     fn long_operator_chains_fail_before_parsing() {
         let plus = |n: usize| format!("SELECT 1{}", " + 1".repeat(n));
@@ -260,7 +335,7 @@ mod tests {
         let mixed = format!("SELECT 1{}", " + 2 * 3 - 4 / (5 % 6)".repeat(2_500));
         assert!(check(&mixed).is_err());
         // Exponents, signs after keywords, commas: no chain.
-        let list = format!("SELECT {}", vec!["1e+5 - -1"; 5_000].join(", "));
+        let list = format!("SELECT ARRAY[{}]", vec!["1e+5 - -1"; 5_000].join(", "));
         assert!(check(&list).is_ok());
         let terms = format!("SELECT 1 WHERE {}", vec!["x + 1 = 2"; 5_000].join(" AND "));
         assert!(check(&terms).is_ok());

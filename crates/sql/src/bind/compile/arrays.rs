@@ -258,17 +258,7 @@ impl Compiler<'_> {
         if !la && !ra {
             return Ok(None);
         }
-        let mismatch = |a: Ty, b: Ty| {
-            Error::new(
-                SqlState::UNDEFINED_FUNCTION,
-                format!(
-                    "operator does not exist: {} {op} {}",
-                    type_name(a.data_type()),
-                    type_name(b.data_type())
-                ),
-            )
-            .with_hint("No operator matches the given name and argument types. You might need to add explicit type casts.")
-        };
+        let mismatch = |a: Ty, b: Ty| no_operator(a, op, b);
         // The other operand, if untyped, is of the array's type.
         let (lt, rt) = match (lt, rt) {
             (Ty::Known(a @ DataType::Array(_)), Ty::Literal(_) | Ty::Param(_)) => {

@@ -196,8 +196,10 @@ impl Compiler<'_> {
                 ..
             } => {
                 let mut end_jumps = Vec::new();
-                let mut result_ty: Option<DataType> = None;
-                let mut literal_results = Vec::new();
+                // Each result's type and where its code ends: they are
+                // brought to one type at the end (common_type.rs).
+                let mut results = Vec::new();
+                let mut ends = Vec::new();
                 for w in conditions {
                     match operand {
                         Some(op) => {
@@ -215,21 +217,18 @@ impl Compiler<'_> {
                         }
                     }
                     let skip = self.emit(Op::JumpIfNotTrue(0));
-                    let rt = self.expr(&w.result)?;
-                    match rt {
-                        Ty::Known(t) => result_ty = result_ty.or(Some(t)),
-                        Ty::Literal(i) => literal_results.push(i),
-                        _ => {}
-                    }
+                    results.push(self.expr(&w.result)?);
+                    ends.push(self.program.ops.len());
                     end_jumps.push(self.emit(Op::Jump(0)));
                     self.patch_jump(skip);
                 }
                 match else_result {
-                    Some(e) => match self.expr(e)? {
-                        Ty::Known(t) => result_ty = result_ty.or(Some(t)),
-                        Ty::Literal(i) => literal_results.push(i),
-                        _ => {}
-                    },
+                    Some(e) => {
+                        // The ELSE's type leads (PostgreSQL's
+                        // transformCaseExpr).
+                        results.insert(0, self.expr(e)?);
+                        ends.insert(0, self.program.ops.len());
+                    }
                     None => {
                         self.push_const(Value::Null);
                     }
@@ -237,10 +236,10 @@ impl Compiler<'_> {
                 for j in end_jumps {
                     self.patch_jump(j);
                 }
-                let target = result_ty.unwrap_or(DataType::Text);
-                for i in literal_results {
-                    self.coerce(Ty::Literal(i), Some(target))?;
-                }
+                // Untyped literals only: text.
+                let target = self
+                    .unify("CASE", &results, &ends)?
+                    .unwrap_or(DataType::Text);
                 Ok(Ty::Known(target))
             }
             Expr::Position { expr, r#in } => {

@@ -220,6 +220,9 @@ impl Compiler<'_> {
             )
         })?;
         let mut tys = Vec::new();
+        // Where each argument's code ends (COALESCE, GREATEST and LEAST
+        // bring their arguments to one type after compiling them all).
+        let mut ends = Vec::new();
         for (i, a) in args.iter().enumerate() {
             let t = self.expr(a)?;
             let textual = matches!(
@@ -234,6 +237,7 @@ impl Compiler<'_> {
                     | Func::Strpos
             ) || (func == Func::Substr && i == 0);
             tys.push(if textual { self.text_operand(t) } else { t });
+            ends.push(self.program.ops.len());
         }
         check_arity(&name, func, &tys)?;
         let first = tys.iter().find_map(|t| t.data_type());
@@ -277,6 +281,14 @@ impl Compiler<'_> {
                     self.coerce(*t, Some(DataType::Bytea))?;
                 }
                 DataType::Double
+            }
+            Func::Coalesce | Func::Greatest | Func::Least => {
+                let what = match func {
+                    Func::Coalesce => "COALESCE",
+                    Func::Greatest => "GREATEST",
+                    _ => "LEAST",
+                };
+                self.unify(what, &tys, &ends)?.unwrap_or(DataType::Text)
             }
             Func::Round | Func::Floor | Func::Ceil => match first {
                 Some(DataType::Double) => DataType::Double,
@@ -634,7 +646,7 @@ pub(super) struct AggClauses<'a> {
 }
 
 /// A type's name as `pg_typeof` and `regtype` print it (no modifier).
-fn type_name_of(t: DataType) -> String {
+pub(super) fn type_name_of(t: DataType) -> String {
     match t {
         DataType::Varchar(_) => "character varying".into(),
         DataType::Char(_) => "character".into(),

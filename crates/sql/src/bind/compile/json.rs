@@ -25,20 +25,6 @@ fn is_json(t: Ty) -> bool {
     matches!(t, Ty::Known(DataType::Json | DataType::Jsonb))
 }
 
-fn no_operator(l: Ty, op: &BinaryOperator, r: Ty) -> Error {
-    Error::new(
-        SqlState::UNDEFINED_FUNCTION,
-        format!(
-            "operator does not exist: {} {op} {}",
-            type_name(l.data_type()),
-            type_name(r.data_type())
-        ),
-    )
-    .with_hint(
-        "No operator matches the given name and argument types. You might need to add explicit type casts.",
-    )
-}
-
 /// Operators that exist only for json values.
 fn json_only(op: &BinaryOperator) -> bool {
     matches!(

@@ -23,6 +23,7 @@ use sqlparser::ast::{
 
 mod arrays;
 mod catalog_exprs;
+mod common_type;
 mod expressions;
 mod functions;
 mod json;
@@ -682,6 +683,21 @@ pub(crate) fn has_subquery(e: &Expr) -> bool {
 }
 
 /// 42883 naming the signature as PostgreSQL prints it.
+/// `operator does not exist: l op r` (42883), with PostgreSQL's hint.
+pub(super) fn no_operator(l: Ty, op: &BinaryOperator, r: Ty) -> Error {
+    Error::new(
+        SqlState::UNDEFINED_FUNCTION,
+        format!(
+            "operator does not exist: {} {op} {}",
+            type_name(l.data_type()),
+            type_name(r.data_type())
+        ),
+    )
+    .with_hint(
+        "No operator matches the given name and argument types. You might need to add explicit type casts.",
+    )
+}
+
 fn no_such_function(name: &str, tys: &[Ty]) -> Error {
     let signature: Vec<String> = tys
         .iter()

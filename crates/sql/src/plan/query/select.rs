@@ -21,6 +21,7 @@ use crate::bind::scope::table_name;
 use crate::bind::scope::{ident_name, Scope};
 use crate::plan::conjuncts::{and_all, conjuncts, pushable};
 
+use crate::limits::{too_many_target_entries, MAX_TARGET_ENTRIES};
 use crate::output::ResultColumn;
 use crate::plan::access::{key_prefix, plan_access, Access};
 use crate::plan::join_plan::{plan_lookup, JoinKind, JoinStep};
@@ -28,16 +29,10 @@ use crate::plan::subquery::{Bindings, QueryContext};
 use crate::plan::{join_order, or_terms};
 use crate::{Error, Result};
 
-/// PostgreSQL's limit on a SELECT list (`MaxTupleAttributeNumber`): a
-/// row description counts its columns in 16 bits.
-pub(crate) const MAX_TARGET_ENTRIES: usize = 1_664;
-
+/// 54011 past [`MAX_TARGET_ENTRIES`] entries (after `*` expands).
 pub(crate) fn too_many_entries(n: usize) -> Result<()> {
     if n > MAX_TARGET_ENTRIES {
-        return Err(Error::new(
-            SqlState::TOO_MANY_COLUMNS,
-            format!("target lists can have at most {MAX_TARGET_ENTRIES} entries"),
-        ));
+        return Err(too_many_target_entries());
     }
     Ok(())
 }
